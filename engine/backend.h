@@ -1,0 +1,134 @@
+/* The backend interface: a table of operations plus a context, as a ggml backend is.
+ * The engine holds a `struct backend` and calls ops only through it; it never knows
+ * whether memory is host or device, fp32 or fp16, CNHW or NHWC.
+ *
+ * Conventions for every op:
+ *   - outputs first, then inputs, then attributes;
+ *   - shapes come from the struct tensor arguments; `n` of activation tensors may be
+ *     smaller than allocated (the last eval batch), and the op uses the tensor's n;
+ *   - backward ops overwrite parameter gradients and overwrite (accumulate = 0) or add
+ *     to (accumulate = 1) input gradients; a NULL input gradient is not computed;
+ *   - every op returns a dr_status. */
+#ifndef DAWNRUN_BACKEND_H
+#define DAWNRUN_BACKEND_H
+
+#include <stdint.h>
+
+#include "../kernels/activation.h"
+#include "../kernels/augment.h"
+#include "../kernels/pool.h"
+#include "tensor.h"
+
+struct conv_attr {
+    int k, stride, pad;
+};
+
+struct bn_attr {
+    float eps, momentum;
+};
+
+struct pool_attr {
+    enum pool_kind kind;
+    int kh, kw, sh, sw;       /* global pools pass the whole plane */
+};
+
+struct backend_ops {
+    const char *name;                                 /* "cpu", "cuda" */
+    void (*destroy)(void *ctx);
+    /* device description for records ("2-core x86-64 CPU", "NVIDIA H200, driver ...") */
+    const char *(*device_name)(void *ctx);
+
+    /* memory: tensor_alloc reads kind and shape, sets data, zero-fills */
+    int (*tensor_alloc)(void *ctx, struct tensor *t);
+    void (*tensor_free)(void *ctx, struct tensor *t);
+    int (*tensor_zero)(void *ctx, struct tensor *t);
+    /* host is the canonical form of engine/tensor.h */
+    int (*tensor_write)(void *ctx, struct tensor *t, const void *host);
+    int (*tensor_read)(void *ctx, void *host, const struct tensor *t);
+    int (*synchronize)(void *ctx);
+
+    /* data: x = batch of dataset rows; aug NULL = test batch (normalise only) */
+    int (*augment)(void *ctx, struct tensor *x, struct tensor *labels,
+                   const struct tensor *images, const struct tensor *image_labels,
+                   const struct tensor *rows, const struct augment_params *aug, uint64_t seed,
+                   int epoch);
+
+    int (*conv_forward)(void *ctx, struct tensor *y, const struct tensor *x,
+                        const struct tensor *w, const struct tensor *b, const struct conv_attr *a);
+    int (*conv_backward)(void *ctx, struct tensor *dx, struct tensor *dw, struct tensor *db,
+                         const struct tensor *dy, const struct tensor *x, const struct tensor *w,
+                         const struct conv_attr *a, int accumulate);
+
+    /* stats: TENSOR_F32 (c) save_mean, save_invstd, running_mean, running_var */
+    int (*bn_forward_train)(void *ctx, struct tensor *y, struct tensor *save_mean,
+                            struct tensor *save_invstd, struct tensor *running_mean,
+                            struct tensor *running_var, const struct tensor *x,
+                            const struct tensor *gamma, const struct tensor *beta,
+                            const struct bn_attr *a);
+    int (*bn_forward_eval)(void *ctx, struct tensor *y, const struct tensor *x,
+                           const struct tensor *gamma, const struct tensor *beta,
+                           const struct tensor *running_mean, const struct tensor *running_var,
+                           const struct bn_attr *a);
+    int (*bn_backward)(void *ctx, struct tensor *dx, struct tensor *dgamma, struct tensor *dbeta,
+                       const struct tensor *dy, const struct tensor *x, const struct tensor *gamma,
+                       const struct tensor *save_mean, const struct tensor *save_invstd,
+                       int accumulate);
+
+    int (*act_forward)(void *ctx, struct tensor *y, const struct tensor *x, enum act_kind kind,
+                       float alpha);
+    int (*act_backward)(void *ctx, struct tensor *dx, const struct tensor *dy,
+                        const struct tensor *x, enum act_kind kind, float alpha, int accumulate);
+
+    int (*pool_forward)(void *ctx, struct tensor *y, const struct tensor *x,
+                        const struct pool_attr *a);
+    int (*pool_backward)(void *ctx, struct tensor *dx, const struct tensor *dy,
+                         const struct tensor *x, const struct tensor *y, const struct pool_attr *a,
+                         int accumulate);
+
+    int (*concat_forward)(void *ctx, struct tensor *y, const struct tensor *const *xs, int count);
+    int (*concat_backward)(void *ctx, struct tensor *const *dxs, const struct tensor *dy,
+                           int count, const int *accumulate);
+
+    int (*add_forward)(void *ctx, struct tensor *y, const struct tensor *a, const struct tensor *b);
+    int (*scale_forward)(void *ctx, struct tensor *y, const struct tensor *x, float s);
+    /* dx (=|+=) s * dy; backward of add (s = 1) and scale */
+    int (*scaled_copy)(void *ctx, struct tensor *dx, const struct tensor *dy, float s,
+                       int accumulate);
+
+    /* y (n, c*h*w, 1, 1) from x (n, c, h, w) */
+    int (*flatten_forward)(void *ctx, struct tensor *y, const struct tensor *x);
+    int (*flatten_backward)(void *ctx, struct tensor *dx, const struct tensor *dy, int accumulate);
+
+    /* x, y: (n, in, 1, 1), (n, out, 1, 1); w PARAM (out, in, 1, 1); b PARAM (out) or NULL */
+    int (*linear_forward)(void *ctx, struct tensor *y, const struct tensor *x,
+                          const struct tensor *w, const struct tensor *b);
+    int (*linear_backward)(void *ctx, struct tensor *dx, struct tensor *dw, struct tensor *db,
+                           const struct tensor *dy, const struct tensor *x, const struct tensor *w,
+                           int accumulate);
+
+    /* stats: F32 (2) += (summed loss, correct count); probs: ACT like logits */
+    int (*xent_forward)(void *ctx, struct tensor *stats, struct tensor *probs,
+                        const struct tensor *logits, const struct tensor *labels, float smoothing);
+    int (*xent_backward)(void *ctx, struct tensor *dlogits, const struct tensor *probs,
+                         const struct tensor *labels, float smoothing, float scale);
+
+    int (*sgd_update)(void *ctx, struct tensor *w, struct tensor *v, struct tensor *dw, float lr,
+                      float wd, float momentum, int nesterov);
+};
+
+struct backend {
+    const struct backend_ops *ops;
+    void *ctx;
+};
+
+/* Creates the CPU reference engine (fp32, CNHW, OpenMP over `threads`; 0 = all cores). */
+int backend_cpu_create(struct backend *b, int threads);
+
+/* Creates the CUDA engine on `device`. Returns DR_ERR_NODEVICE when no usable GPU
+ * (driver missing, no device, cuDNN cannot initialise) or when built without CUDA. */
+int backend_cuda_create(struct backend *b, int device);
+
+/* Releases the backend. Safe on a zeroed struct. */
+void backend_destroy(struct backend *b);
+
+#endif

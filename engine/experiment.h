@@ -1,0 +1,64 @@
+/* An experiment as dawnrun runs it: the resolved, validated contents of one config file
+ * (after @include, defaults and --set overrides). Filled by experiment_load(). */
+#ifndef DAWNRUN_EXPERIMENT_H
+#define DAWNRUN_EXPERIMENT_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include "../kernels/augment.h"
+#include "graph.h"
+
+#define SCHEDULE_MAX_KNOTS 32
+#define EXPERIMENT_PATH_MAX 4096
+
+/* Piecewise-linear function of fractional epoch; constant before the first knot and
+ * after the last. */
+struct schedule {
+    int count;
+    double knots[SCHEDULE_MAX_KNOTS];   /* strictly increasing */
+    double values[SCHEDULE_MAX_KNOTS];
+};
+
+enum loss_reduction { LOSS_SUM, LOSS_MEAN };
+enum precision { PRECISION_FP32, PRECISION_FP16, PRECISION_BF16 };
+
+struct experiment {
+    char name[128];
+    char path[EXPERIMENT_PATH_MAX];      /* the config file */
+    struct {
+        char dir[EXPERIMENT_PATH_MAX];   /* "" = $DAWNRUN_DATA, then ./data/cifar-10-batches-bin */
+        int train_subset, test_subset;   /* 0 = all */
+    } data;
+    struct net_spec net;
+    struct {
+        double epochs;
+        int batch_size;
+        struct schedule lr;
+        double momentum;
+        int nesterov;
+        double weight_decay;
+        enum loss_reduction loss;
+        double label_smoothing;
+        enum precision precision;
+    } train;
+    struct augment_params augment;
+    struct {
+        int batch_size;
+    } eval;
+    int seeds;                           /* default number of seeds for a batch */
+    double target_accuracy;
+    char *resolved;                      /* the resolved config as libconfig text (owned) */
+};
+
+/* Loads, validates and resolves `path`, applying `n_sets` overrides "key.path=value" in
+ * order. Every problem is reported to stderr as "file:line: message" (or
+ * "--set key=value: message"); returns DR_OK, DR_ERR_CONFIG or DR_ERR_IO. */
+int experiment_load(struct experiment *e, const char *path, const char *const *sets,
+                    int n_sets);
+void experiment_free(struct experiment *e);
+
+/* Value of the schedule at fractional epoch t. */
+double schedule_at(const struct schedule *s, double t);
+
+#endif

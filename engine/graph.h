@@ -1,0 +1,112 @@
+/* The network as data. A net_spec is what the config describes after block expansion
+ * (names, types, attributes, source lines); graph_build() resolves it into a graph:
+ * layers in topological order with input ids, output shapes, parameter shapes and
+ * FLOPs. Engine-neutral: no device code, no config library. */
+#ifndef DAWNRUN_GRAPH_H
+#define DAWNRUN_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GRAPH_NAME_MAX 96
+#define GRAPH_MAX_INPUTS 8
+
+enum layer_type {
+    LAYER_INPUT,     /* the image batch; created by graph_build, never in a spec */
+    LAYER_CONV,      /* out, k, stride, pad, bias */
+    LAYER_BN,        /* eps, momentum, freeze_weight, freeze_bias */
+    LAYER_RELU,
+    LAYER_CELU,      /* alpha */
+    LAYER_GELU,
+    LAYER_MAXPOOL,   /* k, stride (default k) */
+    LAYER_AVGPOOL,   /* k, stride (default k) */
+    LAYER_GMAXPOOL,  /* global max pool */
+    LAYER_GAVGPOOL,  /* global average pool */
+    LAYER_CONCAT,    /* 2+ inputs, channels */
+    LAYER_ADD,       /* 2 inputs, same shape */
+    LAYER_FLATTEN,
+    LAYER_LINEAR,    /* out, bias */
+    LAYER_SCALE,     /* scale */
+    LAYER_SHORTCUT,  /* spec only: identity when in == out channels and stride 1, else a
+                        bias-free 1×1 conv (out, stride); graph_build resolves it */
+    LAYER_TYPE_COUNT
+};
+
+/* Config name of a layer type ("conv", "bn", ...), and the reverse (-1 if unknown). */
+const char *layer_type_name(enum layer_type t);
+int layer_type_from_name(const char *name);
+
+/* One layer as written in the config (after blocks and variables are expanded). */
+struct layer_spec {
+    char name[GRAPH_NAME_MAX];             /* unique, block instances prefix "inst." */
+    enum layer_type type;
+    int n_inputs;                          /* 0 = the previous layer (or the image) */
+    char inputs[GRAPH_MAX_INPUTS][GRAPH_NAME_MAX];
+    int out;                               /* conv/linear/shortcut: output channels */
+    int expect_in;                         /* conv/bn/linear: declared input channels, 0 = any */
+    int k, stride, pad;                    /* conv, pools; pad -1 = k/2 ("same") */
+    int bias;                              /* conv/linear: 1 = has bias */
+    float eps, momentum;                   /* bn */
+    int freeze_weight, freeze_bias;        /* bn: keep gamma at 1 / beta at 0 */
+    float alpha;                           /* celu */
+    float scale;                           /* scale */
+    const char *file;                      /* where it was written, for messages */
+    int line;
+};
+
+struct net_spec {
+    struct layer_spec *layers;             /* owned */
+    int count, cap;
+    char output[GRAPH_NAME_MAX];           /* "" = the last layer */
+};
+
+/* Appends a zero-initialised layer with defaults set (k=3, stride=1, pad=-1, eps=1e-5,
+ * momentum=0.1, alpha=1, scale=1); returns it or NULL on out of memory. */
+struct layer_spec *net_spec_add(struct net_spec *s);
+void net_spec_free(struct net_spec *s);
+
+enum param_kind { PARAM_CONV_W, PARAM_CONV_B, PARAM_BN_W, PARAM_BN_B, PARAM_LINEAR_W,
+                  PARAM_LINEAR_B };
+
+/* A trainable parameter tensor of a layer (canonical shape n, c, h, w). */
+struct param_desc {
+    enum param_kind kind;
+    int layer;                             /* owning layer id */
+    int n, c, h, w;                        /* conv: (co, ci, k, k); linear: (out, in, 1, 1) */
+    float init_bound;                      /* uniform(-b, b); 0 with init_value for BN */
+    float init_value;
+    int trainable;                         /* 0 for frozen BN weight/bias */
+};
+
+struct layer {
+    struct layer_spec spec;                /* resolved copy (shortcut -> conv) */
+    int n_inputs;
+    int inputs[GRAPH_MAX_INPUTS];          /* layer ids, all smaller than this layer's id */
+    int c, h, w;                           /* output shape per image */
+    int in_c, in_h, in_w;                  /* first input's shape per image */
+    int param_first, param_count;          /* range in graph.params */
+    int64_t flops;                         /* forward FLOPs per image (MAC = 2) */
+};
+
+struct graph {
+    struct layer *layers;                  /* layers[0] is LAYER_INPUT */
+    int count;
+    int output;                            /* id of the logits layer */
+    struct param_desc *params;
+    int n_params;
+    int64_t n_weights;                     /* trainable scalars (BN weight/bias included) */
+    int64_t flops_forward;                 /* per image */
+};
+
+/* Resolves names, checks shapes and builds the graph for images of in_c×in_h×in_w.
+ * Errors name the layer and its file:line ("nets/x.cfg:12: layer 'l1.conv': ...") and are
+ * written to err. Returns DR_OK or DR_ERR_CONFIG. */
+int graph_build(struct graph *g, const struct net_spec *spec, int in_c, int in_h, int in_w,
+                char *err, size_t errlen);
+void graph_free(struct graph *g);
+
+/* Training FLOPs per image: forward + backward (2× forward for conv/linear, data and
+ * weight gradients; the first conv needs no data gradient). */
+int64_t graph_train_flops(const struct graph *g);
+
+#endif

@@ -1,0 +1,50 @@
+/* Status codes shared by every module, and the macro family that checks calls and
+ * jumps to a function's single cleanup label. Library code returns a dr_status;
+ * only runner/ turns one into an exit code. */
+#ifndef DAWNRUN_STATUS_H
+#define DAWNRUN_STATUS_H
+
+enum dr_status {
+    DR_OK = 0,
+    DR_ERR_NOMEM,        /* host or device allocation failed */
+    DR_ERR_USAGE,        /* bad command-line flag */
+    DR_ERR_CONFIG,       /* bad experiment config (parse, schema, network shape) */
+    DR_ERR_DATA,         /* missing or malformed data file */
+    DR_ERR_IO,           /* other file-system failure */
+    DR_ERR_DEVICE,       /* a CUDA / cuDNN / cuBLAS call failed */
+    DR_ERR_NODEVICE,     /* the requested engine has no usable device here */
+    DR_ERR_DB,           /* SQLite failure */
+    DR_ERR_DIVERGED,     /* loss became NaN or infinite */
+    DR_ERR_INTERRUPTED,  /* SIGINT / SIGTERM asked the run to stop */
+    DR_ERR_INTERNAL      /* a broken invariant: a bug in dawnrun */
+};
+
+/* Short lower-case name of a status ("config error", ...). Never NULL. */
+const char *dr_status_str(int status);
+
+/* Prints "file:line: [lib] message" to stderr. Used by the CHECK macros; returns status
+ * so that it can be assigned in one expression. */
+int dr_report(int status, const char *file, int line, const char *lib, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Sets rc and jumps to `cleanup` when `expr` (a dr_status) is not DR_OK. */
+#define TRY(expr)                                                                          \
+    do {                                                                                   \
+        rc = (expr);                                                                       \
+        if (rc != DR_OK) goto cleanup;                                                     \
+    } while (0)
+
+/* Reports a failure with file:line, sets rc and jumps to `cleanup`. */
+#define FAIL(status, ...)                                                                  \
+    do {                                                                                   \
+        rc = dr_report((status), __FILE__, __LINE__, NULL, __VA_ARGS__);                   \
+        goto cleanup;                                                                      \
+    } while (0)
+
+/* Allocation check: reports what was being allocated. */
+#define CHECK_ALLOC(ptr, what)                                                             \
+    do {                                                                                   \
+        if ((ptr) == NULL) FAIL(DR_ERR_NOMEM, "out of memory allocating %s", (what));      \
+    } while (0)
+
+#endif

@@ -1,0 +1,20 @@
+/* Elementwise activations: relu, celu(alpha), gelu (exact, erf form). Layout-free. */
+#ifndef DAWNRUN_KERNELS_ACTIVATION_H
+#define DAWNRUN_KERNELS_ACTIVATION_H
+
+#include <stddef.h>
+
+enum act_kind { ACT_RELU, ACT_CELU, ACT_GELU };
+
+/* y = act(x). alpha is used by celu only: max(0,x) + min(0, alpha*(exp(x/alpha)-1)). */
+void activation_forward_cpu(float *y,        /* (count) */
+                            const float *x,  /* (count) */
+                            enum act_kind kind, float alpha, size_t count);
+
+/* dx (=|+=) dy * act'(x). */
+void activation_backward_cpu(float *dx,       /* (count) */
+                             const float *dy, /* (count) */
+                             const float *x,  /* (count) */
+                             enum act_kind kind, float alpha, size_t count, int accumulate_dx);
+
+#endif

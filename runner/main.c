@@ -1,0 +1,3 @@
+/* dawnrun command-line entry point. */
+#include <stdio.h>
+int main(void) { puts("dawnrun"); return 0; }

@@ -12,6 +12,7 @@
 #ifndef DAWNRUN_BACKEND_H
 #define DAWNRUN_BACKEND_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../kernels/activation.h"
@@ -124,9 +125,15 @@ struct backend {
 /* Creates the CPU reference engine (fp32, CNHW, OpenMP over `threads`; 0 = all cores). */
 int backend_cpu_create(struct backend *b, int threads);
 
-/* Creates the CUDA engine on `device`. Returns DR_ERR_NODEVICE when no usable GPU
- * (driver missing, no device, cuDNN cannot initialise) or when built without CUDA. */
-int backend_cuda_create(struct backend *b, int device);
+/* Says whether the CUDA engine can run on `device` here, without printing: DR_OK, or
+ * DR_ERR_NODEVICE with the reason in why (e.g. the driver's error string). */
+int backend_cuda_probe(int device, char *why, size_t whylen);
+
+/* Creates the CUDA engine on `device`, computing activations in `precision` (an enum
+ * precision of engine/experiment.h: fp32, fp16 or bf16; parameters, optimiser state and
+ * BN statistics stay fp32). Returns DR_ERR_NODEVICE when no usable GPU (driver missing,
+ * no device, cuDNN cannot initialise) or when built without CUDA. */
+int backend_cuda_create(struct backend *b, int device, int precision);
 
 /* Releases the backend. Safe on a zeroed struct. */
 void backend_destroy(struct backend *b);

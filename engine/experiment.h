@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "../kernels/augment.h"
 #include "graph.h"
@@ -49,6 +50,8 @@ struct experiment {
     int seeds;                           /* default number of seeds for a batch */
     double target_accuracy;
     char *resolved;                      /* the resolved config as libconfig text (owned) */
+    char *sources;                       /* owned storage of the file names that
+                                            net.layers[i].file point to */
 };
 
 /* Loads, validates and resolves `path`, applying `n_sets` overrides "key.path=value" in
@@ -60,5 +63,9 @@ void experiment_free(struct experiment *e);
 
 /* Value of the schedule at fractional epoch t. */
 double schedule_at(const struct schedule *s, double t);
+
+/* Prints the reference of every config key and layer type, from the schema (Markdown;
+ * the generated part of docs/config.md). */
+void config_schema_print(FILE *f);
 
 #endif

@@ -18,8 +18,8 @@ enum layer_type {
     LAYER_RELU,
     LAYER_CELU,      /* alpha */
     LAYER_GELU,
-    LAYER_MAXPOOL,   /* k, stride (default k) */
-    LAYER_AVGPOOL,   /* k, stride (default k) */
+    LAYER_MAXPOOL,   /* k, stride (default k; 0 in a spec also means k) */
+    LAYER_AVGPOOL,   /* k, stride (default k; 0 in a spec also means k) */
     LAYER_GMAXPOOL,  /* global max pool */
     LAYER_GAVGPOOL,  /* global average pool */
     LAYER_CONCAT,    /* 2+ inputs, channels */
@@ -50,7 +50,8 @@ struct layer_spec {
     int freeze_weight, freeze_bias;        /* bn: keep gamma at 1 / beta at 0 */
     float alpha;                           /* celu */
     float scale;                           /* scale */
-    const char *file;                      /* where it was written, for messages */
+    const char *file;                      /* where it was written, for messages (not owned;
+                                              NULL = unknown) */
     int line;
 };
 
@@ -78,12 +79,19 @@ struct param_desc {
     int trainable;                         /* 0 for frozen BN weight/bias */
 };
 
+/* A resolved layer. Consumers read the type and attributes from `spec`, which graph_build
+ * has resolved: a projection shortcut is LAYER_CONV (k 1, pad 0, bias 0, its stride), a
+ * conv's pad is never -1, a pool's stride is never 0; spec.n_inputs/spec.inputs are the
+ * names as written: use n_inputs/inputs below instead. Layer i's output tensor has shape
+ * (batch, c, h, w). Its parameters are params[param_first .. param_first+param_count):
+ * conv: weight [, bias if spec.bias]; bn: weight, bias (always both, frozen ones have
+ * trainable 0); linear: weight [, bias if spec.bias]; other types: none. */
 struct layer {
     struct layer_spec spec;                /* resolved copy (shortcut -> conv) */
-    int n_inputs;
+    int n_inputs;                          /* >= 1 (0 only for layers[0], the image) */
     int inputs[GRAPH_MAX_INPUTS];          /* layer ids, all smaller than this layer's id */
     int c, h, w;                           /* output shape per image */
-    int in_c, in_h, in_w;                  /* first input's shape per image */
+    int in_c, in_h, in_w;                  /* first input's shape per image (0 for the image) */
     int param_first, param_count;          /* range in graph.params */
     int64_t flops;                         /* forward FLOPs per image (MAC = 2) */
 };
@@ -95,18 +103,34 @@ struct graph {
     struct param_desc *params;
     int n_params;
     int64_t n_weights;                     /* trainable scalars (BN weight/bias included) */
-    int64_t flops_forward;                 /* per image */
+    int64_t flops_forward;                 /* per image: conv and linear layers only */
+    int64_t flops_elementwise;             /* per image: all other layers */
 };
+
+/* FLOP convention (per image, forward). Conv and linear dominate and are counted exactly,
+ * a multiply-accumulate being 2 FLOPs: conv 2*co*ci*k*k*ho*wo (+ co*ho*wo with bias),
+ * linear 2*in*out (+ out with bias); their sum is graph.flops_forward (ResNet-9 on
+ * 32x32: 758,523,904). The rest is graph.flops_elementwise, counted per output element:
+ * bn 4 (batch statistics 2, fused scale-and-shift 2), relu/celu/gelu/scale 1 (a
+ * transcendental counts 1), add 1, maxpool/avgpool k*k (the window), global pools 1 per
+ * input element, concat/flatten 0 (data movement). layer.flops uses the same rule. */
 
 /* Resolves names, checks shapes and builds the graph for images of in_c×in_h×in_w.
  * Errors name the layer and its file:line ("nets/x.cfg:12: layer 'l1.conv': ...") and are
  * written to err. Returns DR_OK or DR_ERR_CONFIG. */
+/* Building stops at the first problem; err then holds that one line (no newline). An
+ * identity shortcut produces no layer: references to its name resolve to its input. The
+ * output is spec->output or else the last spec layer; it must be Cx1x1. On failure g is
+ * left empty (graph_free is harmless); DR_ERR_NOMEM is also possible. g does not keep
+ * pointers into spec except layer_spec.file. */
 int graph_build(struct graph *g, const struct net_spec *spec, int in_c, int in_h, int in_w,
                 char *err, size_t errlen);
 void graph_free(struct graph *g);
 
 /* Training FLOPs per image: forward + backward (2× forward for conv/linear, data and
  * weight gradients; the first conv needs no data gradient). */
+/* Precisely: conv/linear 3× their forward, or 2× when their input is the image; every
+ * other layer 2× its forward (the backward costs about as much as the forward). */
 int64_t graph_train_flops(const struct graph *g);
 
 #endif

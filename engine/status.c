@@ -19,6 +19,7 @@ const char *dr_status_str(int status)
     case DR_ERR_DIVERGED: return "diverged";
     case DR_ERR_INTERRUPTED: return "interrupted";
     case DR_ERR_INTERNAL: return "internal error";
+    case DR_ERR_FENCED: return "run reclaimed by another worker";
     }
     return "unknown error";
 }

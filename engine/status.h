@@ -16,7 +16,9 @@ enum dr_status {
     DR_ERR_DB,           /* SQLite failure */
     DR_ERR_DIVERGED,     /* loss became NaN or infinite */
     DR_ERR_INTERRUPTED,  /* SIGINT / SIGTERM asked the run to stop */
-    DR_ERR_INTERNAL      /* a broken invariant: a bug in dawnrun */
+    DR_ERR_INTERNAL,     /* a broken invariant: a bug in dawnrun */
+    DR_ERR_FENCED        /* a results write was refused: the run was reclaimed or finished
+                            by another worker (lease lost); stop working on it */
 };
 
 /* Short lower-case name of a status ("config error", ...). Never NULL. */

@@ -1,15 +1,24 @@
-/* The CUDA engine's entry point in a build without CUDA: there is never a device. */
+/* The CUDA engine's entry points in a build without CUDA: there is never a device. */
 #include <stdio.h>
 
 #include "../engine/backend.h"
 #include "../engine/status.h"
 
-int backend_cuda_create(struct backend *b, int device)
+int backend_cuda_probe(int device, char *why, size_t whylen)
 {
     (void)device;
+    snprintf(why, whylen, "this build has no CUDA engine");
+    return DR_ERR_NODEVICE;
+}
+
+int backend_cuda_create(struct backend *b, int device, int precision)
+{
+    char why[128];
+    (void)precision;
     b->ops = NULL;
     b->ctx = NULL;
-    fprintf(stderr, "dawnrun: this build has no CUDA engine (configure with nvcc, cuDNN and "
-                    "cuBLAS available)\n");
+    backend_cuda_probe(device, why, sizeof(why));
+    fprintf(stderr, "dawnrun: no CUDA device: %s (configure with nvcc, cuDNN and cuBLAS "
+                    "available)\n", why);
     return DR_ERR_NODEVICE;
 }

@@ -1,3 +1,54 @@
-/* dawnrun command-line entry point. */
+/* dawnrun command-line entry point: dispatches to one command per verb. */
 #include <stdio.h>
-int main(void) { puts("dawnrun"); return 0; }
+#include <string.h>
+
+#include "cli.h"
+#include "engine/experiment.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: dawnrun COMMAND [ARGS]\n"
+            "\n"
+            "commands:\n"
+            "  train CONFIG [--seed N] [--set key=value]... [--engine cpu|cuda|auto]\n"
+            "               [--threads N] [--device N]\n"
+            "        train one run and print its epoch table\n"
+            "  validate CONFIG [--set key=value]...\n"
+            "        check a config; print the resolved experiment and the network\n"
+            "  bench CONFIG [--batch N] [--steps N] [--warmup N] [--engine ...] [--set ...]\n"
+            "        time training steps and evaluation\n"
+            "  config-doc\n"
+            "        print the reference of every config key (Markdown)\n"
+            "  version\n"
+            "\n"
+            "exit codes: 0 ok, 1 other error, 2 bad flag, 3 config error, 4 data error,\n"
+            "            5 diverged, 6 device error, 130/143 interrupted (SIGINT/SIGTERM)\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "train")) return cmd_train(argc - 1, argv + 1);
+    if (!strcmp(cmd, "validate")) return cmd_validate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "config-doc")) {
+        config_schema_print(stdout);
+        return EXIT_OK;
+    }
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("dawnrun %s\n", DAWNRUN_VERSION);
+        return EXIT_OK;
+    }
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        usage(stdout);
+        return EXIT_OK;
+    }
+    fprintf(stderr, "dawnrun: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return EXIT_USAGE;
+}

@@ -8,18 +8,36 @@ extern "C" {
 }
 #include "check_cuda.h"
 
-extern "C" int backend_cuda_create(struct backend *b, int device)
+extern "C" int backend_cuda_probe(int device, char *why, size_t whylen)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
-    b->ops = NULL;
-    b->ctx = NULL;
     if (e != cudaSuccess) {
-        fprintf(stderr, "dawnrun: no CUDA device: %s\n", cudaGetErrorString(e));
+        snprintf(why, whylen, "%s", cudaGetErrorString(e));
         return DR_ERR_NODEVICE;
     }
     if (device < 0 || device >= count) {
-        fprintf(stderr, "dawnrun: no CUDA device %d (%d present)\n", device, count);
+        snprintf(why, whylen, "no CUDA device %d (%d present)", device, count);
+        return DR_ERR_NODEVICE;
+    }
+    cudnnHandle_t h = NULL;
+    cudnnStatus_t s = cudnnCreate(&h);
+    if (s != CUDNN_STATUS_SUCCESS) {
+        snprintf(why, whylen, "cuDNN cannot initialise: %s", cudnnGetErrorString(s));
+        return DR_ERR_NODEVICE;
+    }
+    cudnnDestroy(h);
+    return DR_OK;
+}
+
+extern "C" int backend_cuda_create(struct backend *b, int device, int precision)
+{
+    char why[256];
+    (void)precision;
+    b->ops = NULL;
+    b->ctx = NULL;
+    if (backend_cuda_probe(device, why, sizeof(why)) != DR_OK) {
+        fprintf(stderr, "dawnrun: no CUDA device: %s\n", why);
         return DR_ERR_NODEVICE;
     }
     fprintf(stderr, "dawnrun: the CUDA engine's ops are not built yet\n");

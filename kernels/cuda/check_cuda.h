@@ -8,7 +8,9 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+extern "C" {
 #include "../../engine/status.h"
+}
 
 #define CHECK_CUDA(call)                                                                   \
     do {                                                                                   \

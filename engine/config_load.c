@@ -1,0 +1,306 @@
+/* experiment_load: reads an experiment config (libconfig, @include relative to the file),
+ * applies --set overrides, checks everything against the schema and the model rules,
+ * reports every problem as "file:line: message", then fills struct experiment from the
+ * canonical resolved tree, whose text identifies the experiment. */
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_internal.h"
+#include "experiment.h"
+#include "status.h"
+
+#define DEFAULT_DATA_DIR "./data/cifar-10-batches-bin"
+
+/* ---- reading the resolved tree (every key is there: the schema gave defaults) --------- */
+
+struct reader {
+    const config_t *res;
+    const char *missing; /* the first key that was not found */
+};
+
+static const config_setting_t *need(struct reader *r, const char *path)
+{
+    const config_setting_t *s = config_lookup(r->res, path);
+    if (!s && !r->missing) r->missing = path;
+    return s;
+}
+
+static int read_int(struct reader *r, const char *path)
+{
+    const config_setting_t *s = need(r, path);
+    return s && cfg_is_number(s) ? (int)cfg_number(s) : 0;
+}
+
+static double read_float(struct reader *r, const char *path)
+{
+    const config_setting_t *s = need(r, path);
+    return s && cfg_is_number(s) ? cfg_number(s) : 0.0;
+}
+
+static int read_bool(struct reader *r, const char *path)
+{
+    const config_setting_t *s = need(r, path);
+    return s && config_setting_type(s) == CONFIG_TYPE_BOOL ? config_setting_get_bool(s) : 0;
+}
+
+static const char *read_string(struct reader *r, const char *path)
+{
+    const config_setting_t *s = need(r, path);
+    const char *v = s ? config_setting_get_string(s) : NULL;
+    if (s && !v && !r->missing) r->missing = path;
+    return v ? v : "";
+}
+
+static int read_schedule(struct reader *r, const char *path, struct schedule *out)
+{
+    char kp[128], vp[128];
+    snprintf(kp, sizeof(kp), "%s.knots", path);
+    snprintf(vp, sizeof(vp), "%s.values", path);
+    const config_setting_t *k = need(r, kp), *v = need(r, vp);
+    if (!k || !v) return 0;
+    int n = config_setting_length(k);
+    if (n > SCHEDULE_MAX_KNOTS || n != config_setting_length(v)) return 0;
+    out->count = n;
+    for (int i = 0; i < n; i++) {
+        out->knots[i] = config_setting_get_float_elem(k, i);
+        out->values[i] = config_setting_get_float_elem(v, i);
+    }
+    return 1;
+}
+
+/* The final struct fill, from the canonical resolved tree. */
+static int fill_experiment(struct experiment *e, const config_t *res)
+{
+    struct reader r = {res, NULL};
+    const char *s;
+    snprintf(e->name, sizeof(e->name), "%s", read_string(&r, "name"));
+    s = read_string(&r, "data.dir");
+    if (!s[0]) {
+        const char *env = getenv("DAWNRUN_DATA");
+        s = env && env[0] ? env : DEFAULT_DATA_DIR;
+    }
+    if (strlen(s) >= sizeof(e->data.dir)) {
+        fprintf(stderr, "%s: the data directory '%.60s...' is too long\n", e->path, s);
+        return DR_ERR_CONFIG;
+    }
+    snprintf(e->data.dir, sizeof(e->data.dir), "%s", s);
+    e->data.train_subset = read_int(&r, "data.train_subset");
+    e->data.test_subset = read_int(&r, "data.test_subset");
+
+    e->train.epochs = read_float(&r, "train.epochs");
+    e->train.batch_size = read_int(&r, "train.batch_size");
+    if (!read_schedule(&r, "train.lr_schedule", &e->train.lr) && !r.missing)
+        r.missing = "train.lr_schedule";
+    e->train.momentum = read_float(&r, "train.momentum");
+    e->train.nesterov = read_bool(&r, "train.nesterov");
+    e->train.weight_decay = read_float(&r, "train.weight_decay");
+    e->train.loss = strcmp(read_string(&r, "train.loss"), "mean") == 0 ? LOSS_MEAN : LOSS_SUM;
+    e->train.label_smoothing = read_float(&r, "train.label_smoothing");
+    s = read_string(&r, "train.precision");
+    e->train.precision = !strcmp(s, "fp16")   ? PRECISION_FP16
+                         : !strcmp(s, "bf16") ? PRECISION_BF16
+                                              : PRECISION_FP32;
+
+    e->augment.pad = read_int(&r, "augment.pad");
+    e->augment.pad_mode =
+        strcmp(read_string(&r, "augment.pad_mode"), "zero") == 0 ? PAD_ZERO : PAD_REFLECT;
+    e->augment.crop = read_bool(&r, "augment.crop");
+    e->augment.flip = read_bool(&r, "augment.flip");
+    e->augment.cutout = read_int(&r, "augment.cutout");
+
+    e->eval.batch_size = read_int(&r, "eval.batch_size");
+    if (e->eval.batch_size == 0) e->eval.batch_size = e->train.batch_size;
+    e->seeds = read_int(&r, "seeds");
+    e->target_accuracy = read_float(&r, "target_accuracy");
+    if (r.missing) {
+        fprintf(stderr, "dawnrun: internal error: the resolved config has no valid '%s'\n",
+                r.missing);
+        return DR_ERR_INTERNAL;
+    }
+    return DR_OK;
+}
+
+/* ---- the resolved text ----------------------------------------------------------------- */
+
+static int write_resolved(struct experiment *e, const config_setting_t *root,
+                          const config_setting_t *schema_root, config_t *res)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = cfg_schema_resolve(config_root_setting(res), root, schema_root);
+    if (rc != DR_OK) return rc;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return DR_ERR_NOMEM;
+    config_write(res, f);
+    if (fclose(f) != 0 || !text) {
+        free(text);
+        return DR_ERR_NOMEM;
+    }
+    e->resolved = text;
+    return DR_OK;
+}
+
+/* Moves the interned file names into one owned block (e->sources) and points the layers'
+ * file fields into it. */
+static int pack_sources(struct experiment *e, const struct cfg_files *files)
+{
+    size_t total = 1;
+    for (int i = 0; i < files->count; i++) total += strlen(files->names[i]) + 1;
+    e->sources = malloc(total);
+    if (!e->sources) return DR_ERR_NOMEM;
+    size_t off = 0;
+    for (int i = 0; i < files->count; i++) {
+        size_t n = strlen(files->names[i]) + 1;
+        memcpy(e->sources + off, files->names[i], n);
+        for (int k = 0; k < e->net.count; k++)
+            if (e->net.layers[k].file == files->names[i]) e->net.layers[k].file = e->sources + off;
+        off += n;
+    }
+    e->sources[off] = '\0';
+    return DR_OK;
+}
+
+/* ---- loading --------------------------------------------------------------------------- */
+
+/* The quoted name of the @include on line `line` of file, into buf ("" when not found). */
+static void include_name(const char *file, int line, char *buf, size_t n)
+{
+    char text[1024];
+    FILE *f = fopen(file, "r");
+    buf[0] = '\0';
+    if (!f) return;
+    for (int i = 1; fgets(text, sizeof(text), f); i++) {
+        if (i < line) continue;
+        const char *p = strstr(text, "@include");
+        const char *q = p ? strchr(p, '"') : NULL;
+        const char *end = q ? strchr(q + 1, '"') : NULL;
+        if (end) snprintf(buf, n, " \"%.*s\"", (int)(end - q - 1), q + 1);
+        break;
+    }
+    fclose(f);
+}
+
+/* Prints a libconfig parse error as "file:line: message". */
+static void report_parse_error(const config_t *cfg, struct cfg_diag *d)
+{
+    const char *text = config_error_text(cfg);
+    const char *hint = "";
+    char name[600];
+    if (text && strstr(text, "mismatched element type"))
+        hint = " (an array holds one type: write 0.0 rather than 0, or use a list ( ... ))";
+    if (text && strstr(text, "cannot open include file")) {
+        include_name(cfg_diag_file_name(d, config_error_file(cfg)), config_error_line(cfg), name,
+                     sizeof(name));
+        hint = name;
+    }
+    fprintf(stderr, "%s:%d: %s%s\n", cfg_diag_file_name(d, config_error_file(cfg)),
+            config_error_line(cfg), text ? text : "parse error", hint);
+}
+
+int experiment_load(struct experiment *e, const char *path, const char *const *sets, int n_sets)
+{
+    int rc = DR_OK;
+    config_t cfg, schema, res;
+    struct cfg_diag d = {0};
+    struct cfg_files files = {0};
+    struct cfg_origin *origins = NULL;
+    char *dir_buf = NULL;
+    config_init(&cfg);
+    config_init(&schema);
+    config_init(&res);
+    memset(e, 0, sizeof(*e));
+    d.main_file = path;
+
+    if (strlen(path) >= sizeof(e->path)) {
+        fprintf(stderr, "%s: the path is too long\n", path);
+        rc = DR_ERR_IO;
+        goto cleanup;
+    }
+    snprintf(e->path, sizeof(e->path), "%s", path);
+    FILE *probe = fopen(path, "r");
+    if (!probe) { /* a config error for the user: the file named is not there */
+        fprintf(stderr, "%s: cannot open the config: %s\n", path, strerror(errno));
+        rc = DR_ERR_CONFIG;
+        goto cleanup;
+    }
+    fclose(probe);
+    dir_buf = strdup(path);
+    CHECK_ALLOC(dir_buf, "the config path");
+    const char *dir = dirname(dir_buf);
+    if (strcmp(dir, ".") != 0) {
+        config_set_include_dir(&cfg, dir);
+        d.include_dir = dir;
+    }
+    if (!config_read_file(&cfg, path)) {
+        report_parse_error(&cfg, &d);
+        rc = config_error_type(&cfg) == CONFIG_ERR_FILE_IO ? DR_ERR_IO : DR_ERR_CONFIG;
+        goto cleanup;
+    }
+    config_destroy(&schema);
+    TRY(cfg_schema_load(&schema));
+    const config_setting_t *schema_root = config_root_setting(&schema);
+    config_setting_t *root = config_root_setting(&cfg);
+
+    if (n_sets > 0) {
+        origins = calloc((size_t)n_sets * 2, sizeof(*origins));
+        CHECK_ALLOC(origins, "the overrides");
+    }
+    for (int i = 0; i < n_sets; i++) {
+        int st = cfg_set_apply(&d, &cfg, i, sets[i], &origins[2 * i]);
+        if (st != DR_OK && st != DR_ERR_CONFIG) TRY(st);
+    }
+    cfg_diag_rank_files(&d, root);
+    cfg_schema_validate(&d, root, schema_root);
+    TRY(cfg_schema_merge(&d, root, schema_root));
+    const config_setting_t *model = config_setting_get_member(root, "model");
+    if (model && config_setting_is_group(model)) {
+        int st = cfg_model_build(&d, &e->net, &files, model, schema_root);
+        if (st != DR_OK && st != DR_ERR_CONFIG) TRY(st);
+    }
+    if (d.count > 0 || d.nomem) {
+        cfg_diag_flush(&d, stderr);
+        rc = d.nomem ? DR_ERR_NOMEM : DR_ERR_CONFIG;
+        goto cleanup;
+    }
+    TRY(write_resolved(e, root, schema_root, &res));
+    TRY(fill_experiment(e, &res));
+    TRY(pack_sources(e, &files));
+
+cleanup:
+    if (rc != DR_OK) experiment_free(e);
+    cfg_files_free(&files);
+    cfg_diag_free(&d);
+    config_destroy(&res);
+    config_destroy(&schema);
+    config_destroy(&cfg);
+    free(origins);
+    free(dir_buf);
+    return rc;
+}
+
+void experiment_free(struct experiment *e)
+{
+    if (!e) return;
+    net_spec_free(&e->net);
+    free(e->resolved);
+    free(e->sources);
+    e->resolved = NULL;
+    e->sources = NULL;
+}
+
+double schedule_at(const struct schedule *s, double t)
+{
+    if (s->count <= 0) return 0.0;
+    if (t <= s->knots[0]) return s->values[0];
+    for (int i = 1; i < s->count; i++) {
+        if (t <= s->knots[i]) {
+            double a = s->knots[i - 1], b = s->knots[i];
+            double w = (t - a) / (b - a);
+            return s->values[i - 1] + w * (s->values[i] - s->values[i - 1]);
+        }
+    }
+    return s->values[s->count - 1];
+}

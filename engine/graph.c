@@ -1,0 +1,453 @@
+/* graph_build: resolves a net_spec's names into layer ids, infers and checks every
+ * output shape, lays out the parameters and counts FLOPs (engine/graph.h). Stops at the
+ * first problem and describes it as "file:line: layer 'name': message". */
+#include "graph.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "status.h"
+
+/* Writes "file:line: layer 'name': <message>" (or "layer 'name': ..." without a file, or
+ * just the message without a layer) to err; returns DR_ERR_CONFIG. */
+static int build_error(char *err, size_t errlen, const struct layer_spec *ls, const char *fmt,
+                       ...) __attribute__((format(printf, 4, 5)));
+static int build_error(char *err, size_t errlen, const struct layer_spec *ls, const char *fmt,
+                       ...)
+{
+    if (!err || errlen == 0) return DR_ERR_CONFIG;
+    int n = 0;
+    if (ls && ls->file)
+        n = snprintf(err, errlen, "%s:%d: layer '%s': ", ls->file, ls->line, ls->name);
+    else if (ls)
+        n = snprintf(err, errlen, "layer '%s': ", ls->name);
+    if (n < 0) n = 0;
+    if ((size_t)n < errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return DR_ERR_CONFIG;
+}
+
+/* Index of the first spec layer before `upto` named `name`, or -1. Networks have at most
+ * a few hundred layers, so a linear scan is enough. */
+static int spec_find(const struct net_spec *spec, int upto, const char *name)
+{
+    for (int j = 0; j < upto; j++)
+        if (strncmp(spec->layers[j].name, name, GRAPH_NAME_MAX) == 0) return j;
+    return -1;
+}
+
+/* Rejects an empty, reserved or duplicate name for spec layer i. */
+static int check_name(const struct net_spec *spec, int i, char *err, size_t errlen)
+{
+    const struct layer_spec *ls = &spec->layers[i];
+    if (memchr(ls->name, '\0', GRAPH_NAME_MAX) == NULL)
+        return build_error(err, errlen, NULL, "%s:%d: a layer name is longer than %d characters",
+                           ls->file ? ls->file : "?", ls->line, GRAPH_NAME_MAX - 1);
+    if (ls->name[0] == '\0') return build_error(err, errlen, ls, "the layer has no name");
+    if (strcmp(ls->name, "input") == 0)
+        return build_error(err, errlen, ls, "the name 'input' is reserved for the image");
+    int j = spec_find(spec, i, ls->name);
+    if (j >= 0) {
+        const struct layer_spec *first = &spec->layers[j];
+        if (first->file)
+            return build_error(err, errlen, ls, "duplicate name (first defined at %s:%d)",
+                               first->file, first->line);
+        return build_error(err, errlen, ls, "duplicate name");
+    }
+    return DR_OK;
+}
+
+/* Resolves spec layer i's inputs into graph ids in l. alias[j] is the graph id that spec
+ * layer j's name stands for; prev is the id of the previous spec layer (0 = the image). */
+static int resolve_inputs(struct layer *l, const struct net_spec *spec, int i, const int *alias,
+                          int prev, char *err, size_t errlen)
+{
+    const struct layer_spec *ls = &spec->layers[i];
+    if (ls->n_inputs < 0 || ls->n_inputs > GRAPH_MAX_INPUTS)
+        return build_error(err, errlen, ls, "has %d inputs; at most %d are supported",
+                           ls->n_inputs, GRAPH_MAX_INPUTS);
+    if (ls->n_inputs == 0) {
+        l->n_inputs = 1;
+        l->inputs[0] = prev;
+        return DR_OK;
+    }
+    l->n_inputs = ls->n_inputs;
+    for (int s = 0; s < ls->n_inputs; s++) {
+        const char *name = ls->inputs[s];
+        if (memchr(name, '\0', GRAPH_NAME_MAX) == NULL)
+            return build_error(err, errlen, ls, "an input name is longer than %d characters",
+                               GRAPH_NAME_MAX - 1);
+        if (strcmp(name, "input") == 0) {
+            l->inputs[s] = 0;
+            continue;
+        }
+        int j = spec_find(spec, i, name);
+        if (j >= 0) {
+            l->inputs[s] = alias[j];
+            continue;
+        }
+        if (strcmp(name, ls->name) == 0)
+            return build_error(err, errlen, ls,
+                               "input '%s' is the layer itself (cycles are not allowed)", name);
+        if (spec_find(spec, spec->count, name) >= 0)
+            return build_error(err, errlen, ls,
+                               "input '%s' is defined later (cycles are not allowed)", name);
+        return build_error(err, errlen, ls, "unknown input '%s'", name);
+    }
+    return DR_OK;
+}
+
+static int check_arity(const struct layer *l, char *err, size_t errlen)
+{
+    const struct layer_spec *ls = &l->spec;
+    if (ls->type == LAYER_ADD && l->n_inputs != 2)
+        return build_error(err, errlen, ls, "add needs exactly 2 inputs, got %d", l->n_inputs);
+    if (ls->type == LAYER_CONCAT && l->n_inputs < 2)
+        return build_error(err, errlen, ls, "concat needs at least 2 inputs, got %d",
+                           l->n_inputs);
+    if (ls->type != LAYER_ADD && ls->type != LAYER_CONCAT && l->n_inputs != 1)
+        return build_error(err, errlen, ls, "%s takes exactly 1 input, got %d",
+                           layer_type_name(ls->type), l->n_inputs);
+    return DR_OK;
+}
+
+/* Checks the attributes that do not depend on the input shape. */
+static int check_attributes(const struct layer_spec *ls, char *err, size_t errlen)
+{
+    enum layer_type t = ls->type;
+    if ((int)t < 0 || t >= LAYER_TYPE_COUNT)
+        return build_error(err, errlen, ls, "unknown layer type %d", (int)t);
+    if (t == LAYER_INPUT)
+        return build_error(err, errlen, ls,
+                           "type 'input' cannot be used in a network (the image is implicit)");
+    if ((t == LAYER_CONV || t == LAYER_LINEAR || t == LAYER_SHORTCUT) && ls->out < 1)
+        return build_error(err, errlen, ls, "out must be >= 1, got %d", ls->out);
+    if ((t == LAYER_CONV || t == LAYER_MAXPOOL || t == LAYER_AVGPOOL) && ls->k < 1)
+        return build_error(err, errlen, ls, "k must be >= 1, got %d", ls->k);
+    if (t == LAYER_CONV && ls->pad < -1)
+        return build_error(err, errlen, ls, "pad must be >= 0, got %d", ls->pad);
+    /* pools: stride 0 means "= k" */
+    if ((t == LAYER_CONV || t == LAYER_SHORTCUT) && ls->stride < 1)
+        return build_error(err, errlen, ls, "stride must be >= 1, got %d", ls->stride);
+    if ((t == LAYER_MAXPOOL || t == LAYER_AVGPOOL) && ls->stride < 0)
+        return build_error(err, errlen, ls, "stride must be >= 1, got %d", ls->stride);
+    if (t == LAYER_BN && !(ls->eps > 0.0f))
+        return build_error(err, errlen, ls, "eps must be positive, got %g", (double)ls->eps);
+    if (t == LAYER_BN && !(ls->momentum >= 0.0f && ls->momentum <= 1.0f))
+        return build_error(err, errlen, ls, "momentum must be in [0, 1], got %g",
+                           (double)ls->momentum);
+    if (t == LAYER_CELU && !(ls->alpha != 0.0f && isfinite(ls->alpha)))
+        return build_error(err, errlen, ls, "alpha must be finite and non-zero, got %g",
+                           (double)ls->alpha);
+    if (t == LAYER_SCALE && !isfinite(ls->scale))
+        return build_error(err, errlen, ls, "scale must be finite");
+    return DR_OK;
+}
+
+/* "64x16x16" of layer id, for messages. */
+static const char *shape_str(char *buf, size_t n, const struct layer *l)
+{
+    snprintf(buf, n, "%dx%dx%d", l->c, l->h, l->w);
+    return buf;
+}
+
+/* Sets l's output shape (and resolves pad/stride in its spec copy) from its inputs. */
+static int infer_shape(const struct graph *g, struct layer *l, char *err, size_t errlen)
+{
+    struct layer_spec *ls = &l->spec;
+    const struct layer *x = &g->layers[l->inputs[0]];
+    char a[64], b[64];
+    int expect = ls->expect_in;
+    if ((ls->type == LAYER_CONV || ls->type == LAYER_BN || ls->type == LAYER_LINEAR) &&
+        expect > 0 && expect != l->in_c)
+        return build_error(err, errlen, ls, "expects %d input channels, got %d", expect,
+                           l->in_c);
+    l->c = l->in_c;
+    l->h = l->in_h;
+    l->w = l->in_w;
+    switch (ls->type) {
+    case LAYER_CONV: {
+        if (ls->pad < 0) ls->pad = ls->k / 2;
+        int ph = l->in_h + 2 * ls->pad, pw = l->in_w + 2 * ls->pad;
+        if (ls->k > ph || ls->k > pw)
+            return build_error(err, errlen, ls,
+                               "kernel %dx%d is larger than its padded input %dx%d (pad %d)",
+                               ls->k, ls->k, ph, pw, ls->pad);
+        l->c = ls->out;
+        l->h = (ph - ls->k) / ls->stride + 1;
+        l->w = (pw - ls->k) / ls->stride + 1;
+        return DR_OK;
+    }
+    case LAYER_MAXPOOL:
+    case LAYER_AVGPOOL:
+        if (ls->stride == 0) ls->stride = ls->k;
+        ls->pad = 0;
+        if (ls->k > l->in_h || ls->k > l->in_w)
+            return build_error(err, errlen, ls, "window %dx%d is larger than its %dx%d input",
+                               ls->k, ls->k, l->in_h, l->in_w);
+        l->h = (l->in_h - ls->k) / ls->stride + 1;
+        l->w = (l->in_w - ls->k) / ls->stride + 1;
+        return DR_OK;
+    case LAYER_GMAXPOOL:
+    case LAYER_GAVGPOOL:
+        l->h = l->w = 1;
+        return DR_OK;
+    case LAYER_CONCAT:
+        l->c = 0;
+        for (int s = 0; s < l->n_inputs; s++) {
+            const struct layer *xs = &g->layers[l->inputs[s]];
+            if (xs->h != x->h || xs->w != x->w)
+                return build_error(err, errlen, ls,
+                                   "inputs differ in spatial size: '%s' is %dx%d, '%s' is %dx%d "
+                                   "(concat joins channels only)",
+                                   x->spec.name, x->h, x->w, xs->spec.name, xs->h, xs->w);
+            if (l->c > INT_MAX - xs->c)
+                return build_error(err, errlen, ls, "too many channels");
+            l->c += xs->c;
+        }
+        return DR_OK;
+    case LAYER_ADD: {
+        const struct layer *y = &g->layers[l->inputs[1]];
+        if (y->c != x->c || y->h != x->h || y->w != x->w)
+            return build_error(err, errlen, ls, "inputs have different shapes: '%s' is %s, '%s' is %s",
+                               x->spec.name, shape_str(a, sizeof a, x), y->spec.name,
+                               shape_str(b, sizeof b, y));
+        return DR_OK;
+    }
+    case LAYER_FLATTEN: {
+        int64_t n = (int64_t)l->in_c * l->in_h * l->in_w;
+        if (n > INT_MAX) return build_error(err, errlen, ls, "flattened size is too large");
+        l->c = (int)n;
+        l->h = l->w = 1;
+        return DR_OK;
+    }
+    case LAYER_LINEAR:
+        if (l->in_h != 1 || l->in_w != 1)
+            return build_error(err, errlen, ls,
+                               "input '%s' has shape %s; a linear layer needs a flatten before it",
+                               x->spec.name, shape_str(a, sizeof a, x));
+        l->c = ls->out;
+        return DR_OK;
+    case LAYER_BN:
+    case LAYER_RELU:
+    case LAYER_CELU:
+    case LAYER_GELU:
+    case LAYER_SCALE:
+        return DR_OK;
+    case LAYER_INPUT:
+    case LAYER_SHORTCUT:
+    case LAYER_TYPE_COUNT:
+        break;
+    }
+    return build_error(err, errlen, ls, "internal error: no shape rule for type %d",
+                       (int)ls->type);
+}
+
+/* Appends one parameter of layer `id`; capacity was reserved by graph_build. */
+static void add_param(struct graph *g, int id, enum param_kind kind, int n, int c, int h, int w,
+                      float bound, float value, int trainable)
+{
+    struct param_desc *p = &g->params[g->n_params++];
+    p->kind = kind;
+    p->layer = id;
+    p->n = n;
+    p->c = c;
+    p->h = h;
+    p->w = w;
+    p->init_bound = bound;
+    p->init_value = value;
+    p->trainable = trainable;
+    if (trainable) g->n_weights += (int64_t)n * c * h * w;
+}
+
+/* Lays out layer id's parameters (conv: weight then bias; bn: weight then bias; linear:
+ * weight then bias) with PyTorch's default initialisation. */
+static void add_layer_params(struct graph *g, int id)
+{
+    struct layer *l = &g->layers[id];
+    const struct layer_spec *ls = &l->spec;
+    l->param_first = g->n_params;
+    if (ls->type == LAYER_CONV) {
+        float bound = (float)(1.0 / sqrt((double)l->in_c * ls->k * ls->k));
+        add_param(g, id, PARAM_CONV_W, ls->out, l->in_c, ls->k, ls->k, bound, 0.0f, 1);
+        if (ls->bias) add_param(g, id, PARAM_CONV_B, ls->out, 1, 1, 1, bound, 0.0f, 1);
+    } else if (ls->type == LAYER_BN) {
+        add_param(g, id, PARAM_BN_W, l->c, 1, 1, 1, 0.0f, 1.0f, !ls->freeze_weight);
+        add_param(g, id, PARAM_BN_B, l->c, 1, 1, 1, 0.0f, 0.0f, !ls->freeze_bias);
+    } else if (ls->type == LAYER_LINEAR) {
+        float bound = (float)(1.0 / sqrt((double)l->in_c));
+        add_param(g, id, PARAM_LINEAR_W, ls->out, l->in_c, 1, 1, bound, 0.0f, 1);
+        if (ls->bias) add_param(g, id, PARAM_LINEAR_B, ls->out, 1, 1, 1, bound, 0.0f, 1);
+    }
+    l->param_count = g->n_params - l->param_first;
+}
+
+/* Forward FLOPs per image of one layer, by the convention in graph.h. */
+static int64_t layer_flops(const struct layer *l)
+{
+    const struct layer_spec *ls = &l->spec;
+    int64_t out = (int64_t)l->c * l->h * l->w;
+    switch (ls->type) {
+    case LAYER_CONV:
+        return 2 * out * l->in_c * ls->k * ls->k + (ls->bias ? out : 0);
+    case LAYER_LINEAR:
+        return 2 * (int64_t)l->in_c * ls->out + (ls->bias ? ls->out : 0);
+    case LAYER_BN:
+        return 4 * out;
+    case LAYER_RELU:
+    case LAYER_CELU:
+    case LAYER_GELU:
+    case LAYER_SCALE:
+        return out;
+    case LAYER_ADD:
+        return out * (l->n_inputs - 1);
+    case LAYER_MAXPOOL:
+    case LAYER_AVGPOOL:
+        return out * ls->k * ls->k;
+    case LAYER_GMAXPOOL:
+    case LAYER_GAVGPOOL:
+        return (int64_t)l->in_c * l->in_h * l->in_w;
+    default:
+        return 0;
+    }
+}
+
+static int is_matmul(enum layer_type t)
+{
+    return t == LAYER_CONV || t == LAYER_LINEAR;
+}
+
+int graph_build(struct graph *g, const struct net_spec *spec, int in_c, int in_h, int in_w,
+                char *err, size_t errlen)
+{
+    int rc = DR_OK;
+    int *alias = NULL;
+    memset(g, 0, sizeof *g);
+    if (err && errlen) err[0] = '\0';
+    if (in_c < 1 || in_h < 1 || in_w < 1) {
+        rc = build_error(err, errlen, NULL, "image shape %dx%dx%d is not positive", in_c, in_h,
+                         in_w);
+        goto cleanup;
+    }
+    int count = spec ? spec->count : 0;
+    if (count < 1) {
+        rc = build_error(err, errlen, NULL, "the network has no layers");
+        goto cleanup;
+    }
+    g->layers = calloc((size_t)count + 1, sizeof *g->layers);
+    g->params = calloc(2 * (size_t)count, sizeof *g->params);
+    alias = calloc((size_t)count, sizeof *alias);
+    if (!g->layers || !g->params || !alias) {
+        rc = build_error(err, errlen, NULL, "out of memory building the graph");
+        rc = DR_ERR_NOMEM;
+        goto cleanup;
+    }
+
+    struct layer *img = &g->layers[0];
+    img->spec.type = LAYER_INPUT;
+    strcpy(img->spec.name, "input");
+    img->c = in_c;
+    img->h = in_h;
+    img->w = in_w;
+    g->count = 1;
+
+    int prev = 0; /* what the previous spec layer's name resolves to */
+    for (int i = 0; i < count; i++) {
+        const struct layer_spec *ls = &spec->layers[i];
+        struct layer *l = &g->layers[g->count];
+        TRY(check_name(spec, i, err, errlen));
+        l->spec = *ls;
+        TRY(resolve_inputs(l, spec, i, alias, prev, err, errlen));
+        TRY(check_attributes(ls, err, errlen));
+        TRY(check_arity(l, err, errlen));
+        const struct layer *x = &g->layers[l->inputs[0]];
+        l->in_c = x->c;
+        l->in_h = x->h;
+        l->in_w = x->w;
+        if (ls->type == LAYER_SHORTCUT) {
+            if (ls->expect_in > 0 && ls->expect_in != l->in_c) {
+                rc = build_error(err, errlen, ls, "expects %d input channels, got %d",
+                                 ls->expect_in, l->in_c);
+                goto cleanup;
+            }
+            if (l->in_c == ls->out && ls->stride == 1) { /* identity: no layer */
+                alias[i] = prev = l->inputs[0];
+                memset(l, 0, sizeof *l);
+                continue;
+            }
+            l->spec.type = LAYER_CONV;
+            l->spec.k = 1;
+            l->spec.pad = 0;
+            l->spec.bias = 0;
+            l->spec.expect_in = 0;
+        }
+        TRY(infer_shape(g, l, err, errlen));
+        add_layer_params(g, g->count);
+        l->flops = layer_flops(l);
+        if (is_matmul(l->spec.type))
+            g->flops_forward += l->flops;
+        else
+            g->flops_elementwise += l->flops;
+        alias[i] = prev = g->count++;
+    }
+
+    g->output = prev;
+    if (spec->output[0]) {
+        if (memchr(spec->output, '\0', GRAPH_NAME_MAX) == NULL) {
+            rc = build_error(err, errlen, NULL, "model output: name is too long");
+            goto cleanup;
+        }
+        int j = spec_find(spec, count, spec->output);
+        if (j < 0) {
+            rc = build_error(err, errlen, NULL, "model output '%s' is not a layer name",
+                             spec->output);
+            goto cleanup;
+        }
+        g->output = alias[j];
+    }
+    const struct layer *out = &g->layers[g->output];
+    if (out->h != 1 || out->w != 1) {
+        char a[64];
+        rc = build_error(err, errlen, &out->spec,
+                         "is the network output (the logits) but has shape %s; it must be flat "
+                         "(Cx1x1)",
+                         shape_str(a, sizeof a, out));
+        goto cleanup;
+    }
+
+cleanup:
+    free(alias);
+    if (rc != DR_OK) graph_free(g);
+    return rc;
+}
+
+void graph_free(struct graph *g)
+{
+    if (!g) return;
+    free(g->layers);
+    free(g->params);
+    memset(g, 0, sizeof *g);
+}
+
+int64_t graph_train_flops(const struct graph *g)
+{
+    int64_t total = 0;
+    for (int i = 1; i < g->count; i++) {
+        const struct layer *l = &g->layers[i];
+        if (!is_matmul(l->spec.type)) {
+            total += 2 * l->flops; /* forward + a backward of about the same cost */
+            continue;
+        }
+        /* forward + weight gradient + data gradient; the image needs no gradient */
+        total += (l->inputs[0] == 0) ? 2 * l->flops : 3 * l->flops;
+    }
+    return total;
+}

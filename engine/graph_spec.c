@@ -1,0 +1,59 @@
+/* The network as written: layer type names and the growable net_spec list that the
+ * config loader fills (engine/graph.h). */
+#include "graph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const type_names[LAYER_TYPE_COUNT] = {
+    [LAYER_INPUT] = "input",       [LAYER_CONV] = "conv",         [LAYER_BN] = "bn",
+    [LAYER_RELU] = "relu",         [LAYER_CELU] = "celu",         [LAYER_GELU] = "gelu",
+    [LAYER_MAXPOOL] = "maxpool",   [LAYER_AVGPOOL] = "avgpool",   [LAYER_GMAXPOOL] = "gmaxpool",
+    [LAYER_GAVGPOOL] = "gavgpool", [LAYER_CONCAT] = "concat",     [LAYER_ADD] = "add",
+    [LAYER_FLATTEN] = "flatten",   [LAYER_LINEAR] = "linear",     [LAYER_SCALE] = "scale",
+    [LAYER_SHORTCUT] = "shortcut",
+};
+
+const char *layer_type_name(enum layer_type t)
+{
+    if ((int)t < 0 || t >= LAYER_TYPE_COUNT) return "unknown";
+    return type_names[t];
+}
+
+int layer_type_from_name(const char *name)
+{
+    if (!name) return -1;
+    for (int t = 0; t < LAYER_TYPE_COUNT; t++)
+        if (strcmp(type_names[t], name) == 0) return t;
+    return -1;
+}
+
+struct layer_spec *net_spec_add(struct net_spec *s)
+{
+    if (s->count == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 32;
+        struct layer_spec *grown = realloc(s->layers, (size_t)cap * sizeof *grown);
+        if (!grown) return NULL;
+        s->layers = grown;
+        s->cap = cap;
+    }
+    struct layer_spec *l = &s->layers[s->count++];
+    memset(l, 0, sizeof *l);
+    l->k = 3;
+    l->stride = 1;
+    l->pad = -1;
+    l->eps = 1e-5f;
+    l->momentum = 0.1f;
+    l->alpha = 1.0f;
+    l->scale = 1.0f;
+    return l;
+}
+
+void net_spec_free(struct net_spec *s)
+{
+    if (!s) return;
+    free(s->layers);
+    s->layers = NULL;
+    s->count = s->cap = 0;
+    s->output[0] = '\0';
+}

@@ -1,0 +1,16 @@
+/* Weight initialisation from the counter-based RNG (engine/rng.h, RNG_STREAM_INIT):
+ * the same (seed, parameter ordinal) gives the same weights on every engine. */
+#ifndef DAWNRUN_INIT_H
+#define DAWNRUN_INIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Fills w with uniform values in [-bound, bound): element e is
+ * (2 * rng_unit(u) - 1) * bound, u = word e % 4 of
+ * rng_draw(seed, RNG_STREAM_INIT, param_ordinal, e / 4, 0). The arithmetic is fp32 and
+ * exact up to the final multiplication, so every engine gets the same bits. */
+void init_uniform(float *w /* (count) */, size_t count, uint64_t seed, int param_ordinal,
+                  float bound);
+
+#endif

@@ -1,0 +1,390 @@
+/* Instantiates a graph on a backend and runs forward, loss, backward and SGD through
+ * the backend table (see model.h). */
+#include "model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "init.h"
+#include "status.h"
+
+static double model_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Time an op only when profiling; synchronises so device time is attributed. */
+static double prof_start(struct model *m)
+{
+    if (!m->prof) return 0.0;
+    m->be->ops->synchronize(m->be->ctx);
+    return model_now();
+}
+
+static double prof_stop(struct model *m, double t0)
+{
+    if (!m->prof) return 0.0;
+    m->be->ops->synchronize(m->be->ctx);
+    return model_now() - t0;
+}
+
+static int tensor_new(struct model *m, struct tensor *t, enum tensor_kind kind, int n, int c,
+                      int h, int w)
+{
+    t->kind = kind;
+    t->n = n;
+    t->c = c;
+    t->h = h;
+    t->w = w;
+    t->data = NULL;
+    return m->be->ops->tensor_alloc(m->be->ctx, t);
+}
+
+static void tensor_del(struct model *m, struct tensor *t)
+{
+    if (t && t->data) m->be->ops->tensor_free(m->be->ctx, t);
+    if (t) t->data = NULL;
+}
+
+/* Marks layers from which the output is reachable, and for every (layer, input slot)
+ * whether its gradient adds to one already written by a later consumer. */
+static void model_plan_backward(struct model *m)
+{
+    const struct graph *g = m->g;
+    unsigned char *written = calloc((size_t)g->count, 1);
+    memset(m->live, 0, (size_t)g->count);
+    m->live[g->output] = 1;
+    for (int i = g->count - 1; i > 0; i--) {
+        if (!m->live[i]) continue;
+        for (int s = 0; s < g->layers[i].n_inputs; s++) m->live[g->layers[i].inputs[s]] = 1;
+    }
+    for (int i = g->count - 1; i > 0; i--) {
+        if (!m->live[i]) continue;
+        for (int s = 0; s < g->layers[i].n_inputs; s++) {
+            int j = g->layers[i].inputs[s];
+            m->accum[i * GRAPH_MAX_INPUTS + s] = written ? written[j] : 1;
+            if (written) written[j] = 1;
+        }
+    }
+    free(written);
+}
+
+int model_create(struct model *m, const struct graph *g, struct backend *be, int batch_cap)
+{
+    int rc = DR_OK;
+    memset(m, 0, sizeof(*m));
+    m->g = g;
+    m->be = be;
+    m->batch_cap = batch_cap;
+    size_t nl = (size_t)g->count, np = (size_t)(g->n_params ? g->n_params : 1);
+    m->y = calloc(nl, sizeof(*m->y));
+    m->dy = calloc(nl, sizeof(*m->dy));
+    m->bn_mean = calloc(nl, sizeof(*m->bn_mean));
+    m->bn_invstd = calloc(nl, sizeof(*m->bn_invstd));
+    m->bn_rmean = calloc(nl, sizeof(*m->bn_rmean));
+    m->bn_rvar = calloc(nl, sizeof(*m->bn_rvar));
+    m->p = calloc(np, sizeof(*m->p));
+    m->dp = calloc(np, sizeof(*m->dp));
+    m->v = calloc(np, sizeof(*m->v));
+    m->live = calloc(nl, 1);
+    m->accum = calloc(nl * GRAPH_MAX_INPUTS, 1);
+    if (!m->y || !m->dy || !m->bn_mean || !m->bn_invstd || !m->bn_rmean || !m->bn_rvar ||
+        !m->p || !m->dp || !m->v || !m->live || !m->accum)
+        FAIL(DR_ERR_NOMEM, "out of memory allocating the model tables");
+    model_plan_backward(m);
+
+    for (int i = 0; i < g->count; i++) {
+        const struct layer *l = &g->layers[i];
+        TRY(tensor_new(m, &m->y[i], TENSOR_ACT, batch_cap, l->c, l->h, l->w));
+        if (i > 0 && m->live[i]) TRY(tensor_new(m, &m->dy[i], TENSOR_ACT, batch_cap, l->c, l->h, l->w));
+        if (l->spec.type == LAYER_BN) {
+            TRY(tensor_new(m, &m->bn_mean[i], TENSOR_F32, l->c, 1, 1, 1));
+            TRY(tensor_new(m, &m->bn_invstd[i], TENSOR_F32, l->c, 1, 1, 1));
+            TRY(tensor_new(m, &m->bn_rmean[i], TENSOR_F32, l->c, 1, 1, 1));
+            TRY(tensor_new(m, &m->bn_rvar[i], TENSOR_F32, l->c, 1, 1, 1));
+        }
+    }
+    for (int k = 0; k < g->n_params; k++) {
+        const struct param_desc *d = &g->params[k];
+        TRY(tensor_new(m, &m->p[k], TENSOR_PARAM, d->n, d->c, d->h, d->w));
+        TRY(tensor_new(m, &m->dp[k], TENSOR_PARAM, d->n, d->c, d->h, d->w));
+        TRY(tensor_new(m, &m->v[k], TENSOR_PARAM, d->n, d->c, d->h, d->w));
+    }
+    const struct layer *out = &g->layers[g->output];
+    TRY(tensor_new(m, &m->probs, TENSOR_ACT, batch_cap, out->c, out->h, out->w));
+    TRY(tensor_new(m, &m->labels, TENSOR_I32, batch_cap, 1, 1, 1));
+    TRY(tensor_new(m, &m->stats, TENSOR_F32, 2, 1, 1, 1));
+cleanup:
+    if (rc != DR_OK) model_free(m);
+    return rc;
+}
+
+void model_free(struct model *m)
+{
+    if (!m->g) return;
+    for (int i = 0; m->y && i < m->g->count; i++) {
+        tensor_del(m, &m->y[i]);
+        tensor_del(m, &m->dy[i]);
+        tensor_del(m, &m->bn_mean[i]);
+        tensor_del(m, &m->bn_invstd[i]);
+        tensor_del(m, &m->bn_rmean[i]);
+        tensor_del(m, &m->bn_rvar[i]);
+    }
+    for (int k = 0; m->p && k < m->g->n_params; k++) {
+        tensor_del(m, &m->p[k]);
+        tensor_del(m, &m->dp[k]);
+        tensor_del(m, &m->v[k]);
+    }
+    tensor_del(m, &m->probs);
+    tensor_del(m, &m->labels);
+    tensor_del(m, &m->stats);
+    free(m->y);
+    free(m->dy);
+    free(m->bn_mean);
+    free(m->bn_invstd);
+    free(m->bn_rmean);
+    free(m->bn_rvar);
+    free(m->p);
+    free(m->dp);
+    free(m->v);
+    free(m->live);
+    free(m->accum);
+    memset(m, 0, sizeof(*m));
+}
+
+int model_init_params(struct model *m, uint64_t seed)
+{
+    int rc = DR_OK;
+    float *host = NULL;
+    size_t cap = 0;
+    const struct graph *g = m->g;
+    for (int k = 0; k < g->n_params; k++) {
+        const struct param_desc *d = &g->params[k];
+        size_t count = tensor_count(&m->p[k]);
+        if (count > cap) {
+            free(host);
+            host = malloc(count * sizeof(float));
+            CHECK_ALLOC(host, "parameter initialisation buffer");
+            cap = count;
+        }
+        if (d->init_bound > 0.0f) {
+            init_uniform(host, count, seed, k, d->init_bound);
+        } else {
+            for (size_t i = 0; i < count; i++) host[i] = d->init_value;
+        }
+        TRY(m->be->ops->tensor_write(m->be->ctx, &m->p[k], host));
+        TRY(m->be->ops->tensor_zero(m->be->ctx, &m->v[k]));
+    }
+    for (int i = 0; i < g->count; i++) {
+        if (g->layers[i].spec.type != LAYER_BN) continue;
+        size_t c = (size_t)g->layers[i].c;
+        if (c > cap) {
+            free(host);
+            host = malloc(c * sizeof(float));
+            CHECK_ALLOC(host, "BN statistics buffer");
+            cap = c;
+        }
+        for (size_t j = 0; j < c; j++) host[j] = 1.0f;
+        TRY(m->be->ops->tensor_write(m->be->ctx, &m->bn_rvar[i], host));
+        TRY(m->be->ops->tensor_zero(m->be->ctx, &m->bn_rmean[i]));
+    }
+cleanup:
+    free(host);
+    return rc;
+}
+
+void model_set_batch(struct model *m, int n)
+{
+    for (int i = 0; i < m->g->count; i++) {
+        m->y[i].n = n;
+        m->dy[i].n = n;
+    }
+    m->probs.n = n;
+    m->labels.n = n;
+}
+
+/* The optional bias parameter of a conv/linear layer, or NULL. */
+static struct tensor *layer_bias(const struct layer *l, struct tensor *set)
+{
+    return (l->spec.bias && l->param_count > 1) ? &set[l->param_first + 1] : NULL;
+}
+
+static int layer_forward(struct model *m, int i, int train)
+{
+    const struct backend_ops *ops = m->be->ops;
+    void *ctx = m->be->ctx;
+    const struct layer *l = &m->g->layers[i];
+    struct tensor *y = &m->y[i];
+    const struct tensor *x = &m->y[l->inputs[0]];
+    struct tensor *p = &m->p[l->param_first];
+    switch (l->spec.type) {
+    case LAYER_CONV: {
+        struct conv_attr a = {l->spec.k, l->spec.stride, l->spec.pad};
+        return ops->conv_forward(ctx, y, x, p, layer_bias(l, m->p), &a);
+    }
+    case LAYER_BN: {
+        struct bn_attr a = {l->spec.eps, l->spec.momentum};
+        if (train)
+            return ops->bn_forward_train(ctx, y, &m->bn_mean[i], &m->bn_invstd[i], &m->bn_rmean[i],
+                                         &m->bn_rvar[i], x, &p[0], &p[1], &a);
+        return ops->bn_forward_eval(ctx, y, x, &p[0], &p[1], &m->bn_rmean[i], &m->bn_rvar[i], &a);
+    }
+    case LAYER_RELU: return ops->act_forward(ctx, y, x, ACT_RELU, 0.0f);
+    case LAYER_CELU: return ops->act_forward(ctx, y, x, ACT_CELU, l->spec.alpha);
+    case LAYER_GELU: return ops->act_forward(ctx, y, x, ACT_GELU, 0.0f);
+    case LAYER_MAXPOOL:
+    case LAYER_AVGPOOL: {
+        struct pool_attr a = {l->spec.type == LAYER_MAXPOOL ? POOL_MAX : POOL_AVG, l->spec.k,
+                              l->spec.k, l->spec.stride, l->spec.stride};
+        return ops->pool_forward(ctx, y, x, &a);
+    }
+    case LAYER_GMAXPOOL:
+    case LAYER_GAVGPOOL: {
+        struct pool_attr a = {l->spec.type == LAYER_GMAXPOOL ? POOL_MAX : POOL_AVG, l->in_h,
+                              l->in_w, l->in_h, l->in_w};
+        return ops->pool_forward(ctx, y, x, &a);
+    }
+    case LAYER_CONCAT: {
+        const struct tensor *xs[GRAPH_MAX_INPUTS];
+        for (int s = 0; s < l->n_inputs; s++) xs[s] = &m->y[l->inputs[s]];
+        return ops->concat_forward(ctx, y, xs, l->n_inputs);
+    }
+    case LAYER_ADD: return ops->add_forward(ctx, y, x, &m->y[l->inputs[1]]);
+    case LAYER_FLATTEN: return ops->flatten_forward(ctx, y, x);
+    case LAYER_LINEAR: return ops->linear_forward(ctx, y, x, p, layer_bias(l, m->p));
+    case LAYER_SCALE: return ops->scale_forward(ctx, y, x, l->spec.scale);
+    default: break;
+    }
+    return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL, "layer '%s': no forward for type %d",
+                     l->spec.name, (int)l->spec.type);
+}
+
+int model_forward(struct model *m, int train)
+{
+    int rc = DR_OK;
+    for (int i = 1; i < m->g->count; i++) {
+        if (!m->live[i]) continue;
+        double t0 = prof_start(m);
+        TRY(layer_forward(m, i, train));
+        if (m->prof) m->prof->forward_s[m->g->layers[i].spec.type] += prof_stop(m, t0);
+    }
+cleanup:
+    return rc;
+}
+
+int model_loss(struct model *m, float smoothing)
+{
+    double t0 = prof_start(m);
+    int rc = m->be->ops->xent_forward(m->be->ctx, &m->stats, &m->probs, model_logits(m),
+                                      &m->labels, smoothing);
+    if (m->prof) m->prof->loss_s += prof_stop(m, t0);
+    return rc;
+}
+
+/* Gradient tensor for input slot s of layer l, or NULL when the input is the image. */
+static struct tensor *input_grad(struct model *m, const struct layer *l, int s)
+{
+    return l->inputs[s] == 0 ? NULL : &m->dy[l->inputs[s]];
+}
+
+static int layer_backward(struct model *m, int i)
+{
+    const struct backend_ops *ops = m->be->ops;
+    void *ctx = m->be->ctx;
+    const struct layer *l = &m->g->layers[i];
+    const unsigned char *acc = &m->accum[i * GRAPH_MAX_INPUTS];
+    const struct tensor *dy = &m->dy[i];
+    const struct tensor *x = &m->y[l->inputs[0]];
+    struct tensor *dx = input_grad(m, l, 0);
+    struct tensor *p = &m->p[l->param_first], *dp = &m->dp[l->param_first];
+    switch (l->spec.type) {
+    case LAYER_CONV: {
+        struct conv_attr a = {l->spec.k, l->spec.stride, l->spec.pad};
+        return ops->conv_backward(ctx, dx, dp, layer_bias(l, m->dp), dy, x, p, &a, acc[0]);
+    }
+    case LAYER_BN: /* dx may be NULL: the parameter gradients are still needed */
+        return ops->bn_backward(ctx, dx, &dp[0], &dp[1], dy, x, &p[0], &m->bn_mean[i],
+                                &m->bn_invstd[i], acc[0]);
+    case LAYER_RELU:
+    case LAYER_CELU:
+    case LAYER_GELU: {
+        if (!dx) return DR_OK;
+        enum act_kind k = l->spec.type == LAYER_RELU ? ACT_RELU
+                          : l->spec.type == LAYER_CELU ? ACT_CELU : ACT_GELU;
+        return ops->act_backward(ctx, dx, dy, x, k, l->spec.alpha, acc[0]);
+    }
+    case LAYER_MAXPOOL:
+    case LAYER_AVGPOOL:
+    case LAYER_GMAXPOOL:
+    case LAYER_GAVGPOOL: {
+        if (!dx) return DR_OK;
+        int global = l->spec.type == LAYER_GMAXPOOL || l->spec.type == LAYER_GAVGPOOL;
+        int is_max = l->spec.type == LAYER_MAXPOOL || l->spec.type == LAYER_GMAXPOOL;
+        struct pool_attr a = {is_max ? POOL_MAX : POOL_AVG, global ? l->in_h : l->spec.k,
+                              global ? l->in_w : l->spec.k, global ? l->in_h : l->spec.stride,
+                              global ? l->in_w : l->spec.stride};
+        return ops->pool_backward(ctx, dx, dy, x, &m->y[i], &a, acc[0]);
+    }
+    case LAYER_CONCAT: {
+        struct tensor *dxs[GRAPH_MAX_INPUTS];
+        int accs[GRAPH_MAX_INPUTS];
+        for (int s = 0; s < l->n_inputs; s++) {
+            dxs[s] = input_grad(m, l, s);
+            accs[s] = acc[s];
+        }
+        return ops->concat_backward(ctx, dxs, dy, l->n_inputs, accs);
+    }
+    case LAYER_ADD: {
+        int rc = DR_OK;
+        for (int s = 0; s < 2 && rc == DR_OK; s++) {
+            struct tensor *d = input_grad(m, l, s);
+            if (d) rc = ops->scaled_copy(ctx, d, dy, 1.0f, acc[s]);
+        }
+        return rc;
+    }
+    case LAYER_FLATTEN:
+        return dx ? ops->flatten_backward(ctx, dx, dy, acc[0]) : DR_OK;
+    case LAYER_LINEAR:
+        return ops->linear_backward(ctx, dx, dp, layer_bias(l, m->dp), dy, x, p, acc[0]);
+    case LAYER_SCALE:
+        return dx ? ops->scaled_copy(ctx, dx, dy, l->spec.scale, acc[0]) : DR_OK;
+    default: break;
+    }
+    return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL, "layer '%s': no backward for type %d",
+                     l->spec.name, (int)l->spec.type);
+}
+
+int model_backward(struct model *m, float smoothing, float scale)
+{
+    int rc = DR_OK;
+    double t0 = prof_start(m);
+    TRY(m->be->ops->xent_backward(m->be->ctx, &m->dy[m->g->output], &m->probs, &m->labels,
+                                  smoothing, scale));
+    if (m->prof) m->prof->loss_s += prof_stop(m, t0);
+    for (int i = m->g->count - 1; i > 0; i--) {
+        if (!m->live[i]) continue;
+        t0 = prof_start(m);
+        TRY(layer_backward(m, i));
+        if (m->prof) m->prof->backward_s[m->g->layers[i].spec.type] += prof_stop(m, t0);
+    }
+cleanup:
+    return rc;
+}
+
+int model_sgd(struct model *m, float lr, float wd, float momentum, int nesterov)
+{
+    int rc = DR_OK;
+    double t0 = prof_start(m);
+    for (int k = 0; k < m->g->n_params; k++) {
+        if (!m->g->params[k].trainable) continue;
+        TRY(m->be->ops->sgd_update(m->be->ctx, &m->p[k], &m->v[k], &m->dp[k], lr, wd, momentum,
+                                   nesterov));
+    }
+    if (m->prof) m->prof->optimizer_s += prof_stop(m, t0);
+cleanup:
+    return rc;
+}

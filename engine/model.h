@@ -1,0 +1,70 @@
+/* A graph instantiated on a backend: every layer's output and gradient tensor, the
+ * parameters with their gradients and momentum, BN statistics, and the loss state;
+ * forward, loss, backward and the optimiser step, all through the backend table.
+ * Engine-neutral: it never touches tensor contents. */
+#ifndef DAWNRUN_MODEL_H
+#define DAWNRUN_MODEL_H
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "graph.h"
+
+/* Per-layer-type time accumulated by model_forward/model_backward when profiling. */
+struct model_profile {
+    double forward_s[LAYER_TYPE_COUNT];
+    double backward_s[LAYER_TYPE_COUNT];
+    double loss_s, optimizer_s, augment_s;
+};
+
+struct model {
+    const struct graph *g;
+    struct backend *be;
+    int batch_cap;            /* activations are allocated for this many images */
+    struct tensor *y;         /* [g->count] layer outputs; y[0] is the image batch */
+    struct tensor *dy;        /* [g->count] gradients w.r.t. layer outputs (dy[0] unused) */
+    struct tensor *p, *dp, *v;/* [g->n_params] parameters, gradients, momentum */
+    struct tensor *bn_mean, *bn_invstd, *bn_rmean, *bn_rvar; /* [g->count], BN layers only */
+    struct tensor probs;      /* softmax of the logits */
+    struct tensor labels;     /* I32 (batch_cap) */
+    struct tensor stats;      /* F32 (2): summed loss, correct count */
+    unsigned char *live;      /* [g->count] 1 when the layer reaches the output */
+    unsigned char *accum;     /* [g->count * GRAPH_MAX_INPUTS] backward accumulate flags */
+    struct model_profile *prof; /* NULL = no profiling */
+};
+
+/* Allocates every tensor for batches of up to batch_cap images. Parameters are zero
+ * until model_init_params. Returns DR_OK or DR_ERR_NOMEM / a backend error. */
+int model_create(struct model *m, const struct graph *g, struct backend *be, int batch_cap);
+void model_free(struct model *m);
+
+/* PyTorch-default initialisation drawn from the counter-based RNG (engine/rng.h,
+ * RNG_STREAM_INIT, one parameter ordinal per param_desc); BN running mean 0, var 1;
+ * momentum buffers 0. */
+int model_init_params(struct model *m, uint64_t seed);
+
+/* Sets the batch size of every activation tensor to n (<= batch_cap). */
+void model_set_batch(struct model *m, int n);
+
+/* Forward pass over y[0] (already filled) in train (batch statistics, running stats
+ * updated) or eval mode. */
+int model_forward(struct model *m, int train);
+
+/* Softmax cross-entropy of the logits against m->labels; adds (summed loss, correct)
+ * to m->stats. */
+int model_loss(struct model *m, float smoothing);
+
+/* Backward pass from the loss: dlogits = scale * (probs - target), then every live
+ * layer in reverse order. Parameter gradients end up in m->dp. */
+int model_backward(struct model *m, float smoothing, float scale);
+
+/* One SGD step on every trainable parameter (kernels/optimizer.h rule). */
+int model_sgd(struct model *m, float lr, float wd, float momentum, int nesterov);
+
+/* The logits layer's tensor. */
+static inline struct tensor *model_logits(struct model *m)
+{
+    return &m->y[m->g->output];
+}
+
+#endif

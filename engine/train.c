@@ -1,0 +1,244 @@
+/* The training loop (see train.h): shuffle, augment, forward, loss, backward, SGD per
+ * step; evaluation and one epoch_record per epoch. */
+#include "train.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "shuffle.h"
+#include "status.h"
+
+static double train_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void train_step_hparams(const struct experiment *e, long step, int steps_per_epoch, float *lr,
+                        float *wd, float *grad_scale, double *sched)
+{
+    double s = schedule_at(&e->train.lr, (double)step / (double)steps_per_epoch);
+    double b = (double)e->train.batch_size;
+    if (sched) *sched = s;
+    if (e->train.loss == LOSS_SUM) {
+        *lr = (float)(s / b);
+        *wd = (float)(e->train.weight_decay * b);
+        *grad_scale = 1.0f;
+    } else {
+        *lr = (float)s;
+        *wd = (float)e->train.weight_decay;
+        *grad_scale = (float)(1.0 / b);
+    }
+}
+
+static int upload_dataset(struct trainer *t, struct tensor *img, struct tensor *lab,
+                          const struct dataset *d)
+{
+    int rc = DR_OK;
+    const struct backend_ops *ops = t->be->ops;
+    *img = (struct tensor){NULL, TENSOR_U8, d->count, 3, 32, 32};
+    *lab = (struct tensor){NULL, TENSOR_U8, d->count, 1, 1, 1};
+    TRY(ops->tensor_alloc(t->be->ctx, img));
+    TRY(ops->tensor_alloc(t->be->ctx, lab));
+    TRY(ops->tensor_write(t->be->ctx, img, d->images));
+    TRY(ops->tensor_write(t->be->ctx, lab, d->labels));
+cleanup:
+    return rc;
+}
+
+int trainer_create(struct trainer *t, const struct experiment *e, const struct graph *g,
+                   struct backend *be, const struct dataset *train, const struct dataset *test,
+                   uint64_t seed)
+{
+    int rc = DR_OK;
+    memset(t, 0, sizeof(*t));
+    t->e = e;
+    t->g = g;
+    t->be = be;
+    t->seed = seed;
+    t->train_count = train->count;
+    t->test_count = test->count;
+    int batch = e->train.batch_size;
+    int eval_batch = e->eval.batch_size > 0 ? e->eval.batch_size : batch;
+    if (train->count < batch)
+        FAIL(DR_ERR_CONFIG, "%s: train.batch_size %d is larger than the training set (%d images)",
+             e->path, batch, train->count);
+    t->steps_per_epoch = train->count / batch;
+    t->total_steps = lround(e->train.epochs * t->steps_per_epoch);
+    if (t->total_steps < 1) t->total_steps = 1;
+    t->n_epochs = (int)((t->total_steps + t->steps_per_epoch - 1) / t->steps_per_epoch);
+
+    TRY(model_create(&t->model, g, be, batch > eval_batch ? batch : eval_batch));
+    TRY(model_init_params(&t->model, seed));
+    TRY(upload_dataset(t, &t->images, &t->image_labels, train));
+    TRY(upload_dataset(t, &t->test_images, &t->test_labels, test));
+    int rows_cap = batch > eval_batch ? batch : eval_batch;
+    t->rows = (struct tensor){NULL, TENSOR_I32, rows_cap, 1, 1, 1};
+    TRY(be->ops->tensor_alloc(be->ctx, &t->rows));
+    t->perm = malloc((size_t)train->count * sizeof(int32_t));
+    CHECK_ALLOC(t->perm, "the epoch permutation");
+    t->test_rows = malloc((size_t)(test->count > 0 ? test->count : 1) * sizeof(int32_t));
+    CHECK_ALLOC(t->test_rows, "the test row list");
+    for (int i = 0; i < test->count; i++) t->test_rows[i] = i;
+cleanup:
+    if (rc != DR_OK) trainer_free(t);
+    return rc;
+}
+
+void trainer_free(struct trainer *t)
+{
+    if (!t->be) return;
+    const struct backend_ops *ops = t->be->ops;
+    struct tensor *ts[] = {&t->images, &t->image_labels, &t->test_images, &t->test_labels,
+                           &t->rows};
+    for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+        if (ts[i]->data) ops->tensor_free(t->be->ctx, ts[i]);
+    model_free(&t->model);
+    free(t->perm);
+    free(t->test_rows);
+    memset(t, 0, sizeof(*t));
+}
+
+/* Reads and clears the (summed loss, correct) accumulators. */
+static int take_stats(struct trainer *t, double *loss_sum, double *correct)
+{
+    int rc = DR_OK;
+    float s[2];
+    TRY(t->be->ops->tensor_read(t->be->ctx, s, &t->model.stats));
+    TRY(t->be->ops->tensor_zero(t->be->ctx, &t->model.stats));
+    *loss_sum = s[0];
+    *correct = s[1];
+cleanup:
+    return rc;
+}
+
+int trainer_evaluate(struct trainer *t, double *loss, double *acc)
+{
+    int rc = DR_OK;
+    struct model *m = &t->model;
+    const struct backend_ops *ops = t->be->ops;
+    int eb = t->e->eval.batch_size > 0 ? t->e->eval.batch_size : t->e->train.batch_size;
+    double ls = 0, cs = 0;
+    TRY(ops->tensor_zero(t->be->ctx, &m->stats));
+    for (int off = 0; off < t->test_count; off += eb) {
+        int n = t->test_count - off < eb ? t->test_count - off : eb;
+        model_set_batch(m, n);
+        t->rows.n = n;
+        TRY(ops->tensor_write(t->be->ctx, &t->rows, t->test_rows + off));
+        TRY(ops->augment(t->be->ctx, &m->y[0], &m->labels, &t->test_images, &t->test_labels,
+                         &t->rows, NULL, t->seed, 0));
+        TRY(model_forward(m, 0));
+        TRY(model_loss(m, 0.0f));
+    }
+    TRY(take_stats(t, &ls, &cs));
+    *loss = t->test_count ? ls / t->test_count : 0.0;
+    *acc = t->test_count ? cs / t->test_count : 0.0;
+cleanup:
+    return rc;
+}
+
+int trainer_step(struct trainer *t, int epoch, const int32_t *rows, float lr, float wd,
+                 float grad_scale)
+{
+    int rc = DR_OK;
+    const struct experiment *e = t->e;
+    struct model *m = &t->model;
+    const struct backend_ops *ops = t->be->ops;
+    void *ctx = t->be->ctx;
+    float smoothing = (float)e->train.label_smoothing;
+    double ta = m->prof ? train_now() : 0.0;
+    model_set_batch(m, e->train.batch_size);
+    t->rows.n = e->train.batch_size;
+    TRY(ops->tensor_write(ctx, &t->rows, rows));
+    TRY(ops->augment(ctx, &m->y[0], &m->labels, &t->images, &t->image_labels, &t->rows,
+                     &e->augment, t->seed, epoch));
+    if (m->prof) {
+        ops->synchronize(ctx);
+        m->prof->augment_s += train_now() - ta;
+    }
+    TRY(model_forward(m, 1));
+    TRY(model_loss(m, smoothing));
+    TRY(model_backward(m, smoothing, grad_scale));
+    TRY(model_sgd(m, lr, wd, (float)e->train.momentum, e->train.nesterov));
+cleanup:
+    return rc;
+}
+
+int trainer_epoch(struct trainer *t, int epoch, const struct train_hooks *hooks,
+                  struct epoch_record *r)
+{
+    int rc = DR_OK;
+    const struct experiment *e = t->e;
+    struct model *m = &t->model;
+    const struct backend_ops *ops = t->be->ops;
+    void *ctx = t->be->ctx;
+    int batch = e->train.batch_size;
+    long first = (long)epoch * t->steps_per_epoch;
+    long last = first + t->steps_per_epoch;
+    if (last > t->total_steps) last = t->total_steps;
+    int steps = (int)(last - first);
+    double sched = 0.0, ls = 0, cs = 0;
+
+    memset(r, 0, sizeof(*r));
+    r->epoch = epoch + 1;
+    double t0 = train_now();
+    shuffle_epoch(t->perm, t->train_count, t->seed, epoch);
+    TRY(ops->tensor_zero(ctx, &m->stats));
+    for (int s = 0; s < steps; s++) {
+        if (hooks && hooks->should_stop && hooks->should_stop(hooks->user))
+            FAIL(DR_ERR_INTERRUPTED, "stopped by a signal at epoch %d step %d", epoch + 1, s + 1);
+        float lr, wd, gscale;
+        train_step_hparams(e, t->step, t->steps_per_epoch, &lr, &wd, &gscale, &sched);
+        TRY(trainer_step(t, epoch, t->perm + (size_t)s * (size_t)batch, lr, wd, gscale));
+        t->step++;
+        if (hooks && hooks->on_step) hooks->on_step(hooks->user, epoch + 1, s + 1, steps);
+    }
+    TRY(take_stats(t, &ls, &cs));
+    TRY(ops->synchronize(ctx));
+    r->train_time = train_now() - t0;
+    r->lr = sched;
+    r->train_loss = ls / ((double)steps * batch);
+    r->train_acc = cs / ((double)steps * batch);
+    double t1 = train_now();
+    TRY(trainer_evaluate(t, &r->test_loss, &r->test_acc));
+    r->test_time = train_now() - t1;
+    if (!isfinite(r->train_loss) || !isfinite(r->test_loss)) rc = DR_ERR_DIVERGED;
+cleanup:
+    return rc;
+}
+
+int trainer_run(struct trainer *t, const struct train_hooks *hooks, struct train_result *res)
+{
+    int rc = DR_OK;
+    double total = 0.0, train_total = 0.0;
+    memset(res, 0, sizeof(*res));
+    res->target_time = -1.0;
+    res->target_epoch = -1;
+    for (int ep = 0; ep < t->n_epochs; ep++) {
+        struct epoch_record r;
+        rc = trainer_epoch(t, ep, hooks, &r);
+        if (rc != DR_OK && rc != DR_ERR_DIVERGED) break;
+        total += r.train_time + r.test_time;
+        train_total += r.train_time;
+        r.total_time = total;
+        res->epochs_done = ep + 1;
+        res->final_test_acc = r.test_acc;
+        res->final_test_loss = r.test_loss;
+        res->train_time = train_total;
+        res->total_time = total;
+        if (res->target_epoch < 0 && r.test_acc >= t->e->target_accuracy) {
+            res->target_epoch = ep + 1;
+            res->target_time = train_total;
+        }
+        int hook_rc = (hooks && hooks->on_epoch) ? hooks->on_epoch(hooks->user, &r) : DR_OK;
+        if (rc == DR_ERR_DIVERGED) break;
+        if (hook_rc != DR_OK) {
+            rc = hook_rc;
+            break;
+        }
+    }
+    return rc;
+}

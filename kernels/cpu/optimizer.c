@@ -1,0 +1,30 @@
+/* CPU SGD with momentum in exactly the per-element order of kernels/optimizer.h. */
+#include "../optimizer.h"
+
+/* Below this many elements the update stays on one thread. */
+#define SGD_PARALLEL_MIN 65536
+
+void sgd_update_cpu(float *w, float *v, float *dw, float lr, float wd, float momentum,
+                    int nesterov, size_t count)
+{
+    const long cnt = (long)count;
+    if (nesterov) {
+#pragma omp parallel for schedule(static) if (count >= SGD_PARALLEL_MIN)
+        for (long i = 0; i < cnt; i++) {
+            const float step = -lr * (dw[i] + wd * w[i]);
+            const float vel = momentum * v[i] + step;
+            dw[i] = step;
+            v[i] = vel;
+            w[i] += step + momentum * vel;
+        }
+    } else {
+#pragma omp parallel for schedule(static) if (count >= SGD_PARALLEL_MIN)
+        for (long i = 0; i < cnt; i++) {
+            const float step = -lr * (dw[i] + wd * w[i]);
+            const float vel = momentum * v[i] + step;
+            dw[i] = step;
+            v[i] = vel;
+            w[i] += vel;
+        }
+    }
+}

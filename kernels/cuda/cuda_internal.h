@@ -1,0 +1,263 @@
+/* Private to the CUDA engine: its context, the storage rules for each tensor kind, the
+ * element types and the helpers every op family shares (scratch buffers, launch sizes,
+ * shape checks, device-side error flags).
+ *
+ * Storage (what tensor_write / tensor_read convert to and from the canonical host form):
+ *   TENSOR_ACT    NHWC in the compute type (fp32, fp16 or bf16), using the tensor's n;
+ *                 an (n, f, 1, 1) activation is therefore the row-major (n, f) matrix.
+ *   TENSOR_PARAM  fp32 master in (n, h, w, c) order (conv weights KRSC, as cuDNN's NHWC
+ *                 filters; linear weights and vectors are unchanged), followed in half
+ *                 precisions by a compute copy of the same layout at cuda_param_copy().
+ *                 The copy is rewritten by tensor_write, tensor_zero and sgd_update.
+ *   TENSOR_F32 / I32 / U8   the canonical form, unchanged.
+ * Every op is queued on the context's stream; none waits for the device. */
+#ifndef DAWNRUN_CUDA_INTERNAL_H
+#define DAWNRUN_CUDA_INTERNAL_H
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stddef.h>
+#include <stdint.h>
+
+extern "C" {
+#include "../../engine/backend.h"
+#include "../../engine/status.h"
+}
+#include "check_cuda.h"
+
+enum cuda_dtype { CUDA_F32, CUDA_F16, CUDA_BF16 };
+
+/* Scratch buffers, one per purpose so that one op can hold several at once. */
+enum cuda_slot {
+    SLOT_CUDNN,    /* cuDNN workspace, shared by every convolution */
+    SLOT_DW,       /* half-precision weight gradient before its fp32 conversion */
+    SLOT_REDUCE,   /* per-channel partial sums and coefficients (batch norm, biases) */
+    SLOT_INDEX,    /* max-pool argmax positions */
+    SLOT_COUNT
+};
+
+/* Device-side error flags (pinned host memory the kernels write into), read at the
+ * next synchronisation point. */
+enum cuda_flag {
+    FLAG_BAD_ROW,    /* augment: a batch row outside the dataset */
+    FLAG_BAD_LABEL,  /* loss: a label outside 0..k-1 */
+    FLAG_COUNT
+};
+
+struct cuda_scratch {
+    void *ptr;
+    size_t bytes;
+};
+
+/* One cached convolution algorithm choice. */
+struct cuda_conv_algo {
+    int key[10];          /* n, c, h, w, co, k, stride, pad, direction, dtype */
+    int algo;             /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
+    int math;             /* cudnnMathType_t */
+    size_t workspace;
+};
+
+struct cuda_ctx {
+    int device;
+    int precision;                  /* enum precision */
+    enum cuda_dtype dt;             /* activation dtype */
+    int sm_count;
+    cudaStream_t stream;
+    cudnnHandle_t cudnn;
+    cublasHandle_t cublas;
+    cudnnTensorDescriptor_t td_x, td_y;
+    cudnnFilterDescriptor_t fd_w;
+    cudnnConvolutionDescriptor_t cd;
+    struct cuda_scratch scratch[SLOT_COUNT];
+    int *flags;                     /* [FLAG_COUNT], pinned and mapped */
+    struct cuda_conv_algo *algos;   /* cache, grown by doubling */
+    int n_algos, cap_algos;
+    int find_algos;                 /* 1: benchmark with cudnnFind*, 0: heuristics */
+    char name[256];
+};
+
+/* ------------------------------------------------------------------ element types */
+
+template <typename T> __host__ __device__ __forceinline__ float cuda_to_f(T v);
+template <> __host__ __device__ __forceinline__ float cuda_to_f<float>(float v)
+{
+    return v;
+}
+template <> __host__ __device__ __forceinline__ float cuda_to_f<__half>(__half v)
+{
+    return __half2float(v);
+}
+template <> __host__ __device__ __forceinline__ float cuda_to_f<__nv_bfloat16>(__nv_bfloat16 v)
+{
+    return __bfloat162float(v);
+}
+
+template <typename T> __host__ __device__ __forceinline__ T cuda_from_f(float v);
+template <> __host__ __device__ __forceinline__ float cuda_from_f<float>(float v)
+{
+    return v;
+}
+template <> __host__ __device__ __forceinline__ __half cuda_from_f<__half>(float v)
+{
+    return __float2half_rn(v);
+}
+template <> __host__ __device__ __forceinline__ __nv_bfloat16 cuda_from_f<__nv_bfloat16>(float v)
+{
+    return __float2bfloat16_rn(v);
+}
+
+/* Runs `body` with T bound to the element type of dtype `dt`. */
+#define CUDA_DISPATCH(dt, T, body)                                                         \
+    do {                                                                                   \
+        switch (dt) {                                                                      \
+        case CUDA_F32: {                                                                   \
+            typedef float T;                                                               \
+            body;                                                                          \
+        } break;                                                                           \
+        case CUDA_F16: {                                                                   \
+            typedef __half T;                                                              \
+            body;                                                                          \
+        } break;                                                                           \
+        case CUDA_BF16: {                                                                  \
+            typedef __nv_bfloat16 T;                                                       \
+            body;                                                                          \
+        } break;                                                                           \
+        }                                                                                  \
+    } while (0)
+
+/* Bytes of one activation element. */
+static inline size_t cuda_dt_size(enum cuda_dtype dt)
+{
+    return dt == CUDA_F32 ? 4 : 2;
+}
+
+/* ------------------------------------------------------------------ shared helpers */
+
+/* Fails with DR_ERR_INTERNAL and a message when a shape precondition does not hold. */
+#define EXPECT(cond, ...)                                                                  \
+    do {                                                                                   \
+        if (!(cond)) FAIL(DR_ERR_INTERNAL, __VA_ARGS__);                                   \
+    } while (0)
+
+#define CUDA_THREADS 256
+
+/* Grid size for a grid-stride loop over count elements (count > 0). */
+static inline unsigned cuda_grid(const struct cuda_ctx *c, size_t count)
+{
+    size_t blocks = (count + CUDA_THREADS - 1) / CUDA_THREADS;
+    size_t cap = (size_t)(c->sm_count > 0 ? c->sm_count : 80) * 16;
+    return (unsigned)(blocks < cap ? blocks : cap);
+}
+
+static inline int cuda_same_shape(const struct tensor *a, const struct tensor *b)
+{
+    return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w;
+}
+
+/* The compute-precision copy of a PARAM tensor: the fp32 master itself in fp32, else
+ * the copy stored after it. */
+void *cuda_param_copy(const struct cuda_ctx *c, const struct tensor *t);
+
+/* Byte offset of a PARAM tensor's compute copy from its data pointer. */
+size_t cuda_param_copy_offset(size_t count);
+
+/* Makes ctx's device current for the calling thread. */
+int cuda_enter(struct cuda_ctx *c);
+
+/* Scratch buffer `slot` of at least `bytes`; grows it (after waiting for the stream,
+ * which may still use the old one) when needed. */
+int cuda_scratch(struct cuda_ctx *c, enum cuda_slot slot, size_t bytes, void **out);
+
+/* ------------------------------------------------------------------ shared kernels */
+
+/* Per-channel reductions over the rows of an NHWC tensor (rows = n*h*w), in double.
+ * Writes `nq` quantities, each (parts, channels), to `partial`; then
+ * cuda_reduce_finish sums the parts. Quantities by mode:
+ *   REDUCE_SUM      sum a
+ *   REDUCE_SUMSQ    sum a, sum a*a
+ *   REDUCE_BN_BWD   sum a (x), sum b (dy), sum a*b */
+enum cuda_reduce_mode { REDUCE_SUM = 1, REDUCE_SUMSQ = 2, REDUCE_BN_BWD = 3 };
+
+/* Number of row parts used for `rows` rows. */
+int cuda_reduce_parts(long rows);
+
+/* Launches the partial reduction of a (and b for REDUCE_BN_BWD), both (rows, channels)
+ * of the context's dtype; partial holds mode × parts × channels doubles. */
+int cuda_reduce_partial(struct cuda_ctx *c, double *partial, const void *a, const void *b,
+                        long rows, int channels, int parts, enum cuda_reduce_mode mode);
+
+/* out[q * channels + ch] = sum over parts of partial[q][part][ch] (fixed order). */
+int cuda_reduce_finish(struct cuda_ctx *c, double *out, const double *partial, int channels,
+                       int parts, int nq);
+
+/* Sum over rows of a (rows, channels) activation into an fp32 vector (bias gradients). */
+int cuda_channel_sum(struct cuda_ctx *c, float *out, const void *a, long rows, int channels);
+
+/* y[r, ch] += b[ch] on a (rows, channels) activation, b fp32. */
+int cuda_add_bias(struct cuda_ctx *c, void *y, const float *b, long rows, int channels);
+
+/* out (fp32) = in (compute dtype), count elements; used for half weight gradients. */
+int cuda_to_fp32(struct cuda_ctx *c, float *out, const void *in, size_t count);
+
+/* ------------------------------------------------------------------ op families */
+/* Each returns a dr_status; arguments as in struct backend_ops (ctx is a cuda_ctx). */
+
+int cuda_conv_forward(void *ctx, struct tensor *y, const struct tensor *x, const struct tensor *w,
+                      const struct tensor *b, const struct conv_attr *a);
+int cuda_conv_backward(void *ctx, struct tensor *dx, struct tensor *dw, struct tensor *db,
+                       const struct tensor *dy, const struct tensor *x, const struct tensor *w,
+                       const struct conv_attr *a, int accumulate);
+void cuda_conv_release(struct cuda_ctx *c);
+
+int cuda_bn_forward_train(void *ctx, struct tensor *y, struct tensor *save_mean,
+                          struct tensor *save_invstd, struct tensor *running_mean,
+                          struct tensor *running_var, const struct tensor *x,
+                          const struct tensor *gamma, const struct tensor *beta,
+                          const struct bn_attr *a);
+int cuda_bn_forward_eval(void *ctx, struct tensor *y, const struct tensor *x,
+                         const struct tensor *gamma, const struct tensor *beta,
+                         const struct tensor *running_mean, const struct tensor *running_var,
+                         const struct bn_attr *a);
+int cuda_bn_backward(void *ctx, struct tensor *dx, struct tensor *dgamma, struct tensor *dbeta,
+                     const struct tensor *dy, const struct tensor *x, const struct tensor *gamma,
+                     const struct tensor *save_mean, const struct tensor *save_invstd,
+                     int accumulate);
+
+int cuda_act_forward(void *ctx, struct tensor *y, const struct tensor *x, enum act_kind kind,
+                     float alpha);
+int cuda_act_backward(void *ctx, struct tensor *dx, const struct tensor *dy,
+                      const struct tensor *x, enum act_kind kind, float alpha, int accumulate);
+int cuda_concat_forward(void *ctx, struct tensor *y, const struct tensor *const *xs, int count);
+int cuda_concat_backward(void *ctx, struct tensor *const *dxs, const struct tensor *dy, int count,
+                         const int *accumulate);
+int cuda_add_forward(void *ctx, struct tensor *y, const struct tensor *a, const struct tensor *b);
+int cuda_scale_forward(void *ctx, struct tensor *y, const struct tensor *x, float s);
+int cuda_scaled_copy(void *ctx, struct tensor *dx, const struct tensor *dy, float s,
+                     int accumulate);
+int cuda_flatten_forward(void *ctx, struct tensor *y, const struct tensor *x);
+int cuda_flatten_backward(void *ctx, struct tensor *dx, const struct tensor *dy, int accumulate);
+
+int cuda_pool_forward(void *ctx, struct tensor *y, const struct tensor *x,
+                      const struct pool_attr *a);
+int cuda_pool_backward(void *ctx, struct tensor *dx, const struct tensor *dy,
+                       const struct tensor *x, const struct tensor *y, const struct pool_attr *a,
+                       int accumulate);
+
+int cuda_linear_forward(void *ctx, struct tensor *y, const struct tensor *x,
+                        const struct tensor *w, const struct tensor *b);
+int cuda_linear_backward(void *ctx, struct tensor *dx, struct tensor *dw, struct tensor *db,
+                         const struct tensor *dy, const struct tensor *x, const struct tensor *w,
+                         int accumulate);
+
+int cuda_xent_forward(void *ctx, struct tensor *stats, struct tensor *probs,
+                      const struct tensor *logits, const struct tensor *labels, float smoothing);
+int cuda_xent_backward(void *ctx, struct tensor *dlogits, const struct tensor *probs,
+                       const struct tensor *labels, float smoothing, float scale);
+int cuda_sgd_update(void *ctx, struct tensor *w, struct tensor *v, struct tensor *dw, float lr,
+                    float wd, float momentum, int nesterov);
+
+int cuda_augment(void *ctx, struct tensor *x, struct tensor *labels, const struct tensor *images,
+                 const struct tensor *image_labels, const struct tensor *rows,
+                 const struct augment_params *aug, uint64_t seed, int epoch);
+
+#endif

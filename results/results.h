@@ -1,0 +1,269 @@
+/* The results store: experiments, their runs (one per seed) and each run's epochs, kept
+ * in one SQLite file that is also the work queue of a batch. This module is the only
+ * code in dawnrun that speaks SQL; the schema is schemas/results.sql, the protocol
+ * (claims, leases, fencing, merge) is described in docs/results.md.
+ *
+ * Rules for callers:
+ *   - A `struct results` is one connection owned by one process. Never carry it across
+ *     fork(): call results_open() in the child. (A handle used in another process than
+ *     the one that opened it fails with DR_ERR_INTERNAL and touches nothing.)
+ *   - Every function returns a dr_status; errors are reported to stderr with the
+ *     database file's name. Writes are transactions: a failure changes nothing.
+ *     DR_ERR_FENCED (the run was taken away from this worker) is an expected outcome and
+ *     is returned without a message.
+ *   - Unknown numbers (not measured, never reached, NaN) are NaN in these structs and
+ *     NULL in the database. Timestamps are Unix seconds read from the database's clock.
+ *   - Seeds are uint64_t; values of 2^63 and above are stored as negative integers and
+ *     come back unchanged. */
+#ifndef DAWNRUN_RESULTS_H
+#define DAWNRUN_RESULTS_H
+
+#include <stdint.h>
+
+#include "../engine/status.h"
+
+#define RESULTS_SCHEMA_VERSION 1
+#define RESULTS_DEFAULT_BUSY_MS 15000     /* wait this long for another writer's lock */
+#define RESULTS_DEFAULT_LEASE_S 60.0      /* a claim is stale after this without heartbeat */
+#define RESULTS_DEFAULT_MAX_ATTEMPTS 3
+
+struct results;   /* opaque: one connection */
+
+enum results_run_status {
+    RUN_PENDING,
+    RUN_RUNNING,
+    RUN_DONE,
+    RUN_FAILED,
+    RUN_DIVERGED,
+    RUN_INTERRUPTED
+};
+
+/* "pending", "running", ... (the strings stored in runs.status). Never NULL. */
+const char *results_status_name(enum results_run_status s);
+/* Parses a status name; returns DR_OK or DR_ERR_USAGE for an unknown name. */
+int results_status_parse(enum results_run_status *out, const char *name);
+
+/* ---- opening --------------------------------------------------------------------- */
+
+/* Opens (creating if missing) the results database at `path` for reading and writing:
+ * WAL journal, busy timeout RESULTS_DEFAULT_BUSY_MS, foreign keys on. A brand-new file
+ * gets the schema in one BEGIN IMMEDIATE transaction guarded by user_version, so many
+ * processes may open the same new file at once. An older schema is migrated forward.
+ * Fails with DR_ERR_DB (message naming the file, nothing deleted or changed) for a
+ * non-SQLite or corrupt file, an SQLite file that is not a dawnrun results database,
+ * a schema newer than RESULTS_SCHEMA_VERSION, or a lock held past the timeout. */
+int results_open(struct results **out, const char *path);
+
+/* Opens an existing results database read-only (reports, export, the input of a merge).
+ * Never creates, migrates or writes; its schema version must be RESULTS_SCHEMA_VERSION. */
+int results_open_readonly(struct results **out, const char *path);
+
+/* Closes the connection and frees the handle; NULL is a no-op. In a process other than
+ * the one that opened it (after fork) it only frees memory and leaves SQLite's state
+ * alone, so the parent's connection is not disturbed. */
+void results_close(struct results *db);
+
+/* How long a write waits for another process's lock before failing (milliseconds). */
+int results_set_busy_timeout(struct results *db, int ms);
+
+/* The path given to results_open. */
+const char *results_path(const struct results *db);
+
+/* Runs PRAGMA integrity_check and foreign_key_check; DR_OK when both are clean, else
+ * DR_ERR_DB with the first problem reported. */
+int results_check_integrity(struct results *db);
+
+/* ---- experiments ----------------------------------------------------------------- */
+
+struct results_experiment {
+    int64_t id;                      /* output only */
+    const char *name;
+    const char *config_hash;         /* identity: equal hash = same experiment */
+    const char *config_text;         /* the resolved config */
+    const char *dawnrun_version;
+    const char *git_rev;             /* may be NULL */
+    const char *engine;              /* "cpu", "cuda" */
+    const char *device;              /* may be NULL */
+    const char *platform;            /* driver / library versions, may be NULL */
+    const char *host;                /* may be NULL */
+    double target_accuracy;          /* NaN = none */
+    double created_at;               /* output only */
+};
+
+/* Registers e (id and created_at ignored) and returns its id; when an experiment with
+ * the same config_hash exists, returns that one's id and changes nothing (created = 0).
+ * The same hash with a different config_text is an error (DR_ERR_DB). `created` may be
+ * NULL. Required fields: name, config_hash, config_text, dawnrun_version, engine. */
+int results_experiment_register(struct results *db, int64_t *id, int *created,
+                                const struct results_experiment *e);
+
+/* All experiments, by id. Free with results_experiments_free. */
+int results_experiments_list(struct results *db, struct results_experiment **out, int *n);
+
+/* Experiments matching `key`: a decimal id, an exact name, or a config_hash prefix of at
+ * least 6 characters; by id. n = 0 when nothing matches. */
+int results_experiments_find(struct results *db, struct results_experiment **out, int *n,
+                             const char *key);
+
+/* One experiment by id; *found = 0 (and *out zeroed) when there is none. Free with
+ * results_experiment_clear. */
+int results_experiment_get(struct results *db, struct results_experiment *out, int *found,
+                           int64_t id);
+
+void results_experiment_clear(struct results_experiment *e);
+void results_experiments_free(struct results_experiment *arr, int n);
+
+/* ---- runs: the queue --------------------------------------------------------------- */
+
+/* Makes sure experiment `experiment_id` has one run per seed, adding missing ones as
+ * pending with the given retry limit; existing runs are untouched, so launching the same
+ * batch twice adds nothing. `added` (may be NULL) gets the number of new runs. */
+int results_runs_ensure(struct results *db, int *added, int64_t experiment_id,
+                        const uint64_t *seeds, int n_seeds, int max_attempts);
+
+/* What a worker asks for when it claims. Fill with results_claim_init, then adjust. */
+struct results_claim {
+    const int64_t *experiment_ids;   /* claim only runs of these experiments ... */
+    int n_experiments;               /* ... or of any experiment when 0 */
+    int retry_failed;                /* also claim failed runs below their retry limit */
+    double lease_seconds;            /* lease length; > 0 */
+    char host[256];                  /* lease owner */
+    int pid;
+    const char *device;              /* may be NULL */
+};
+
+/* Defaults: any experiment, no retry of failed runs, RESULTS_DEFAULT_LEASE_S, this
+ * host (gethostname) and pid, no device. */
+void results_claim_init(struct results_claim *c);
+
+/* What the claimant holds: every fenced write below takes it. */
+struct results_lease {
+    int64_t run_id;                  /* 0 when nothing was claimed */
+    int64_t experiment_id;
+    uint64_t seed;
+    int attempt;                     /* fencing token: this claim's attempt number */
+    double lease_seconds;
+};
+
+/* Claims one run in a BEGIN IMMEDIATE transaction. Candidates, ordered by seed then
+ * experiment id: pending and interrupted runs; failed runs with attempt < max_attempts
+ * when req->retry_failed; running runs whose lease has expired on the database's clock,
+ * or whose owner is on req->host and whose pid no longer exists. A stale running run
+ * that has used all its attempts is marked failed instead of claimed. The claimed run
+ * becomes running, attempt += 1, owner and lease set. lease->run_id = 0 when no run is
+ * claimable (still DR_OK). */
+int results_claim_run(struct results *db, struct results_lease *lease,
+                      const struct results_claim *req);
+
+/* Extends the lease by lease->lease_seconds from now (database clock). Returns
+ * DR_ERR_FENCED, changing nothing, when the run is no longer running under this attempt
+ * (it was reclaimed, finished, or merged over): the caller must stop working on it. */
+int results_heartbeat(struct results *db, const struct results_lease *lease);
+
+/* One finished epoch of a run. Field for field the engine's epoch record. */
+struct results_epoch {
+    int epoch;
+    double lr;
+    double train_loss, train_acc;
+    double test_loss, test_acc;
+    double train_time, test_time;    /* seconds in this epoch */
+    double total_time;               /* cumulative since the run began */
+    int attempt;                     /* output only: the attempt that wrote the row */
+    double recorded_at;              /* output only */
+};
+
+/* Records one epoch in its own transaction and extends the lease. Fenced: returns
+ * DR_ERR_FENCED, changing nothing, unless the run is running under lease->attempt. An
+ * existing row for the same epoch is replaced only by the same or a newer attempt (a
+ * resumed attempt redoing an epoch its predecessor recorded). */
+int results_epoch_record(struct results *db, const struct results_lease *lease,
+                         const struct results_epoch *ep);
+
+/* Deletes the run's epochs numbered >= first_epoch (fenced as above): a resumed attempt
+ * calls it with the epoch it resumes at, so rows its predecessor wrote after its last
+ * checkpoint do not linger. */
+int results_epochs_discard_from(struct results *db, const struct results_lease *lease,
+                                int first_epoch);
+
+/* How an attempt ended. */
+struct results_outcome {
+    enum results_run_status status;  /* RUN_DONE, RUN_FAILED, RUN_DIVERGED, RUN_INTERRUPTED */
+    double final_test_acc;           /* NaN = unknown */
+    double train_time, total_time;   /* NaN = unknown */
+    double target_time;              /* NaN or < 0 = target never reached */
+    int target_epoch;                /* < 0 = never reached */
+    const char *error;               /* NULL for done */
+};
+
+/* Ends the attempt: sets status, end time, results and error, and drops the lease.
+ * Fenced: DR_ERR_FENCED, changing nothing, unless the run is running under
+ * lease->attempt. */
+int results_run_finish(struct results *db, const struct results_lease *lease,
+                       const struct results_outcome *o);
+
+/* ---- runs and epochs: reading ------------------------------------------------------ */
+
+struct results_run {
+    int64_t id, experiment_id;
+    uint64_t seed;
+    enum results_run_status status;
+    int attempt, max_attempts;
+    const char *host;                /* NULL when never claimed */
+    int pid;                         /* 0 when never claimed */
+    const char *device;
+    double lease_expires, heartbeat_at;
+    double created_at, started_at, ended_at;
+    double final_test_acc, train_time, total_time, target_time;
+    int target_epoch;                /* -1 = never reached */
+    const char *error;
+};
+
+/* The runs of an experiment, by seed. Free with results_runs_free. */
+int results_runs_list(struct results *db, struct results_run **out, int *n,
+                      int64_t experiment_id);
+
+/* One run by id; *found = 0 when there is none. Free with results_run_clear. */
+int results_run_get(struct results *db, struct results_run *out, int *found, int64_t run_id);
+
+void results_run_clear(struct results_run *r);
+void results_runs_free(struct results_run *arr, int n);
+
+/* The epochs of a run, by epoch number. Free with free(). */
+int results_epochs_list(struct results *db, struct results_epoch **out, int *n,
+                        int64_t run_id);
+
+/* Per-run numbers a report summarises. */
+enum results_field {
+    RESULTS_FINAL_ACC,
+    RESULTS_TRAIN_TIME,
+    RESULTS_TOTAL_TIME,
+    RESULTS_TARGET_TIME,
+    RESULTS_TARGET_EPOCH
+};
+
+/* The field's values over the experiment's done runs, by seed, leaving out runs where it
+ * is unknown (so RESULTS_TARGET_TIME lists only the runs that reached the target).
+ * *out is malloc'd (NULL when n = 0); free with free(). */
+int results_done_values(struct results *db, double **out, int *n, int64_t experiment_id,
+                        enum results_field field);
+
+/* ---- merging ----------------------------------------------------------------------- */
+
+struct results_merge_stats {
+    int experiments_added;
+    int runs_added;
+    int runs_replaced;               /* the input's run was better than ours */
+    int runs_kept;                   /* ours was at least as good */
+    int epochs_copied;
+};
+
+/* Merges the results database at in_path (opened read-only, left unchanged) into db, in
+ * one transaction: experiments matched by config_hash; runs by (experiment, seed), where
+ * the better run wins, its epochs coming with it: done > diverged > running (a live
+ * worker on db) > failed > interrupted > pending; between two of the same rank the one
+ * that ended first; on a full tie ours. A run that is running in the input arrives as
+ * interrupted: its lease belongs to the input file. The attempt counter never decreases.
+ * Merging the same input twice changes nothing the second time. stats may be NULL. */
+int results_merge(struct results *db, struct results_merge_stats *stats, const char *in_path);
+
+#endif

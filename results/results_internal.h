@@ -1,0 +1,86 @@
+/* Private to results/: the connection handle, the CHECK_SQLITE macro every SQLite call
+ * goes through, transaction helpers and column readers. */
+#ifndef DAWNRUN_RESULTS_INTERNAL_H
+#define DAWNRUN_RESULTS_INTERNAL_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "results.h"
+
+struct results {
+    sqlite3 *db;
+    char *path;          /* as the caller spelled it, for messages */
+    pid_t owner;         /* the process that opened it */
+    int busy_ms;
+    int readonly;
+};
+
+/* The database's clock as Unix seconds with milliseconds, for use inside SQL text.
+ * ('now' is fixed for the duration of one statement.) */
+#define RESULTS_NOW_SQL "((julianday('now') - 2440587.5) * 86400.0)"
+
+/* Reports a failed SQLite call as "file:line: sqlite: DBFILE: message" (with a hint for
+ * a lock held past the timeout and for a non-database file) and returns DR_ERR_DB. */
+int results_sql_fail(const struct results *r, int sqlite_rc, const char *file, int line);
+
+/* Evaluates an SQLite call once; anything but SQLITE_OK / ROW / DONE is reported with
+ * file:line and sqlite3_errmsg, sets rc = DR_ERR_DB and jumps to `cleanup`. */
+#define CHECK_SQLITE(r, call)                                                              \
+    do {                                                                                   \
+        int sqlite_rc_ = (call);                                                           \
+        if (sqlite_rc_ != SQLITE_OK && sqlite_rc_ != SQLITE_ROW && sqlite_rc_ != SQLITE_DONE) { \
+            rc = results_sql_fail((r), sqlite_rc_, __FILE__, __LINE__);                    \
+            goto cleanup;                                                                  \
+        }                                                                                  \
+    } while (0)
+
+/* Fails with DR_ERR_INTERNAL (and touches nothing) when the handle is NULL or was opened
+ * by another process: a connection must not cross fork(). */
+#define CHECK_HANDLE(r)                                                                    \
+    do {                                                                                   \
+        TRY(results_handle_ok((r), __FILE__, __LINE__));                                   \
+    } while (0)
+
+int results_handle_ok(const struct results *r, const char *file, int line);
+
+/* Fails with DR_ERR_DB, naming the file, when the handle was opened read-only. */
+int results_writable(const struct results *r, const char *file, int line);
+
+/* Transactions, reported at the caller's file:line. TX_BEGIN is BEGIN IMMEDIATE: it
+ * takes the write lock at once (waiting up to the busy timeout), so a read-then-write
+ * inside it can never fail half-way with SQLITE_BUSY. TX_BEGIN_READ is a deferred BEGIN:
+ * a consistent snapshot for several reads. */
+#define TX_BEGIN(r)                                                                        \
+    do {                                                                                   \
+        TRY(results_writable((r), __FILE__, __LINE__));                                    \
+        CHECK_SQLITE((r), sqlite3_exec((r)->db, "BEGIN IMMEDIATE", NULL, NULL, NULL));     \
+    } while (0)
+#define TX_BEGIN_READ(r) CHECK_SQLITE((r), sqlite3_exec((r)->db, "BEGIN", NULL, NULL, NULL))
+#define TX_COMMIT(r) CHECK_SQLITE((r), sqlite3_exec((r)->db, "COMMIT", NULL, NULL, NULL))
+
+/* Rolls back if a transaction is open (and the handle belongs to this process). Every
+ * function that opens a transaction calls it at `cleanup:` when rc != DR_OK. */
+void results_tx_rollback(struct results *r);
+
+/* sqlite3_prepare_v2 of a NUL-terminated statement, for use inside CHECK_SQLITE. */
+#define RESULTS_PREPARE(r, st, sql) sqlite3_prepare_v2((r)->db, (sql), -1, (st), NULL)
+
+/* Binders that map NaN / NULL / negative sentinels to SQL NULL. */
+int results_bind_text(sqlite3_stmt *st, int i, const char *s);
+int results_bind_real(sqlite3_stmt *st, int i, double v);
+/* Binds a uint64 seed as the int64 with the same bits. */
+int results_bind_seed(sqlite3_stmt *st, int i, uint64_t seed);
+
+/* Column readers: NULL gives NaN / NULL / `dflt`. col_text returns a malloc'd copy and
+ * sets *oom when the copy fails. */
+double results_col_real(sqlite3_stmt *st, int i);
+int results_col_int(sqlite3_stmt *st, int i, int dflt);
+char *results_col_text(sqlite3_stmt *st, int i, int *oom);
+
+/* The process has a live process with this pid (kill(pid, 0); EPERM counts as alive). */
+int results_pid_alive(int pid);
+
+#endif

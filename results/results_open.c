@@ -1,0 +1,267 @@
+/* Opening and closing the results database: connection settings, race-free schema
+ * creation on a brand-new file, forward migrations, refusal of files that are not ours
+ * or are newer than this build, and the integrity check. */
+#include "results_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* schemas/results.sql, embedded by the build (cmake/embed.cmake). */
+extern const char schema_results_sql[];
+extern const unsigned long schema_results_sql_len;
+
+#define RESULTS_APPLICATION_ID 0x44524e52   /* "DRNR", set by schemas/results.sql */
+
+/* migrations[v] turns schema version v into v + 1 (v >= 1; version 0 -> current is the
+ * schema file itself). Append one entry per new version; never edit an old one. */
+static const char *const migrations[RESULTS_SCHEMA_VERSION] = {
+    NULL,   /* 0 -> 1: schemas/results.sql */
+};
+
+/* Reads an integer PRAGMA of the main database into *out. */
+static int pragma_int(struct results *r, const char *sql, int *out)
+{
+    int rc = DR_OK;
+    sqlite3_stmt *st = NULL;
+    CHECK_SQLITE(r, RESULTS_PREPARE(r, &st, sql));
+    CHECK_SQLITE(r, sqlite3_step(st));
+    *out = sqlite3_column_int(st, 0);
+cleanup:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* sqlite3_step that retries SQLITE_BUSY for up to the busy timeout. For the first
+ * statements on a connection only: switching to WAL needs an exclusive lock, and a
+ * connection's first read can meet another process's WAL recovery or last-close
+ * cleanup; in those cases SQLite may answer SQLITE_BUSY at once, without calling the
+ * busy handler. */
+static int step_patiently(struct results *r, sqlite3_stmt *st)
+{
+    int step, waited = 0;
+    while ((step = sqlite3_step(st)) != SQLITE_ROW && (step & 0xff) == SQLITE_BUSY &&
+           waited < r->busy_ms) {
+        sqlite3_reset(st);
+        int slept = sqlite3_sleep(5);
+        waited += slept > 0 ? slept : 5;
+    }
+    return step;
+}
+
+struct identity {
+    int version;    /* PRAGMA user_version */
+    int app_id;     /* PRAGMA application_id */
+    int objects;    /* tables, indexes, views, triggers */
+};
+
+/* Reads the three in one statement, hence from one snapshot: separate reads could
+ * straddle another process's schema creation and see version 0 with tables. */
+static int read_identity(struct results *r, struct identity *id)
+{
+    int rc = DR_OK;
+    sqlite3_stmt *st = NULL;
+    CHECK_SQLITE(r, RESULTS_PREPARE(r, &st,
+        "SELECT (SELECT user_version FROM pragma_user_version),"
+        " (SELECT application_id FROM pragma_application_id),"
+        " (SELECT count(*) FROM sqlite_schema)"));
+    CHECK_SQLITE(r, step_patiently(r, st));
+    id->version = sqlite3_column_int(st, 0);
+    id->app_id = sqlite3_column_int(st, 1);
+    id->objects = sqlite3_column_int(st, 2);
+cleanup:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Refuses a database that is newer than this build or not ours; one without a schema
+ * version must be empty to become ours. */
+static int check_identity(struct results *r, const struct identity *id)
+{
+    int rc = DR_OK;
+    if (id->version > RESULTS_SCHEMA_VERSION)
+        FAIL(DR_ERR_DB,
+             "%s: written by a newer dawnrun (results schema version %d; this dawnrun "
+             "reads up to version %d): upgrade dawnrun to use it; the file was left untouched",
+             r->path, id->version, RESULTS_SCHEMA_VERSION);
+    if (id->version > 0 && id->app_id != RESULTS_APPLICATION_ID)
+        FAIL(DR_ERR_DB,
+             "%s: an SQLite database of another application (application_id %d, "
+             "user_version %d), not a dawnrun results database; the file was left untouched",
+             r->path, id->app_id, id->version);
+    if (id->version == 0 && (id->objects > 0 || id->app_id != 0))
+        FAIL(DR_ERR_DB,
+             "%s: an SQLite database with %d tables/indexes/views and no dawnrun schema "
+             "version: not a dawnrun results database; the file was left untouched",
+             r->path, id->objects);
+cleanup:
+    return rc;
+}
+
+/* Creates or migrates the schema while holding the write lock, re-reading the version
+ * under the lock, so concurrent openers of one new file create it exactly once. */
+static int ensure_schema(struct results *r)
+{
+    int rc = DR_OK;
+    int version = 0;
+    struct identity id;
+    char sql[64];
+
+    TRY(read_identity(r, &id));
+    TRY(check_identity(r, &id));
+    if (id.version == RESULTS_SCHEMA_VERSION) return DR_OK;
+
+    TX_BEGIN(r);
+    TRY(read_identity(r, &id));
+    TRY(check_identity(r, &id));
+    if (id.version == 0) {
+        CHECK_SQLITE(r, sqlite3_exec(r->db, schema_results_sql, NULL, NULL, NULL));
+        TRY(pragma_int(r, "PRAGMA user_version", &version));
+        if (version != RESULTS_SCHEMA_VERSION)
+            FAIL(DR_ERR_INTERNAL, "schemas/results.sql sets user_version %d, expected %d",
+                 version, RESULTS_SCHEMA_VERSION);
+    } else {
+        for (int v = id.version; v < RESULTS_SCHEMA_VERSION; v++) {
+            if (!migrations[v])
+                FAIL(DR_ERR_INTERNAL, "no migration from results schema version %d", v);
+            CHECK_SQLITE(r, sqlite3_exec(r->db, migrations[v], NULL, NULL, NULL));
+        }
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", RESULTS_SCHEMA_VERSION);
+        CHECK_SQLITE(r, sqlite3_exec(r->db, sql, NULL, NULL, NULL));
+    }
+    TX_COMMIT(r);
+cleanup:
+    if (rc != DR_OK) results_tx_rollback(r);
+    return rc;
+}
+
+/* Switches the file to WAL (persistent; a no-op once done). */
+static int set_wal(struct results *r)
+{
+    int rc = DR_OK;
+    sqlite3_stmt *st = NULL;
+    CHECK_SQLITE(r, RESULTS_PREPARE(r, &st, "PRAGMA journal_mode=WAL"));
+    CHECK_SQLITE(r, step_patiently(r, st));
+    const unsigned char *mode = sqlite3_column_text(st, 0);
+    if (!mode || strcmp((const char *)mode, "wal") != 0)
+        fprintf(stderr, "dawnrun: warning: %s: journal mode is %s, not WAL (file system "
+                "without shared memory?); concurrent workers will wait on each other\n",
+                r->path, mode ? (const char *)mode : "unknown");
+cleanup:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int open_common(struct results **out, const char *path, int readonly)
+{
+    int rc = DR_OK;
+    struct identity id;
+    struct stat sb;
+    struct results *r = NULL;
+
+    *out = NULL;
+    if (!path || !*path) FAIL(DR_ERR_USAGE, "results: empty database path");
+    if (readonly && stat(path, &sb) != 0)
+        FAIL(DR_ERR_DB, "%s: no such results database", path);
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        FAIL(DR_ERR_DB, "%s: is a directory, not a results database", path);
+
+    r = calloc(1, sizeof *r);
+    CHECK_ALLOC(r, "results handle");
+    r->path = strdup(path);
+    CHECK_ALLOC(r->path, "results path");
+    r->owner = getpid();
+    r->busy_ms = RESULTS_DEFAULT_BUSY_MS;
+    r->readonly = readonly;
+
+    int flags = SQLITE_OPEN_FULLMUTEX |
+                (readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    CHECK_SQLITE(r, sqlite3_open_v2(path, &r->db, flags, NULL));
+    CHECK_SQLITE(r, sqlite3_busy_timeout(r->db, r->busy_ms));
+    CHECK_SQLITE(r, sqlite3_exec(r->db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL));
+    TRY(read_identity(r, &id));
+    TRY(check_identity(r, &id));
+    if (readonly) {
+        if (id.version != RESULTS_SCHEMA_VERSION)
+            FAIL(DR_ERR_DB, "%s: results schema version %d, this dawnrun uses %d%s", path,
+                 id.version, RESULTS_SCHEMA_VERSION,
+                 id.version == 0 ? " (an empty database)"
+                                 : " (open it once for writing, e.g. with dawnrun run, to "
+                                   "migrate it)");
+    } else {
+        /* foreign files were refused above, before the first write (WAL is a write) */
+        TRY(set_wal(r));
+        CHECK_SQLITE(r, sqlite3_exec(r->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL));
+        TRY(ensure_schema(r));
+    }
+    *out = r;
+    r = NULL;
+cleanup:
+    if (r) {
+        sqlite3_close(r->db);
+        free(r->path);
+        free(r);
+    }
+    return rc;
+}
+
+int results_open(struct results **out, const char *path)
+{
+    return open_common(out, path, 0);
+}
+
+int results_open_readonly(struct results **out, const char *path)
+{
+    return open_common(out, path, 1);
+}
+
+void results_close(struct results *db)
+{
+    if (!db) return;
+    /* After fork() the child must not close the parent's connection: SQLite could
+     * checkpoint or remove the parent's WAL. Leak SQLite's state in that case. */
+    if (db->owner == getpid()) sqlite3_close(db->db);
+    free(db->path);
+    free(db);
+}
+
+int results_set_busy_timeout(struct results *db, int ms)
+{
+    int rc = DR_OK;
+    CHECK_HANDLE(db);
+    CHECK_SQLITE(db, sqlite3_busy_timeout(db->db, ms));
+    db->busy_ms = ms;
+cleanup:
+    return rc;
+}
+
+const char *results_path(const struct results *db)
+{
+    return db ? db->path : NULL;
+}
+
+int results_check_integrity(struct results *db)
+{
+    int rc = DR_OK;
+    int step;
+    sqlite3_stmt *st = NULL;
+    CHECK_HANDLE(db);
+    CHECK_SQLITE(db, RESULTS_PREPARE(db, &st, "PRAGMA integrity_check"));
+    CHECK_SQLITE(db, step = sqlite3_step(st));
+    const unsigned char *first = step == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
+    if (!first || strcmp((const char *)first, "ok") != 0)
+        FAIL(DR_ERR_DB, "%s: integrity check failed: %s", db->path,
+             first ? (const char *)first : "no answer");
+    sqlite3_finalize(st);
+    st = NULL;
+    CHECK_SQLITE(db, RESULTS_PREPARE(db, &st, "PRAGMA foreign_key_check"));
+    CHECK_SQLITE(db, step = sqlite3_step(st));
+    if (step == SQLITE_ROW)
+        FAIL(DR_ERR_DB, "%s: foreign key check failed: table %s row %lld", db->path,
+             (const char *)sqlite3_column_text(st, 0), (long long)sqlite3_column_int64(st, 1));
+cleanup:
+    sqlite3_finalize(st);
+    return rc;
+}

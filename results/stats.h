@@ -1,0 +1,65 @@
+/* Statistics for reports over a handful of runs: order statistics, mean and its t
+ * confidence interval, Welch's t-test and the Mann-Whitney U test. Pure functions on
+ * double arrays; no SQL, no I/O. */
+#ifndef DAWNRUN_STATS_H
+#define DAWNRUN_STATS_H
+
+#include "../engine/status.h"
+
+/* q-quantile (0 <= q <= 1) of n >= 1 ascending values by linear interpolation between
+ * closest ranks (Hyndman & Fan type 7, numpy's default "linear"): with h = (n - 1) q,
+ * x[floor h] + (h - floor h) (x[floor h + 1] - x[floor h]). NaN when n < 1. */
+double stats_quantile_sorted(const double *sorted, int n, double q);
+
+struct stats_summary {
+    int n;                   /* values used (NaNs in the input are left out) */
+    double mean;
+    double std;              /* sample standard deviation (n - 1); NaN when n < 2 */
+    double min, max;
+    double median, q1, q3;   /* stats_quantile_sorted at 0.5, 0.25, 0.75 */
+    double iqr;              /* q3 - q1 */
+    double ci_lo, ci_hi;     /* 95 % CI of the mean, mean -+ t(0.975, n-1) std / sqrt(n);
+                                NaN when n < 2 */
+};
+
+/* Summarises x[0..n-1]; every field NaN (n = 0) when no value is usable. Returns DR_OK
+ * or DR_ERR_NOMEM. */
+int stats_summarize(struct stats_summary *out, const double *x, int n);
+
+/* Regularized incomplete beta function I_x(a, b), a, b > 0, 0 <= x <= 1 (continued
+ * fraction, about 1e-14 relative). NaN outside the domain. */
+double stats_betainc(double a, double b, double x);
+
+/* Student t distribution with df > 0 degrees of freedom: CDF and its inverse
+ * (0 < p < 1). */
+double stats_t_cdf(double t, double df);
+double stats_t_quantile(double p, double df);
+
+/* Standard normal CDF. */
+double stats_normal_cdf(double z);
+
+struct stats_test {
+    double statistic;   /* Welch: t of a - b; Mann-Whitney: U of sample a */
+    double df;          /* Welch: Welch-Satterthwaite degrees of freedom; MWU: NaN */
+    double p;           /* two-sided p-value; NaN when the test is undefined */
+    int exact;          /* MWU: 1 = exact distribution, 0 = normal approximation */
+};
+
+/* Welch's unequal-variance t-test of mean(a) = mean(b). Needs na, nb >= 2; p is NaN
+ * when both samples have zero variance. */
+int stats_welch(struct stats_test *out, const double *a, int na, const double *b, int nb);
+
+enum stats_mwu_method {
+    STATS_MWU_AUTO,        /* exact when there are no ties and na * nb <= 2500 */
+    STATS_MWU_EXACT,       /* exact null distribution (ties not allowed) */
+    STATS_MWU_ASYMPTOTIC   /* normal approximation, tie-corrected, continuity-corrected */
+};
+
+/* Two-sided Mann-Whitney U test (Wilcoxon rank-sum) of a against b, na, nb >= 1.
+ * statistic = U of a = (rank sum of a, mid-ranks for ties) - na (na + 1) / 2; the
+ * p-value follows scipy.stats.mannwhitneyu(a, b, alternative='two-sided', method=...).
+ * DR_ERR_USAGE for EXACT with ties or na * nb > 10^6; DR_ERR_NOMEM. */
+int stats_mann_whitney(struct stats_test *out, const double *a, int na, const double *b,
+                       int nb, enum stats_mwu_method method);
+
+#endif

@@ -1,0 +1,141 @@
+/* Flag parsing helpers, exit-code mapping, engine selection and signal flags shared by
+ * the dawnrun commands. */
+#include "cli.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/status.h"
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+void cli_signals_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+int cli_stop_requested(void *unused)
+{
+    (void)unused;
+    return stop_signal != 0;
+}
+
+int cli_stop_signal(void)
+{
+    return stop_signal;
+}
+
+int cli_exit_code(int status)
+{
+    switch (status) {
+    case DR_OK: return EXIT_OK;
+    case DR_ERR_USAGE: return EXIT_USAGE;
+    case DR_ERR_CONFIG: return EXIT_CONFIG;
+    case DR_ERR_DATA: return EXIT_DATA;
+    case DR_ERR_DIVERGED: return EXIT_DIVERGED;
+    case DR_ERR_DEVICE:
+    case DR_ERR_NODEVICE: return EXIT_DEVICE;
+    case DR_ERR_INTERRUPTED: return stop_signal == SIGTERM ? EXIT_SIGTERM : EXIT_SIGINT;
+    default: return EXIT_FAILURE_OTHER;
+    }
+}
+
+long cli_parse_long(const char *flag, const char *value, long min, long max)
+{
+    char *end = NULL;
+    if (!value) {
+        fprintf(stderr, "dawnrun: %s needs a value\n", flag);
+        return -1;
+    }
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    if (errno || end == value || *end || v < min || v > max) {
+        fprintf(stderr, "dawnrun: %s: expected an integer in [%ld, %ld], got '%s'\n", flag, min,
+                max, value);
+        return -1;
+    }
+    return v;
+}
+
+int cli_common_flag(struct cli_common *c, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i];
+    const char *val = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (!strcmp(a, "--set")) {
+        if (!val || !strchr(val, '=')) {
+            fprintf(stderr, "dawnrun: --set needs key.path=value\n");
+            return -1;
+        }
+        c->sets[c->n_sets++] = val;
+        (*i)++;
+        return 1;
+    }
+    if (!strncmp(a, "--set=", 6)) {
+        c->sets[c->n_sets++] = a + 6;
+        return 1;
+    }
+    if (!strcmp(a, "--engine")) {
+        if (!val || (strcmp(val, "cpu") && strcmp(val, "cuda") && strcmp(val, "auto"))) {
+            fprintf(stderr, "dawnrun: --engine: expected cpu, cuda or auto, got '%s'\n",
+                    val ? val : "");
+            return -1;
+        }
+        c->engine = val;
+        (*i)++;
+        return 1;
+    }
+    if (!strcmp(a, "--threads")) {
+        long v = cli_parse_long("--threads", val, 0, 1024);
+        if (v < 0) return -1;
+        c->threads = (int)v;
+        (*i)++;
+        return 1;
+    }
+    if (!strcmp(a, "--device")) {
+        long v = cli_parse_long("--device", val, 0, 1024);
+        if (v < 0) return -1;
+        c->device = (int)v;
+        (*i)++;
+        return 1;
+    }
+    return 0;
+}
+
+int cli_backend(const struct cli_common *c, int precision, struct backend *be)
+{
+    const char *engine = c->engine ? c->engine : "auto";
+    memset(be, 0, sizeof(*be));
+    if (!strcmp(engine, "cpu")) return backend_cpu_create(be, c->threads);
+    if (!strcmp(engine, "cuda")) return backend_cuda_create(be, c->device, precision);
+    char why[256];
+    if (backend_cuda_probe(c->device, why, sizeof(why)) == DR_OK)
+        return backend_cuda_create(be, c->device, precision);
+    fprintf(stderr, "dawnrun: engine auto: using the CPU engine (%s)\n", why);
+    return backend_cpu_create(be, c->threads);
+}
+
+void table_print_header(FILE *f)
+{
+    fprintf(f, "%5s %9s %10s %10s %9s %9s %9s %9s %10s\n", "epoch", "lr", "train time",
+            "train loss", "train acc", "test time", "test loss", "test acc", "total time");
+}
+
+void table_print_row(FILE *f, const struct epoch_record *r)
+{
+    fprintf(f, "%5d %9.4f %10.2f %10.4f %9.4f %9.2f %9.4f %9.4f %10.2f\n", r->epoch, r->lr,
+            r->train_time, r->train_loss, r->train_acc, r->test_time, r->test_loss, r->test_acc,
+            r->total_time);
+    fflush(f);
+}

@@ -1,0 +1,188 @@
+/* `dawnrun bench CONFIG`: times training steps and evaluation after warm-up on
+ * synthetic images (speed does not depend on pixel values), and reports images/s,
+ * ms per step, achieved GFLOP/s from the graph's FLOP count, and the time split by
+ * layer type. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#include "cli.h"
+#include "engine/data.h"
+#include "engine/rng.h"
+#include "engine/status.h"
+#include "engine/train.h"
+#include "load.h"
+
+static double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A dataset of `count` pseudo-random images (RNG stream unused by training). */
+static int synthetic_dataset(struct dataset *d, int count)
+{
+    d->count = count;
+    d->images = malloc((size_t)count * 3072);
+    d->labels = malloc((size_t)count);
+    if (!d->images || !d->labels) return DR_ERR_NOMEM;
+    for (int i = 0; i < count; i++) {
+        for (int j = 0; j < 3072; j += 4) {
+            struct rng4 r = rng_draw(0xbe4c4u, 99, 0, (uint32_t)i, (uint32_t)j);
+            for (int k = 0; k < 4; k++) d->images[(size_t)i * 3072 + j + k] = (uint8_t)r.v[k];
+        }
+        d->labels[i] = (uint8_t)(i % 10);
+    }
+    return DR_OK;
+}
+
+static int run_steps(struct trainer *t, int steps, const int32_t *rows)
+{
+    int rc = DR_OK;
+    float lr, wd, gs;
+    for (int s = 0; s < steps; s++) {
+        train_step_hparams(t->e, t->steps_per_epoch, t->steps_per_epoch, &lr, &wd, &gs, NULL);
+        TRY(trainer_step(t, 0, rows, lr, wd, gs));
+    }
+    TRY(t->be->ops->synchronize(t->be->ctx));
+cleanup:
+    return rc;
+}
+
+static void print_split(const struct model_profile *p, double total)
+{
+    double by_type[LAYER_TYPE_COUNT];
+    for (int k = 0; k < LAYER_TYPE_COUNT; k++) by_type[k] = p->forward_s[k] + p->backward_s[k];
+    printf("time split by layer type (forward + backward):\n");
+    for (int k = 0; k < LAYER_TYPE_COUNT; k++) {
+        if (by_type[k] <= 0.0) continue;
+        printf("  %-9s %6.1f %%  (fwd %.1f ms, bwd %.1f ms per step)\n",
+               layer_type_name((enum layer_type)k), 100.0 * by_type[k] / total,
+               1e3 * p->forward_s[k], 1e3 * p->backward_s[k]);
+    }
+    printf("  %-9s %6.1f %%\n  %-9s %6.1f %%\n  %-9s %6.1f %%\n", "loss", 100.0 * p->loss_s / total,
+           "optimizer", 100.0 * p->optimizer_s / total, "augment", 100.0 * p->augment_s / total);
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    const char *sets[260];
+    char batch_set[64];
+    struct cli_common c = {.sets = sets, .engine = "auto"};
+    long batch = 0, steps = 0, warmup = 1;
+    for (int i = 1; i < argc; i++) {
+        int k = cli_common_flag(&c, argc, argv, &i);
+        if (k < 0) return EXIT_USAGE;
+        if (k > 0) continue;
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--batch")) {
+            if ((batch = cli_parse_long("--batch", val, 1, 65536)) < 0) return EXIT_USAGE;
+            i++;
+        } else if (!strcmp(argv[i], "--steps")) {
+            if ((steps = cli_parse_long("--steps", val, 1, 100000)) < 0) return EXIT_USAGE;
+            i++;
+        } else if (!strcmp(argv[i], "--warmup")) {
+            if ((warmup = cli_parse_long("--warmup", val, 0, 100000)) < 0) return EXIT_USAGE;
+            i++;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "dawnrun bench: unknown flag '%s'\n", argv[i]);
+            return EXIT_USAGE;
+        } else if (!c.config) {
+            c.config = argv[i];
+        } else {
+            fprintf(stderr, "dawnrun bench: one CONFIG only (got '%s' too)\n", argv[i]);
+            return EXIT_USAGE;
+        }
+        if (c.n_sets >= 255) return EXIT_USAGE;
+    }
+    if (!c.config) {
+        fprintf(stderr, "usage: dawnrun bench CONFIG [--batch N] [--steps N] [--warmup N] "
+                        "[--engine cpu|cuda|auto] [--set key=value]...\n");
+        return EXIT_USAGE;
+    }
+    if (batch > 0) {
+        snprintf(batch_set, sizeof(batch_set), "train.batch_size=%ld", batch);
+        sets[c.n_sets++] = batch_set;
+    }
+
+    struct experiment e;
+    struct graph g;
+    struct dataset train = {0}, test = {0};
+    struct backend be = {0};
+    struct trainer t = {0};
+    struct model_profile prof;
+    int32_t *rows = NULL;
+    int rc = runner_load(&e, &g, c.config, sets, c.n_sets);
+    if (rc != DR_OK) return cli_exit_code(rc);
+    int b = e.train.batch_size;
+    int eb = e.eval.batch_size > 0 ? e.eval.batch_size : b;
+    TRY(synthetic_dataset(&train, b));
+    TRY(synthetic_dataset(&test, eb));
+    TRY(cli_backend(&c, (int)e.train.precision, &be));
+    TRY(trainer_create(&t, &e, &g, &be, &train, &test, 0));
+    rows = malloc((size_t)b * sizeof(int32_t));
+    CHECK_ALLOC(rows, "the bench row list");
+    for (int i = 0; i < b; i++) rows[i] = i;
+    if (steps == 0) steps = strcmp(be.ops->name, "cpu") ? 50 : 3;
+
+    struct utsname u;
+    uname(&u);
+    time_t now = time(NULL);
+    char date[32];
+    strftime(date, sizeof(date), "%Y-%m-%d", gmtime(&now));
+    printf("bench %s  engine %s (%s)  host %s  %s\n", e.name, be.ops->name,
+           be.ops->device_name(be.ctx), u.nodename, date);
+    printf("batch %d, %ld warm-up + %ld timed steps; train %.3f GFLOP/image, eval %.3f "
+           "GFLOP/image\n", b, warmup, steps, (double)graph_train_flops(&g) / 1e9,
+           (double)g.flops_forward / 1e9);
+
+    TRY(run_steps(&t, (int)warmup, rows));
+    double t0 = bench_now();
+    TRY(run_steps(&t, (int)steps, rows));
+    double step_s = (bench_now() - t0) / (double)steps;
+    double gflops = (double)graph_train_flops(&g) * b / step_s / 1e9;
+    printf("train: %.1f ms/step, %.1f images/s, %.1f GFLOP/s achieved\n", 1e3 * step_s,
+           b / step_s, gflops);
+
+    double loss, acc;
+    TRY(trainer_evaluate(&t, &loss, &acc));
+    t0 = bench_now();
+    int eval_reps = strcmp(be.ops->name, "cpu") ? 10 : 1;
+    for (int r = 0; r < eval_reps; r++) TRY(trainer_evaluate(&t, &loss, &acc));
+    double eval_s = (bench_now() - t0) / eval_reps;
+    printf("eval:  %.1f ms per %d images, %.1f images/s\n", 1e3 * eval_s, eb, eb / eval_s);
+
+    int train_n = e.data.train_subset ? e.data.train_subset : 50000;
+    int test_n = e.data.test_subset ? e.data.test_subset : 10000;
+    double epochs = e.train.epochs;
+    printf("projected run (%d train / %d test images, %.4g epochs): %.1f s training + "
+           "%.1f s evaluation\n", train_n, test_n, epochs, epochs * (train_n / b) * step_s,
+           epochs * (double)test_n / eb * eval_s);
+
+    memset(&prof, 0, sizeof(prof));
+    t.model.prof = &prof;
+    t0 = bench_now();
+    TRY(run_steps(&t, (int)steps, rows));
+    double prof_total = bench_now() - t0;
+    t.model.prof = NULL;
+    for (int k = 0; k < LAYER_TYPE_COUNT; k++) {
+        prof.forward_s[k] /= (double)steps;
+        prof.backward_s[k] /= (double)steps;
+    }
+    prof.loss_s /= (double)steps;
+    prof.optimizer_s /= (double)steps;
+    prof.augment_s /= (double)steps;
+    print_split(&prof, prof_total / (double)steps);
+cleanup:
+    free(rows);
+    trainer_free(&t);
+    backend_destroy(&be);
+    dataset_free(&train);
+    dataset_free(&test);
+    graph_free(&g);
+    experiment_free(&e);
+    return cli_exit_code(rc);
+}

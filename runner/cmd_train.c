@@ -1,0 +1,103 @@
+/* `dawnrun train CONFIG`: one run on one engine, printing Page's epoch table. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "engine/data.h"
+#include "engine/status.h"
+#include "engine/train.h"
+#include "load.h"
+
+struct train_view {
+    int tty;
+};
+
+static void progress(void *user, int epoch, int step, int steps)
+{
+    struct train_view *v = user;
+    if (!v->tty) return;
+    int width = 30, done = (int)((long)step * width / steps);
+    printf("\r%5d [%.*s%*s] %d/%d", epoch, done, "##############################", width - done, "",
+           step, steps);
+    if (step == steps) printf("\r%*s\r", width + 24, "");
+    fflush(stdout);
+}
+
+static int on_epoch(void *user, const struct epoch_record *r)
+{
+    (void)user;
+    table_print_row(stdout, r);
+    return DR_OK;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    const char *sets[256];
+    struct cli_common c = {.sets = sets, .engine = "auto"};
+    long seed = 0;
+    for (int i = 1; i < argc; i++) {
+        int k = cli_common_flag(&c, argc, argv, &i);
+        if (k < 0) return EXIT_USAGE;
+        if (k > 0) continue;
+        if (!strcmp(argv[i], "--seed")) {
+            seed = cli_parse_long("--seed", i + 1 < argc ? argv[i + 1] : NULL, 0, 0x7fffffffL);
+            if (seed < 0) return EXIT_USAGE;
+            i++;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "dawnrun train: unknown flag '%s'\n", argv[i]);
+            return EXIT_USAGE;
+        } else if (!c.config) {
+            c.config = argv[i];
+        } else {
+            fprintf(stderr, "dawnrun train: one CONFIG only (got '%s' too)\n", argv[i]);
+            return EXIT_USAGE;
+        }
+        if (c.n_sets >= 255) {
+            fprintf(stderr, "dawnrun train: too many --set flags\n");
+            return EXIT_USAGE;
+        }
+    }
+    if (!c.config) {
+        fprintf(stderr, "usage: dawnrun train CONFIG [--seed N] [--set key=value]... "
+                        "[--engine cpu|cuda|auto]\n");
+        return EXIT_USAGE;
+    }
+
+    struct experiment e;
+    struct graph g;
+    struct dataset train = {0}, test = {0};
+    struct backend be = {0};
+    struct trainer t = {0};
+    struct train_result res = {0};
+    int rc = runner_load(&e, &g, c.config, sets, c.n_sets);
+    if (rc != DR_OK) return cli_exit_code(rc);
+    const char *dir = cifar10_default_dir(e.data.dir);
+    TRY(cifar10_load(&train, &test, dir, e.data.train_subset, e.data.test_subset));
+    TRY(cli_backend(&c, (int)e.train.precision, &be));
+    cli_signals_install();
+    TRY(trainer_create(&t, &e, &g, &be, &train, &test, (uint64_t)seed));
+    printf("experiment %s  seed %ld  engine %s (%s)\n", e.name, seed, be.ops->name,
+           be.ops->device_name(be.ctx));
+    printf("data %s: %d train, %d test images; %d steps/epoch of %d; %d epochs; %lld parameters\n",
+           dir, train.count, test.count, t.steps_per_epoch, e.train.batch_size, t.n_epochs,
+           (long long)g.n_weights);
+    table_print_header(stdout);
+    struct train_view view = {isatty(STDOUT_FILENO)};
+    struct train_hooks hooks = {on_epoch, progress, cli_stop_requested, &view};
+    rc = trainer_run(&t, &hooks, &res);
+    if (res.epochs_done > 0)
+        printf("final test acc %.4f after %d epochs; train time %.2f s, total %.2f s%s\n",
+               res.final_test_acc, res.epochs_done, res.train_time, res.total_time,
+               rc == DR_ERR_DIVERGED ? " (diverged)" : "");
+    if (rc == DR_ERR_DIVERGED) fprintf(stderr, "dawnrun: the loss diverged (NaN or inf)\n");
+cleanup:
+    trainer_free(&t);
+    backend_destroy(&be);
+    dataset_free(&train);
+    dataset_free(&test);
+    graph_free(&g);
+    experiment_free(&e);
+    return cli_exit_code(rc);
+}

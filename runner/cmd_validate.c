@@ -1,0 +1,104 @@
+/* `dawnrun validate CONFIG`: check a config and print the resolved experiment and the
+ * expanded network with shapes, parameters and FLOPs. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "engine/status.h"
+#include "load.h"
+
+/* Prints n with thousands separators. */
+static void print_grouped(FILE *f, long long n)
+{
+    char buf[32], out[48];
+    int len = snprintf(buf, sizeof(buf), "%lld", n), o = 0;
+    for (int i = 0; i < len; i++) {
+        if (i > 0 && buf[i - 1] != '-' && (len - i) % 3 == 0) out[o++] = ',';
+        out[o++] = buf[i];
+    }
+    out[o] = 0;
+    fputs(out, f);
+}
+
+static long long layer_params(const struct graph *g, const struct layer *l)
+{
+    long long n = 0;
+    for (int k = l->param_first; k < l->param_first + l->param_count; k++) {
+        const struct param_desc *d = &g->params[k];
+        if (d->trainable) n += (long long)d->n * d->c * d->h * d->w;
+    }
+    return n;
+}
+
+static void print_network(const struct experiment *e, const struct graph *g)
+{
+    printf("# network: %d layers, input 3x32x32, output '%s' (%d logits)\n", g->count - 1,
+           g->layers[g->output].spec.name, g->layers[g->output].c);
+    printf("%4s  %-28s %-8s %-24s %-12s %10s %10s\n", "id", "name", "type", "inputs", "output",
+           "params", "MFLOP/img");
+    for (int i = 1; i < g->count; i++) {
+        const struct layer *l = &g->layers[i];
+        char inputs[128] = "", shape[32];
+        for (int s = 0; s < l->n_inputs; s++) {
+            size_t len = strlen(inputs);
+            snprintf(inputs + len, sizeof(inputs) - len, "%s%s", s ? "," : "",
+                     g->layers[l->inputs[s]].spec.name);
+        }
+        snprintf(shape, sizeof(shape), "%dx%dx%d", l->c, l->h, l->w);
+        printf("%4d  %-28s %-8s %-24s %-12s %10lld %10.3f\n", i, l->spec.name,
+               layer_type_name(l->spec.type), inputs, shape, layer_params(g, l),
+               (double)l->flops / 1e6);
+    }
+    int train_count = e->data.train_subset ? e->data.train_subset : 50000;
+    int test_count = e->data.test_subset ? e->data.test_subset : 10000;
+    long steps_per_epoch = train_count / e->train.batch_size;
+    long steps = lround(e->train.epochs * (double)steps_per_epoch);
+    long epochs = steps_per_epoch ? (steps + steps_per_epoch - 1) / steps_per_epoch : 0;
+    double train_flops = (double)graph_train_flops(g) * (double)e->train.batch_size * (double)steps;
+    double eval_flops = (double)g->flops_forward * (double)test_count * (double)epochs;
+    printf("# totals\n");
+    printf("trainable parameters  ");
+    print_grouped(stdout, (long long)g->n_weights);
+    printf("\nforward FLOPs/image   %.4f GFLOP\n", (double)g->flops_forward / 1e9);
+    printf("train FLOPs/image     %.4f GFLOP (forward + backward)\n",
+           (double)graph_train_flops(g) / 1e9);
+    printf("run                   %ld steps x %d images: %.2f PFLOP training + %.3f PFLOP "
+           "evaluation (%d test images x %ld epochs)\n",
+           steps, e->train.batch_size, train_flops / 1e15, eval_flops / 1e15, test_count, epochs);
+}
+
+int cmd_validate(int argc, char **argv)
+{
+    const char *sets[256];
+    struct cli_common c = {.sets = sets};
+    for (int i = 1; i < argc; i++) {
+        int k = cli_common_flag(&c, argc, argv, &i);
+        if (k < 0) return EXIT_USAGE;
+        if (k > 0) continue;
+        if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "dawnrun validate: unknown flag '%s'\n", argv[i]);
+            return EXIT_USAGE;
+        }
+        if (c.config) {
+            fprintf(stderr, "dawnrun validate: one CONFIG only (got '%s' too)\n", argv[i]);
+            return EXIT_USAGE;
+        }
+        c.config = argv[i];
+        if (c.n_sets >= 255) return EXIT_USAGE;
+    }
+    if (!c.config) {
+        fprintf(stderr, "usage: dawnrun validate CONFIG [--set key=value]...\n");
+        return EXIT_USAGE;
+    }
+    struct experiment e;
+    struct graph g;
+    int rc = runner_load(&e, &g, c.config, sets, c.n_sets);
+    if (rc != DR_OK) return cli_exit_code(rc);
+    printf("# experiment '%s' from %s (resolved)\n", e.name, c.config);
+    fputs(e.resolved ? e.resolved : "", stdout);
+    print_network(&e, &g);
+    graph_free(&g);
+    experiment_free(&e);
+    return EXIT_OK;
+}

@@ -1,0 +1,37 @@
+# Command-line behaviour of the dawnrun executable: exit codes and messages for bad
+# flags, bad configs, missing data, a missing device, and validate's parameter counts.
+set(EXPECT ${CMAKE_SOURCE_DIR}/tests/expect.sh)
+set(DR $<TARGET_FILE:dawnrun>)
+set(CFG ${CMAKE_SOURCE_DIR}/configs)
+function(dawnrun_cli_test name code regex)
+  add_test(NAME cli_${name} COMMAND ${EXPECT} ${code} ${regex} ${ARGN})
+  set_tests_properties(cli_${name} PROPERTIES ENVIRONMENT "DAWNRUN_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+endfunction()
+
+dawnrun_cli_test(no_args 2 "usage: dawnrun" ${DR})
+dawnrun_cli_test(unknown_command 2 "unknown command 'trian'" ${DR} trian)
+dawnrun_cli_test(train_no_config 2 "usage: dawnrun train" ${DR} train)
+dawnrun_cli_test(train_bad_flag 2 "unknown flag '--sead'" ${DR} train ${CFG}/demo.cfg --sead 1)
+dawnrun_cli_test(train_bad_seed 2 "--seed: expected an integer" ${DR} train ${CFG}/demo.cfg --seed x)
+dawnrun_cli_test(train_bad_engine 2 "--engine: expected cpu, cuda or auto" ${DR} train ${CFG}/demo.cfg --engine gpu)
+dawnrun_cli_test(set_without_equals 2 "--set needs key.path=value" ${DR} validate ${CFG}/demo.cfg --set train.epochs)
+dawnrun_cli_test(missing_config 3 "no-such.cfg" ${DR} validate no-such.cfg)
+dawnrun_cli_test(help 0 "exit codes" ${DR} help)
+dawnrun_cli_test(version 0 "^dawnrun [0-9]" ${DR} version)
+dawnrun_cli_test(validate_resnet9 0 "trainable parameters +6,573,120" ${DR} validate ${CFG}/resnet9-24ep.cfg)
+dawnrun_cli_test(validate_resnet9_flops 0 "forward FLOPs/image +0\\.75[89]" ${DR} validate ${CFG}/resnet9-24ep.cfg)
+dawnrun_cli_test(validate_dawn_net 0 "trainable parameters +5,205,834" ${DR} validate ${CFG}/page-post3/30ep-cutout.cfg)
+dawnrun_cli_test(validate_set 0 "batch_size = 768" ${DR} validate ${CFG}/page-post3/30ep-cutout.cfg --set train.batch_size=768)
+dawnrun_cli_test(cuda_without_device 6 "no CUDA device" ${DR} train ${CFG}/demo.cfg --engine cuda)
+
+# A data directory without CIFAR-10 files is a data error naming the file.
+add_test(NAME cli_missing_data COMMAND ${EXPECT} 4 "data_batch_1.bin"
+         ${DR} train ${CMAKE_SOURCE_DIR}/tests/e2e/tiny.cfg --engine cpu)
+set_tests_properties(cli_missing_data PROPERTIES ENVIRONMENT "DAWNRUN_DATA=${CMAKE_BINARY_DIR}")
+
+# The full CLI path: a short training run of the tiny network (needs the data).
+add_test(NAME cli_train_tiny COMMAND ${EXPECT} 0 "final test acc 0\\.[2-9]"
+         ${DR} train ${CMAKE_SOURCE_DIR}/tests/e2e/tiny.cfg --engine cpu --seed 3
+         --set train.epochs=2)
+set_tests_properties(cli_train_tiny PROPERTIES ENVIRONMENT "EXPECT_NEEDS_DATA=1"
+                     SKIP_RETURN_CODE 77)

@@ -1,0 +1,356 @@
+/* The CPU backend table: every op is filled in; tensor_write / tensor_read convert the
+ * canonical NCHW form to and from CNHW (also for a batch smaller than allocated) and copy
+ * other kinds as they are; a small conv → bn → relu → max pool → flatten → linear →
+ * softmax cross-entropy network run forward and backward through the table gives exactly
+ * the bits of the direct kernel calls (same thread count); bad shapes and labels come
+ * back as errors. */
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine/backend.h"
+#include "../engine/status.h"
+#include "../kernels/activation.h"
+#include "../kernels/augment.h"
+#include "../kernels/batchnorm.h"
+#include "../kernels/conv2d.h"
+#include "../kernels/linear.h"
+#include "../kernels/loss.h"
+#include "../kernels/optimizer.h"
+#include "../kernels/pool.h"
+#include "../kernels/tensor_ops.h"
+#include "check.h"
+
+static uint64_t rng_state = 0xD1B54A32D192ED03ull;
+
+static float urand(float lo, float hi)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return lo + (hi - lo) * (float)((rng_state >> 40) * (1.0 / 16777216.0));
+}
+
+static void fill(float *p, size_t n, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++) p[i] = urand(lo, hi);
+}
+
+static void test_table(void)
+{
+    struct backend b = {NULL, NULL};
+    CHECK(backend_cpu_create(&b, 0) == DR_OK);
+    const struct backend_ops *o = b.ops;
+    CHECK(o != NULL);
+    if (!o) return;
+    CHECK(o->name && strcmp(o->name, "cpu") == 0);
+    CHECK(o->destroy && o->device_name && o->tensor_alloc && o->tensor_free && o->tensor_zero);
+    CHECK(o->tensor_write && o->tensor_read && o->synchronize && o->augment);
+    CHECK(o->conv_forward && o->conv_backward);
+    CHECK(o->bn_forward_train && o->bn_forward_eval && o->bn_backward);
+    CHECK(o->act_forward && o->act_backward && o->pool_forward && o->pool_backward);
+    CHECK(o->concat_forward && o->concat_backward && o->add_forward && o->scale_forward);
+    CHECK(o->scaled_copy && o->flatten_forward && o->flatten_backward);
+    CHECK(o->linear_forward && o->linear_backward && o->xent_forward && o->xent_backward);
+    CHECK(o->sgd_update);
+    const char *name = o->device_name(b.ctx);
+    CHECK(name && strstr(name, "CPU") != NULL);
+    printf("device: %s\n", name);
+    CHECK(o->synchronize(b.ctx) == DR_OK);
+    backend_destroy(&b);
+    CHECK(b.ops == NULL && b.ctx == NULL);
+
+    /* the thread count is the one asked for */
+    int before = omp_get_max_threads();
+    CHECK(backend_cpu_create(&b, 1) == DR_OK);
+    CHECK(omp_get_max_threads() == 1);
+    CHECK(strstr(b.ops->device_name(b.ctx), "1 thread") != NULL);
+    backend_destroy(&b);
+    omp_set_num_threads(before);
+    CHECK(backend_cpu_create(&b, -1) == DR_ERR_USAGE);
+    CHECK(b.ops == NULL);
+}
+
+static void test_memory(const struct backend *b)
+{
+    const struct backend_ops *o = b->ops;
+    void *ctx = b->ctx;
+    struct tensor t = {NULL, TENSOR_ACT, 3, 4, 2, 5};
+    const size_t count = 3 * 4 * 2 * 5, hw = 10;
+    float host[120], back[120];
+    CHECK(o->tensor_alloc(ctx, &t) == DR_OK && t.data != NULL);
+    int zero = 1;
+    for (size_t i = 0; i < count; i++) zero &= ((float *)t.data)[i] == 0.0f;
+    CHECK(zero);
+    for (size_t i = 0; i < count; i++) host[i] = (float)i;
+    CHECK(o->tensor_write(ctx, &t, host) == DR_OK);
+    /* stored CNHW: element (i, c, p) of the canonical form at ((c * n + i) * hw + p) */
+    int ok = 1;
+    const float *d = t.data;
+    for (int i = 0; i < 3; i++)
+        for (int c = 0; c < 4; c++)
+            for (size_t p = 0; p < hw; p++)
+                ok &= d[((size_t)c * 3 + i) * hw + p] == host[((size_t)i * 4 + c) * hw + p];
+    CHECK(ok);
+    memset(back, 0, sizeof back);
+    CHECK(o->tensor_read(ctx, back, &t) == DR_OK);
+    CHECK(memcmp(back, host, sizeof host) == 0);
+    /* a smaller batch in the same allocation uses its own n for the layout */
+    t.n = 2;
+    CHECK(o->tensor_write(ctx, &t, host) == DR_OK);
+    ok = 1;
+    for (int i = 0; i < 2; i++)
+        for (int c = 0; c < 4; c++)
+            for (size_t p = 0; p < hw; p++)
+                ok &= d[((size_t)c * 2 + i) * hw + p] == host[((size_t)i * 4 + c) * hw + p];
+    CHECK(ok);
+    memset(back, 0, sizeof back);
+    CHECK(o->tensor_read(ctx, back, &t) == DR_OK);
+    CHECK(memcmp(back, host, sizeof(float) * 80) == 0);
+    CHECK(o->tensor_zero(ctx, &t) == DR_OK);
+    zero = 1;
+    for (size_t i = 0; i < 80; i++) zero &= d[i] == 0.0f;
+    CHECK(zero);
+    o->tensor_free(ctx, &t);
+    CHECK(t.data == NULL);
+
+    /* other kinds are copied as they are */
+    struct tensor p = {NULL, TENSOR_PARAM, 3, 4, 2, 5};
+    struct tensor l = {NULL, TENSOR_I32, 7, 1, 1, 1};
+    struct tensor u = {NULL, TENSOR_U8, 5, 3, 1, 1};
+    const int32_t labels[7] = {3, -1, 7, 0, 9, 2, 2147483647};
+    const uint8_t bytes[15] = {0, 1, 2, 3, 250, 251, 252, 253, 254, 255, 9, 8, 7, 6, 5};
+    int32_t lback[7];
+    uint8_t bback[15];
+    CHECK(o->tensor_alloc(ctx, &p) == DR_OK && o->tensor_alloc(ctx, &l) == DR_OK &&
+          o->tensor_alloc(ctx, &u) == DR_OK);
+    CHECK(o->tensor_write(ctx, &p, host) == DR_OK);
+    CHECK(memcmp(p.data, host, sizeof host) == 0);
+    CHECK(o->tensor_read(ctx, back, &p) == DR_OK && memcmp(back, host, sizeof host) == 0);
+    CHECK(o->tensor_write(ctx, &l, labels) == DR_OK);
+    CHECK(o->tensor_read(ctx, lback, &l) == DR_OK && memcmp(lback, labels, sizeof labels) == 0);
+    CHECK(o->tensor_write(ctx, &u, bytes) == DR_OK);
+    CHECK(o->tensor_read(ctx, bback, &u) == DR_OK && memcmp(bback, bytes, sizeof bytes) == 0);
+    o->tensor_free(ctx, &p);
+    o->tensor_free(ctx, &l);
+    o->tensor_free(ctx, &u);
+}
+
+/* A tensor of the given kind and shape, allocated through the table. */
+static struct tensor make(const struct backend *b, enum tensor_kind kind, int n, int c, int h,
+                          int w)
+{
+    struct tensor t = {NULL, kind, n, c, h, w};
+    CHECK(b->ops->tensor_alloc(b->ctx, &t) == DR_OK);
+    return t;
+}
+
+static float *fdup(const struct tensor *t)
+{
+    float *p = malloc(sizeof(float) * tensor_count(t));
+    memcpy(p, t->data, sizeof(float) * tensor_count(t));
+    return p;
+}
+
+static int same(const float *a, const struct tensor *t)
+{
+    return memcmp(a, t->data, sizeof(float) * tensor_count(t)) == 0;
+}
+
+static void test_network(const struct backend *b)
+{
+    const struct backend_ops *o = b->ops;
+    void *ctx = b->ctx;
+    const int n = 5, c = 3, h = 6, co = 4, k = 10;
+    struct conv_attr ca = {3, 1, 1};
+    struct bn_attr ba = {1e-5f, 0.1f};
+    struct pool_attr pa = {POOL_MAX, 2, 2, 2, 2};
+    struct tensor x = make(b, TENSOR_ACT, n, c, h, h), w = make(b, TENSOR_PARAM, co, c, 3, 3);
+    struct tensor bias = make(b, TENSOR_PARAM, co, 1, 1, 1);
+    struct tensor y1 = make(b, TENSOR_ACT, n, co, h, h), y2 = make(b, TENSOR_ACT, n, co, h, h);
+    struct tensor y3 = make(b, TENSOR_ACT, n, co, h, h), y4 = make(b, TENSOR_ACT, n, co, 3, 3);
+    struct tensor y5 = make(b, TENSOR_ACT, n, co * 9, 1, 1), y6 = make(b, TENSOR_ACT, n, k, 1, 1);
+    struct tensor gamma = make(b, TENSOR_PARAM, co, 1, 1, 1),
+                  beta = make(b, TENSOR_PARAM, co, 1, 1, 1);
+    struct tensor mean = make(b, TENSOR_F32, co, 1, 1, 1),
+                  invstd = make(b, TENSOR_F32, co, 1, 1, 1);
+    struct tensor rmean = make(b, TENSOR_F32, co, 1, 1, 1), rvar = make(b, TENSOR_F32, co, 1, 1, 1);
+    struct tensor lw = make(b, TENSOR_PARAM, k, co * 9, 1, 1),
+                  lb = make(b, TENSOR_PARAM, k, 1, 1, 1);
+    struct tensor probs = make(b, TENSOR_ACT, n, k, 1, 1), stats = make(b, TENSOR_F32, 2, 1, 1, 1);
+    struct tensor labels = make(b, TENSOR_I32, n, 1, 1, 1);
+    struct tensor d6 = make(b, TENSOR_ACT, n, k, 1, 1), d5 = make(b, TENSOR_ACT, n, co * 9, 1, 1);
+    struct tensor d4 = make(b, TENSOR_ACT, n, co, 3, 3), d3 = make(b, TENSOR_ACT, n, co, h, h);
+    struct tensor d2 = make(b, TENSOR_ACT, n, co, h, h), d1 = make(b, TENSOR_ACT, n, co, h, h);
+    struct tensor dx = make(b, TENSOR_ACT, n, c, h, h), dw = make(b, TENSOR_PARAM, co, c, 3, 3);
+    struct tensor dbias = make(b, TENSOR_PARAM, co, 1, 1, 1);
+    struct tensor dgamma = make(b, TENSOR_PARAM, co, 1, 1, 1),
+                  dbeta = make(b, TENSOR_PARAM, co, 1, 1, 1);
+    struct tensor dlw = make(b, TENSOR_PARAM, k, co * 9, 1, 1),
+                  dlb = make(b, TENSOR_PARAM, k, 1, 1, 1);
+
+    fill(x.data, tensor_count(&x), -1, 1);
+    fill(w.data, tensor_count(&w), -0.5f, 0.5f);
+    fill(bias.data, tensor_count(&bias), -0.5f, 0.5f);
+    fill(gamma.data, tensor_count(&gamma), 0.5f, 1.5f);
+    fill(beta.data, tensor_count(&beta), -0.5f, 0.5f);
+    fill(rvar.data, tensor_count(&rvar), 1, 1);
+    fill(lw.data, tensor_count(&lw), -0.3f, 0.3f);
+    fill(lb.data, tensor_count(&lb), -0.3f, 0.3f);
+    for (int i = 0; i < n; i++) ((int32_t *)labels.data)[i] = (3 * i + 2) % k;
+    float *rmean0 = fdup(&rmean), *rvar0 = fdup(&rvar);
+
+    /* through the table */
+    CHECK(o->conv_forward(ctx, &y1, &x, &w, &bias, &ca) == DR_OK);
+    CHECK(o->bn_forward_train(ctx, &y2, &mean, &invstd, &rmean, &rvar, &y1, &gamma, &beta, &ba) ==
+          DR_OK);
+    CHECK(o->act_forward(ctx, &y3, &y2, ACT_RELU, 0.0f) == DR_OK);
+    CHECK(o->pool_forward(ctx, &y4, &y3, &pa) == DR_OK);
+    CHECK(o->flatten_forward(ctx, &y5, &y4) == DR_OK);
+    CHECK(o->linear_forward(ctx, &y6, &y5, &lw, &lb) == DR_OK);
+    CHECK(o->xent_forward(ctx, &stats, &probs, &y6, &labels, 0.2f) == DR_OK);
+    CHECK(o->xent_backward(ctx, &d6, &probs, &labels, 0.2f, 1.0f / n) == DR_OK);
+    CHECK(o->linear_backward(ctx, &d5, &dlw, &dlb, &d6, &y5, &lw, 0) == DR_OK);
+    CHECK(o->flatten_backward(ctx, &d4, &d5, 0) == DR_OK);
+    CHECK(o->pool_backward(ctx, &d3, &d4, &y3, &y4, &pa, 0) == DR_OK);
+    CHECK(o->act_backward(ctx, &d2, &d3, &y2, ACT_RELU, 0.0f, 0) == DR_OK);
+    CHECK(o->bn_backward(ctx, &d1, &dgamma, &dbeta, &d2, &y1, &gamma, &mean, &invstd, 0) == DR_OK);
+    CHECK(o->conv_backward(ctx, &dx, &dw, &dbias, &d1, &x, &w, &ca, 0) == DR_OK);
+    float st[2];
+    CHECK(o->tensor_read(ctx, st, &stats) == DR_OK);
+    CHECK(st[0] > 0.0f && isfinite(st[0]) && st[1] >= 0.0f && st[1] <= (float)n);
+
+    /* the same with direct kernel calls on host buffers */
+    const size_t s1 = tensor_count(&y1), s4 = tensor_count(&y4), s6 = tensor_count(&y6);
+    float *e1 = malloc(4 * s1), *e2 = malloc(4 * s1), *e3 = malloc(4 * s1), *e4 = malloc(4 * s4);
+    float *e5 = malloc(4 * s4), *e6 = malloc(4 * s6), *ep = malloc(4 * s6), *g6 = malloc(4 * s6);
+    float *g5 = malloc(4 * s4), *g4 = malloc(4 * s4), *g3 = malloc(4 * s1), *g2 = malloc(4 * s1);
+    float *g1 = malloc(4 * s1), *gx = malloc(4 * tensor_count(&x)),
+          *gw = malloc(4 * tensor_count(&w));
+    float *gb = malloc(4 * co), *gg = malloc(4 * co), *gbe = malloc(4 * co), *m = malloc(4 * co);
+    float *is = malloc(4 * co), *glw = malloc(4 * tensor_count(&lw)), *glb = malloc(4 * k);
+    float est[2] = {0, 0};
+    struct conv2d_dims cd = {n, c, h, h, co, 3, 1, 1, 0, 0};
+    struct pool_dims pd = {co * n, h, h, 2, 2, 2, 2, 3, 3};
+    conv2d_dims_finish(&cd);
+    CHECK(conv2d_forward_cpu(e1, x.data, w.data, bias.data, &cd) == 0);
+    batchnorm_forward_train_cpu(e2, m, is, rmean0, rvar0, e1, gamma.data, beta.data, co, n, h * h,
+                                1e-5f, 0.1f);
+    activation_forward_cpu(e3, e2, ACT_RELU, 0.0f, s1);
+    pool_forward_cpu(e4, e3, POOL_MAX, &pd);
+    flatten_forward_cpu(e5, e4, co, n, 9);
+    linear_forward_cpu(e6, e5, lw.data, lb.data, k, co * 9, n);
+    xent_forward_cpu(est, ep, e6, labels.data, k, n, 0.2f);
+    xent_backward_cpu(g6, ep, labels.data, k, n, 0.2f, 1.0f / n);
+    linear_backward_cpu(g5, glw, glb, g6, e5, lw.data, k, co * 9, n, 0);
+    flatten_backward_cpu(g4, g5, co, n, 9, 0);
+    pool_backward_cpu(g3, g4, e3, e4, POOL_MAX, &pd, 0);
+    activation_backward_cpu(g2, g3, e2, ACT_RELU, 0.0f, s1, 0);
+    batchnorm_backward_cpu(g1, gg, gbe, g2, e1, gamma.data, m, is, co, n, h * h, 0);
+    CHECK(conv2d_backward_cpu(gx, gw, gb, g1, x.data, w.data, &cd, 0) == 0);
+
+    CHECK(same(e1, &y1) && same(e2, &y2) && same(e3, &y3) && same(e4, &y4));
+    CHECK(same(e5, &y5) && same(e6, &y6) && same(ep, &probs));
+    CHECK(same(m, &mean) && same(is, &invstd) && same(rmean0, &rmean) && same(rvar0, &rvar));
+    CHECK(memcmp(est, st, sizeof st) == 0);
+    CHECK(same(g6, &d6) && same(g5, &d5) && same(g4, &d4) && same(g3, &d3) && same(g2, &d2));
+    CHECK(same(g1, &d1) && same(gx, &dx) && same(gw, &dw) && same(gb, &dbias));
+    CHECK(same(gg, &dgamma) && same(gbe, &dbeta) && same(glw, &dlw) && same(glb, &dlb));
+
+    /* eval-mode bn and an sgd step through the table */
+    CHECK(o->bn_forward_eval(ctx, &y2, &y1, &gamma, &beta, &rmean, &rvar, &ba) == DR_OK);
+    batchnorm_forward_eval_cpu(e2, e1, gamma.data, beta.data, rmean0, rvar0, co, n, h * h, 1e-5f);
+    CHECK(same(e2, &y2));
+    struct tensor v = make(b, TENSOR_PARAM, co, c, 3, 3);
+    float *w0 = fdup(&w), *v0 = fdup(&v);
+    CHECK(o->sgd_update(ctx, &w, &v, &dw, 0.1f, 5e-4f, 0.9f, 1) == DR_OK);
+    sgd_update_cpu(w0, v0, gw, 0.1f, 5e-4f, 0.9f, 1, tensor_count(&w));
+    CHECK(same(w0, &w) && same(v0, &v) && same(gw, &dw));
+
+    /* errors: a wrong output shape, a label outside the classes */
+    struct tensor bad = make(b, TENSOR_ACT, n, co + 1, h, h);
+    fprintf(stderr, "(two error messages expected below)\n");
+    CHECK(o->conv_forward(ctx, &bad, &x, &w, &bias, &ca) == DR_ERR_INTERNAL);
+    ((int32_t *)labels.data)[1] = k;
+    CHECK(o->xent_forward(ctx, &stats, &probs, &y6, &labels, 0.0f) == DR_ERR_DATA);
+
+    struct tensor *all[] = {&x, &w, &bias, &y1, &y2, &y3, &y4, &y5, &y6, &gamma, &beta, &mean,
+                            &invstd, &rmean, &rvar, &lw, &lb, &probs, &stats, &labels, &d6, &d5,
+                            &d4, &d3, &d2, &d1, &dx, &dw, &dbias, &dgamma, &dbeta, &dlw, &dlb, &v,
+                            &bad};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) o->tensor_free(ctx, all[i]);
+    float *hs[] = {e1, e2, e3, e4, e5, e6, ep, g6, g5, g4, g3, g2, g1, gx, gw, gb, gg, gbe, m, is,
+                   glw, glb, rmean0, rvar0, w0, v0};
+    for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++) free(hs[i]);
+}
+
+/* Concat with an input that needs no gradient (the image): the other slices still land. */
+static void test_concat_null(const struct backend *b)
+{
+    const struct backend_ops *o = b->ops;
+    struct tensor a = make(b, TENSOR_ACT, 2, 3, 2, 2), c2 = make(b, TENSOR_ACT, 2, 2, 2, 2);
+    struct tensor y = make(b, TENSOR_ACT, 2, 5, 2, 2), dc = make(b, TENSOR_ACT, 2, 2, 2, 2);
+    const struct tensor *xs[2] = {&a, &c2};
+    fill(a.data, tensor_count(&a), -1, 1);
+    fill(c2.data, tensor_count(&c2), -1, 1);
+    CHECK(o->concat_forward(b->ctx, &y, xs, 2) == DR_OK);
+    struct tensor *dxs[2] = {NULL, &dc};
+    int acc[2] = {0, 0};
+    CHECK(o->concat_backward(b->ctx, dxs, &y, 2, acc) == DR_OK);
+    CHECK(memcmp(dc.data, c2.data, sizeof(float) * tensor_count(&c2)) == 0);
+    o->tensor_free(b->ctx, &a);
+    o->tensor_free(b->ctx, &c2);
+    o->tensor_free(b->ctx, &y);
+    o->tensor_free(b->ctx, &dc);
+}
+
+/* The augment op gathers and normalises test rows exactly as the kernel does. */
+static void test_augment(const struct backend *b)
+{
+    const struct backend_ops *o = b->ops;
+    const size_t img = 3 * 32 * 32;
+    struct tensor images = make(b, TENSOR_U8, 3, 3, 32, 32);
+    struct tensor ilabels = make(b, TENSOR_U8, 3, 1, 1, 1);
+    struct tensor rows = make(b, TENSOR_I32, 2, 1, 1, 1), lab = make(b, TENSOR_I32, 2, 1, 1, 1);
+    struct tensor x = make(b, TENSOR_ACT, 2, 3, 32, 32);
+    uint8_t *px = images.data;
+    for (size_t i = 0; i < 3 * img; i++) px[i] = (uint8_t)(i * 7 + 3);
+    ((uint8_t *)ilabels.data)[0] = 4;
+    ((uint8_t *)ilabels.data)[1] = 9;
+    ((uint8_t *)ilabels.data)[2] = 1;
+    ((int32_t *)rows.data)[0] = 2;
+    ((int32_t *)rows.data)[1] = 0;
+    CHECK(o->augment(b->ctx, &x, &lab, &images, &ilabels, &rows, NULL, 1, 0) == DR_OK);
+    float *want = malloc(sizeof(float) * 2 * img);
+    int32_t wl[2];
+    augment_batch_cpu(want, wl, images.data, ilabels.data, rows.data, 2, NULL, 1, 0);
+    CHECK(memcmp(want, x.data, sizeof(float) * 2 * img) == 0);
+    CHECK(((int32_t *)lab.data)[0] == 1 && ((int32_t *)lab.data)[1] == 4);
+    ((int32_t *)rows.data)[1] = 3;
+    fprintf(stderr, "(one error message expected below)\n");
+    CHECK(o->augment(b->ctx, &x, &lab, &images, &ilabels, &rows, NULL, 1, 0) == DR_ERR_DATA);
+    free(want);
+    o->tensor_free(b->ctx, &images);
+    o->tensor_free(b->ctx, &ilabels);
+    o->tensor_free(b->ctx, &rows);
+    o->tensor_free(b->ctx, &lab);
+    o->tensor_free(b->ctx, &x);
+}
+
+int main(void)
+{
+    struct backend b = {NULL, NULL};
+    test_table();
+    CHECK(backend_cpu_create(&b, 0) == DR_OK);
+    if (b.ops) {
+        test_memory(&b);
+        test_network(&b);
+        test_concat_null(&b);
+        test_augment(&b);
+    }
+    backend_destroy(&b);
+    return check_finish("test_backend_cpu");
+}

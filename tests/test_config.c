@@ -1,0 +1,550 @@
+/* Tests of the config loader: every shipped experiment loads and builds with the published
+ * settings, --set overrides of each kind, the resolved text as an identity, schedule_at,
+ * the expression evaluator, did-you-mean, the schema's consistency with the graph and
+ * docs/config.md, and failures that leave nothing behind. */
+#include <glob.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "engine/config_internal.h"
+#include "engine/experiment.h"
+#include "engine/graph.h"
+#include "engine/status.h"
+
+static const char *source_dir(void)
+{
+    const char *s = getenv("DAWNRUN_SOURCE_DIR");
+    return s && s[0] ? s : ".";
+}
+
+static void source_path(char *buf, size_t n, const char *rel)
+{
+    snprintf(buf, n, "%s/%s", source_dir(), rel);
+}
+
+/* Loads a shipped config with overrides; returns the status. */
+static int load(struct experiment *e, const char *rel, const char *const *sets, int n_sets)
+{
+    char path[1024];
+    source_path(path, sizeof(path), rel);
+    return experiment_load(e, path, sets, n_sets);
+}
+
+static int schedule_is(const struct schedule *s, int n, const double *knots,
+                       const double *values)
+{
+    if (s->count != n) return 0;
+    for (int i = 0; i < n; i++)
+        if (fabs(s->knots[i] - knots[i]) > 1e-12 || fabs(s->values[i] - values[i]) > 1e-12)
+            return 0;
+    return 1;
+}
+
+/* The first layer of the spec named name, or NULL. */
+static const struct layer_spec *find_layer(const struct experiment *e, const char *name)
+{
+    for (int i = 0; i < e->net.count; i++)
+        if (strcmp(e->net.layers[i].name, name) == 0) return &e->net.layers[i];
+    return NULL;
+}
+
+/* ---- every shipped config -------------------------------------------------------------- */
+
+static void test_all_shipped(void)
+{
+    char pattern[1024];
+    const char *patterns[] = {"configs/*.cfg", "configs/*/*.cfg"};
+    int loaded = 0;
+    for (int p = 0; p < 2; p++) {
+        glob_t g;
+        source_path(pattern, sizeof(pattern), patterns[p]);
+        if (glob(pattern, 0, NULL, &g) != 0) continue;
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            if (strstr(g.gl_pathv[i], "/configs/nets/")) continue; /* networks, not experiments */
+            struct experiment e;
+            struct graph gr;
+            char err[1024] = "";
+            int rc = experiment_load(&e, g.gl_pathv[i], NULL, 0);
+            CHECK(rc == DR_OK);
+            if (rc != DR_OK) {
+                fprintf(stderr, "  (could not load %s)\n", g.gl_pathv[i]);
+                continue;
+            }
+            loaded++;
+            CHECK(e.resolved && strlen(e.resolved) > 0);
+            CHECK(e.name[0] != '\0');
+            CHECK(e.net.count > 0);
+            rc = graph_build(&gr, &e.net, 3, 32, 32, err, sizeof(err));
+            CHECK(rc == DR_OK);
+            if (rc != DR_OK) fprintf(stderr, "  %s: %s\n", g.gl_pathv[i], err);
+            else graph_free(&gr);
+            experiment_free(&e);
+        }
+        globfree(&g);
+    }
+    CHECK(loaded >= 6);
+}
+
+static void test_page_post3(void)
+{
+    struct experiment e;
+    struct graph g;
+    char err[512];
+    const double k30[] = {0, 8, 30}, v30[] = {0, 0.4, 0}, v768[] = {0, 0.6, 0};
+    const double k35[] = {0, 15, 30, 35}, v35[] = {0, 0.44, 0.005, 0};
+
+    CHECK(load(&e, "configs/page-post3/30ep-cutout.cfg", NULL, 0) == DR_OK);
+    CHECK(strcmp(e.name, "page-post3-30ep-cutout") == 0);
+    CHECK(e.train.epochs == 30);
+    CHECK(e.train.batch_size == 512);
+    CHECK(schedule_is(&e.train.lr, 3, k30, v30));
+    CHECK(e.augment.cutout == 8 && e.augment.pad == 4 && e.augment.pad_mode == PAD_REFLECT);
+    CHECK(e.augment.crop == 1 && e.augment.flip == 1);
+    CHECK_NEAR(e.train.momentum, 0.9, 1e-12);
+    CHECK(e.train.nesterov == 1);
+    CHECK_NEAR(e.train.weight_decay, 5e-4, 1e-15);
+    CHECK(e.train.loss == LOSS_SUM && e.train.precision == PRECISION_FP32);
+    CHECK(e.train.label_smoothing == 0.0);
+    CHECK(e.eval.batch_size == 512 && e.seeds == 5);
+    CHECK_NEAR(e.target_accuracy, 0.94, 1e-12);
+    CHECK(e.data.train_subset == 0 && e.data.test_subset == 0);
+    CHECK(graph_build(&g, &e.net, 3, 32, 32, err, sizeof(err)) == DR_OK);
+    CHECK(g.n_weights == 5205834);
+    graph_free(&g);
+    experiment_free(&e);
+
+    CHECK(load(&e, "configs/page-post3/30ep-cutout-bs768.cfg", NULL, 0) == DR_OK);
+    CHECK(e.train.batch_size == 768 && e.train.epochs == 30 && e.augment.cutout == 8);
+    CHECK(schedule_is(&e.train.lr, 3, k30, v768));
+    experiment_free(&e);
+
+    CHECK(load(&e, "configs/page-post3/35ep.cfg", NULL, 0) == DR_OK);
+    CHECK(e.train.epochs == 35 && e.train.batch_size == 512 && e.augment.cutout == 0);
+    CHECK(schedule_is(&e.train.lr, 4, k35, v35));
+    experiment_free(&e);
+
+    CHECK(load(&e, "configs/page-post3/35ep-cutout.cfg", NULL, 0) == DR_OK);
+    CHECK(e.train.epochs == 35 && e.augment.cutout == 8);
+    CHECK(schedule_is(&e.train.lr, 4, k35, v35));
+    experiment_free(&e);
+}
+
+static void test_resnet9_and_demo(void)
+{
+    struct experiment e;
+    struct graph g;
+    char err[512];
+    const double k24[] = {0, 5, 24}, v24[] = {0, 0.4, 0};
+    const double k8[] = {0, 2, 8}, v8[] = {0, 0.4, 0};
+
+    CHECK(load(&e, "configs/resnet9-24ep.cfg", NULL, 0) == DR_OK);
+    CHECK(e.train.epochs == 24 && e.train.batch_size == 512 && e.augment.cutout == 8);
+    CHECK(schedule_is(&e.train.lr, 3, k24, v24));
+    const struct layer_spec *conv = find_layer(&e, "prep.conv");
+    CHECK(conv && conv->type == LAYER_CONV && conv->out == 64 && conv->k == 3);
+    CHECK(conv && strcmp(conv->inputs[0], "input") == 0 && conv->n_inputs == 1);
+    const struct layer_spec *add = find_layer(&e, "res1.add");
+    CHECK(add && add->n_inputs == 2 && strcmp(add->inputs[0], "pool1") == 0 &&
+          strcmp(add->inputs[1], "res1.res2.relu") == 0);
+    const struct layer_spec *pool = find_layer(&e, "pool1");
+    CHECK(pool && pool->k == 2 && pool->stride == 2); /* stride defaults to k */
+    const struct layer_spec *lin = find_layer(&e, "linear");
+    CHECK(lin && lin->bias == 0 && lin->out == 10);
+    const struct layer_spec *logits = find_layer(&e, "logits");
+    CHECK(logits && fabsf(logits->scale - 0.125f) < 1e-7f);
+    CHECK(logits && logits->file && strstr(logits->file, "nets/resnet9.cfg") && logits->line > 0);
+    CHECK(graph_build(&g, &e.net, 3, 32, 32, err, sizeof(err)) == DR_OK);
+    CHECK(g.n_weights == 6573120);
+    CHECK(fabs((double)g.flops_forward / 1e9 - 0.759) < 0.005);
+    graph_free(&g);
+    experiment_free(&e);
+
+    CHECK(load(&e, "configs/demo.cfg", NULL, 0) == DR_OK);
+    conv = find_layer(&e, "prep.conv");
+    CHECK(conv && conv->out == 16); /* model_vars width = 16 */
+    conv = find_layer(&e, "layer3.conv");
+    CHECK(conv && conv->out == 128);
+    CHECK(e.data.train_subset == 10000 && e.data.test_subset == 2000);
+    CHECK(e.train.epochs == 8 && e.train.batch_size == 128);
+    CHECK(e.eval.batch_size == 128); /* 0 = the training batch size */
+    CHECK(schedule_is(&e.train.lr, 3, k8, v8));
+    CHECK(e.augment.cutout == 8 && e.augment.pad == 4 && e.train.nesterov == 1);
+    CHECK(e.seeds == 1);
+    /* model_vars is merged into model.vars and dropped from the resolved text */
+    CHECK(strstr(e.resolved, "model_vars") == NULL);
+    CHECK(strstr(e.resolved, "width = 16.0;") != NULL);
+    experiment_free(&e);
+}
+
+/* ---- overrides ------------------------------------------------------------------------- */
+
+static void test_set(void)
+{
+    struct experiment e;
+    const char *sets[] = {
+        "train.batch_size=256",               /* int */
+        "train.momentum=0.8",                 /* float */
+        "train.epochs=10",                    /* an int for a float */
+        "train.lr_schedule.knots=[0, 3, 10]", /* array */
+        "train.lr_schedule.values=[0, 0.5, 0]", /* mixed: read as a list */
+        "name=\"renamed\"",                   /* string */
+        "train.nesterov=false",               /* bool */
+        "model.vars.width=32",                /* a model variable */
+        "augment={ cutout = 4; flip = false; }", /* a whole group */
+        "data.dir=/tmp/cifar",                /* a bare word is a string */
+        "train.label_smoothing=0.1",          /* a key the file does not have */
+    };
+    const double knots[] = {0, 3, 10}, values[] = {0, 0.5, 0};
+    int n = (int)(sizeof(sets) / sizeof(sets[0]));
+    CHECK(load(&e, "configs/resnet9-24ep.cfg", sets, n) == DR_OK);
+    CHECK(e.train.batch_size == 256);
+    CHECK_NEAR(e.train.momentum, 0.8, 1e-12);
+    CHECK(e.train.epochs == 10);
+    CHECK(schedule_is(&e.train.lr, 3, knots, values));
+    CHECK(strcmp(e.name, "renamed") == 0);
+    CHECK(e.train.nesterov == 0);
+    const struct layer_spec *conv = find_layer(&e, "prep.conv");
+    CHECK(conv && conv->out == 32);
+    CHECK(e.augment.cutout == 4 && e.augment.flip == 0);
+    CHECK(e.augment.pad == 4 && e.augment.crop == 1); /* the replaced group's defaults */
+    CHECK(strcmp(e.data.dir, "/tmp/cifar") == 0);
+    CHECK_NEAR(e.train.label_smoothing, 0.1, 1e-12);
+    CHECK(e.eval.batch_size == 512); /* as written in the file */
+    experiment_free(&e);
+
+    /* The last override of a key wins. */
+    const char *twice[] = {"train.batch_size=64", "train.batch_size=32"};
+    CHECK(load(&e, "configs/resnet9-24ep.cfg", twice, 2) == DR_OK);
+    CHECK(e.train.batch_size == 32);
+    experiment_free(&e);
+
+    /* Bad overrides fail and leave nothing allocated. */
+    const char *bad[][1] = {{"train.batchsize=5"}, {"train.batch_size"},
+                            {"train.batch_size=[1"}, {"name.x=1"}, {"model.vars.depth=3"},
+                            {"train.batch_size=0"}, {"=3"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        memset(&e, 0x5a, sizeof(e));
+        CHECK(load(&e, "configs/resnet9-24ep.cfg", bad[i], 1) == DR_ERR_CONFIG);
+        CHECK(e.resolved == NULL && e.net.layers == NULL && e.sources == NULL);
+    }
+}
+
+/* ---- the resolved text ----------------------------------------------------------------- */
+
+static char *resolved_of(const char *rel, const char *const *sets, int n)
+{
+    struct experiment e;
+    if (load(&e, rel, sets, n) != DR_OK) return NULL;
+    char *text = e.resolved;
+    e.resolved = NULL;
+    experiment_free(&e);
+    return text;
+}
+
+static int same(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) == 0;
+}
+
+static void test_resolved(void)
+{
+    const char *r9 = "configs/resnet9-24ep.cfg";
+    char *a = resolved_of(r9, NULL, 0);
+    char *b = resolved_of(r9, NULL, 0);
+    CHECK(same(a, b));
+    const char *bs[] = {"train.batch_size=256"};
+    char *c = resolved_of(r9, bs, 1);
+    CHECK(c && !same(a, c));
+    /* Writing a value as it already is, or as its default, changes nothing. */
+    const char *as_is[] = {"train.epochs=24.0", "train.lr_schedule.values=(0, 0.4, 0)",
+                           "train.label_smoothing=0", "train.precision=\"fp32\""};
+    char *d = resolved_of(r9, as_is, 4);
+    CHECK(same(a, d));
+    /* model_vars and model.vars overrides resolve to the same experiment. */
+    const char *v1[] = {"model_vars.width=16"};
+    const char *v2[] = {"model.vars.width=16.0"};
+    char *e1 = resolved_of(r9, v1, 1), *e2 = resolved_of(r9, v2, 1);
+    CHECK(same(e1, e2));
+    CHECK(e1 && !same(a, e1));
+    /* The data directory as written is kept, whatever $DAWNRUN_DATA says. */
+    CHECK(a && strstr(a, "dir = \"\";") != NULL);
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+    free(e1);
+    free(e2);
+}
+
+/* Two spellings of the same experiment (key order, defaults written or not, default
+ * names, int or float) give the same resolved text. */
+static void test_canonical(void)
+{
+    char dir[] = "/tmp/dawnrun_test_config_XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    const char *one =
+        "name = \"canon\";\n"
+        "model = { layers = ( { type = \"conv\"; out = 8; }, { type = \"relu\"; },\n"
+        "  { type = \"gavgpool\"; }, { type = \"flatten\"; }, { type = \"linear\"; out = 10; } ); };\n"
+        "train = { epochs = 2; lr_schedule = { knots = [0, 2]; values = (0.4, 0); }; };\n";
+    const char *two =
+        "train = { lr_schedule = { values = [0.4, 0.0]; knots = (0, 2.0); }; epochs = 2.0;\n"
+        "  batch_size = 512; momentum = 0.9; };\n"
+        "seeds = 1;\n"
+        "model = { output = \"\"; layers = (\n"
+        "  { out = 8; name = \"conv0\"; k = 3; type = \"conv\"; pad = -1; },\n"
+        "  { type = \"relu\"; name = \"relu1\"; }, { type = \"gavgpool\"; },\n"
+        "  { type = \"flatten\"; }, { bias = true; type = \"linear\"; out = 10; } ); };\n"
+        "name = \"canon\";\n"
+        "augment = { cutout = 0; };\n";
+    char p1[512], p2[512];
+    snprintf(p1, sizeof(p1), "%s/one.cfg", dir);
+    snprintf(p2, sizeof(p2), "%s/two.cfg", dir);
+    FILE *f = fopen(p1, "w");
+    if (f) {
+        fputs(one, f);
+        fclose(f);
+    }
+    f = fopen(p2, "w");
+    if (f) {
+        fputs(two, f);
+        fclose(f);
+    }
+    struct experiment a, b;
+    int ra = experiment_load(&a, p1, NULL, 0), rb = experiment_load(&b, p2, NULL, 0);
+    CHECK(ra == DR_OK && rb == DR_OK);
+    if (ra == DR_OK && rb == DR_OK) {
+        CHECK(same(a.resolved, b.resolved));
+        if (!same(a.resolved, b.resolved))
+            fprintf(stderr, "--- one\n%s--- two\n%s", a.resolved, b.resolved);
+        CHECK(a.net.count == 5 && strcmp(a.net.layers[0].name, "conv0") == 0);
+        CHECK(strcmp(a.net.layers[4].name, "linear4") == 0 && a.net.layers[4].bias == 1);
+        CHECK(strcmp(a.net.layers[1].inputs[0], "conv0") == 0);
+    }
+    if (ra == DR_OK) experiment_free(&a);
+    if (rb == DR_OK) experiment_free(&b);
+    unlink(p1);
+    unlink(p2);
+    rmdir(dir);
+}
+
+/* ---- data directory, failures ---------------------------------------------------------- */
+
+static void test_data_dir_and_failures(void)
+{
+    struct experiment e;
+    char *saved = getenv("DAWNRUN_DATA") ? strdup(getenv("DAWNRUN_DATA")) : NULL;
+    setenv("DAWNRUN_DATA", "/somewhere/cifar", 1);
+    CHECK(load(&e, "configs/demo.cfg", NULL, 0) == DR_OK);
+    CHECK(strcmp(e.data.dir, "/somewhere/cifar") == 0);
+    experiment_free(&e);
+    unsetenv("DAWNRUN_DATA");
+    CHECK(load(&e, "configs/demo.cfg", NULL, 0) == DR_OK);
+    CHECK(strcmp(e.data.dir, "./data/cifar-10-batches-bin") == 0);
+    experiment_free(&e);
+    if (saved) setenv("DAWNRUN_DATA", saved, 1);
+    free(saved);
+
+    CHECK(load(&e, "configs/no-such-file.cfg", NULL, 0) == DR_ERR_CONFIG);
+    CHECK(e.resolved == NULL);
+    CHECK(load(&e, "tests/configs/bad_parse.cfg", NULL, 0) == DR_ERR_CONFIG);
+    CHECK(load(&e, "tests/configs/bad_expr.cfg", NULL, 0) == DR_ERR_CONFIG);
+    CHECK(e.net.layers == NULL && e.resolved == NULL);
+    CHECK(load(&e, "tests/configs/good.cfg", NULL, 0) == DR_OK);
+    experiment_free(&e);
+    experiment_free(&e); /* twice is harmless */
+}
+
+/* ---- schedule_at ----------------------------------------------------------------------- */
+
+static void test_schedule_at(void)
+{
+    struct schedule s = {3, {0, 8, 30}, {0, 0.4, 0}};
+    CHECK_NEAR(schedule_at(&s, 0), 0.0, 1e-12);
+    CHECK_NEAR(schedule_at(&s, 4), 0.2, 1e-12);
+    CHECK_NEAR(schedule_at(&s, 8), 0.4, 1e-12);
+    CHECK_NEAR(schedule_at(&s, 19), 0.2, 1e-12);
+    CHECK_NEAR(schedule_at(&s, 30), 0.0, 1e-12);
+    CHECK_NEAR(schedule_at(&s, 35), 0.0, 1e-12); /* after the last knot */
+    struct schedule t = {2, {2, 4}, {1, 3}};
+    CHECK_NEAR(schedule_at(&t, -1), 1.0, 1e-12); /* before the first knot */
+    CHECK_NEAR(schedule_at(&t, 3.5), 2.5, 1e-12);
+    CHECK_NEAR(schedule_at(&t, 100), 3.0, 1e-12);
+    struct schedule one = {1, {5}, {0.7}};
+    CHECK_NEAR(schedule_at(&one, 0), 0.7, 1e-12);
+    CHECK_NEAR(schedule_at(&one, 9), 0.7, 1e-12);
+}
+
+/* ---- expressions ----------------------------------------------------------------------- */
+
+static int test_lookup(void *ctx, const char *name, double *v)
+{
+    (void)ctx;
+    if (!strcmp(name, "width")) *v = 64;
+    else if (!strcmp(name, "c_in")) *v = 3;
+    else return 0;
+    return 1;
+}
+
+static double eval(const char *text, int *status)
+{
+    double v = NAN;
+    struct cfg_expr_error err;
+    *status = cfg_expr_eval(&v, text, test_lookup, NULL, 0, &err);
+    return v;
+}
+
+static void test_expr(void)
+{
+    int st;
+    CHECK(eval("1+2*3", &st) == 7 && st == EXPR_OK);
+    CHECK(eval("(1+2)*3", &st) == 9 && st == EXPR_OK);
+    CHECK(eval(" 2 * $width ", &st) == 128 && st == EXPR_OK);
+    CHECK(eval("8*$width/4", &st) == 128 && st == EXPR_OK);
+    CHECK(eval("$width - $c_in - 1", &st) == 60 && st == EXPR_OK);
+    CHECK(eval("-$c_in + 4", &st) == 1 && st == EXPR_OK);
+    CHECK(eval("--2", &st) == 2 && st == EXPR_OK);
+    CHECK(eval("1e2 + .5", &st) == 100.5 && st == EXPR_OK);
+    CHECK(eval("7/2", &st) == 3.5 && st == EXPR_OK);
+    CHECK(eval("42", &st) == 42 && st == EXPR_OK);
+    eval("2**3", &st);
+    CHECK(st == EXPR_SYNTAX);
+    eval("(1+2", &st);
+    CHECK(st == EXPR_SYNTAX);
+    eval("1+2)", &st);
+    CHECK(st == EXPR_SYNTAX);
+    eval("", &st);
+    CHECK(st == EXPR_SYNTAX);
+    eval("2 3", &st);
+    CHECK(st == EXPR_SYNTAX);
+    eval("$", &st);
+    CHECK(st == EXPR_SYNTAX);
+    eval("width", &st);
+    CHECK(st == EXPR_SYNTAX);
+    eval("1/0", &st);
+    CHECK(st == EXPR_DIV_ZERO);
+    eval("$width/($c_in-3)", &st);
+    CHECK(st == EXPR_DIV_ZERO);
+    struct cfg_expr_error err;
+    double v;
+    CHECK(cfg_expr_eval(&v, "2*$widht", test_lookup, NULL, 0, &err) == EXPR_UNKNOWN_VAR);
+    CHECK(strcmp(err.name, "widht") == 0);
+    CHECK(cfg_expr_eval(&v, "2*(", test_lookup, NULL, 0, &err) == EXPR_SYNTAX);
+    CHECK(strstr(err.msg, "at the end") != NULL);
+    /* check_only: names are checked, values and division by zero are not */
+    CHECK(cfg_expr_eval(NULL, "1/($width-$width)", test_lookup, NULL, 1, &err) == EXPR_OK);
+    CHECK(cfg_expr_eval(NULL, "$nope", test_lookup, NULL, 1, &err) == EXPR_UNKNOWN_VAR);
+}
+
+/* ---- did-you-mean ---------------------------------------------------------------------- */
+
+static void test_suggest(void)
+{
+    const char *keys[] = {"epochs", "batch_size", "lr_schedule", "momentum", "nesterov",
+                          "weight_decay", "loss", "label_smoothing", "precision"};
+    int n = (int)(sizeof(keys) / sizeof(keys[0]));
+    CHECK(cfg_edit_distance("kitten", "sitting") == 3);
+    CHECK(cfg_edit_distance("", "abc") == 3);
+    CHECK(cfg_edit_distance("same", "same") == 0);
+    const char *s = cfg_suggest("batchsize", keys, n);
+    CHECK(s && strcmp(s, "batch_size") == 0);
+    s = cfg_suggest("momentun", keys, n);
+    CHECK(s && strcmp(s, "momentum") == 0);
+    s = cfg_suggest("lr", keys, n); /* a prefix */
+    CHECK(s && strcmp(s, "lr_schedule") == 0);
+    s = cfg_suggest("label_smooth", keys, n);
+    CHECK(s && strcmp(s, "label_smoothing") == 0);
+    CHECK(cfg_suggest("zzz", keys, n) == NULL);
+    CHECK(cfg_suggest("x", keys, n) == NULL);
+}
+
+/* ---- the schema ------------------------------------------------------------------------ */
+
+static void test_schema(void)
+{
+    config_t schema;
+    CHECK(cfg_schema_load(&schema) == DR_OK);
+    const config_setting_t *types = config_lookup(&schema, "layer_types");
+    CHECK(types != NULL);
+    /* Every layer type of the schema is a type of the graph, and the other way round. */
+    for (int i = 0; types && i < config_setting_length(types); i++) {
+        const char *name = config_setting_name(config_setting_get_elem(types, (unsigned)i));
+        CHECK(layer_type_from_name(name) > LAYER_INPUT);
+    }
+    for (int t = LAYER_INPUT + 1; t < LAYER_TYPE_COUNT; t++)
+        CHECK(types && config_setting_get_member(types, layer_type_name((enum layer_type)t)));
+    /* Every entry has a type and a doc. */
+    const char *groups[] = {"experiment", "layer", "block"};
+    for (int g = 0; g < 3; g++) {
+        const config_setting_t *keys = config_lookup(&schema, groups[g]);
+        for (int i = 0; keys && i < config_setting_length(keys); i++) {
+            const config_setting_t *e = config_setting_get_elem(keys, (unsigned)i);
+            const char *v;
+            CHECK(config_setting_lookup_string(e, "type", &v));
+            CHECK(config_setting_lookup_string(e, "doc", &v));
+        }
+    }
+    config_destroy(&schema);
+}
+
+/* docs/config.md carries config_schema_print's output after its marker line. */
+static void test_docs(void)
+{
+    char path[1024], *printed = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&printed, &len);
+    if (!m) {
+        CHECK(!"open_memstream");
+        return;
+    }
+    config_schema_print(m);
+    fclose(m);
+    CHECK(printed && strstr(printed, "`train.batch_size`") != NULL);
+    CHECK(printed && strstr(printed, "### conv") != NULL);
+    source_path(path, sizeof(path), "docs/config.md");
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (f && printed) {
+        static char doc[1 << 18];
+        size_t n = fread(doc, 1, sizeof(doc) - 1, f);
+        doc[n] = '\0';
+        const char *marker = "<!-- generated by `dawnrun config-doc` from schemas/config.schema; "
+                             "do not edit below -->\n";
+        const char *gen = strstr(doc, marker);
+        CHECK(gen != NULL);
+        if (gen) {
+            gen += strlen(marker);
+            while (*gen == '\n') gen++;
+            CHECK(strcmp(gen, printed) == 0);
+            if (strcmp(gen, printed) != 0)
+                fprintf(stderr, "  docs/config.md is stale: regenerate its reference with "
+                                "`dawnrun config-doc`\n");
+        }
+    }
+    if (f) fclose(f);
+    free(printed);
+}
+
+int main(void)
+{
+    test_all_shipped();
+    test_page_post3();
+    test_resnet9_and_demo();
+    test_set();
+    test_resolved();
+    test_canonical();
+    test_data_dir_and_failures();
+    test_schedule_at();
+    test_expr();
+    test_suggest();
+    test_schema();
+    test_docs();
+    return check_finish("test_config");
+}

@@ -1,0 +1,506 @@
+/* Forward outputs of the CPU ops against plain double-precision reference implementations
+ * written here, at odd sizes (batches that do not split evenly into the convolution's
+ * chunks, odd planes) and at one realistic ResNet-9 shape; the convolution's backward
+ * pass at a size with many chunks; SGD against the rule in kernels/optimizer.h; and
+ * determinism (two runs on fresh buffers are bit-identical).
+ * Tolerances: outputs that are sums compare with |y - ref| <= 1e-5 * sum|terms| + 1e-6
+ * (fp32 accumulation error grows with the terms' magnitude, not with the result);
+ * elementwise ops compare within 1e-6 relative; SGD is compared exactly, since the rule
+ * is a fixed sequence of fp32 operations. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/activation.h"
+#include "../kernels/batchnorm.h"
+#include "../kernels/conv2d.h"
+#include "../kernels/linear.h"
+#include "../kernels/loss.h"
+#include "../kernels/optimizer.h"
+#include "../kernels/pool.h"
+#include "../kernels/tensor_ops.h"
+#include "check.h"
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+
+static float urand(float lo, float hi)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return lo + (hi - lo) * (float)((rng_state >> 40) * (1.0 / 16777216.0));
+}
+
+static float *rand_buf(size_t n, float lo, float hi)
+{
+    float *p = malloc(sizeof(float) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) p[i] = urand(lo, hi);
+    return p;
+}
+
+/* Counts elements with |got - want| > rel * scale[i] + abs_tol and records one check. */
+static void compare(const char *what, const float *got, const double *want, const double *scale,
+                    size_t n, double rel, double abs_tol)
+{
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double tol = rel * (scale ? scale[i] : fabs(want[i])) + abs_tol;
+        if (!(fabs((double)got[i] - want[i]) <= tol)) {
+            if (bad < 3)
+                fprintf(stderr, "  %s[%zu]: got %.8g want %.8g\n", what, i, (double)got[i],
+                        want[i]);
+            bad++;
+        }
+    }
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s matches the reference (%d of %zu off)", what, bad, n);
+    check_record(bad == 0, __FILE__, __LINE__, msg);
+}
+
+/* ------------------------------------------------------------------ conv */
+
+/* y[o][i][oy][ox] = b[o] + sum w[o][c][ky][kx] x[c][i][iy][ix] in CNHW; sabs gets sum|terms|. */
+static void conv_ref(double *y, double *sabs, const float *x, const float *w, const float *b,
+                     const struct conv2d_dims *d)
+{
+    for (int o = 0; o < d->co; o++)
+        for (int i = 0; i < d->n; i++)
+            for (int oy = 0; oy < d->ho; oy++)
+                for (int ox = 0; ox < d->wo; ox++) {
+                    double s = b ? b[o] : 0.0, a = b ? fabs(b[o]) : 0.0;
+                    for (int c = 0; c < d->c; c++)
+                        for (int ky = 0; ky < d->k; ky++)
+                            for (int kx = 0; kx < d->k; kx++) {
+                                int iy = oy * d->stride - d->pad + ky;
+                                int ix = ox * d->stride - d->pad + kx;
+                                if (iy < 0 || iy >= d->h || ix < 0 || ix >= d->w) continue;
+                                double t = (double)w[((o * d->c + c) * d->k + ky) * d->k + kx] *
+                                           x[(((size_t)c * d->n + i) * d->h + iy) * d->w + ix];
+                                s += t;
+                                a += fabs(t);
+                            }
+                    size_t at = (((size_t)o * d->n + i) * d->ho + oy) * d->wo + ox;
+                    y[at] = s;
+                    sabs[at] = a;
+                }
+}
+
+/* Gradients of conv_ref for output gradient g, accumulated in double. */
+static void conv_backward_ref(double *dx, double *dxa, double *dw, double *dwa, double *db,
+                              double *dba, const float *g, const float *x, const float *w,
+                              const struct conv2d_dims *d)
+{
+    const size_t nx = (size_t)d->c * d->n * d->h * d->w, nw = (size_t)d->co * d->c * d->k * d->k;
+    memset(dx, 0, sizeof(double) * nx);
+    memset(dxa, 0, sizeof(double) * nx);
+    memset(dw, 0, sizeof(double) * nw);
+    memset(dwa, 0, sizeof(double) * nw);
+    memset(db, 0, sizeof(double) * (size_t)d->co);
+    memset(dba, 0, sizeof(double) * (size_t)d->co);
+    for (int o = 0; o < d->co; o++)
+        for (int i = 0; i < d->n; i++)
+            for (int oy = 0; oy < d->ho; oy++)
+                for (int ox = 0; ox < d->wo; ox++) {
+                    double gv = g[(((size_t)o * d->n + i) * d->ho + oy) * d->wo + ox];
+                    db[o] += gv;
+                    dba[o] += fabs(gv);
+                    for (int c = 0; c < d->c; c++)
+                        for (int ky = 0; ky < d->k; ky++)
+                            for (int kx = 0; kx < d->k; kx++) {
+                                int iy = oy * d->stride - d->pad + ky;
+                                int ix = ox * d->stride - d->pad + kx;
+                                if (iy < 0 || iy >= d->h || ix < 0 || ix >= d->w) continue;
+                                size_t xi = (((size_t)c * d->n + i) * d->h + iy) * d->w + ix;
+                                size_t wi = (((size_t)o * d->c + c) * d->k + ky) * d->k + kx;
+                                dx[xi] += gv * w[wi];
+                                dxa[xi] += fabs(gv * w[wi]);
+                                dw[wi] += gv * x[xi];
+                                dwa[wi] += fabs(gv * x[xi]);
+                            }
+                }
+}
+
+static void test_conv(int n, int c, int h, int w, int co, int k, int stride, int pad, int bias,
+                      int backward)
+{
+    struct conv2d_dims d = {n, c, h, w, co, k, stride, pad, 0, 0};
+    char name[128];
+    conv2d_dims_finish(&d);
+    const size_t nx = (size_t)c * n * h * w, nw = (size_t)co * c * k * k;
+    const size_t ny = (size_t)co * n * d.ho * d.wo;
+    float *x = rand_buf(nx, -1, 1), *wt = rand_buf(nw, -0.5f, 0.5f);
+    float *b = bias ? rand_buf((size_t)co, -1, 1) : NULL;
+    float *y = malloc(sizeof(float) * ny), *y2 = malloc(sizeof(float) * ny);
+    double *ref = malloc(sizeof(double) * ny), *sabs = malloc(sizeof(double) * ny);
+    snprintf(name, sizeof name, "conv n%d %d->%d %dx%d k%d s%d p%d%s", n, c, co, h, w, k, stride,
+             pad, bias ? " bias" : "");
+    CHECK(conv2d_forward_cpu(y, x, wt, b, &d) == 0);
+    conv_ref(ref, sabs, x, wt, b, &d);
+    compare(name, y, ref, sabs, ny, 1e-5, 1e-6);
+    /* determinism: a second run on fresh buffers gives the same bits */
+    CHECK(conv2d_forward_cpu(y2, x, wt, b, &d) == 0);
+    CHECK(memcmp(y, y2, sizeof(float) * ny) == 0);
+
+    if (backward) {
+        float *g = rand_buf(ny, -1, 1), *dx = malloc(sizeof(float) * nx);
+        float *dw = malloc(sizeof(float) * nw), *db = malloc(sizeof(float) * (size_t)co);
+        float *dx2 = malloc(sizeof(float) * nx), *dw2 = malloc(sizeof(float) * nw);
+        float *db2 = malloc(sizeof(float) * (size_t)co);
+        double *rdx = malloc(sizeof(double) * nx), *rdxa = malloc(sizeof(double) * nx);
+        double *rdw = malloc(sizeof(double) * nw), *rdwa = malloc(sizeof(double) * nw);
+        double *rdb = malloc(sizeof(double) * (size_t)co),
+               *rdba = malloc(sizeof(double) * (size_t)co);
+        CHECK(conv2d_backward_cpu(dx, dw, db, g, x, wt, &d, 0) == 0);
+        conv_backward_ref(rdx, rdxa, rdw, rdwa, rdb, rdba, g, x, wt, &d);
+        char sub[160];
+        snprintf(sub, sizeof sub, "%s dx", name);
+        compare(sub, dx, rdx, rdxa, nx, 1e-5, 1e-6);
+        snprintf(sub, sizeof sub, "%s dw", name);
+        compare(sub, dw, rdw, rdwa, nw, 1e-5, 1e-6);
+        snprintf(sub, sizeof sub, "%s db", name);
+        compare(sub, db, rdb, rdba, (size_t)co, 1e-5, 1e-6);
+        CHECK(conv2d_backward_cpu(dx2, dw2, db2, g, x, wt, &d, 0) == 0);
+        CHECK(memcmp(dx, dx2, sizeof(float) * nx) == 0);
+        CHECK(memcmp(dw, dw2, sizeof(float) * nw) == 0);
+        CHECK(memcmp(db, db2, sizeof(float) * (size_t)co) == 0);
+        free(g); free(dx); free(dw); free(db); free(dx2); free(dw2); free(db2);
+        free(rdx); free(rdxa); free(rdw); free(rdwa); free(rdb); free(rdba);
+    }
+    free(x); free(wt); free(b); free(y); free(y2); free(ref); free(sabs);
+}
+
+/* ------------------------------------------------------------------ batch norm */
+
+static void test_bn(int c, int n, int hw)
+{
+    const size_t cnt = (size_t)n * hw, total = (size_t)c * cnt;
+    const float eps = 1e-5f, momentum = 0.1f;
+    float *x = rand_buf(total, -2, 3), *y = malloc(sizeof(float) * total);
+    float *y2 = malloc(sizeof(float) * total);
+    float *gamma = rand_buf((size_t)c, 0.5f, 1.5f), *beta = rand_buf((size_t)c, -1, 1);
+    float *mean = malloc(sizeof(float) * (size_t)c), *invstd = malloc(sizeof(float) * (size_t)c);
+    float *rm = rand_buf((size_t)c, -0.1f, 0.1f), *rv = rand_buf((size_t)c, 0.9f, 1.1f);
+    float *rm0 = malloc(sizeof(float) * (size_t)c), *rv0 = malloc(sizeof(float) * (size_t)c);
+    double *ref = malloc(sizeof(double) * total), *rmean = malloc(sizeof(double) * (size_t)c);
+    double *rinv = malloc(sizeof(double) * (size_t)c), *rrm = malloc(sizeof(double) * (size_t)c);
+    double *rrv = malloc(sizeof(double) * (size_t)c);
+    /* channels with a large offset test the variance's numerical robustness */
+    for (size_t i = 0; i < cnt; i++) x[i] = 100.0f + 0.01f * x[i];
+    memcpy(rm0, rm, sizeof(float) * (size_t)c);
+    memcpy(rv0, rv, sizeof(float) * (size_t)c);
+
+    for (int ch = 0; ch < c; ch++) {
+        const float *xc = x + (size_t)ch * cnt;
+        double s = 0.0, q = 0.0;
+        for (size_t i = 0; i < cnt; i++) s += xc[i];
+        double m = s / (double)cnt;
+        for (size_t i = 0; i < cnt; i++) q += (xc[i] - m) * (xc[i] - m);
+        double var = q / (double)cnt, inv = 1.0 / sqrt(var + eps);
+        rmean[ch] = m;
+        rinv[ch] = inv;
+        rrm[ch] = (1.0 - momentum) * rm0[ch] + momentum * m;
+        rrv[ch] = (1.0 - momentum) * rv0[ch] + momentum * q / (double)(cnt - 1);
+        for (size_t i = 0; i < cnt; i++)
+            ref[(size_t)ch * cnt + i] = (xc[i] - m) * inv * gamma[ch] + beta[ch];
+    }
+    batchnorm_forward_train_cpu(y, mean, invstd, rm, rv, x, gamma, beta, c, n, (int)hw, eps,
+                                momentum);
+    compare("bn train output", y, ref, NULL, total, 1e-5, 1e-5);
+    compare("bn saved mean", mean, rmean, NULL, (size_t)c, 1e-6, 1e-7);
+    compare("bn saved invstd", invstd, rinv, NULL, (size_t)c, 1e-5, 0);
+    compare("bn running mean", rm, rrm, NULL, (size_t)c, 1e-6, 1e-7);
+    compare("bn running var (unbiased)", rv, rrv, NULL, (size_t)c, 1e-5, 1e-7);
+
+    /* determinism, and momentum 0 leaves the running statistics alone */
+    float *rmb = malloc(sizeof(float) * (size_t)c), *rvb = malloc(sizeof(float) * (size_t)c);
+    memcpy(rmb, rm, sizeof(float) * (size_t)c);
+    memcpy(rvb, rv, sizeof(float) * (size_t)c);
+    batchnorm_forward_train_cpu(y2, mean, invstd, rm, rv, x, gamma, beta, c, n, (int)hw, eps, 0.0f);
+    CHECK(memcmp(y, y2, sizeof(float) * total) == 0);
+    CHECK(memcmp(rm, rmb, sizeof(float) * (size_t)c) == 0 &&
+          memcmp(rv, rvb, sizeof(float) * (size_t)c) == 0);
+
+    /* eval mode normalises with the running statistics */
+    for (int ch = 0; ch < c; ch++) {
+        double inv = 1.0 / sqrt((double)rv[ch] + eps);
+        for (size_t i = 0; i < cnt; i++) {
+            size_t at = (size_t)ch * cnt + i;
+            ref[at] = ((double)x[at] - rm[ch]) * inv * gamma[ch] + beta[ch];
+        }
+    }
+    batchnorm_forward_eval_cpu(y, x, gamma, beta, rm, rv, c, n, (int)hw, eps);
+    /* |x - mean| ~ 100 here, so allow for the fp32 rounding of x * scale */
+    double *scale = malloc(sizeof(double) * total);
+    for (int ch = 0; ch < c; ch++) {
+        double inv = 1.0 / sqrt((double)rv[ch] + eps);
+        for (size_t i = 0; i < cnt; i++) {
+            size_t at = (size_t)ch * cnt + i;
+            scale[at] = fabs((double)x[at] * inv * gamma[ch]) + fabs(ref[at]);
+        }
+    }
+    compare("bn eval output", y, ref, scale, total, 1e-6, 1e-6);
+
+    free(x); free(y); free(y2); free(gamma); free(beta); free(mean); free(invstd); free(rm);
+    free(rv); free(rm0); free(rv0); free(ref); free(rmean); free(rinv); free(rrm); free(rrv);
+    free(rmb); free(rvb); free(scale);
+}
+
+/* ------------------------------------------------------------------ activations */
+
+static void test_activations(void)
+{
+    const size_t n = 70001;   /* above the parallel threshold, odd */
+    float *x = rand_buf(n, -6, 6), *y = malloc(sizeof(float) * n);
+    double *ref = malloc(sizeof(double) * n);
+    const float alphas[2] = {0.3f, 1.0f};
+    activation_forward_cpu(y, x, ACT_RELU, 0.0f, n);
+    for (size_t i = 0; i < n; i++) ref[i] = x[i] > 0 ? x[i] : 0.0;
+    compare("relu", y, ref, NULL, n, 0, 0);
+    for (int a = 0; a < 2; a++) {
+        activation_forward_cpu(y, x, ACT_CELU, alphas[a], n);
+        for (size_t i = 0; i < n; i++)
+            ref[i] = fmax(0.0, x[i]) + fmin(0.0, alphas[a] * (exp(x[i] / (double)alphas[a]) - 1.0));
+        compare(a ? "celu alpha 1" : "celu alpha 0.3", y, ref, NULL, n, 1e-6, 1e-7);
+    }
+    activation_forward_cpu(y, x, ACT_GELU, 0.0f, n);
+    for (size_t i = 0; i < n; i++) ref[i] = 0.5 * x[i] * (1.0 + erf(x[i] / sqrt(2.0)));
+    compare("gelu", y, ref, NULL, n, 1e-6, 1e-7);
+    free(x); free(y); free(ref);
+}
+
+/* ------------------------------------------------------------------ pooling */
+
+static void test_pool(enum pool_kind kind, int planes, int h, int w, int kh, int kw, int sh,
+                      int sw)
+{
+    struct pool_dims d = {planes, h, w, kh, kw, sh, sw, (h - kh) / sh + 1, (w - kw) / sw + 1};
+    const size_t nx = (size_t)planes * h * w, ny = (size_t)planes * d.ho * d.wo;
+    float *x = rand_buf(nx, -3, 3), *y = malloc(sizeof(float) * ny);
+    double *ref = malloc(sizeof(double) * ny);
+    char name[96];
+    for (int p = 0; p < planes; p++)
+        for (int oy = 0; oy < d.ho; oy++)
+            for (int ox = 0; ox < d.wo; ox++) {
+                double m = -INFINITY, s = 0.0;
+                for (int ky = 0; ky < kh; ky++)
+                    for (int kx = 0; kx < kw; kx++) {
+                        double v = x[((size_t)p * h + oy * sh + ky) * w + ox * sw + kx];
+                        m = v > m ? v : m;
+                        s += v;
+                    }
+                ref[((size_t)p * d.ho + oy) * d.wo + ox] = kind == POOL_MAX ? m : s / (kh * kw);
+            }
+    pool_forward_cpu(y, x, kind, &d);
+    snprintf(name, sizeof name, "%s pool %dx%d/%dx%d on %dx%d", kind == POOL_MAX ? "max" : "avg",
+             kh, kw, sh, sw, h, w);
+    compare(name, y, ref, NULL, ny, 1e-6, 1e-6);
+    free(x); free(y); free(ref);
+}
+
+/* ------------------------------------------------------------------ structural ops */
+
+static void test_structural(void)
+{
+    const int n = 3, hw = 5, cs[3] = {2, 4, 1};
+    const size_t plane = (size_t)n * hw;
+    float *xs[3];
+    for (int i = 0; i < 3; i++) xs[i] = rand_buf((size_t)cs[i] * plane, -1, 1);
+    float *y = malloc(sizeof(float) * 7 * plane);
+    concat_forward_cpu(y, (const float *const *)xs, cs, 3, plane);
+    CHECK(memcmp(y, xs[0], sizeof(float) * 2 * plane) == 0);
+    CHECK(memcmp(y + 2 * plane, xs[1], sizeof(float) * 4 * plane) == 0);
+    CHECK(memcmp(y + 6 * plane, xs[2], sizeof(float) * plane) == 0);
+
+    /* flatten: (c, n, hw) -> (c*hw, n) */
+    float *f = malloc(sizeof(float) * 4 * plane), *back = malloc(sizeof(float) * 4 * plane);
+    flatten_forward_cpu(f, xs[1], 4, n, hw);
+    int ok = 1;
+    for (int c = 0; c < 4; c++)
+        for (int i = 0; i < n; i++)
+            for (int p = 0; p < hw; p++)
+                ok &= f[((size_t)c * hw + p) * n + i] == xs[1][((size_t)c * n + i) * hw + p];
+    CHECK(ok);
+    flatten_backward_cpu(back, f, 4, n, hw, 0);
+    CHECK(memcmp(back, xs[1], sizeof(float) * 4 * plane) == 0);
+
+    /* add, scale, scaled copy */
+    const size_t cnt = 100003;
+    float *a = rand_buf(cnt, -1, 1), *b = rand_buf(cnt, -1, 1), *o = malloc(sizeof(float) * cnt);
+    add_forward_cpu(o, a, b, cnt);
+    ok = 1;
+    for (size_t i = 0; i < cnt; i++) ok &= o[i] == a[i] + b[i];
+    CHECK(ok);
+    scale_forward_cpu(o, a, 0.25f, cnt);
+    ok = 1;
+    for (size_t i = 0; i < cnt; i++) ok &= o[i] == 0.25f * a[i];
+    CHECK(ok);
+    memcpy(o, b, sizeof(float) * cnt);
+    scaled_copy_cpu(o, a, -3.0f, cnt, 1);
+    ok = 1;
+    for (size_t i = 0; i < cnt; i++) ok &= o[i] == b[i] + -3.0f * a[i];
+    CHECK(ok);
+    for (int i = 0; i < 3; i++) free(xs[i]);
+    free(y); free(f); free(back); free(a); free(b); free(o);
+}
+
+/* ------------------------------------------------------------------ linear */
+
+static void test_linear(int out, int in, int n, int bias)
+{
+    const size_t nx = (size_t)in * n, nw = (size_t)out * in, ny = (size_t)out * n;
+    float *x = rand_buf(nx, -1, 1), *w = rand_buf(nw, -1, 1);
+    float *b = bias ? rand_buf((size_t)out, -1, 1) : NULL;
+    float *y = malloc(sizeof(float) * ny), *y2 = malloc(sizeof(float) * ny);
+    double *ref = malloc(sizeof(double) * ny), *sabs = malloc(sizeof(double) * ny);
+    for (int o = 0; o < out; o++)
+        for (int i = 0; i < n; i++) {
+            double s = b ? b[o] : 0.0, a = b ? fabs(b[o]) : 0.0;
+            for (int f = 0; f < in; f++) {
+                double t = (double)w[(size_t)o * in + f] * x[(size_t)f * n + i];
+                s += t;
+                a += fabs(t);
+            }
+            ref[(size_t)o * n + i] = s;
+            sabs[(size_t)o * n + i] = a;
+        }
+    linear_forward_cpu(y, x, w, b, out, in, n);
+    compare(bias ? "linear with bias" : "linear", y, ref, sabs, ny, 1e-5, 1e-6);
+    linear_forward_cpu(y2, x, w, b, out, in, n);
+    CHECK(memcmp(y, y2, sizeof(float) * ny) == 0);
+    free(x); free(w); free(b); free(y); free(y2); free(ref); free(sabs);
+}
+
+/* ------------------------------------------------------------------ loss */
+
+static void test_xent(float smoothing)
+{
+    const int k = 10, n = 37;
+    float *logits = rand_buf((size_t)k * n, -4, 4), *probs = malloc(sizeof(float) * k * n);
+    int32_t labels[37];
+    double ref_loss = 0.0, ref_probs[370];
+    int ref_correct = 0;
+    for (int i = 0; i < n; i++) labels[i] = (i * 7) % k;
+    /* example 0: a tie for the maximum between classes 2 and 5, label 5: not correct
+     * (the first maximum counts); example 1: tie between 3 and 8, label 3: correct */
+    for (int j = 0; j < k; j++) logits[(size_t)j * n + 0] = logits[(size_t)j * n + 1] = -1.0f;
+    logits[2 * n + 0] = logits[5 * n + 0] = 2.0f;
+    labels[0] = 5;
+    logits[3 * n + 1] = logits[8 * n + 1] = 2.0f;
+    labels[1] = 3;
+    for (int i = 0; i < n; i++) {
+        double m = -INFINITY, s = 0.0;
+        int arg = 0;
+        for (int j = 0; j < k; j++)
+            if (logits[(size_t)j * n + i] > m) {
+                m = logits[(size_t)j * n + i];
+                arg = j;
+            }
+        for (int j = 0; j < k; j++) s += exp(logits[(size_t)j * n + i] - m);
+        for (int j = 0; j < k; j++) {
+            double p = exp(logits[(size_t)j * n + i] - m) / s;
+            double t = (1.0 - smoothing) * (j == labels[i]) + smoothing / k;
+            ref_probs[(size_t)j * n + i] = p;
+            ref_loss -= t * log(p);
+        }
+        ref_correct += arg == labels[i];
+    }
+    CHECK(ref_correct >= 1);
+    float stats[2] = {1.5f, 2.0f};   /* the op adds to what is there */
+    xent_forward_cpu(stats, probs, logits, labels, k, n, smoothing);
+    compare("softmax probabilities", probs, ref_probs, NULL, (size_t)k * n, 1e-5, 1e-7);
+    CHECK_NEAR(stats[0], 1.5 + ref_loss, 1e-5 * ref_loss);
+    CHECK(stats[1] == 2.0f + (float)ref_correct);
+    free(logits);
+    free(probs);
+}
+
+/* Tie handling of the correct count on its own: a tie counts the first class only. */
+static void test_xent_ties(void)
+{
+    /* k = 3, n = 2, class-major: example 0 logits (1, 1, 0), label 1 -> wrong;
+     * example 1 logits (0, 2, 2), label 1 -> right */
+    const float logits[6] = {1, 0, 1, 2, 0, 2};
+    const int32_t labels[2] = {1, 1};
+    float probs[6], stats[2] = {0, 0};
+    xent_forward_cpu(stats, probs, logits, labels, 3, 2, 0.0f);
+    CHECK(stats[1] == 1.0f);
+    double want = -log(exp(1.0) / (2 * exp(1.0) + 1)) - log(exp(2.0) / (2 * exp(2.0) + 1));
+    CHECK_NEAR(stats[0], want, 1e-5);
+    /* backward: scale * (probs - target) */
+    float g[6];
+    xent_backward_cpu(g, probs, labels, 3, 2, 0.3f, 0.5f);
+    for (int j = 0; j < 3; j++)
+        for (int i = 0; i < 2; i++) {
+            double t = 0.7 * (j == labels[i]) + 0.1;
+            CHECK_NEAR(g[j * 2 + i], 0.5 * (probs[j * 2 + i] - t), 1e-7);
+        }
+}
+
+/* ------------------------------------------------------------------ sgd */
+
+static void test_sgd(int nesterov)
+{
+    const size_t n = 70001;
+    const float lr = 0.4f, wd = 5e-4f * 512, momentum = 0.9f;
+    float *w = rand_buf(n, -1, 1), *v = rand_buf(n, -0.1f, 0.1f), *dw = rand_buf(n, -1, 1);
+    float *ew = malloc(sizeof(float) * n), *ev = malloc(sizeof(float) * n);
+    float *edw = malloc(sizeof(float) * n);
+    /* volatile: each operation is its own fp32 rounding, in the rule's order */
+    for (size_t i = 0; i < n; i++) {
+        volatile float step = -lr * (dw[i] + wd * w[i]);
+        volatile float vel = momentum * v[i] + step;
+        edw[i] = step;
+        ev[i] = vel;
+        if (nesterov) {
+            volatile float m = momentum * vel;
+            ew[i] = w[i] + (step + m);
+        } else {
+            ew[i] = w[i] + vel;
+        }
+    }
+    sgd_update_cpu(w, v, dw, lr, wd, momentum, nesterov, n);
+    CHECK(memcmp(w, ew, sizeof(float) * n) == 0);
+    CHECK(memcmp(v, ev, sizeof(float) * n) == 0);
+    CHECK(memcmp(dw, edw, sizeof(float) * n) == 0);
+    free(w); free(v); free(dw); free(ew); free(ev); free(edw);
+}
+
+int main(void)
+{
+    /* odd sizes: batches that split unevenly into chunks, odd planes, every path */
+    test_conv(13, 3, 8, 8, 5, 3, 1, 1, 1, 1);
+    test_conv(5, 4, 9, 11, 7, 3, 2, 1, 0, 1);
+    test_conv(13, 6, 8, 8, 4, 1, 1, 0, 1, 1);
+    test_conv(7, 5, 9, 7, 3, 1, 2, 0, 0, 1);
+    test_conv(1, 3, 5, 5, 2, 3, 1, 0, 1, 1);
+    test_conv(33, 16, 4, 4, 8, 3, 1, 1, 0, 1);
+    /* one realistic ResNet-9 shape (layer 2: 128 -> 256 channels on 16x16), forward only */
+    test_conv(3, 128, 16, 16, 256, 3, 1, 1, 0, 0);
+
+    test_bn(5, 7, 9);
+    test_bn(3, 130, 16);
+    test_activations();
+
+    test_pool(POOL_MAX, 10, 8, 8, 2, 2, 2, 2);
+    test_pool(POOL_MAX, 10, 7, 8, 2, 2, 2, 2);
+    test_pool(POOL_MAX, 10, 8, 7, 2, 2, 2, 2);
+    test_pool(POOL_MAX, 6, 7, 9, 3, 3, 2, 2);
+    test_pool(POOL_MAX, 6, 5, 5, 5, 5, 5, 5);
+    test_pool(POOL_AVG, 10, 8, 8, 2, 2, 2, 2);
+    test_pool(POOL_AVG, 6, 7, 9, 3, 2, 2, 3);
+    test_pool(POOL_AVG, 6, 5, 5, 5, 5, 5, 5);
+
+    test_structural();
+    test_linear(10, 512, 37, 1);
+    test_linear(7, 33, 5, 0);
+    test_linear(300, 200, 129, 1);   /* large enough to run on every thread */
+
+    test_xent(0.0f);
+    test_xent(0.2f);
+    test_xent_ties();
+    test_sgd(1);
+    test_sgd(0);
+    return check_finish("test_ops_ref");
+}

@@ -61,6 +61,10 @@ int experiment_load(struct experiment *e, const char *path, const char *const *s
                     int n_sets);
 void experiment_free(struct experiment *e);
 
+/* The experiment's identity: SHA-256 of its resolved config text, 64 hex digits. Two
+ * configs that resolve to the same text are the same experiment. */
+void experiment_hash(const struct experiment *e, char hex[65]);
+
 /* Value of the schedule at fractional epoch t. */
 double schedule_at(const struct schedule *s, double t);
 

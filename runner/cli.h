@@ -59,5 +59,12 @@ void table_print_row(FILE *f, const struct epoch_record *r);
 int cmd_train(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_experiments(int argc, char **argv);
+int cmd_runs(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_selfcheck(int argc, char **argv);
 
 #endif

@@ -36,6 +36,13 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "train")) return cmd_train(argc - 1, argv + 1);
     if (!strcmp(cmd, "validate")) return cmd_validate(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "report")) return cmd_report(argc - 1, argv + 1);
+    if (!strcmp(cmd, "experiments")) return cmd_experiments(argc - 1, argv + 1);
+    if (!strcmp(cmd, "runs")) return cmd_runs(argc - 1, argv + 1);
+    if (!strcmp(cmd, "show")) return cmd_show(argc - 1, argv + 1);
+    if (!strcmp(cmd, "merge")) return cmd_merge(argc - 1, argv + 1);
+    if (!strcmp(cmd, "selfcheck")) return cmd_selfcheck(argc - 1, argv + 1);
     if (!strcmp(cmd, "config-doc")) {
         config_schema_print(stdout);
         return EXIT_OK;

@@ -35,3 +35,22 @@ add_test(NAME cli_train_tiny COMMAND ${EXPECT} 0 "final test acc 0\\.[2-9]"
          --set train.epochs=2)
 set_tests_properties(cli_train_tiny PROPERTIES ENVIRONMENT "EXPECT_NEEDS_DATA=1"
                      SKIP_RETURN_CODE 77)
+
+# A diverging loss (absurd learning rate) ends the run as diverged: exit 5, not a crash.
+add_test(NAME cli_train_diverged COMMAND ${EXPECT} 5 "the loss diverged"
+         ${DR} train ${CMAKE_SOURCE_DIR}/tests/e2e/tiny.cfg --engine cpu --set train.epochs=1
+         --set "train.lr_schedule.values=(0.0, 1e9, 0.0)")
+set_tests_properties(cli_train_diverged PROPERTIES ENVIRONMENT "EXPECT_NEEDS_DATA=1"
+                     SKIP_RETURN_CODE 77)
+
+# SIGINT and SIGTERM stop training at the next step: exit 130 and 143.
+foreach(sig INT TERM)
+  if(sig STREQUAL "INT")
+    set(code 130)
+  else()
+    set(code 143)
+  endif()
+  add_test(NAME cli_train_sig${sig} COMMAND ${CMAKE_SOURCE_DIR}/tests/signal.sh ${sig} ${code}
+           ${DR} train ${CMAKE_SOURCE_DIR}/tests/e2e/tiny.cfg --engine cpu --set train.epochs=50)
+  set_tests_properties(cli_train_sig${sig} PROPERTIES SKIP_RETURN_CODE 77)
+endforeach()

@@ -1,0 +1,38 @@
+/* The batch report: per experiment, runs done, runs reaching the target, accuracy
+ * statistics and times; several experiments side by side with their differences. Used
+ * by `dawnrun report` and at the end of `dawnrun run`. */
+#ifndef DAWNRUN_RUNNER_REPORT_H
+#define DAWNRUN_RUNNER_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "results/results.h"
+
+enum report_format { REPORT_TABLE, REPORT_CSV, REPORT_JSON, REPORT_MARKDOWN };
+
+/* Parses "table" | "csv" | "json" | "markdown"; returns 0, or -1 for anything else. */
+int report_format_parse(enum report_format *out, const char *name);
+
+/* Writes the report for the n experiments (in that order) to f. target: the accuracy
+ * that counts as a hit; NaN = each experiment's own target_accuracy. Returns a dr_status. */
+int report_print(FILE *f, struct results *db, const int64_t *experiment_ids, int n,
+                 double target, enum report_format fmt);
+
+/* The results database a command reads: `flag` (the --db value) when not NULL, else
+ * $DAWNRUN_DB when set and not empty, else REPORT_DEFAULT_DB. */
+#define REPORT_DEFAULT_DB "results/dawnrun.db"
+const char *report_db_path(const char *flag);
+
+/* Resolves command-line arguments to experiment ids, in order, each id once. An argument
+ * that names an existing file is a config: it is loaded with the n_sets overrides and
+ * matched by its hash (experiment_hash), else by an identical resolved config text.
+ * Anything else is an experiment id, exact name or config-hash prefix of at least 6
+ * characters (results_experiments_find); every experiment it matches is taken. An
+ * argument that matches nothing is reported, naming it and the database: DR_ERR_USAGE;
+ * a config that does not load: DR_ERR_CONFIG (or DR_ERR_IO). *ids is malloc'd (free
+ * it); *n_configs (may be NULL) counts the arguments that were configs. */
+int report_find(struct results *db, int64_t **ids, int *n, int *n_configs,
+                const char *const *args, int n_args, const char *const *sets, int n_sets);
+
+#endif

@@ -125,6 +125,8 @@ int results_runs_ensure(struct results *db, int *added, int64_t experiment_id,
 struct results_claim {
     const int64_t *experiment_ids;   /* claim only runs of these experiments ... */
     int n_experiments;               /* ... or of any experiment when 0 */
+    const uint64_t *seeds;           /* claim only runs of these seeds ... */
+    int n_seeds;                     /* ... or of any seed when 0 */
     int retry_failed;                /* also claim failed runs below their retry limit */
     double lease_seconds;            /* lease length; > 0 */
     char host[256];                  /* lease owner */
@@ -132,8 +134,8 @@ struct results_claim {
     const char *device;              /* may be NULL */
 };
 
-/* Defaults: any experiment, no retry of failed runs, RESULTS_DEFAULT_LEASE_S, this
- * host (gethostname) and pid, no device. */
+/* Defaults: any experiment, any seed, no retry of failed runs, RESULTS_DEFAULT_LEASE_S,
+ * this host (gethostname) and pid, no device. */
 void results_claim_init(struct results_claim *c);
 
 /* What the claimant holds: every fenced write below takes it. */
@@ -145,13 +147,13 @@ struct results_lease {
     double lease_seconds;
 };
 
-/* Claims one run in a BEGIN IMMEDIATE transaction. Candidates, ordered by seed then
- * experiment id: pending and interrupted runs; failed runs with attempt < max_attempts
- * when req->retry_failed; running runs whose lease has expired on the database's clock,
- * or whose owner is on req->host and whose pid no longer exists. A stale running run
- * that has used all its attempts is marked failed instead of claimed. The claimed run
- * becomes running, attempt += 1, owner and lease set. lease->run_id = 0 when no run is
- * claimable (still DR_OK). */
+/* Claims one run in a BEGIN IMMEDIATE transaction. Candidates, among req's experiments
+ * and seeds, ordered by seed then experiment id: pending and interrupted runs; failed
+ * runs with attempt < max_attempts when req->retry_failed; running runs whose lease has
+ * expired on the database's clock, or whose owner is on req->host and whose pid no
+ * longer exists. A stale running run that has used all its attempts is marked failed
+ * instead of claimed. The claimed run becomes running, attempt += 1, owner and lease
+ * set. lease->run_id = 0 when no run is claimable (still DR_OK). */
 int results_claim_run(struct results *db, struct results_lease *lease,
                       const struct results_claim *req);
 

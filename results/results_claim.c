@@ -24,7 +24,7 @@ struct candidate {
     int running, attempt, max_attempts, pid, expired, same_host;
 };
 
-/* "[1,2,3]" for json_each, or NULL (any experiment) when n = 0. */
+/* "[1,2,3]" for json_each, or NULL (any experiment, any seed) when n = 0. */
 static int id_list_json(char **out, const int64_t *ids, int n)
 {
     int rc = DR_OK;
@@ -44,23 +44,42 @@ cleanup:
     return rc;
 }
 
+/* The seeds as stored (two's complement int64, as results_bind_seed writes them), in a
+ * json_each list; NULL (any seed) when n = 0. */
+static int seed_list_json(char **out, const uint64_t *seeds, int n)
+{
+    int rc = DR_OK;
+    int64_t *ids = NULL;
+    *out = NULL;
+    if (n <= 0) return DR_OK;
+    ids = malloc((size_t)n * sizeof *ids);
+    CHECK_ALLOC(ids, "seed list");
+    for (int i = 0; i < n; i++) memcpy(&ids[i], &seeds[i], sizeof ids[i]);
+    TRY(id_list_json(out, ids, n));
+cleanup:
+    free(ids);
+    return rc;
+}
+
 /* Every run this request could claim, in claim order (seed, then experiment). */
 static int scan_candidates(struct results *db, struct candidate **out, int *n,
                            const struct results_claim *req)
 {
     int rc = DR_OK;
     int step, cap = 0, count = 0;
-    char *ids = NULL;
+    char *ids = NULL, *seeds = NULL;
     struct candidate *c = NULL;
     sqlite3_stmt *st = NULL;
 
     TRY(id_list_json(&ids, req->experiment_ids, req->n_experiments));
+    TRY(seed_list_json(&seeds, req->seeds, req->n_seeds));
     CHECK_SQLITE(db, RESULTS_PREPARE(db, &st,
         "SELECT id, experiment_id, seed, status = 'running', attempt, max_attempts, pid,"
         "       lease_expires IS NULL OR lease_expires < " RESULTS_NOW_SQL ","
         "       host IS ?2"
         " FROM runs"
         " WHERE (?1 IS NULL OR experiment_id IN (SELECT value FROM json_each(?1)))"
+        "   AND (?4 IS NULL OR seed IN (SELECT value FROM json_each(?4)))"
         "   AND (status IN ('pending', 'interrupted')"
         "        OR (status = 'failed' AND ?3 AND attempt < max_attempts)"
         "        OR (status = 'running' AND (lease_expires IS NULL"
@@ -70,6 +89,7 @@ static int scan_candidates(struct results *db, struct candidate **out, int *n,
     CHECK_SQLITE(db, results_bind_text(st, 1, ids));
     CHECK_SQLITE(db, results_bind_text(st, 2, req->host));
     CHECK_SQLITE(db, sqlite3_bind_int(st, 3, req->retry_failed ? 1 : 0));
+    CHECK_SQLITE(db, results_bind_text(st, 4, seeds));
     for (;;) {
         CHECK_SQLITE(db, step = sqlite3_step(st));
         if (step != SQLITE_ROW) break;
@@ -97,6 +117,7 @@ static int scan_candidates(struct results *db, struct candidate **out, int *n,
 cleanup:
     sqlite3_finalize(st);
     free(ids);
+    free(seeds);
     free(c);
     return rc;
 }
@@ -168,6 +189,8 @@ int results_claim_run(struct results *db, struct results_lease *lease,
              req->lease_seconds);
     if (req->n_experiments < 0 || (req->n_experiments > 0 && !req->experiment_ids))
         FAIL(DR_ERR_INTERNAL, "results_claim_run: bad experiment list");
+    if (req->n_seeds < 0 || (req->n_seeds > 0 && !req->seeds))
+        FAIL(DR_ERR_INTERNAL, "results_claim_run: bad seed list");
 
     TX_BEGIN(db);
     TRY(scan_candidates(db, &c, &n, req));

@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,19 +17,38 @@ static void on_signal(int sig)
     stop_signal = sig;
 }
 
+static void stop_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+}
+
 void cli_signals_install(void)
 {
     struct sigaction sa;
+    sigset_t set;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    stop_signals(&set);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
 int cli_stop_requested(void *unused)
 {
+    sigset_t set, pending;
     (void)unused;
+    stop_signals(&set);
+    if (sigpending(&pending) == 0 &&
+        (sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1)) {
+        /* let it in here, in plain C on this thread's own stack: the handler runs during
+         * the unblock and sets the flag */
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+    }
     return stop_signal != 0;
 }
 
@@ -73,17 +93,18 @@ int cli_common_flag(struct cli_common *c, int argc, char **argv, int *i)
 {
     const char *a = argv[*i];
     const char *val = *i + 1 < argc ? argv[*i + 1] : NULL;
-    if (!strcmp(a, "--set")) {
-        if (!val || !strchr(val, '=')) {
+    if (!strcmp(a, "--set") || !strncmp(a, "--set=", 6)) {
+        const char *kv = a[5] == '=' ? a + 6 : val;
+        if (!kv || !strchr(kv, '=')) {
             fprintf(stderr, "dawnrun: --set needs key.path=value\n");
             return -1;
         }
-        c->sets[c->n_sets++] = val;
-        (*i)++;
-        return 1;
-    }
-    if (!strncmp(a, "--set=", 6)) {
-        c->sets[c->n_sets++] = a + 6;
+        if (c->n_sets >= CLI_MAX_SETS - 1) {
+            fprintf(stderr, "dawnrun: too many --set flags (at most %d)\n", CLI_MAX_SETS - 1);
+            return -1;
+        }
+        c->sets[c->n_sets++] = kv;
+        if (kv == val) (*i)++;
         return 1;
     }
     if (!strcmp(a, "--engine")) {
@@ -109,6 +130,42 @@ int cli_common_flag(struct cli_common *c, int argc, char **argv, int *i)
         c->device = (int)v;
         (*i)++;
         return 1;
+    }
+    return 0;
+}
+
+int cli_parse(struct cli_common *c, int argc, char **argv, const char *usage,
+              const struct cli_int_flag *flags, int n_flags)
+{
+    for (int i = 1; i < argc; i++) {
+        int k = cli_common_flag(c, argc, argv, &i);
+        if (k < 0) return -1;
+        if (k > 0) continue;
+        const char *a = argv[i];
+        int matched = 0;
+        for (int f = 0; f < n_flags && !matched; f++) {
+            if (strcmp(a, flags[f].name)) continue;
+            long v = cli_parse_long(a, i + 1 < argc ? argv[i + 1] : NULL, flags[f].min,
+                                    flags[f].max);
+            if (v < 0) return -1;
+            *flags[f].dst = v;
+            i++;
+            matched = 1;
+        }
+        if (matched) continue;
+        if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "dawnrun %s: unknown flag '%s'\n", argv[0], a);
+            return -1;
+        }
+        if (c->config) {
+            fprintf(stderr, "dawnrun %s: one CONFIG only (got '%s' too)\n", argv[0], a);
+            return -1;
+        }
+        c->config = a;
+    }
+    if (!c->config) {
+        fprintf(stderr, "%s\n", usage);
+        return -1;
     }
     return 0;
 }

@@ -24,10 +24,12 @@ enum cli_exit {
 /* Maps a dr_status to the exit code above (interrupted: by the signal received). */
 int cli_exit_code(int status);
 
+#define CLI_MAX_SETS 256
+
 /* Options common to commands that load an experiment. */
 struct cli_common {
     const char *config;          /* positional CONFIG */
-    const char **sets;           /* --set values */
+    const char *sets[CLI_MAX_SETS]; /* --set values, in order */
     int n_sets;
     const char *engine;          /* cpu | cuda | auto */
     int device;
@@ -38,6 +40,19 @@ struct cli_common {
  * not, -1 on a bad value (message printed). */
 int cli_common_flag(struct cli_common *c, int argc, char **argv, int *i);
 
+/* An integer flag of one command: `--name N` stored in *dst, checked against [min, max]. */
+struct cli_int_flag {
+    const char *name;
+    long *dst;
+    long min, max;
+};
+
+/* Parses `CMD CONFIG [common flags] [int flags]` (argv[0] is the command name): exactly
+ * one positional CONFIG. Prints what is wrong (or `usage` when CONFIG is missing) and
+ * returns -1 on any problem, else 0. */
+int cli_parse(struct cli_common *c, int argc, char **argv, const char *usage,
+              const struct cli_int_flag *flags, int n_flags);
+
 /* Parses a non-negative integer flag value; prints "--flag: ..." and returns -1 if bad. */
 long cli_parse_long(const char *flag, const char *value, long min, long max);
 
@@ -45,8 +60,15 @@ long cli_parse_long(const char *flag, const char *value, long min, long max);
  * precision is the experiment's train.precision (the CPU engine computes in fp32). */
 int cli_backend(const struct cli_common *c, int precision, struct backend *be);
 
-/* Installs SIGINT/SIGTERM handlers that only set a flag; cli_stop_requested reads it,
- * cli_stop_signal tells which signal (0 if none). */
+/* SIGINT and SIGTERM are kept blocked and let in only where cli_stop_requested polls
+ * (between training steps). A handler that ran at an arbitrary instant would push its
+ * frame below the stack pointer of whatever code is running, and oneDNN's JIT sgemm
+ * kernels point the stack pointer into heap memory: the frame would land on the heap.
+ * cli_signals_install sets a flag-only handler and blocks both signals in the calling
+ * thread: call it before the process's first OpenMP region (before a backend is made),
+ * so that every thread inherits the mask; forked children inherit it too.
+ * cli_stop_requested lets a pending signal in and says whether one was received;
+ * cli_stop_signal tells which (0 if none). */
 void cli_signals_install(void);
 int cli_stop_requested(void *unused);
 int cli_stop_signal(void);

@@ -69,43 +69,21 @@ static void print_split(const struct model_profile *p, double total)
 
 int cmd_bench(int argc, char **argv)
 {
-    const char *sets[260];
     char batch_set[64];
-    struct cli_common c = {.sets = sets, .engine = "auto"};
+    struct cli_common c = {.engine = "auto"};
     long batch = 0, steps = 0, warmup = 1;
-    for (int i = 1; i < argc; i++) {
-        int k = cli_common_flag(&c, argc, argv, &i);
-        if (k < 0) return EXIT_USAGE;
-        if (k > 0) continue;
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "--batch")) {
-            if ((batch = cli_parse_long("--batch", val, 1, 65536)) < 0) return EXIT_USAGE;
-            i++;
-        } else if (!strcmp(argv[i], "--steps")) {
-            if ((steps = cli_parse_long("--steps", val, 1, 100000)) < 0) return EXIT_USAGE;
-            i++;
-        } else if (!strcmp(argv[i], "--warmup")) {
-            if ((warmup = cli_parse_long("--warmup", val, 0, 100000)) < 0) return EXIT_USAGE;
-            i++;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "dawnrun bench: unknown flag '%s'\n", argv[i]);
-            return EXIT_USAGE;
-        } else if (!c.config) {
-            c.config = argv[i];
-        } else {
-            fprintf(stderr, "dawnrun bench: one CONFIG only (got '%s' too)\n", argv[i]);
-            return EXIT_USAGE;
-        }
-        if (c.n_sets >= 255) return EXIT_USAGE;
-    }
-    if (!c.config) {
-        fprintf(stderr, "usage: dawnrun bench CONFIG [--batch N] [--steps N] [--warmup N] "
-                        "[--engine cpu|cuda|auto] [--set key=value]...\n");
+    const struct cli_int_flag flags[] = {{"--batch", &batch, 1, 65536},
+                                         {"--steps", &steps, 1, 100000},
+                                         {"--warmup", &warmup, 0, 100000}};
+    if (cli_parse(&c, argc, argv,
+                  "usage: dawnrun bench CONFIG [--batch N] [--steps N] [--warmup N] "
+                  "[--engine cpu|cuda|auto] [--set key=value]...",
+                  flags, 3) != 0)
         return EXIT_USAGE;
-    }
     if (batch > 0) {
+        if (c.n_sets >= CLI_MAX_SETS) return EXIT_USAGE;
         snprintf(batch_set, sizeof(batch_set), "train.batch_size=%ld", batch);
-        sets[c.n_sets++] = batch_set;
+        c.sets[c.n_sets++] = batch_set;
     }
 
     struct experiment e;
@@ -115,7 +93,7 @@ int cmd_bench(int argc, char **argv)
     struct trainer t = {0};
     struct model_profile prof;
     int32_t *rows = NULL;
-    int rc = runner_load(&e, &g, c.config, sets, c.n_sets);
+    int rc = runner_load(&e, &g, c.config, c.sets, c.n_sets);
     if (rc != DR_OK) return cli_exit_code(rc);
     int b = e.train.batch_size;
     int eb = e.eval.batch_size > 0 ? e.eval.batch_size : b;

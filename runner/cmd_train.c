@@ -34,36 +34,14 @@ static int on_epoch(void *user, const struct epoch_record *r)
 
 int cmd_train(int argc, char **argv)
 {
-    const char *sets[256];
-    struct cli_common c = {.sets = sets, .engine = "auto"};
+    struct cli_common c = {.engine = "auto"};
     long seed = 0;
-    for (int i = 1; i < argc; i++) {
-        int k = cli_common_flag(&c, argc, argv, &i);
-        if (k < 0) return EXIT_USAGE;
-        if (k > 0) continue;
-        if (!strcmp(argv[i], "--seed")) {
-            seed = cli_parse_long("--seed", i + 1 < argc ? argv[i + 1] : NULL, 0, 0x7fffffffL);
-            if (seed < 0) return EXIT_USAGE;
-            i++;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "dawnrun train: unknown flag '%s'\n", argv[i]);
-            return EXIT_USAGE;
-        } else if (!c.config) {
-            c.config = argv[i];
-        } else {
-            fprintf(stderr, "dawnrun train: one CONFIG only (got '%s' too)\n", argv[i]);
-            return EXIT_USAGE;
-        }
-        if (c.n_sets >= 255) {
-            fprintf(stderr, "dawnrun train: too many --set flags\n");
-            return EXIT_USAGE;
-        }
-    }
-    if (!c.config) {
-        fprintf(stderr, "usage: dawnrun train CONFIG [--seed N] [--set key=value]... "
-                        "[--engine cpu|cuda|auto]\n");
+    const struct cli_int_flag flags[] = {{"--seed", &seed, 0, 0x7fffffffL}};
+    if (cli_parse(&c, argc, argv,
+                  "usage: dawnrun train CONFIG [--seed N] [--set key=value]... "
+                  "[--engine cpu|cuda|auto] [--threads N] [--device N]",
+                  flags, 1) != 0)
         return EXIT_USAGE;
-    }
 
     struct experiment e;
     struct graph g;
@@ -71,12 +49,12 @@ int cmd_train(int argc, char **argv)
     struct backend be = {0};
     struct trainer t = {0};
     struct train_result res = {0};
-    int rc = runner_load(&e, &g, c.config, sets, c.n_sets);
+    cli_signals_install(); /* before any OpenMP region: see cli.h */
+    int rc = runner_load(&e, &g, c.config, c.sets, c.n_sets);
     if (rc != DR_OK) return cli_exit_code(rc);
     const char *dir = cifar10_default_dir(e.data.dir);
     TRY(cifar10_load(&train, &test, dir, e.data.train_subset, e.data.test_subset));
     TRY(cli_backend(&c, (int)e.train.precision, &be));
-    cli_signals_install();
     TRY(trainer_create(&t, &e, &g, &be, &train, &test, (uint64_t)seed));
     printf("experiment %s  seed %ld  engine %s (%s)\n", e.name, seed, be.ops->name,
            be.ops->device_name(be.ctx));

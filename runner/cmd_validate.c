@@ -70,30 +70,13 @@ static void print_network(const struct experiment *e, const struct graph *g)
 
 int cmd_validate(int argc, char **argv)
 {
-    const char *sets[256];
-    struct cli_common c = {.sets = sets};
-    for (int i = 1; i < argc; i++) {
-        int k = cli_common_flag(&c, argc, argv, &i);
-        if (k < 0) return EXIT_USAGE;
-        if (k > 0) continue;
-        if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "dawnrun validate: unknown flag '%s'\n", argv[i]);
-            return EXIT_USAGE;
-        }
-        if (c.config) {
-            fprintf(stderr, "dawnrun validate: one CONFIG only (got '%s' too)\n", argv[i]);
-            return EXIT_USAGE;
-        }
-        c.config = argv[i];
-        if (c.n_sets >= 255) return EXIT_USAGE;
-    }
-    if (!c.config) {
-        fprintf(stderr, "usage: dawnrun validate CONFIG [--set key=value]...\n");
+    struct cli_common c = {0};
+    if (cli_parse(&c, argc, argv, "usage: dawnrun validate CONFIG [--set key=value]...", NULL,
+                  0) != 0)
         return EXIT_USAGE;
-    }
     struct experiment e;
     struct graph g;
-    int rc = runner_load(&e, &g, c.config, sets, c.n_sets);
+    int rc = runner_load(&e, &g, c.config, c.sets, c.n_sets);
     if (rc != DR_OK) return cli_exit_code(rc);
     printf("# experiment '%s' from %s (resolved)\n", e.name, c.config);
     fputs(e.resolved ? e.resolved : "", stdout);

@@ -25,14 +25,18 @@ int report_print(FILE *f, struct results *db, const int64_t *experiment_ids, int
 const char *report_db_path(const char *flag);
 
 /* Resolves command-line arguments to experiment ids, in order, each id once. An argument
- * that names an existing file is a config: it is loaded with the n_sets overrides and
- * matched by its hash (experiment_hash), else by an identical resolved config text.
- * Anything else is an experiment id, exact name or config-hash prefix of at least 6
- * characters (results_experiments_find); every experiment it matches is taken. An
- * argument that matches nothing is reported, naming it and the database: DR_ERR_USAGE;
- * a config that does not load: DR_ERR_CONFIG (or DR_ERR_IO). *ids is malloc'd (free
- * it); *n_configs (may be NULL) counts the arguments that were configs. */
+ * that names an existing file is a config, identified as `dawnrun run` does: loaded with
+ * the n_sets overrides, its sweep (its `sweep` section, then the n_sweeps "key=v1,v2"
+ * specs) expanded into one experiment per combination, each matched by experiment_hash
+ * of its resolved text without the sweep section, else by an identical stored text
+ * (combinations not in the database are noted on stderr). Anything else is an
+ * experiment id, exact name or config-hash prefix of at least 6 characters
+ * (results_experiments_find); every experiment it matches is taken. An argument that
+ * matches nothing is reported, naming it and the database: DR_ERR_USAGE; a config that
+ * does not load: DR_ERR_CONFIG (or DR_ERR_IO). *ids is malloc'd (free it); *n_configs
+ * (may be NULL) counts the arguments that were configs. */
 int report_find(struct results *db, int64_t **ids, int *n, int *n_configs,
-                const char *const *args, int n_args, const char *const *sets, int n_sets);
+                const char *const *args, int n_args, const char *const *sets, int n_sets,
+                const char *const *sweeps, int n_sweeps);
 
 #endif

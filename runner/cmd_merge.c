@@ -1,0 +1,98 @@
+/* `dawnrun merge OUT.db IN.db...`: folds results databases (e.g. one per Slurm array
+ * task) into OUT, one input per transaction. Inputs are opened read-only and never
+ * changed; an input that is not a readable dawnrun database is reported and skipped,
+ * leaving OUT as it was, and the command then exits 1. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "engine/status.h"
+#include "results/results.h"
+
+#define MERGE_USAGE "usage: dawnrun merge OUT.db IN.db...\n"
+
+/* Whether two paths name the same existing file. */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+/* Checks that `path` opens as a dawnrun results database, read-only. */
+static int check_input(const char *path)
+{
+    struct results *in = NULL;
+    int rc = results_open_readonly(&in, path);
+    results_close(in);
+    return rc;
+}
+
+int cmd_merge(int argc, char **argv)
+{
+    int rc = DR_OK, failed = 0, merged = 0;
+    struct results *out = NULL;
+    const char *out_path = NULL;
+    struct results_merge_stats total = {0};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(MERGE_USAGE, stdout);
+            return EXIT_OK;
+        }
+        if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "dawnrun merge: unknown flag '%s'\n" MERGE_USAGE, argv[i]);
+            return EXIT_USAGE;
+        }
+    }
+    if (argc < 3) {
+        fputs(MERGE_USAGE, stderr);
+        return EXIT_USAGE;
+    }
+    out_path = argv[1];
+    for (int i = 2; i < argc; i++) {
+        const char *in = argv[i];
+        struct results_merge_stats s = {0};
+        if (same_file(in, out_path)) {
+            printf("%s: is %s itself; skipped\n", in, out_path);
+            continue;
+        }
+        /* an unusable input must not even create OUT */
+        if (check_input(in) != DR_OK) {
+            fprintf(stderr, "dawnrun merge: %s: not merged; %s is unchanged by it\n", in,
+                    out_path);
+            failed++;
+            continue;
+        }
+        if (!out) TRY(results_open(&out, out_path));
+        if (results_merge(out, &s, in) != DR_OK) {
+            fprintf(stderr, "dawnrun merge: %s: not merged; %s is unchanged by it\n", in,
+                    out_path);
+            failed++;
+            continue;
+        }
+        printf("%s: %d experiment%s added; runs: %d added, %d replaced, %d kept; %d epochs "
+               "copied\n", in, s.experiments_added, s.experiments_added == 1 ? "" : "s",
+               s.runs_added, s.runs_replaced, s.runs_kept, s.epochs_copied);
+        total.experiments_added += s.experiments_added;
+        total.runs_added += s.runs_added;
+        total.runs_replaced += s.runs_replaced;
+        total.runs_kept += s.runs_kept;
+        total.epochs_copied += s.epochs_copied;
+        merged++;
+    }
+    if (merged > 1)
+        printf("%s: %d inputs merged: %d experiment%s added; runs: %d added, %d replaced, %d "
+               "kept; %d epochs copied\n", out_path, merged, total.experiments_added,
+               total.experiments_added == 1 ? "" : "s", total.runs_added, total.runs_replaced,
+               total.runs_kept, total.epochs_copied);
+    if (out) TRY(results_check_integrity(out));
+    if (failed) {
+        fprintf(stderr, "dawnrun merge: %d of %d input%s not merged\n", failed, argc - 2,
+                argc - 2 == 1 ? "" : "s");
+        rc = DR_ERR_DB;
+    }
+cleanup:
+    results_close(out);
+    return cli_exit_code(rc);
+}

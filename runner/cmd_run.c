@@ -1,0 +1,574 @@
+/* `dawnrun run CONFIG...`: a multi-seed batch. Loads every experiment (sweeps expanded),
+ * checks the data and the engine, registers the experiments and their runs in the results
+ * store, works the queue (in this process, or in one forked worker per device), and
+ * prints the report of the batch. Everything that can be wrong with the input is found
+ * before anything is registered. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "engine/data.h"
+#include "engine/sha256.h"
+#include "engine/status.h"
+#include "load.h"
+#include "report.h"
+#include "results/results.h"
+#include "scheduler.h"
+#include "sweep.h"
+#include "workers.h"
+
+#ifndef DAWNRUN_GIT_REV
+#define DAWNRUN_GIT_REV "unknown"
+#endif
+
+#define RUN_MAX_ARGS 256
+#define RUN_MAX_SEEDS 10000
+#define RUN_DEFAULT_DB "results/dawnrun.db"
+
+struct run_args {
+    struct cli_common c;
+    const char *configs[RUN_MAX_ARGS];
+    int n_configs;
+    const char *sweeps[SWEEP_MAX_DIMS]; /* --sweep values, checked as they are read */
+    int n_sweeps;
+    uint64_t seed_list[RUN_MAX_SEEDS];
+    int n_seed_list;                    /* 0: --seed-list not given */
+    long n_seeds;                       /* --seeds, 0 = not given */
+    const char *db;
+    int devices[WORKERS_MAX];
+    int n_devices;
+    long workers;                       /* 0 = not given */
+    int retry_failed, keep_checkpoints;
+    const char *experiment;
+    double lease;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: dawnrun run CONFIG... [--seeds N | --seed-list 0,3,7] [--set key=value]...\n"
+            "                  [--sweep key=v1,v2]... [--db PATH] [--engine cpu|cuda|auto]\n"
+            "                  [--devices 0,1,... | --workers N] [--threads N] [--retry-failed]\n"
+            "                  [--keep-checkpoints] [--experiment NAME] [--lease SECONDS]\n");
+}
+
+/* ---- flags ----------------------------------------------------------------------------- */
+
+/* Parses "0,3,7" into a->seed_list (duplicates dropped). */
+static int parse_seed_list(struct run_args *a, const char *v)
+{
+    const char *p = v;
+    if (!v || !*v) {
+        fprintf(stderr, "dawnrun run: --seed-list needs a value such as 0,3,7\n");
+        return -1;
+    }
+    while (*p) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long s = strtoull(p, &end, 10);
+        if (*p == '-' || *p == '+' || end == p || errno || (*end && *end != ',')) {
+            fprintf(stderr, "dawnrun run: --seed-list: expected seeds like 0,3,7, got '%s'\n", v);
+            return -1;
+        }
+        int dup = 0;
+        for (int i = 0; i < a->n_seed_list; i++) dup |= a->seed_list[i] == s;
+        if (!dup) {
+            if (a->n_seed_list == RUN_MAX_SEEDS) {
+                fprintf(stderr, "dawnrun run: --seed-list: more than %d seeds\n", RUN_MAX_SEEDS);
+                return -1;
+            }
+            a->seed_list[a->n_seed_list++] = (uint64_t)s;
+        }
+        p = *end ? end + 1 : end;
+        if (*end && !*p) {
+            fprintf(stderr, "dawnrun run: --seed-list: expected seeds like 0,3,7, got '%s'\n", v);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int parse_devices(struct run_args *a, const char *v)
+{
+    const char *p = v;
+    if (!v || !*v) {
+        fprintf(stderr, "dawnrun run: --devices needs a value such as 0,1\n");
+        return -1;
+    }
+    a->n_devices = 0;
+    while (*p) {
+        char *end = NULL;
+        errno = 0;
+        long d = strtol(p, &end, 10);
+        if (end == p || errno || d < 0 || d > 1024 || (*end && *end != ',') ||
+            a->n_devices == WORKERS_MAX) {
+            fprintf(stderr, "dawnrun run: --devices: expected device numbers like 0,1, got '%s'\n",
+                    v);
+            return -1;
+        }
+        a->devices[a->n_devices++] = (int)d;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+/* Fills a from argv; returns -1 after printing the problem. */
+static int parse_args(struct run_args *a, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int k = cli_common_flag(&a->c, argc, argv, &i);
+        if (k < 0) return -1;
+        if (k > 0) continue;
+        if (!strcmp(f, "--seeds")) {
+            a->n_seeds = cli_parse_long("--seeds", val, 1, RUN_MAX_SEEDS);
+            if (a->n_seeds < 0) return -1;
+            i++;
+        } else if (!strcmp(f, "--seed-list")) {
+            if (parse_seed_list(a, val) != 0) return -1;
+            i++;
+        } else if (!strcmp(f, "--sweep")) {
+            if (!val) {
+                fprintf(stderr, "dawnrun run: --sweep needs key.path=value1,value2,...\n");
+                return -1;
+            }
+            struct sweep check = {0};
+            int bad = a->n_sweeps == SWEEP_MAX_DIMS ||
+                      sweep_add(&check, val, "--sweep", DR_ERR_USAGE) != DR_OK;
+            sweep_free(&check);
+            if (a->n_sweeps == SWEEP_MAX_DIMS)
+                fprintf(stderr, "dawnrun run: more than %d --sweep flags\n", SWEEP_MAX_DIMS);
+            if (bad) return -1;
+            a->sweeps[a->n_sweeps++] = val;
+            i++;
+        } else if (!strcmp(f, "--db")) {
+            if (!val || !*val) {
+                fprintf(stderr, "dawnrun run: --db needs a file name\n");
+                return -1;
+            }
+            a->db = val;
+            i++;
+        } else if (!strcmp(f, "--devices")) {
+            if (parse_devices(a, val) != 0) return -1;
+            i++;
+        } else if (!strcmp(f, "--workers")) {
+            a->workers = cli_parse_long("--workers", val, 1, WORKERS_MAX);
+            if (a->workers < 0) return -1;
+            i++;
+        } else if (!strcmp(f, "--retry-failed")) {
+            a->retry_failed = 1;
+        } else if (!strcmp(f, "--keep-checkpoints")) {
+            a->keep_checkpoints = 1;
+        } else if (!strcmp(f, "--experiment")) {
+            if (!val || !*val || strlen(val) > 200) {
+                fprintf(stderr, "dawnrun run: --experiment needs a name (1 to 200 characters)\n");
+                return -1;
+            }
+            a->experiment = val;
+            i++;
+        } else if (!strcmp(f, "--lease")) {
+            char *end = NULL;
+            a->lease = val ? strtod(val, &end) : NAN;
+            if (!val || end == val || *end || !(a->lease >= 1.0 && a->lease <= 86400.0)) {
+                fprintf(stderr, "dawnrun run: --lease: expected seconds in [1, 86400], got '%s'\n",
+                        val ? val : "");
+                return -1;
+            }
+            i++;
+        } else if (f[0] == '-' && f[1]) {
+            fprintf(stderr, "dawnrun run: unknown flag '%s'\n", f);
+            return -1;
+        } else {
+            if (a->n_configs == RUN_MAX_ARGS) {
+                fprintf(stderr, "dawnrun run: too many configs\n");
+                return -1;
+            }
+            a->configs[a->n_configs++] = f;
+        }
+    }
+    if (a->n_configs == 0) {
+        usage(stderr);
+        return -1;
+    }
+    if (a->n_seeds && a->n_seed_list) {
+        fprintf(stderr, "dawnrun run: --seeds and --seed-list exclude each other\n");
+        return -1;
+    }
+    if (a->n_devices && a->workers) {
+        fprintf(stderr, "dawnrun run: --devices and --workers exclude each other (--devices "
+                        "starts one worker per device; repeat a device for two)\n");
+        return -1;
+    }
+    if (a->n_devices && !strcmp(a->c.engine, "cpu")) {
+        fprintf(stderr, "dawnrun run: --devices needs the cuda engine; for CPU worker processes "
+                        "use --workers N\n");
+        return -1;
+    }
+    if (a->experiment && a->n_configs > 1) {
+        fprintf(stderr, "dawnrun run: --experiment names one experiment: give one CONFIG\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the batch: configs x sweep combinations ------------------------------------------- */
+
+/* Appends one loaded experiment to b, naming it and computing its identity; takes
+ * ownership of e and g. A duplicate (same identity) is dropped. */
+static int batch_add(struct sched_batch *b, int *cap, struct experiment *e, struct graph *g,
+                     const char *label, const struct run_args *a)
+{
+    int rc = DR_OK;
+    struct sched_experiment x;
+    memset(&x, 0, sizeof(x));
+    x.e = *e;
+    x.g = *g;
+    sweep_strip_resolved(x.e.resolved);
+    experiment_hash(&x.e, x.config_hash);
+    const char *base = a->experiment ? a->experiment : x.e.name;
+    if (label[0]) snprintf(x.name, sizeof(x.name), "%s:%s", base, label);
+    else snprintf(x.name, sizeof(x.name), "%s", base);
+    if (a->experiment) {
+        char key[SCHED_LABEL_MAX + 32];
+        int n = snprintf(key, sizeof(key), "dawnrun experiment name\n%s", x.name);
+        sha256_hex(x.identity, key, (size_t)n);
+    } else {
+        memcpy(x.identity, x.config_hash, sizeof(x.identity));
+    }
+    for (int i = 0; i < b->n; i++)
+        if (!strcmp(b->x[i].identity, x.identity)) {
+            printf("note: %s%s%s is the same experiment as %s: run once\n", x.e.path,
+                   label[0] ? " with " : "", label, b->x[i].name);
+            graph_free(&x.g);
+            experiment_free(&x.e);
+            return DR_OK;
+        }
+    /* seeds: the flags', else the config's count */
+    int n = a->n_seed_list ? a->n_seed_list : (int)(a->n_seeds ? a->n_seeds : x.e.seeds);
+    x.seeds = malloc((size_t)n * sizeof(*x.seeds));
+    CHECK_ALLOC(x.seeds, "a seed list");
+    for (int i = 0; i < n; i++) x.seeds[i] = a->n_seed_list ? a->seed_list[i] : (uint64_t)i;
+    x.n_seeds = n;
+    if (b->n == *cap) {
+        int ncap = *cap ? 2 * *cap : 8;
+        struct sched_experiment *grown = realloc(b->x, (size_t)ncap * sizeof(*grown));
+        CHECK_ALLOC(grown, "the batch");
+        b->x = grown;
+        *cap = ncap;
+    }
+    b->x[b->n++] = x;
+    x.seeds = NULL;
+cleanup:
+    if (rc != DR_OK) {
+        free(x.seeds);
+        graph_free(&x.g);
+        experiment_free(&x.e);
+    }
+    return rc;
+}
+
+/* Loads CONFIG (with the --set flags) and expands its sweep (its own `sweep` section, then
+ * --sweep) into b. */
+static int batch_load_config(struct sched_batch *b, int *cap, const char *config,
+                             const struct run_args *a)
+{
+    int rc = DR_OK;
+    struct experiment e;
+    struct graph g;
+    struct sweep s = {0};
+    char **combo = NULL, *label = NULL;
+    const char *sets[CLI_MAX_SETS + SWEEP_MAX_DIMS];
+    TRY(runner_load(&e, &g, config, a->c.sets, a->c.n_sets));
+    rc = sweep_add_from_resolved(&s, e.resolved, config);
+    /* a --sweep of a key the config sweeps too replaces the config's values */
+    for (int d = 0; rc == DR_OK && d < a->n_sweeps; d++)
+        rc = sweep_add(&s, a->sweeps[d], "--sweep", DR_ERR_USAGE);
+    if (rc != DR_OK || s.n_dims == 0) {
+        if (rc == DR_OK) rc = batch_add(b, cap, &e, &g, "", a);
+        else {
+            graph_free(&g);
+            experiment_free(&e);
+        }
+        goto cleanup;
+    }
+    graph_free(&g);
+    experiment_free(&e);
+    for (int i = 0; i < sweep_count(&s); i++) {
+        TRY(sweep_combination(&s, i, &combo, &label));
+        int n = 0;
+        for (int k = 0; k < a->c.n_sets; k++) sets[n++] = a->c.sets[k];
+        for (int d = 0; d < s.n_dims; d++) sets[n++] = combo[d];
+        rc = runner_load(&e, &g, config, sets, n);
+        if (rc != DR_OK) {
+            fprintf(stderr, "dawnrun run: (in the sweep combination %s of %s)\n", label, config);
+            goto cleanup;
+        }
+        TRY(batch_add(b, cap, &e, &g, label, a));
+        sweep_combination_free(&s, combo, label);
+        combo = NULL;
+        label = NULL;
+    }
+cleanup:
+    sweep_combination_free(&s, combo, label);
+    sweep_free(&s);
+    return rc;
+}
+
+/* ---- data ------------------------------------------------------------------------------ */
+
+/* The datasets of a batch: one load per data directory, as many images as the largest
+ * subset asks for; each experiment gets a view of its first train_subset/test_subset. */
+struct batch_data {
+    struct dataset train[RUN_MAX_ARGS], test[RUN_MAX_ARGS];
+    const char *dir[RUN_MAX_ARGS];
+    int n;
+    struct dataset *views;              /* 2 per experiment: train, test */
+};
+
+static int subset_max(int a, int b)
+{
+    return (a == 0 || b == 0) ? 0 : (a > b ? a : b);
+}
+
+static int data_load(struct batch_data *d, struct sched_batch *b)
+{
+    int rc = DR_OK;
+    d->views = calloc((size_t)b->n * 2 + 1, sizeof(*d->views));
+    CHECK_ALLOC(d->views, "the dataset views");
+    for (int i = 0; i < b->n; i++) {
+        const char *dir = cifar10_default_dir(b->x[i].e.data.dir);
+        int seen = 0;
+        for (int k = 0; k < d->n && !seen; k++) seen = !strcmp(d->dir[k], dir);
+        if (seen) continue;
+        if (d->n == RUN_MAX_ARGS) FAIL(DR_ERR_USAGE, "too many data directories");
+        int tr = -1, te = -1;
+        for (int j = 0; j < b->n; j++) {
+            if (strcmp(cifar10_default_dir(b->x[j].e.data.dir), dir)) continue;
+            tr = tr < 0 ? b->x[j].e.data.train_subset : subset_max(tr, b->x[j].e.data.train_subset);
+            te = te < 0 ? b->x[j].e.data.test_subset : subset_max(te, b->x[j].e.data.test_subset);
+        }
+        d->dir[d->n] = dir;
+        TRY(cifar10_load(&d->train[d->n], &d->test[d->n], dir, tr, te));
+        d->n++;
+    }
+    for (int i = 0; i < b->n; i++) {
+        struct sched_experiment *x = &b->x[i];
+        const char *dir = cifar10_default_dir(x->e.data.dir);
+        int k = 0;
+        while (strcmp(d->dir[k], dir)) k++;
+        struct dataset *tr = &d->views[2 * i], *te = &d->views[2 * i + 1];
+        *tr = d->train[k];
+        *te = d->test[k];
+        if (x->e.data.train_subset) tr->count = x->e.data.train_subset;
+        if (x->e.data.test_subset) te->count = x->e.data.test_subset;
+        if (x->e.train.batch_size > tr->count)
+            FAIL(DR_ERR_CONFIG,
+                 "%s: train.batch_size %d is larger than the training set (%d images)",
+                 x->e.path, x->e.train.batch_size, tr->count);
+        x->train = tr;
+        x->test = te;
+    }
+cleanup:
+    return rc;
+}
+
+static void data_free(struct batch_data *d)
+{
+    for (int k = 0; k < d->n; k++) {
+        dataset_free(&d->train[k]);
+        dataset_free(&d->test[k]);
+    }
+    free(d->views);
+    d->views = NULL;
+    d->n = 0;
+}
+
+/* ---- provenance and places ------------------------------------------------------------- */
+
+static void platform_string(char *buf, size_t n)
+{
+    struct utsname u;
+    const char *compiler =
+#if defined(__clang__)
+        "clang " __clang_version__;
+#elif defined(__GNUC__)
+        "gcc " __VERSION__;
+#else
+        "unknown compiler";
+#endif
+    if (uname(&u) == 0)
+        snprintf(buf, n, "%s %s %s; %s", u.sysname, u.release, u.machine, compiler);
+    else
+        snprintf(buf, n, "%s", compiler);
+}
+
+/* Creates the directory part of path when it is missing (one level, as for the default
+ * results/ directory). */
+static int ensure_parent_dir(const char *path)
+{
+    char dir[EXPERIMENT_PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) return DR_OK;
+    *slash = '\0';
+    if (mkdir(dir, 0777) == 0 || errno == EEXIST) return DR_OK;
+    fprintf(stderr, "dawnrun: cannot create the directory %s for the results database: %s\n",
+            dir, strerror(errno));
+    return DR_ERR_IO;
+}
+
+/* The batch's runs: how many there are, finished (done or diverged), and failed. */
+static int batch_counts(struct results *db, const struct sched_batch *b, int *total, int *done,
+                        int *failed)
+{
+    int rc = DR_OK;
+    *total = *done = *failed = 0;
+    for (int i = 0; i < b->n; i++) {
+        struct results_run *runs = NULL;
+        int n = 0;
+        TRY(results_runs_list(db, &runs, &n, b->x[i].id));
+        for (int r = 0; r < n; r++)
+            for (int s = 0; s < b->x[i].n_seeds; s++)
+                if (runs[r].seed == b->x[i].seeds[s]) {
+                    (*total)++;
+                    *done += runs[r].status == RUN_DONE || runs[r].status == RUN_DIVERGED;
+                    *failed += runs[r].status == RUN_FAILED;
+                }
+        results_runs_free(runs, n);
+    }
+cleanup:
+    return rc;
+}
+
+static int print_report(const char *db_path, const struct sched_batch *b)
+{
+    int rc = DR_OK;
+    struct results *db = NULL;
+    int64_t *ids = malloc((size_t)(b->n ? b->n : 1) * sizeof(*ids));
+    CHECK_ALLOC(ids, "the experiment list");
+    for (int i = 0; i < b->n; i++) ids[i] = b->x[i].id;
+    TRY(results_open_readonly(&db, db_path));
+    printf("\n");
+    TRY(report_print(stdout, db, ids, b->n, NAN, REPORT_TABLE));
+cleanup:
+    results_close(db);
+    free(ids);
+    fflush(stdout);
+    return rc;
+}
+
+/* ---- the command ----------------------------------------------------------------------- */
+
+int cmd_run(int argc, char **argv)
+{
+    static struct run_args a;
+    struct sched_batch b = {0};
+    struct batch_data data;
+    struct sched_engine eng;
+    struct results *db = NULL;
+    char engine[32] = "", device[256] = "", platform[512], host[256] = "";
+    char ckpt_dir[EXPERIMENT_PATH_MAX + 32];
+    int rc = DR_OK, code = EXIT_OK, cap = 0;
+
+    memset(&a, 0, sizeof(a));
+    memset(&data, 0, sizeof(data));
+    memset(&eng, 0, sizeof(eng));
+    a.c.engine = "auto";
+    a.lease = RESULTS_DEFAULT_LEASE_S;
+    if (parse_args(&a, argc, argv) != 0) return EXIT_USAGE;
+    if (!a.db) a.db = getenv("DAWNRUN_DB");
+    if (!a.db || !*a.db) a.db = RUN_DEFAULT_DB;
+    cli_signals_install();
+
+    /* everything that can be wrong with the input, before anything is registered */
+    for (int i = 0; i < a.n_configs; i++) TRY(batch_load_config(&b, &cap, a.configs[i], &a));
+    TRY(data_load(&data, &b));
+    int forked = a.n_devices > 1 || a.workers > 1;
+    int precision = (int)b.x[0].e.train.precision;
+    eng.common = a.c;
+    if (a.n_devices) eng.common.device = a.devices[0];
+    if (forked) {
+        /* the engine is made in a child: this process stays free of CUDA and OpenMP */
+        TRY(workers_probe(engine, sizeof(engine), device, sizeof(device), &eng.common, precision));
+    } else {
+        TRY(cli_backend(&eng.common, precision, &eng.be));
+        eng.precision = precision;
+        snprintf(engine, sizeof(engine), "%s", eng.be.ops->name);
+        snprintf(device, sizeof(device), "%s", eng.be.ops->device_name(eng.be.ctx));
+    }
+    eng.common.engine = engine;      /* "auto" is decided once for the whole batch */
+    if (cli_stop_requested(NULL)) TRY(DR_ERR_INTERRUPTED);
+
+    /* register */
+    platform_string(platform, sizeof(platform));
+    if (gethostname(host, sizeof(host) - 1) != 0) strcpy(host, "unknown-host");
+    struct sched_provenance prov = {engine, device, platform, host, DAWNRUN_GIT_REV};
+    TRY(ensure_parent_dir(a.db));
+    TRY(results_open(&db, a.db));
+    TRY(scheduler_register(db, &b, &prov, RESULTS_DEFAULT_MAX_ATTEMPTS));
+    int total = 0, done = 0, failed = 0;
+    TRY(batch_counts(db, &b, &total, &done, &failed));
+    printf("batch: %d experiment%s, %d run%s in %s: %d finished, %d failed%s, %d to run\n", b.n,
+           b.n == 1 ? "" : "s", total, total == 1 ? "" : "s", a.db, done, failed,
+           failed && !a.retry_failed ? " (rerun with --retry-failed)" : "",
+           total - done - (a.retry_failed ? 0 : failed));
+    fflush(stdout);
+
+    /* work the queue */
+    snprintf(ckpt_dir, sizeof(ckpt_dir), "%s-checkpoints", a.db);
+    struct sched_options o = {
+        .db_path = a.db,
+        .checkpoint_dir = ckpt_dir,
+        .lease_s = a.lease,
+        .retry_failed = a.retry_failed,
+        .keep_checkpoints = a.keep_checkpoints,
+        .device = engine,
+        .prefix = "",
+        .progress = isatty(STDOUT_FILENO),
+    };
+    if (forked) {
+        results_close(db);   /* no connection crosses fork() */
+        db = NULL;
+        struct workers_spec w = {a.n_devices ? a.n_devices : (int)a.workers,
+                                 a.n_devices ? a.devices : NULL, eng.common};
+        if (!strcmp(engine, "cpu") && w.common.threads == 0) {
+            long cores = sysconf(_SC_NPROCESSORS_ONLN);
+            w.common.threads = cores > w.n ? (int)(cores / w.n) : 1;
+        }
+        if (a.n_devices && !strcmp(engine, "cpu"))
+            printf("note: no CUDA device: %d CPU workers instead of the devices asked for\n", w.n);
+        if (workers_run(&code, &b, &w, &o) != DR_OK && code == EXIT_OK) code = EXIT_FAILURE_OTHER;
+    } else {
+        char claim_device[48];
+        if (!strcmp(engine, "cuda")) {
+            snprintf(claim_device, sizeof(claim_device), "cuda:%d", eng.common.device);
+            o.device = claim_device;
+        }
+        results_close(db);
+        db = NULL;
+        struct sched_tally tally;
+        code = scheduler_exit_code(scheduler_work(&tally, &b, &eng, &o), &tally);
+    }
+    if (code == EXIT_FAILURE_OTHER)
+        fprintf(stderr, "dawnrun: the batch did not end cleanly (see above); failed runs keep "
+                        "their error in the results store, and --retry-failed runs them again\n");
+
+    /* the report of the batch (also after a failure or an interruption: what is done is done) */
+    if (print_report(a.db, &b) != DR_OK)
+        fprintf(stderr, "dawnrun: the report could not be printed (the results are in %s)\n",
+                a.db);
+cleanup:
+    results_close(db);
+    backend_destroy(&eng.be);
+    data_free(&data);
+    sched_batch_free(&b);
+    if (rc != DR_OK) return cli_exit_code(rc);
+    return code;
+}

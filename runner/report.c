@@ -1,0 +1,230 @@
+/* The batch report's figures: reads each experiment's runs from the results store,
+ * summarises accuracies and times (results/stats.h), finds when each run first reached
+ * the target, compares every experiment with the first, and hands the result to the
+ * writer of the requested format. */
+#include "report_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/status.h"
+
+int report_format_parse(enum report_format *out, const char *name)
+{
+    static const struct {
+        const char *name;
+        enum report_format fmt;
+    } formats[] = {
+        {"table", REPORT_TABLE},
+        {"csv", REPORT_CSV},
+        {"json", REPORT_JSON},
+        {"markdown", REPORT_MARKDOWN},
+    };
+    for (size_t i = 0; name && i < sizeof formats / sizeof formats[0]; i++) {
+        if (!strcmp(name, formats[i].name)) {
+            *out = formats[i].fmt;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int cmp_double(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+/* Median of n values (reordered in place); NaN when n = 0. */
+static double median_of(double *v, int n)
+{
+    if (n < 1) return NAN;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return stats_quantile_sorted(v, n, 0.5);
+}
+
+/* The first epoch of a done run at which its test accuracy reached `target`, and the
+ * train time up to and including it, from the run's epoch rows. A run without epoch
+ * rows falls back to the values stored with it, which were computed against the
+ * experiment's own target and so only count when that is the target used. */
+static int time_to_target(struct results *db, const struct results_run *run,
+                          const struct report_exp *e, int *epoch, double *seconds)
+{
+    int rc = DR_OK;
+    int n = 0;
+    struct results_epoch *eps = NULL;
+    double train = 0.0;
+    *epoch = -1;
+    *seconds = NAN;
+    TRY(results_epochs_list(db, &eps, &n, run->id));
+    if (n == 0) {
+        if (e->target == e->x.target_accuracy && run->target_epoch >= 0) {
+            *epoch = run->target_epoch;
+            *seconds = run->target_time;
+        }
+        goto cleanup;
+    }
+    for (int i = 0; i < n; i++) {
+        train += isnan(eps[i].train_time) ? 0.0 : eps[i].train_time;
+        if (eps[i].test_acc >= e->target) {
+            *epoch = eps[i].epoch;
+            *seconds = train;
+            break;
+        }
+    }
+cleanup:
+    free(eps);
+    return rc;
+}
+
+/* Fills e for experiment `id` (e->target already set or NaN = its own). */
+static int compute_one(struct report_exp *e, struct results *db, int64_t id, double target)
+{
+    int rc = DR_OK;
+    int n_runs = 0, found = 0, n_total = 0, n_ttt = 0;
+    struct results_run *runs = NULL;
+    double *total = NULL, *epochs = NULL, *ttt = NULL;
+
+    TRY(results_experiment_get(db, &e->x, &found, id));
+    if (!found)
+        FAIL(DR_ERR_USAGE, "%s: no experiment with id %lld", results_path(db), (long long)id);
+    e->target = isnan(target) ? e->x.target_accuracy : target;
+    TRY(results_runs_list(db, &runs, &n_runs, id));
+
+    e->acc = malloc(sizeof(double) * (size_t)(n_runs + 1));
+    e->train_time = malloc(sizeof(double) * (size_t)(n_runs + 1));
+    total = malloc(sizeof(double) * (size_t)(n_runs + 1));
+    epochs = malloc(sizeof(double) * (size_t)(n_runs + 1));
+    ttt = malloc(sizeof(double) * (size_t)(n_runs + 1));
+    if (!e->acc || !e->train_time || !total || !epochs || !ttt)
+        FAIL(DR_ERR_NOMEM, "out of memory reading the runs of experiment %lld", (long long)id);
+
+    e->total = n_runs;
+    e->hits = isnan(e->target) ? -1 : 0;
+    for (int i = 0; i < n_runs; i++) {
+        const struct results_run *run = &runs[i];
+        if ((int)run->status >= 0 && (int)run->status < REPORT_N_STATUS)
+            e->n_status[run->status]++;
+        if (run->status == RUN_DIVERGED) e->finished++;
+        if (run->status != RUN_DONE) continue;
+        e->finished++;
+        if (!isnan(run->final_test_acc)) e->acc[e->n_acc++] = run->final_test_acc;
+        if (!isnan(run->train_time)) e->train_time[e->n_train_time++] = run->train_time;
+        if (!isnan(run->total_time)) total[n_total++] = run->total_time;
+        if (isnan(e->target)) continue;
+        if (run->final_test_acc >= e->target) e->hits++;
+        int epoch;
+        double seconds;
+        TRY(time_to_target(db, run, e, &epoch, &seconds));
+        if (epoch >= 0) {
+            epochs[e->reached++] = epoch;
+            if (!isnan(seconds)) ttt[n_ttt++] = seconds;
+        }
+    }
+    TRY(stats_summarize(&e->acc_stats, e->acc, e->n_acc));
+    TRY(stats_summarize(&e->train_time_stats, e->train_time, e->n_train_time));
+    TRY(stats_summarize(&e->total_time_stats, total, n_total));
+    e->epochs_to_target = median_of(epochs, e->reached);
+    e->time_to_target = median_of(ttt, n_ttt);
+cleanup:
+    results_runs_free(runs, n_runs);
+    free(total);
+    free(epochs);
+    free(ttt);
+    return rc;
+}
+
+static void test_unknown(struct stats_test *t)
+{
+    t->statistic = t->df = t->p = NAN;
+    t->exact = 0;
+}
+
+/* Welch's t and Mann-Whitney U of a against b where the samples allow them (NaN p
+ * otherwise). */
+static int two_sample(struct stats_test *welch, struct stats_test *mwu, const double *a,
+                      int na, const double *b, int nb)
+{
+    int rc = DR_OK;
+    test_unknown(welch);
+    test_unknown(mwu);
+    if (na >= 2 && nb >= 2) TRY(stats_welch(welch, a, na, b, nb));
+    if (na >= 1 && nb >= 1) TRY(stats_mann_whitney(mwu, a, na, b, nb, STATS_MWU_AUTO));
+cleanup:
+    return rc;
+}
+
+/* Experiment e against the first one. */
+static int compare(struct report_cmp *c, const struct report_exp *e,
+                   const struct report_exp *first)
+{
+    int rc = DR_OK;
+    c->d_acc_mean = e->acc_stats.mean - first->acc_stats.mean;
+    c->d_time_median = e->train_time_stats.median - first->train_time_stats.median;
+    c->d_time_rel = c->d_time_median / first->train_time_stats.median;
+    TRY(two_sample(&c->acc_welch, &c->acc_mwu, e->acc, e->n_acc, first->acc, first->n_acc));
+    TRY(two_sample(&c->time_welch, &c->time_mwu, e->train_time, e->n_train_time,
+                   first->train_time, first->n_train_time));
+cleanup:
+    return rc;
+}
+
+int report_compute(struct report *r, struct results *db, const int64_t *experiment_ids, int n,
+                   double target)
+{
+    int rc = DR_OK;
+    memset(r, 0, sizeof *r);
+    r->db_path = results_path(db);
+    r->target = target;
+    if (n < 0) FAIL(DR_ERR_INTERNAL, "report: negative experiment count %d", n);
+    r->exps = calloc((size_t)n + 1, sizeof *r->exps);
+    r->cmp = calloc((size_t)n + 1, sizeof *r->cmp);
+    if (!r->exps || !r->cmp) FAIL(DR_ERR_NOMEM, "out of memory allocating the report");
+    for (int i = 0; i < n; i++) {
+        r->n = i + 1;
+        TRY(compute_one(&r->exps[i], db, experiment_ids[i], target));
+    }
+    if (n > 0) {
+        struct report_cmp *c0 = &r->cmp[0];
+        c0->d_acc_mean = c0->d_time_median = c0->d_time_rel = NAN;
+        test_unknown(&c0->acc_welch);
+        test_unknown(&c0->acc_mwu);
+        test_unknown(&c0->time_welch);
+        test_unknown(&c0->time_mwu);
+    }
+    for (int i = 1; i < n; i++) TRY(compare(&r->cmp[i], &r->exps[i], &r->exps[0]));
+cleanup:
+    return rc;
+}
+
+void report_free(struct report *r)
+{
+    for (int i = 0; r->exps && i < r->n; i++) {
+        results_experiment_clear(&r->exps[i].x);
+        free(r->exps[i].acc);
+        free(r->exps[i].train_time);
+    }
+    free(r->exps);
+    free(r->cmp);
+    memset(r, 0, sizeof *r);
+}
+
+int report_print(FILE *f, struct results *db, const int64_t *experiment_ids, int n,
+                 double target, enum report_format fmt)
+{
+    int rc = DR_OK;
+    struct report r;
+    TRY(report_compute(&r, db, experiment_ids, n, target));
+    switch (fmt) {
+    case REPORT_TABLE: TRY(report_write_table(f, &r)); break;
+    case REPORT_CSV: TRY(report_write_csv(f, &r)); break;
+    case REPORT_JSON: TRY(report_write_json(f, &r)); break;
+    case REPORT_MARKDOWN: TRY(report_write_markdown(f, &r)); break;
+    default: FAIL(DR_ERR_INTERNAL, "report: unknown format %d", (int)fmt);
+    }
+    if (fflush(f) != 0 || ferror(f)) FAIL(DR_ERR_IO, "report: write error");
+cleanup:
+    report_free(&r);
+    return rc;
+}

@@ -1,0 +1,204 @@
+/* Which database and which experiments a query command means: the --db / $DAWNRUN_DB
+ * default, flag values, and command-line arguments (config files, ids, names, hash prefixes)
+ * resolved to experiment ids. */
+#include "report_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine/experiment.h"
+#include "engine/status.h"
+#include "sweep.h"
+
+const char *report_db_path(const char *flag)
+{
+    const char *env = getenv("DAWNRUN_DB");
+    if (flag) return flag;
+    if (env && *env) return env;
+    return REPORT_DEFAULT_DB;
+}
+
+int report_open_db(struct results **db, const char *path)
+{
+    struct stat sb;
+    *db = NULL;
+    if (stat(path, &sb) != 0) {
+        fprintf(stderr, "dawnrun: %s: no such results database (give one with --db PATH or "
+                "$DAWNRUN_DB; `dawnrun run CONFIG` creates it)\n", path);
+        return DR_ERR_DB;
+    }
+    return results_open_readonly(db, path);
+}
+
+const char *report_flag_value(const char *flag, int argc, char **argv, int *i, int *missing)
+{
+    size_t len = strlen(flag);
+    const char *a = argv[*i];
+    if (strncmp(a, flag, len) != 0) return NULL;
+    if (a[len] == '=') return a + len + 1;
+    if (a[len] != '\0') return NULL;
+    if (*i + 1 >= argc) {
+        *missing = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+/* A list of experiment ids without duplicates. */
+struct id_list {
+    int64_t *ids;
+    int n, cap;
+};
+
+static int add_id(struct id_list *l, int64_t id)
+{
+    int rc = DR_OK;
+    for (int k = 0; k < l->n; k++)
+        if (l->ids[k] == id) return DR_OK;
+    if (l->n == l->cap) {
+        int ncap = l->cap ? 2 * l->cap : 8;
+        int64_t *grown = realloc(l->ids, sizeof *grown * (size_t)ncap);
+        CHECK_ALLOC(grown, "experiment ids");
+        l->ids = grown;
+        l->cap = ncap;
+    }
+    l->ids[l->n++] = id;
+cleanup:
+    return rc;
+}
+
+/* Adds the experiments of `all` that are e, as `dawnrun run` identifies it: the hash of
+ * its resolved text without the sweep section, else (a run that folded something else
+ * into its identity, such as --experiment) the identical stored text. *matched = how
+ * many. Strips e->resolved in place. */
+static int match_experiment(struct id_list *l, int *matched, struct experiment *e,
+                            const struct results_experiment *all, int n_all)
+{
+    int rc = DR_OK;
+    char hash[65];
+    *matched = 0;
+    if (!e->resolved) return DR_OK;
+    sweep_strip_resolved(e->resolved);
+    experiment_hash(e, hash);
+    for (int i = 0; i < n_all; i++) {
+        if (!all[i].config_hash || strcmp(all[i].config_hash, hash)) continue;
+        TRY(add_id(l, all[i].id));
+        (*matched)++;
+    }
+    for (int i = 0; *matched == 0 && i < n_all; i++) {
+        if (!all[i].config_text || strcmp(all[i].config_text, e->resolved)) continue;
+        TRY(add_id(l, all[i].id));
+        (*matched)++;
+    }
+cleanup:
+    return rc;
+}
+
+/* The experiments of a config file loaded with `sets`: one, or one per combination of
+ * its sweep (its own `sweep` section, then `sweeps`), as `dawnrun run` expands it.
+ * Combinations not in the database are noted; none at all is DR_ERR_USAGE. */
+static int find_config(struct results *db, struct id_list *l, const char *path,
+                       const char *const *sets, int n_sets, const char *const *sweeps,
+                       int n_sweeps)
+{
+    int rc = DR_OK;
+    int loaded = 0, n_all = 0, matched = 0, missing = 0;
+    struct experiment e;
+    struct sweep s;
+    struct results_experiment *all = NULL;
+    char **combo = NULL, *label = NULL, hash[65];
+    const char **all_sets = NULL;
+    memset(&s, 0, sizeof s);
+    TRY(experiment_load(&e, path, sets, n_sets));
+    loaded = 1;
+    TRY(sweep_add_from_resolved(&s, e.resolved, path));
+    for (int d = 0; d < n_sweeps; d++) TRY(sweep_add(&s, sweeps[d], "--sweep", DR_ERR_USAGE));
+    TRY(results_experiments_list(db, &all, &n_all));
+    if (s.n_dims == 0) {
+        TRY(match_experiment(l, &matched, &e, all, n_all));
+        if (matched == 0) {
+            experiment_hash(&e, hash);
+            fprintf(stderr, "dawnrun: %s: no experiment in %s has this config (hash %.12s%s); "
+                    "run it first with `dawnrun run %s`\n", path, results_path(db), hash,
+                    n_sets ? ", with the --set overrides given" : "", path);
+            rc = DR_ERR_USAGE;
+        }
+        goto cleanup;
+    }
+    experiment_free(&e);
+    loaded = 0;
+    all_sets = calloc((size_t)(n_sets + s.n_dims) + 1, sizeof *all_sets);
+    CHECK_ALLOC(all_sets, "override list");
+    for (int k = 0; k < n_sets; k++) all_sets[k] = sets[k];
+    for (int i = 0; i < sweep_count(&s); i++) {
+        TRY(sweep_combination(&s, i, &combo, &label));
+        for (int d = 0; d < s.n_dims; d++) all_sets[n_sets + d] = combo[d];
+        TRY(experiment_load(&e, path, all_sets, n_sets + s.n_dims));
+        loaded = 1;
+        TRY(match_experiment(l, &matched, &e, all, n_all));
+        if (matched == 0) {
+            fprintf(stderr, "dawnrun: note: %s with %s: not in %s\n", path, label,
+                    results_path(db));
+            missing++;
+        }
+        experiment_free(&e);
+        loaded = 0;
+        sweep_combination_free(&s, combo, label);
+        combo = NULL;
+        label = NULL;
+    }
+    if (missing == sweep_count(&s)) {
+        fprintf(stderr, "dawnrun: %s: none of its %d sweep combinations is in %s; run them "
+                "first with `dawnrun run %s`\n", path, missing, results_path(db), path);
+        rc = DR_ERR_USAGE;
+    }
+cleanup:
+    sweep_combination_free(&s, combo, label);
+    sweep_free(&s);
+    free(all_sets);
+    results_experiments_free(all, n_all);
+    if (loaded) experiment_free(&e);
+    return rc;
+}
+
+int report_find(struct results *db, int64_t **ids, int *n, int *n_configs,
+                const char *const *args, int n_args, const char *const *sets, int n_sets,
+                const char *const *sweeps, int n_sweeps)
+{
+    int rc = DR_OK;
+    int count = 0;
+    struct results_experiment *found = NULL;
+    struct id_list l = {0};
+    struct stat sb;
+    *ids = NULL;
+    *n = 0;
+    if (n_configs) *n_configs = 0;
+    for (int i = 0; i < n_args; i++) {
+        if (stat(args[i], &sb) == 0 && S_ISREG(sb.st_mode)) {
+            TRY(find_config(db, &l, args[i], sets, n_sets, sweeps, n_sweeps));
+            if (n_configs) (*n_configs)++;
+            continue;
+        }
+        TRY(results_experiments_find(db, &found, &count, args[i]));
+        if (count == 0) {
+            fprintf(stderr, "dawnrun: no experiment '%s' in %s (give an id, a name, a "
+                    "config-hash prefix of at least 6 characters or a config file; "
+                    "`dawnrun experiments --db %s` lists them)\n", args[i],
+                    results_path(db), results_path(db));
+            rc = DR_ERR_USAGE;
+            goto cleanup;
+        }
+        for (int k = 0; k < count; k++) TRY(add_id(&l, found[k].id));
+        results_experiments_free(found, count);
+        found = NULL;
+        count = 0;
+    }
+    *ids = l.ids;
+    *n = l.n;
+    l.ids = NULL;
+cleanup:
+    results_experiments_free(found, count);
+    free(l.ids);
+    return rc;
+}

@@ -1,0 +1,101 @@
+/* Private to the report: the figures of each experiment and of each comparison with the
+ * first one (computed by report.c), the four writers (report_write.c) and the text grid
+ * they and the query commands print through (report_grid.c). */
+#ifndef DAWNRUN_RUNNER_REPORT_INTERNAL_H
+#define DAWNRUN_RUNNER_REPORT_INTERNAL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "report.h"
+#include "results/results.h"
+#include "results/stats.h"
+
+#define REPORT_N_STATUS 6   /* enum results_run_status has six values */
+
+/* What the report says about one experiment. Every unknown number is NaN. */
+struct report_exp {
+    struct results_experiment x;      /* owned */
+    double target;                    /* the target used; NaN = none */
+    int total;                        /* runs of any status */
+    int n_status[REPORT_N_STATUS];    /* runs by enum results_run_status */
+    int finished;                     /* done + diverged: the runs that have an outcome */
+    int hits;                         /* done runs with final accuracy >= target; -1: no target */
+    double *acc;                      /* final test accuracy of the done runs, by seed */
+    double *train_time;               /* train time of the done runs, by seed */
+    int n_acc, n_train_time;
+    struct stats_summary acc_stats, train_time_stats, total_time_stats;
+    int reached;                      /* done runs whose test accuracy reached the target
+                                         at some epoch */
+    double epochs_to_target;          /* median over those runs of the first such epoch */
+    double time_to_target;            /* median of the train time up to that epoch */
+};
+
+/* Experiment i of a report against the first one. */
+struct report_cmp {
+    double d_acc_mean;                /* mean accuracy(i) - mean accuracy(first) */
+    double d_time_median;             /* median train time(i) - median train time(first), s */
+    double d_time_rel;                /* d_time_median / median train time(first) */
+    struct stats_test acc_welch, acc_mwu, time_welch, time_mwu;   /* p NaN: not computable */
+};
+
+/* A whole report: n experiments, cmp[0] unused (all NaN). */
+struct report {
+    const char *db_path;
+    double target;                    /* as asked: NaN = each experiment's own */
+    int n;
+    struct report_exp *exps;
+    struct report_cmp *cmp;
+};
+
+/* Reads the experiments and their runs (and the epochs of done runs, for the epochs and
+ * time to the target) and computes every figure. An unknown id is DR_ERR_USAGE (reported,
+ * naming the database). Free with report_free, also after a failure. */
+int report_compute(struct report *r, struct results *db, const int64_t *experiment_ids, int n,
+                   double target);
+void report_free(struct report *r);
+
+/* The writers of report_print, one per format. */
+int report_write_table(FILE *f, const struct report *r);
+int report_write_markdown(FILE *f, const struct report *r);
+int report_write_csv(FILE *f, const struct report *r);
+int report_write_json(FILE *f, const struct report *r);
+
+/* Writes Page's sentence for e into buf: "4/5 runs reach 94 %, median 94.13 %, 161 s",
+ * or why it cannot be said yet. */
+void report_sentence(char *buf, size_t size, const struct report_exp *e);
+
+/* Number formats shared by the writers and the query commands; NaN prints as "-". */
+void report_fmt_pct(char *buf, size_t size, double fraction);   /* "94.13 %" */
+void report_fmt_secs(char *buf, size_t size, double seconds);   /* "161 s", "81.7 s" */
+void report_fmt_target(char *buf, size_t size, double fraction);/* "94 %" */
+
+/* Opens the database a query command reads, read-only: a missing file is reported with a
+ * hint (--db, $DAWNRUN_DB, `dawnrun run` creates it) and never created. */
+int report_open_db(struct results **db, const char *path);
+
+/* The value of flag argv[*i] given as "--flag VALUE" or "--flag=VALUE" (advancing *i past
+ * a separate value); NULL when argv[*i] is not that flag. Sets *missing = 1 when it is
+ * but has no value, and leaves *missing alone otherwise. */
+const char *report_flag_value(const char *flag, int argc, char **argv, int *i, int *missing);
+
+/* ---- a table of text cells, printed aligned or as a GitHub table -------------------- */
+
+struct report_grid {
+    int rows, cols;
+    char **cells;     /* rows * cols, row-major; NULL prints as "" */
+};
+
+/* Allocates an empty rows x cols grid. DR_OK or DR_ERR_NOMEM. */
+int report_grid_init(struct report_grid *g, int rows, int cols);
+/* Sets one cell from a printf format. DR_OK or DR_ERR_NOMEM. */
+int report_grid_set(struct report_grid *g, int row, int col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Prints the columns left-aligned, two spaces apart, widths in characters (UTF-8 aware);
+ * with rule != 0 a line of dashes follows row 0. */
+void report_grid_print(FILE *f, const struct report_grid *g, int rule);
+/* Prints a GitHub table: row 0 is the header; '|' in cells is escaped. */
+void report_grid_print_markdown(FILE *f, const struct report_grid *g);
+void report_grid_free(struct report_grid *g);
+
+#endif

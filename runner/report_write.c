@@ -1,0 +1,429 @@
+/* The report's four output formats: an aligned table with Page's sentence per
+ * experiment, a GitHub Markdown table, CSV (one row per experiment, RFC 4180 quoting)
+ * and JSON (NaN as null). Accuracies are percentages in the table formats and fractions
+ * in the machine-readable ones. */
+#include "report_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/status.h"
+
+/* ---- number formats ------------------------------------------------------------------ */
+
+void report_fmt_pct(char *buf, size_t size, double fraction)
+{
+    if (isnan(fraction)) snprintf(buf, size, "-");
+    else snprintf(buf, size, "%.2f %%", 100.0 * fraction);
+}
+
+void report_fmt_secs(char *buf, size_t size, double seconds)
+{
+    double a = fabs(seconds);
+    if (isnan(seconds)) snprintf(buf, size, "-");
+    else if (a >= 99.95) snprintf(buf, size, "%.0f s", seconds);
+    else if (a >= 9.995) snprintf(buf, size, "%.1f s", seconds);
+    else snprintf(buf, size, "%.2f s", seconds);
+}
+
+void report_fmt_target(char *buf, size_t size, double fraction)
+{
+    if (isnan(fraction)) snprintf(buf, size, "-");
+    else snprintf(buf, size, "%g %%", 100.0 * fraction);
+}
+
+/* A p-value with three significant digits ("0.104", "1.06e-06"), "-" when unknown. */
+static void fmt_p(char *buf, size_t size, double p)
+{
+    if (isnan(p)) snprintf(buf, size, "-");
+    else snprintf(buf, size, "%.3g", p);
+}
+
+/* The shortest decimal that reads back as exactly v; "" for NaN and infinities. */
+static void fmt_exact(char *buf, size_t size, double v)
+{
+    if (!isfinite(v)) {
+        snprintf(buf, size, "%s", "");
+        return;
+    }
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, size, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) return;
+    }
+}
+
+void report_sentence(char *buf, size_t size, const struct report_exp *e)
+{
+    char target[32], median[32], secs[32];
+    size_t len = 0;
+    int done = e->n_status[RUN_DONE];
+    if (e->finished == 0) {
+        snprintf(buf, size, "no finished runs yet (%d of %d run%s done)", done, e->total,
+                 e->total == 1 ? "" : "s");
+        return;
+    }
+    report_fmt_target(target, sizeof target, e->target);
+    report_fmt_pct(median, sizeof median, e->acc_stats.median);
+    report_fmt_secs(secs, sizeof secs, e->train_time_stats.median);
+    if (e->hits >= 0)
+        len = (size_t)snprintf(buf, size, "%d/%d runs reach %s", e->hits, e->finished, target);
+    else
+        len = (size_t)snprintf(buf, size, "%d run%s done", done, done == 1 ? "" : "s");
+    if (len < size && e->acc_stats.n > 0)
+        len += (size_t)snprintf(buf + len, size - len, ", median %s", median);
+    if (len < size && e->train_time_stats.n > 0)
+        snprintf(buf + len, size - len, ", %s", secs);
+}
+
+/* ---- table and Markdown: one grid, rows = figures, columns = experiments ------------- */
+
+enum {
+    ROW_NAME, ROW_HASH, ROW_ENGINE, ROW_TARGET, ROW_RUNS, ROW_LIVE, ROW_BAD, ROW_HITS,
+    ROW_MEDIAN, ROW_IQR, ROW_MEAN, ROW_CI, ROW_MINMAX, ROW_EPOCHS, ROW_TRAIN, ROW_TTT,
+    ROW_TOTAL, ROW_D_ACC, ROW_P_ACC, ROW_D_TIME, ROW_P_TIME, N_ROWS
+};
+
+static const char *const row_labels[N_ROWS] = {
+    [ROW_NAME] = "experiment",
+    [ROW_HASH] = "config hash",
+    [ROW_ENGINE] = "engine",
+    [ROW_TARGET] = "target",
+    [ROW_RUNS] = "runs done / total",
+    [ROW_LIVE] = "  running, pending",
+    [ROW_BAD] = "  failed, diverged, interrupted",
+    [ROW_HITS] = "runs >= target",
+    [ROW_MEDIAN] = "test accuracy: median",
+    [ROW_IQR] = "  IQR (q1 - q3)",
+    [ROW_MEAN] = "  mean ± std",
+    [ROW_CI] = "  95 % CI of the mean",
+    [ROW_MINMAX] = "  min, max",
+    [ROW_EPOCHS] = "epochs to target (median)",
+    [ROW_TRAIN] = "train time (median)",
+    [ROW_TTT] = "time to target (median)",
+    [ROW_TOTAL] = "total time (median)",
+    [ROW_D_ACC] = "Δ mean accuracy vs #1",
+    [ROW_P_ACC] = "  p: Welch t, Mann-Whitney",
+    [ROW_D_TIME] = "Δ median train time vs #1",
+    [ROW_P_TIME] = "  p: Welch t, Mann-Whitney",
+};
+
+/* Column c (1-based) of the grid: experiment c - 1. */
+static int fill_column(struct report_grid *g, int c, const struct report_exp *e,
+                       const struct report_cmp *cmp, int n)
+{
+    int rc = DR_OK;
+    const struct stats_summary *a = &e->acc_stats;
+    char s1[32], s2[32], s3[32];
+    TRY(report_grid_set(g, ROW_NAME, c, "#%d %s", c, e->x.name ? e->x.name : "?"));
+    TRY(report_grid_set(g, ROW_HASH, c, "%.12s", e->x.config_hash ? e->x.config_hash : "?"));
+    TRY(report_grid_set(g, ROW_ENGINE, c, "%s", e->x.engine ? e->x.engine : "?"));
+    report_fmt_target(s1, sizeof s1, e->target);
+    TRY(report_grid_set(g, ROW_TARGET, c, "%s", s1));
+    TRY(report_grid_set(g, ROW_RUNS, c, "%d/%d", e->n_status[RUN_DONE], e->total));
+    TRY(report_grid_set(g, ROW_LIVE, c, "%d, %d", e->n_status[RUN_RUNNING],
+                        e->n_status[RUN_PENDING]));
+    TRY(report_grid_set(g, ROW_BAD, c, "%d, %d, %d", e->n_status[RUN_FAILED],
+                        e->n_status[RUN_DIVERGED], e->n_status[RUN_INTERRUPTED]));
+    if (e->hits >= 0) TRY(report_grid_set(g, ROW_HITS, c, "%d/%d", e->hits, e->finished));
+    else TRY(report_grid_set(g, ROW_HITS, c, "-"));
+    report_fmt_pct(s1, sizeof s1, a->median);
+    TRY(report_grid_set(g, ROW_MEDIAN, c, "%s", s1));
+    if (a->n > 0) {
+        TRY(report_grid_set(g, ROW_IQR, c, "%.2f pp (%.2f - %.2f %%)", 100 * a->iqr,
+                            100 * a->q1, 100 * a->q3));
+        if (a->n > 1) {
+            TRY(report_grid_set(g, ROW_MEAN, c, "%.2f ± %.2f %%", 100 * a->mean, 100 * a->std));
+            TRY(report_grid_set(g, ROW_CI, c, "%.2f - %.2f %%", 100 * a->ci_lo, 100 * a->ci_hi));
+        } else {
+            TRY(report_grid_set(g, ROW_MEAN, c, "%.2f %%", 100 * a->mean));
+            TRY(report_grid_set(g, ROW_CI, c, "-"));
+        }
+        TRY(report_grid_set(g, ROW_MINMAX, c, "%.2f, %.2f %%", 100 * a->min, 100 * a->max));
+    } else {
+        for (int row = ROW_IQR; row <= ROW_MINMAX; row++) TRY(report_grid_set(g, row, c, "-"));
+    }
+    if (e->hits < 0) TRY(report_grid_set(g, ROW_EPOCHS, c, "-"));
+    else if (e->reached == 0) TRY(report_grid_set(g, ROW_EPOCHS, c, "- (0 runs)"));
+    else TRY(report_grid_set(g, ROW_EPOCHS, c, "%g (%d run%s)", e->epochs_to_target,
+                             e->reached, e->reached == 1 ? "" : "s"));
+    report_fmt_secs(s1, sizeof s1, e->train_time_stats.median);
+    TRY(report_grid_set(g, ROW_TRAIN, c, "%s", s1));
+    report_fmt_secs(s1, sizeof s1, e->time_to_target);
+    TRY(report_grid_set(g, ROW_TTT, c, "%s", s1));
+    report_fmt_secs(s1, sizeof s1, e->total_time_stats.median);
+    TRY(report_grid_set(g, ROW_TOTAL, c, "%s", s1));
+    if (n < 2) goto cleanup;
+    if (c == 1) {
+        for (int row = ROW_D_ACC; row <= ROW_P_TIME; row++) TRY(report_grid_set(g, row, c, "-"));
+        goto cleanup;
+    }
+    if (isnan(cmp->d_acc_mean)) TRY(report_grid_set(g, ROW_D_ACC, c, "-"));
+    else TRY(report_grid_set(g, ROW_D_ACC, c, "%+.2f pp", 100 * cmp->d_acc_mean));
+    fmt_p(s1, sizeof s1, cmp->acc_welch.p);
+    fmt_p(s2, sizeof s2, cmp->acc_mwu.p);
+    TRY(report_grid_set(g, ROW_P_ACC, c, "%s, %s", s1, s2));
+    report_fmt_secs(s1, sizeof s1, cmp->d_time_median);
+    if (isnan(cmp->d_time_median)) TRY(report_grid_set(g, ROW_D_TIME, c, "-"));
+    else if (isfinite(cmp->d_time_rel))
+        TRY(report_grid_set(g, ROW_D_TIME, c, "%s%s (%+.1f %%)", cmp->d_time_median > 0 ? "+" : "",
+                            s1, 100 * cmp->d_time_rel));
+    else TRY(report_grid_set(g, ROW_D_TIME, c, "%s%s", cmp->d_time_median > 0 ? "+" : "", s1));
+    fmt_p(s2, sizeof s2, cmp->time_welch.p);
+    fmt_p(s3, sizeof s3, cmp->time_mwu.p);
+    TRY(report_grid_set(g, ROW_P_TIME, c, "%s, %s", s2, s3));
+cleanup:
+    return rc;
+}
+
+static int build_grid(struct report_grid *g, const struct report *r)
+{
+    int rc = DR_OK;
+    int rows = r->n > 1 ? N_ROWS : ROW_D_ACC;
+    TRY(report_grid_init(g, rows, r->n + 1));
+    for (int row = 0; row < rows; row++) TRY(report_grid_set(g, row, 0, "%s", row_labels[row]));
+    for (int i = 0; i < r->n; i++) TRY(fill_column(g, i + 1, &r->exps[i], &r->cmp[i], r->n));
+cleanup:
+    return rc;
+}
+
+/* "target 94 %" or "target: each experiment's own". */
+static void target_note(char *buf, size_t size, const struct report *r)
+{
+    char t[32];
+    report_fmt_target(t, sizeof t, r->target);
+    if (isnan(r->target)) snprintf(buf, size, "target: each experiment's own");
+    else snprintf(buf, size, "target %s", t);
+}
+
+int report_write_table(FILE *f, const struct report *r)
+{
+    int rc = DR_OK;
+    struct report_grid g = {0};
+    char note[64], sentence[256];
+    target_note(note, sizeof note, r);
+    fprintf(f, "%s: %d experiment%s; %s\n", r->db_path ? r->db_path : "results", r->n,
+            r->n == 1 ? "" : "s", note);
+    if (r->n == 0) goto cleanup;
+    fputc('\n', f);
+    TRY(build_grid(&g, r));
+    report_grid_print(f, &g, 1);
+    fputc('\n', f);
+    for (int i = 0; i < r->n; i++) {
+        report_sentence(sentence, sizeof sentence, &r->exps[i]);
+        fprintf(f, "%s: %s\n", r->exps[i].x.name ? r->exps[i].x.name : "?", sentence);
+    }
+cleanup:
+    report_grid_free(&g);
+    return rc;
+}
+
+int report_write_markdown(FILE *f, const struct report *r)
+{
+    int rc = DR_OK;
+    struct report_grid g = {0};
+    char note[64], sentence[256];
+    target_note(note, sizeof note, r);
+    if (r->n == 0) {
+        fprintf(f, "No experiments (%s).\n", note);
+        goto cleanup;
+    }
+    TRY(build_grid(&g, r));
+    report_grid_print_markdown(f, &g);
+    fprintf(f, "\n%s.\n\n", note);
+    for (int i = 0; i < r->n; i++) {
+        report_sentence(sentence, sizeof sentence, &r->exps[i]);
+        fputs("- ", f);
+        for (const char *p = r->exps[i].x.name ? r->exps[i].x.name : "?"; *p; p++) {
+            if (strchr("\\`*_[]<>|#", *p)) fputc('\\', f);
+            fputc(*p, f);
+        }
+        fprintf(f, ": %s\n", sentence);
+    }
+cleanup:
+    report_grid_free(&g);
+    return rc;
+}
+
+/* ---- CSV ----------------------------------------------------------------------------- */
+
+/* One field, quoted (RFC 4180) when it holds a comma, quote, line break or edge space. */
+static void csv_text(FILE *f, const char *s, int last)
+{
+    s = s ? s : "";
+    size_t n = strlen(s);
+    int quote = strpbrk(s, ",\"\r\n") != NULL || (n && (s[0] == ' ' || s[n - 1] == ' '));
+    if (quote) {
+        fputc('"', f);
+        for (; *s; s++) {
+            if (*s == '"') fputc('"', f);
+            fputc(*s, f);
+        }
+        fputc('"', f);
+    } else {
+        fputs(s, f);
+    }
+    fputc(last ? '\n' : ',', f);
+}
+
+static void csv_num(FILE *f, double v, int last)
+{
+    char buf[40];
+    fmt_exact(buf, sizeof buf, v);
+    csv_text(f, buf, last);
+}
+
+static const char *const csv_columns[] = {
+    "experiment_id", "name", "config_hash", "engine", "target", "runs", "done", "running",
+    "pending", "failed", "diverged", "interrupted", "finished", "hits", "acc_n",
+    "acc_median", "acc_q1", "acc_q3", "acc_iqr", "acc_mean", "acc_std", "acc_ci95_lo",
+    "acc_ci95_hi", "acc_min", "acc_max", "reached_target", "epochs_to_target_median",
+    "train_time_median", "time_to_target_median", "total_time_median", "vs_experiment_id",
+    "d_acc_mean", "p_acc_welch", "p_acc_mannwhitney", "d_train_time_median",
+    "d_train_time_rel", "p_train_time_welch", "p_train_time_mannwhitney",
+};
+#define N_CSV_COLUMNS ((int)(sizeof csv_columns / sizeof csv_columns[0]))
+
+int report_write_csv(FILE *f, const struct report *r)
+{
+    for (int c = 0; c < N_CSV_COLUMNS; c++) csv_text(f, csv_columns[c], c == N_CSV_COLUMNS - 1);
+    for (int i = 0; i < r->n; i++) {
+        const struct report_exp *e = &r->exps[i];
+        const struct report_cmp *c = &r->cmp[i];
+        const struct stats_summary *a = &e->acc_stats;
+        const int *s = e->n_status;
+        fprintf(f, "%lld,", (long long)e->x.id);
+        csv_text(f, e->x.name, 0);
+        csv_text(f, e->x.config_hash, 0);
+        csv_text(f, e->x.engine, 0);
+        csv_num(f, e->target, 0);
+        fprintf(f, "%d,%d,%d,%d,%d,%d,%d,%d,", e->total, s[RUN_DONE], s[RUN_RUNNING],
+                s[RUN_PENDING], s[RUN_FAILED], s[RUN_DIVERGED], s[RUN_INTERRUPTED], e->finished);
+        if (e->hits >= 0) fprintf(f, "%d,", e->hits);
+        else fputc(',', f);
+        fprintf(f, "%d,", a->n);
+        const double acc[] = {a->median, a->q1, a->q3, a->iqr, a->mean, a->std,
+                              a->ci_lo, a->ci_hi, a->min, a->max};
+        for (size_t k = 0; k < sizeof acc / sizeof acc[0]; k++) csv_num(f, acc[k], 0);
+        if (e->hits >= 0) fprintf(f, "%d,", e->reached);
+        else fputc(',', f);
+        csv_num(f, e->epochs_to_target, 0);
+        csv_num(f, e->train_time_stats.median, 0);
+        csv_num(f, e->time_to_target, 0);
+        csv_num(f, e->total_time_stats.median, 0);
+        if (i > 0) fprintf(f, "%lld,", (long long)r->exps[0].x.id);
+        else fputc(',', f);
+        const double cmp[] = {c->d_acc_mean, c->acc_welch.p, c->acc_mwu.p, c->d_time_median,
+                              c->d_time_rel, c->time_welch.p};
+        for (size_t k = 0; k < sizeof cmp / sizeof cmp[0]; k++) csv_num(f, cmp[k], 0);
+        csv_num(f, c->time_mwu.p, 1);
+    }
+    return DR_OK;
+}
+
+/* ---- JSON ---------------------------------------------------------------------------- */
+
+static void json_string(FILE *f, const char *s)
+{
+    if (!s) {
+        fputs("null", f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch == '\n') fputs("\\n", f);
+        else if (ch == '\t') fputs("\\t", f);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+/* `"key": value` with NaN and infinities as null; sep is printed first. */
+static void json_num(FILE *f, const char *sep, const char *key, double v)
+{
+    char buf[40];
+    fmt_exact(buf, sizeof buf, v);
+    fprintf(f, "%s\"%s\": %s", sep, key, *buf ? buf : "null");
+}
+
+static void json_test(FILE *f, const char *key, const struct stats_test *t)
+{
+    fprintf(f, ",\n        \"%s\": {", key);
+    json_num(f, "", "statistic", t->statistic);
+    json_num(f, ", ", "df", t->df);
+    json_num(f, ", ", "p", t->p);
+    fputc('}', f);
+}
+
+static void json_experiment(FILE *f, const struct report *r, int i)
+{
+    const struct report_exp *e = &r->exps[i];
+    const struct report_cmp *c = &r->cmp[i];
+    const struct stats_summary *a = &e->acc_stats;
+    char sentence[256];
+    fprintf(f, "    {\n      \"id\": %lld,\n      \"name\": ", (long long)e->x.id);
+    json_string(f, e->x.name);
+    fputs(",\n      \"config_hash\": ", f);
+    json_string(f, e->x.config_hash);
+    fputs(",\n      \"engine\": ", f);
+    json_string(f, e->x.engine);
+    json_num(f, ",\n      ", "target", e->target);
+    fprintf(f, ",\n      \"runs\": {\"total\": %d", e->total);
+    for (int s = 0; s < REPORT_N_STATUS; s++)
+        fprintf(f, ", \"%s\": %d", results_status_name((enum results_run_status)s), e->n_status[s]);
+    fprintf(f, "},\n      \"finished\": %d,\n      \"hits\": ", e->finished);
+    if (e->hits >= 0) fprintf(f, "%d", e->hits);
+    else fputs("null", f);
+    fprintf(f, ",\n      \"accuracy\": {\"n\": %d", a->n);
+    json_num(f, ", ", "median", a->median);
+    json_num(f, ", ", "q1", a->q1);
+    json_num(f, ", ", "q3", a->q3);
+    json_num(f, ", ", "iqr", a->iqr);
+    json_num(f, ",\n                   ", "mean", a->mean);
+    json_num(f, ", ", "std", a->std);
+    json_num(f, ", ", "ci95_lo", a->ci_lo);
+    json_num(f, ", ", "ci95_hi", a->ci_hi);
+    json_num(f, ", ", "min", a->min);
+    json_num(f, ", ", "max", a->max);
+    fputs("},\n      \"reached_target\": ", f);
+    if (e->hits >= 0) fprintf(f, "%d", e->reached);
+    else fputs("null", f);
+    json_num(f, ",\n      ", "epochs_to_target_median", e->epochs_to_target);
+    json_num(f, ",\n      ", "train_time_median", e->train_time_stats.median);
+    json_num(f, ",\n      ", "time_to_target_median", e->time_to_target);
+    json_num(f, ",\n      ", "total_time_median", e->total_time_stats.median);
+    report_sentence(sentence, sizeof sentence, e);
+    fputs(",\n      \"sentence\": ", f);
+    json_string(f, sentence);
+    fputs(",\n      \"vs_first\": ", f);
+    if (i == 0) {
+        fputs("null\n    }", f);
+        return;
+    }
+    fprintf(f, "{\n        \"experiment_id\": %lld", (long long)r->exps[0].x.id);
+    json_num(f, ",\n        ", "d_acc_mean", c->d_acc_mean);
+    json_test(f, "acc_welch", &c->acc_welch);
+    json_test(f, "acc_mannwhitney", &c->acc_mwu);
+    json_num(f, ",\n        ", "d_train_time_median", c->d_time_median);
+    json_num(f, ",\n        ", "d_train_time_rel", c->d_time_rel);
+    json_test(f, "train_time_welch", &c->time_welch);
+    json_test(f, "train_time_mannwhitney", &c->time_mwu);
+    fputs("\n      }\n    }", f);
+}
+
+int report_write_json(FILE *f, const struct report *r)
+{
+    fputs("{\n  \"database\": ", f);
+    json_string(f, r->db_path);
+    json_num(f, ",\n  ", "target", r->target);
+    fputs(",\n  \"experiments\": [", f);
+    for (int i = 0; i < r->n; i++) {
+        fputs(i ? ",\n" : "\n", f);
+        json_experiment(f, r, i);
+    }
+    fputs(r->n ? "\n  ]\n}\n" : "]\n}\n", f);
+    return DR_OK;
+}

@@ -1,0 +1,15 @@
+# The batch report and the query commands. test_report (made by tests.cmake from
+# tests/test_report.c) also compiles the runner's report sources, the sweep expansion,
+# the epoch-table printer and the strict CSV/JSON readers; given the dawnrun executable
+# it checks the commands (experiments, runs, show, report, merge and their error paths).
+target_sources(test_report PRIVATE
+  ${CMAKE_SOURCE_DIR}/runner/report.c
+  ${CMAKE_SOURCE_DIR}/runner/report_write.c
+  ${CMAKE_SOURCE_DIR}/runner/report_grid.c
+  ${CMAKE_SOURCE_DIR}/runner/report_find.c
+  ${CMAKE_SOURCE_DIR}/runner/sweep.c
+  ${CMAKE_SOURCE_DIR}/runner/cli.c
+  ${CMAKE_SOURCE_DIR}/tests/report_check.c)
+add_test(NAME report_commands COMMAND test_report $<TARGET_FILE:dawnrun>)
+set_tests_properties(report_commands PROPERTIES
+  ENVIRONMENT "DAWNRUN_SOURCE_DIR=${CMAKE_SOURCE_DIR}")

@@ -1,0 +1,902 @@
+/* Tests of the batch report and the query commands. A fixture database is built through
+ * the results API (three experiments; done, running, pending, failed and diverged runs
+ * with known accuracies, times and epochs) and the report's figures are checked against
+ * values computed independently; each output format is parsed back (CSV and JSON with
+ * the strict readers of tests/report_check.c). Given the dawnrun executable as argv[1]
+ * it also checks the commands: experiments, runs, show (its table against the train
+ * printer), report with configs (overrides, sweeps), ids and names, merge (idempotence,
+ * inputs unchanged), and every error path: unknown experiment, missing database, bad
+ * --format, bad --target, bad merge inputs, a locked output. */
+#include <math.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "engine/experiment.h"
+#include "report_check.h"
+#include "results/results.h"
+#include "runner/cli.h"
+#include "runner/report.h"
+#include "runner/report_internal.h"
+
+static char dir[] = "/tmp/dawnrun-test-report-XXXXXX";
+
+/* dir/name, in a buffer of its own that lives as long as the test (one per name). */
+static const char *path_of(const char *name)
+{
+    static char bufs[64][512];
+    static int used;
+    char b[512];
+    snprintf(b, sizeof b, "%s/%s", dir, name);
+    for (int i = 0; i < used; i++)
+        if (!strcmp(bufs[i], b)) return bufs[i];
+    if (used == 64) return "/nonexistent/too-many-test-paths";
+    memcpy(bufs[used], b, sizeof b);
+    return bufs[used++];
+}
+
+/* The whole file, malloc'd and NUL-terminated (NULL if unreadable); *len its size. */
+static char *read_all(const char *path, long *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    *len = -1;
+    if (!f) return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (*len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+        buf = malloc((size_t)*len + 1);
+        if (buf && fread(buf, 1, (size_t)*len, f) != (size_t)*len) {
+            free(buf);
+            buf = NULL;
+        }
+        if (buf) buf[*len] = '\0';
+    }
+    fclose(f);
+    return buf;
+}
+
+/* Does the file still hold exactly `before` (len bytes)? */
+static int unchanged(const char *path, const char *before, long len)
+{
+    long n = 0;
+    char *now = read_all(path, &n);
+    int same = before && now && n == len && memcmp(before, now, (size_t)len) == 0;
+    free(now);
+    return same;
+}
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* ---- the fixture ------------------------------------------------------------------------ */
+
+/* The accuracies of the example, at target 0.94: 4/5 reach it, median 0.9413. */
+static const double A_ACC[5] = {0.9413, 0.9390, 0.9421, 0.9405, 0.9418};
+static const double A_TIME[5] = {161.2, 160.5, 162.0, 161.0, 163.4};
+/* Test accuracy after epochs 1..3 (epoch 4 is the final one): seeds 0, 2, 3, 4 first
+ * reach 0.94 at epochs 3, 4, 4, 2; seed 1 never does. */
+static const double A_EARLY[5][3] = {
+    {0.80, 0.90, 0.9402}, {0.80, 0.90, 0.9350}, {0.80, 0.90, 0.9380},
+    {0.80, 0.90, 0.9360}, {0.80, 0.9410, 0.9400},
+};
+static const double B_ACC[5] = {0.9380, 0.9402, 0.9395, 0.9411, 0.9388};
+static const double B_TIME[5] = {150.1, 149.8, 151.0, 150.4, 149.5};
+#define N_EPOCHS 4
+#define TEST_TIME 2.5   /* seconds of evaluation per epoch */
+
+static const char C_NAME[] = "res|net9 \"wide\", v2";   /* quoting in every format */
+
+/* The epoch rows of a done run: train time spread evenly over the epochs. */
+static struct results_epoch epoch_of(int epoch, double test_acc, double train_time)
+{
+    struct results_epoch e;
+    memset(&e, 0, sizeof e);
+    e.epoch = epoch;
+    e.lr = 0.1 * epoch;
+    e.train_loss = 1.0 / epoch;
+    e.train_acc = 0.5 + 0.1 * epoch;
+    e.test_loss = 0.9 / epoch;
+    e.test_acc = test_acc;
+    e.train_time = train_time / N_EPOCHS;
+    e.test_time = TEST_TIME;
+    e.total_time = epoch * (train_time / N_EPOCHS + TEST_TIME);
+    return e;
+}
+
+/* Claims the next run of experiment `exp` (it must be seed `seed`). */
+static struct results_lease claim(struct results *db, int64_t exp, uint64_t seed)
+{
+    struct results_claim req;
+    struct results_lease l;
+    results_claim_init(&req);
+    req.experiment_ids = &exp;
+    req.n_experiments = 1;
+    memset(&l, 0, sizeof l);
+    CHECK(results_claim_run(db, &l, &req) == DR_OK);
+    CHECK(l.run_id > 0 && l.seed == seed);
+    return l;
+}
+
+/* Records a done run under lease l: epochs with `early` accuracies then `acc`. The
+ * stored target epoch/time are those for 0.94, as the scheduler would compute them. */
+static void finish_done(struct results *db, const struct results_lease *l, const double *early,
+                        double acc, double train_time)
+{
+    struct results_outcome o = {RUN_DONE, acc, train_time, train_time + N_EPOCHS * TEST_TIME,
+                                -1, -1, NULL};
+    for (int k = 1; k <= N_EPOCHS; k++) {
+        double a = k < N_EPOCHS ? early[k - 1] : acc;
+        struct results_epoch e = epoch_of(k, a, train_time);
+        CHECK(results_epoch_record(db, l, &e) == DR_OK);
+        if (o.target_epoch < 0 && a >= 0.94) {
+            o.target_epoch = k;
+            o.target_time = k * (train_time / N_EPOCHS);
+        }
+    }
+    CHECK(results_run_finish(db, l, &o) == DR_OK);
+}
+
+static struct results_experiment experiment_row(const char *name, const char *hash,
+                                                const char *text)
+{
+    struct results_experiment e;
+    memset(&e, 0, sizeof e);
+    e.name = name;
+    e.config_hash = hash;
+    e.config_text = text;
+    e.dawnrun_version = "0.1.0";
+    e.engine = "cpu";
+    e.host = "testhost";
+    e.target_accuracy = 0.94;
+    return e;
+}
+
+/* Loads tests/e2e/tiny.cfg with one override (or none) for its hash and text. */
+static int load_tiny(struct experiment *e, const char *set)
+{
+    char path[1024];
+    const char *src = getenv("DAWNRUN_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/tests/e2e/tiny.cfg", src ? src : ".");
+    const char *sets[1] = {set};
+    return experiment_load(e, path, sets, set ? 1 : 0);
+}
+
+struct fixture {
+    int64_t a, b, c;          /* experiment ids */
+    int64_t a_seed0_run;      /* run id of A's seed 0 */
+};
+
+/* A: tiny.cfg as is ("dawn-512"), seeds 0-4 done, 5 running, 6 pending.
+ * B: tiny.cfg with train.batch_size=256 ("dawn-768"), seeds 0-4 done, 5 diverged, 6 failed.
+ * C: tiny.cfg with train.epochs=2 under a hash that is not experiment_hash (as if the
+ *    engine had been folded in), seeds 0-1 pending.
+ * `reverse`: A's done runs finish in the opposite order (claimed 0..4, finished 4..0). */
+static void build_fixture(const char *path, struct fixture *fx, int reverse)
+{
+    struct results *db = NULL;
+    struct experiment ea, eb, ec;
+    char ha[65], hb[65];
+    const uint64_t seeds[7] = {0, 1, 2, 3, 4, 5, 6};
+    struct results_lease l[7];
+    CHECK(load_tiny(&ea, NULL) == DR_OK);
+    CHECK(load_tiny(&eb, "train.batch_size=256") == DR_OK);
+    CHECK(load_tiny(&ec, "train.epochs=2") == DR_OK);
+    experiment_hash(&ea, ha);
+    experiment_hash(&eb, hb);
+    CHECK(results_open(&db, path) == DR_OK);
+    if (!db) return;
+
+    struct results_experiment xa = experiment_row("dawn-512", ha, ea.resolved);
+    struct results_experiment xb = experiment_row("dawn-768", hb, eb.resolved);
+    struct results_experiment xc = experiment_row(C_NAME, "c0ffee0123456789c0ffee0123456789"
+                                                  "c0ffee0123456789c0ffee0123456789", ec.resolved);
+    CHECK(results_experiment_register(db, &fx->a, NULL, &xa) == DR_OK);
+    CHECK(results_experiment_register(db, &fx->b, NULL, &xb) == DR_OK);
+    CHECK(results_experiment_register(db, &fx->c, NULL, &xc) == DR_OK);
+    CHECK(results_runs_ensure(db, NULL, fx->a, seeds, 7, 3) == DR_OK);
+    CHECK(results_runs_ensure(db, NULL, fx->b, seeds, 7, 3) == DR_OK);
+    CHECK(results_runs_ensure(db, NULL, fx->c, seeds, 2, 3) == DR_OK);
+
+    for (int s = 0; s < 5; s++) l[s] = claim(db, fx->a, (uint64_t)s);
+    for (int k = 0; k < 5; k++) {
+        int s = reverse ? 4 - k : k;
+        finish_done(db, &l[s], A_EARLY[s], A_ACC[s], A_TIME[s]);
+    }
+    fx->a_seed0_run = l[0].run_id;
+    l[5] = claim(db, fx->a, 5);   /* left running */
+
+    for (int s = 0; s < 5; s++) {
+        const double early[3] = {0.80, 0.90, B_ACC[s] - 0.004};
+        l[s] = claim(db, fx->b, (uint64_t)s);
+        finish_done(db, &l[s], early, B_ACC[s], B_TIME[s]);
+    }
+    struct results_epoch e1 = epoch_of(1, 0.5, 150.0);
+    l[5] = claim(db, fx->b, 5);
+    CHECK(results_epoch_record(db, &l[5], &e1) == DR_OK);
+    struct results_outcome div = {RUN_DIVERGED, NAN, NAN, NAN, -1, -1,
+                                  "loss became NaN at epoch 2"};
+    CHECK(results_run_finish(db, &l[5], &div) == DR_OK);
+    l[6] = claim(db, fx->b, 6);
+    struct results_outcome oom = {RUN_FAILED, NAN, NAN, NAN, -1, -1, "out of device memory"};
+    CHECK(results_run_finish(db, &l[6], &oom) == DR_OK);
+
+    results_close(db);
+    experiment_free(&ea);
+    experiment_free(&eb);
+    experiment_free(&ec);
+}
+
+/* ---- report figures -------------------------------------------------------------------- */
+
+/* The expected values below were computed independently in Python (statistics.mean /
+ * stdev; numpy-style linear quantiles written out by hand; the t quantile, Welch's
+ * p-value and the t CDF with mpmath's regularized incomplete beta at 30 digits; the
+ * exact Mann-Whitney p-value by enumerating all 252 splits of the 10 ranks, two-sided as
+ * 2 min(P(U <= u), P(U >= u))). */
+static void test_figures(const char *db_path, const struct fixture *fx)
+{
+    struct results *db = NULL;
+    struct report r;
+    const int64_t ids[3] = {fx->a, fx->b, fx->c};
+    CHECK(results_open_readonly(&db, db_path) == DR_OK);
+    CHECK(report_compute(&r, db, ids, 3, NAN) == DR_OK);
+    CHECK(r.n == 3);
+    if (r.n != 3) goto done;
+
+    const struct report_exp *a = &r.exps[0], *b = &r.exps[1], *c = &r.exps[2];
+    CHECK(a->total == 7 && a->n_status[RUN_DONE] == 5 && a->n_status[RUN_RUNNING] == 1 &&
+          a->n_status[RUN_PENDING] == 1);
+    CHECK(a->finished == 5 && a->hits == 4);
+    CHECK_NEAR(a->target, 0.94, 0);
+    CHECK(a->acc_stats.n == 5);
+    CHECK_NEAR(a->acc_stats.median, 0.9413, 1e-12);
+    CHECK_NEAR(a->acc_stats.q1, 0.9405, 1e-12);
+    CHECK_NEAR(a->acc_stats.q3, 0.9418, 1e-12);
+    CHECK_NEAR(a->acc_stats.iqr, 0.0013, 1e-12);
+    CHECK_NEAR(a->acc_stats.mean, 0.94094, 1e-12);
+    CHECK_NEAR(a->acc_stats.std, 0.0012421755109484618, 1e-12);
+    CHECK_NEAR(a->acc_stats.ci_lo, 0.9393976353886049, 1e-10);
+    CHECK_NEAR(a->acc_stats.ci_hi, 0.9424823646113951, 1e-10);
+    CHECK_NEAR(a->acc_stats.min, 0.9390, 1e-12);
+    CHECK_NEAR(a->acc_stats.max, 0.9421, 1e-12);
+    CHECK(a->reached == 4);
+    CHECK_NEAR(a->epochs_to_target, 3.5, 1e-12);           /* median of 3, 4, 4, 2 */
+    CHECK_NEAR(a->time_to_target, 140.95, 1e-9);           /* of 120.9, 162.0, 161.0, 81.7 */
+    CHECK_NEAR(a->train_time_stats.median, 161.2, 1e-9);
+    CHECK_NEAR(a->total_time_stats.median, 171.2, 1e-9);
+
+    CHECK(b->total == 7 && b->n_status[RUN_DONE] == 5 && b->n_status[RUN_DIVERGED] == 1 &&
+          b->n_status[RUN_FAILED] == 1);
+    CHECK(b->finished == 6 && b->hits == 2);               /* the diverged run counts */
+    CHECK_NEAR(b->acc_stats.mean, 0.93952, 1e-12);
+    CHECK_NEAR(b->acc_stats.std, 0.0012029131306956888, 1e-12);
+    CHECK_NEAR(b->acc_stats.median, 0.9395, 1e-12);
+    CHECK(b->reached == 2);
+    CHECK_NEAR(b->epochs_to_target, 4, 0);
+    CHECK_NEAR(b->time_to_target, 150.1, 1e-9);            /* of 149.8 and 150.4 */
+    CHECK_NEAR(b->train_time_stats.median, 150.1, 1e-9);
+
+    CHECK(c->total == 2 && c->n_status[RUN_PENDING] == 2 && c->finished == 0 && c->hits == 0);
+    CHECK(c->acc_stats.n == 0 && isnan(c->acc_stats.mean) && isnan(c->train_time_stats.median));
+    CHECK(c->reached == 0 && isnan(c->epochs_to_target));
+
+    const struct report_cmp *cb = &r.cmp[1], *cc = &r.cmp[2];
+    CHECK_NEAR(cb->d_acc_mean, -0.00142, 1e-12);
+    CHECK_NEAR(cb->acc_welch.statistic, -1.836275130397061, 1e-9);
+    CHECK_NEAR(cb->acc_welch.df, 7.991761605020992, 1e-9);
+    CHECK_NEAR(cb->acc_welch.p, 0.103673905834884, 1e-9);
+    CHECK_NEAR(cb->acc_mwu.statistic, 4, 0);
+    CHECK_NEAR(cb->acc_mwu.p, 0.09523809523809523, 1e-12);  /* 12/126 */
+    CHECK_NEAR(cb->d_time_median, -11.1, 1e-9);
+    CHECK_NEAR(cb->d_time_rel, -11.1 / 161.2, 1e-12);
+    CHECK_NEAR(cb->time_welch.p, 1.0580132567317616e-06, 1e-12);
+    CHECK_NEAR(cb->time_mwu.p, 0.007936507936507936, 1e-12); /* 2/252 */
+    CHECK(isnan(cc->d_acc_mean) && isnan(cc->acc_welch.p) && isnan(cc->acc_mwu.p));
+    CHECK(isnan(r.cmp[0].d_acc_mean) && isnan(r.cmp[0].acc_welch.p));
+    report_free(&r);
+
+    /* another target: only 0.9421 reaches 0.942, at its last epoch */
+    CHECK(report_compute(&r, db, ids, 1, 0.942) == DR_OK);
+    if (r.n == 1) {
+        CHECK(r.exps[0].hits == 1 && r.exps[0].finished == 5 && r.exps[0].reached == 1);
+        CHECK_NEAR(r.exps[0].epochs_to_target, 4, 0);
+        CHECK_NEAR(r.exps[0].time_to_target, 162.0, 1e-9);
+    }
+    report_free(&r);
+
+    /* an unknown id is an error, not an empty column */
+    const int64_t bad[1] = {999};
+    CHECK(report_compute(&r, db, bad, 1, NAN) == DR_ERR_USAGE);
+    report_free(&r);
+done:
+    results_close(db);
+}
+
+/* ---- formats --------------------------------------------------------------------------- */
+
+/* report_print into a malloc'd string (NULL on failure). */
+static char *print_report(struct results *db, const int64_t *ids, int n, double target,
+                          enum report_format fmt)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    if (!f) return NULL;
+    int rc = report_print(f, db, ids, n, target, fmt);
+    fclose(f);
+    if (rc != DR_OK) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+static double csv_number(const struct csv *c, int record, const char *column)
+{
+    int k = csv_column(c, column);
+    if (k < 0 || record >= c->n_records || k >= c->n_fields[record]) return -999;
+    const char *s = c->fields[record][k];
+    char *end = NULL;
+    double v = strtod(s, &end);
+    return *s && !*end ? v : NAN;
+}
+
+static const char *csv_field(const struct csv *c, int record, const char *column)
+{
+    int k = csv_column(c, column);
+    if (k < 0 || record >= c->n_records || k >= c->n_fields[record]) return "(missing)";
+    return c->fields[record][k];
+}
+
+/* Checks a CSV report of the fixture's experiments A, B, C. */
+static void check_csv(const char *text)
+{
+    struct csv c;
+    const char *err = NULL;
+    CHECK(text && csv_parse(&c, text, &err) == 0);
+    if (!text || err) {
+        fprintf(stderr, "bad CSV at: %.40s\n", err ? err : "(none)");
+        return;
+    }
+    CHECK(c.n_records == 4);
+    for (int r = 1; r < c.n_records; r++) CHECK(c.n_fields[r] == c.n_fields[0]);
+    if (c.n_records == 4) {
+        CHECK(!strcmp(csv_field(&c, 1, "name"), "dawn-512"));
+        CHECK(!strcmp(csv_field(&c, 3, "name"), C_NAME));   /* quoting round-trips */
+        CHECK(csv_number(&c, 1, "acc_median") == 0.9413);   /* exact: shortest round-trip */
+        CHECK(csv_number(&c, 1, "hits") == 4 && csv_number(&c, 1, "finished") == 5);
+        CHECK(csv_number(&c, 1, "runs") == 7 && csv_number(&c, 1, "running") == 1);
+        CHECK_NEAR(csv_number(&c, 1, "acc_std"), 0.0012421755109484618, 1e-15);
+        CHECK(isnan(csv_number(&c, 1, "p_acc_welch")));      /* empty for the first */
+        CHECK(csv_number(&c, 2, "diverged") == 1 && csv_number(&c, 2, "failed") == 1);
+        CHECK_NEAR(csv_number(&c, 2, "p_acc_welch"), 0.103673905834884, 1e-9);
+        CHECK_NEAR(csv_number(&c, 2, "d_train_time_median"), -11.1, 1e-9);
+        CHECK(csv_number(&c, 2, "vs_experiment_id") == csv_number(&c, 1, "experiment_id"));
+        CHECK(isnan(csv_number(&c, 3, "acc_mean")));         /* unknown: empty */
+        CHECK(!strcmp(csv_field(&c, 3, "acc_mean"), ""));
+    }
+    csv_free(&c);
+}
+
+/* Checks a JSON report of the fixture's experiments A, B, C. */
+static void check_json(const char *text)
+{
+    struct json j;
+    const char *err = NULL;
+    CHECK(text && json_parse(&j, text, &err) == 0);
+    if (!text || err) {
+        fprintf(stderr, "bad JSON at: %.40s\n", err ? err : "(none)");
+        return;
+    }
+    const struct json *xs = json_get(&j, "experiments");
+    const struct json *a = json_at(xs, 0), *b = json_at(xs, 1), *c = json_at(xs, 2);
+    CHECK(xs && xs->n == 3 && a && b && c);
+    CHECK(json_get(&j, "target") && json_get(&j, "target")->type == JSON_NULL);
+    CHECK(json_number(json_get(json_get(a, "accuracy"), "median")) == 0.9413);
+    CHECK(json_number(json_get(json_get(a, "runs"), "running")) == 1);
+    CHECK(json_number(json_get(a, "hits")) == 4 && json_number(json_get(a, "finished")) == 5);
+    CHECK(json_number(json_get(a, "epochs_to_target_median")) == 3.5);
+    const struct json *s = json_get(a, "sentence");
+    CHECK(s && s->type == JSON_STRING &&
+          !strcmp(s->string, "4/5 runs reach 94 %, median 94.13 %, 161 s"));
+    CHECK(json_get(a, "vs_first") && json_get(a, "vs_first")->type == JSON_NULL);
+    const struct json *vs = json_get(b, "vs_first");
+    CHECK_NEAR(json_number(json_get(json_get(vs, "acc_welch"), "p")), 0.103673905834884, 1e-9);
+    CHECK_NEAR(json_number(json_get(json_get(vs, "train_time_mannwhitney"), "p")),
+               0.007936507936507936, 1e-12);
+    CHECK(json_number(json_get(json_get(b, "runs"), "diverged")) == 1);
+    const struct json *name = json_get(c, "name");
+    CHECK(name && name->type == JSON_STRING && !strcmp(name->string, C_NAME));
+    const struct json *mean = json_get(json_get(c, "accuracy"), "mean");
+    CHECK(mean && mean->type == JSON_NULL);                  /* NaN -> null */
+    const struct json *p = json_get(json_get(json_get(c, "vs_first"), "acc_welch"), "p");
+    CHECK(p && p->type == JSON_NULL);
+    json_free(&j);
+}
+
+/* Checks a GitHub table: a header, the separator, then rows, all with the same number of
+ * unescaped cell separators. */
+static void check_markdown(const char *text)
+{
+    int line = 0, bars0 = -1, rows = 0;
+    CHECK(text != NULL);
+    if (!text) return;
+    for (const char *p = text; *p && *p == '|'; line++) {
+        int bars = 0;
+        const char *end = strchr(p, '\n');
+        if (!end) end = p + strlen(p);
+        for (const char *q = p; q < end; q++)
+            if (*q == '|' && (q == p || q[-1] != '\\')) bars++;
+        if (bars0 < 0) bars0 = bars;
+        CHECK(bars == bars0);
+        if (line == 1) CHECK(!strncmp(p, "|---|---:|", 10));
+        rows++;
+        p = *end ? end + 1 : end;
+    }
+    CHECK(bars0 == 5);   /* label + 3 experiments */
+    CHECK(rows > 10);
+    CHECK(strstr(text, "res\\|net9") != NULL);
+    CHECK(strstr(text, "- dawn-512: 4/5 runs reach 94 %, median 94.13 %, 161 s") != NULL);
+}
+
+static void test_formats(const char *db_path, const struct fixture *fx)
+{
+    struct results *db = NULL;
+    const int64_t ids[3] = {fx->a, fx->b, fx->c};
+    enum report_format fmt;
+    CHECK(report_format_parse(&fmt, "table") == 0 && fmt == REPORT_TABLE);
+    CHECK(report_format_parse(&fmt, "csv") == 0 && fmt == REPORT_CSV);
+    CHECK(report_format_parse(&fmt, "json") == 0 && fmt == REPORT_JSON);
+    CHECK(report_format_parse(&fmt, "markdown") == 0 && fmt == REPORT_MARKDOWN);
+    CHECK(report_format_parse(&fmt, "xml") == -1 && report_format_parse(&fmt, "") == -1);
+    CHECK(report_format_parse(&fmt, "CSV") == -1 && report_format_parse(&fmt, NULL) == -1);
+
+    CHECK(results_open_readonly(&db, db_path) == DR_OK);
+    char *table = print_report(db, ids, 3, NAN, REPORT_TABLE);
+    CHECK(table != NULL);
+    if (table) {
+        fputs(table, stdout);
+        CHECK(strstr(table, "dawn-512: 4/5 runs reach 94 %, median 94.13 %, 161 s\n") != NULL);
+        CHECK(strstr(table, "dawn-768: 2/6 runs reach 94 %, median 93.95 %, 150 s\n") != NULL);
+        CHECK(strstr(table, "no finished runs yet (0 of 2 runs done)") != NULL);
+        CHECK(strstr(table, "94.09 ± 0.12 %") != NULL);
+        CHECK(strstr(table, "93.94 - 94.25 %") != NULL);         /* the CI */
+        CHECK(strstr(table, "0.13 pp (94.05 - 94.18 %)") != NULL); /* the IQR */
+        CHECK(strstr(table, "3.5 (4 runs)") != NULL);
+        CHECK(strstr(table, "-0.14 pp") != NULL);
+        CHECK(strstr(table, "0.104, 0.0952") != NULL);
+        CHECK(strstr(table, "-11.1 s (-6.9 %)") != NULL);
+        CHECK(strstr(table, "1.06e-06, 0.00794") != NULL);
+        CHECK(strstr(table, "target: each experiment's own") != NULL);
+    }
+    free(table);
+
+    char *csv = print_report(db, ids, 3, NAN, REPORT_CSV);
+    check_csv(csv);
+    free(csv);
+    char *json = print_report(db, ids, 3, NAN, REPORT_JSON);
+    check_json(json);
+    free(json);
+    char *md = print_report(db, ids, 3, NAN, REPORT_MARKDOWN);
+    if (md) fputs(md, stdout);
+    check_markdown(md);
+    free(md);
+
+    /* one experiment: no comparison rows; an empty list is still valid output */
+    char *one = print_report(db, ids, 1, 0.942, REPORT_TABLE);
+    CHECK(one && strstr(one, "1/5 runs reach 94.2 %") && !strstr(one, "vs #1"));
+    free(one);
+    char *none = print_report(db, ids, 0, NAN, REPORT_JSON);
+    struct json j;
+    const char *err = NULL;
+    CHECK(none && json_parse(&j, none, &err) == 0 && json_get(&j, "experiments") &&
+          json_get(&j, "experiments")->n == 0);
+    if (none && !err) json_free(&j);
+    free(none);
+    char *none_csv = print_report(db, ids, 0, NAN, REPORT_CSV);
+    struct csv c;
+    CHECK(none_csv && csv_parse(&c, none_csv, &err) == 0 && c.n_records == 1);
+    if (none_csv && !err) csv_free(&c);
+    free(none_csv);
+    results_close(db);
+}
+
+/* The figures must not depend on the order in which runs finished. */
+static void test_order_independence(const char *db_path)
+{
+    struct fixture fx;
+    struct results *d1 = NULL, *d2 = NULL;
+    const char *rev = path_of("reverse.db");
+    build_fixture(rev, &fx, 1);
+    const int64_t ids[3] = {fx.a, fx.b, fx.c};
+    CHECK(results_open_readonly(&d1, db_path) == DR_OK);
+    CHECK(results_open_readonly(&d2, rev) == DR_OK);
+    char *t1 = print_report(d1, ids, 3, NAN, REPORT_CSV);
+    char *t2 = print_report(d2, ids, 3, NAN, REPORT_CSV);
+    CHECK(t1 && t2 && !strcmp(t1, t2));
+    free(t1);
+    free(t2);
+    results_close(d1);
+    results_close(d2);
+}
+
+/* Experiments without a target, with one done run, and runs without epoch rows. */
+static void test_edge_cases(void)
+{
+    struct results *db = NULL;
+    struct report r;
+    int64_t ids[2];
+    const uint64_t seeds[2] = {0, 1};
+    struct results_experiment x1 = experiment_row("no-target", "aaaaaaaaaaaa", "a = 1;");
+    struct results_experiment x2 = experiment_row("one-run", "bbbbbbbbbbbb", "b = 1;");
+    x1.target_accuracy = NAN;
+    CHECK(results_open(&db, path_of("edge.db")) == DR_OK);
+    if (!db) return;
+    CHECK(results_experiment_register(db, &ids[0], NULL, &x1) == DR_OK);
+    CHECK(results_experiment_register(db, &ids[1], NULL, &x2) == DR_OK);
+    CHECK(results_runs_ensure(db, NULL, ids[0], seeds, 2, 3) == DR_OK);
+    CHECK(results_runs_ensure(db, NULL, ids[1], seeds, 1, 3) == DR_OK);
+    for (int s = 0; s < 2; s++) {   /* done, but no epoch rows */
+        struct results_lease l = claim(db, ids[0], (uint64_t)s);
+        struct results_outcome o = {RUN_DONE, 0.93 + 0.01 * s, 100.0 + s, 110.0 + s, -1, -1, NULL};
+        CHECK(results_run_finish(db, &l, &o) == DR_OK);
+    }
+    struct results_lease l = claim(db, ids[1], 0);
+    struct results_outcome o = {RUN_DONE, 0.945, 50.0, 55.0, 20.0, 7, NULL};
+    CHECK(results_run_finish(db, &l, &o) == DR_OK);
+
+    CHECK(report_compute(&r, db, ids, 2, NAN) == DR_OK);
+    if (r.n == 2) {
+        const struct report_exp *a = &r.exps[0], *b = &r.exps[1];
+        char sentence[256];
+        CHECK(a->hits == -1 && a->reached == 0 && isnan(a->epochs_to_target));
+        report_sentence(sentence, sizeof sentence, a);
+        CHECK(!strcmp(sentence, "2 runs done, median 93.50 %, 100 s"));
+        /* no epoch rows: the stored epoch and time count for the experiment's own target */
+        CHECK(b->hits == 1 && b->reached == 1);
+        CHECK_NEAR(b->epochs_to_target, 7, 0);
+        CHECK_NEAR(b->time_to_target, 20.0, 0);
+        CHECK(b->acc_stats.n == 1 && isnan(b->acc_stats.std) && isnan(b->acc_stats.ci_lo));
+        /* one run against two: Mann-Whitney is defined, Welch's t is not */
+        CHECK(isnan(r.cmp[1].acc_welch.p) && !isnan(r.cmp[1].acc_mwu.p));
+        CHECK_NEAR(r.cmp[1].d_acc_mean, 0.945 - 0.935, 1e-12);
+    }
+    report_free(&r);
+    /* ... but not for another target */
+    CHECK(report_compute(&r, db, ids + 1, 1, 0.9) == DR_OK);
+    CHECK(r.n == 1 && r.exps[0].hits == 1 && r.exps[0].reached == 0);
+    report_free(&r);
+
+    char *json = print_report(db, ids, 2, NAN, REPORT_JSON);
+    struct json j;
+    const char *err = NULL;
+    CHECK(json && json_parse(&j, json, &err) == 0);
+    if (json && !err) {
+        const struct json *a = json_at(json_get(&j, "experiments"), 0);
+        CHECK(json_get(a, "hits") && json_get(a, "hits")->type == JSON_NULL);
+        CHECK(json_get(a, "target") && json_get(a, "target")->type == JSON_NULL);
+        json_free(&j);
+    }
+    free(json);
+    char *table = print_report(db, ids, 2, NAN, REPORT_TABLE);
+    CHECK(table && strstr(table, "one-run: 1/1 runs reach 94 %, median 94.50 %, 50.0 s"));
+    CHECK(table && strstr(table, "-, 0.667"));   /* Welch undefined, Mann-Whitney U = 2 of 2 */
+    free(table);
+    results_close(db);
+}
+
+/* ---- the commands ---------------------------------------------------------------------- */
+
+static const char *dawnrun;   /* the executable, from argv[1] */
+static char out_text[1 << 16], err_text[1 << 14];
+
+/* Runs `dawnrun ARGS` (a shell fragment) with stdout and stderr captured into out_text
+ * and err_text; returns its exit code. */
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...)
+{
+    char args[4096], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", dawnrun, args, path_of("out.txt"),
+             path_of("err.txt"));
+    int status = system(cmd);
+    long n;
+    char *o = read_all(path_of("out.txt"), &n), *e = read_all(path_of("err.txt"), &n);
+    snprintf(out_text, sizeof out_text, "%s", o ? o : "");
+    snprintf(err_text, sizeof err_text, "%s", e ? e : "");
+    free(o);
+    free(e);
+    printf("$ dawnrun %s\n%s%s", args, out_text, err_text);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_cli_queries(const char *db, const struct fixture *fx)
+{
+    long len = 0;
+    char *before = read_all(db, &len);
+
+    CHECK(run("experiments --db %s", db) == 0);
+    CHECK(strstr(out_text, "dawn-512") && strstr(out_text, "5/7") && strstr(out_text, "0/2"));
+    CHECK(strstr(out_text, "runs done/total") && strstr(out_text, "created (UTC)"));
+
+    CHECK(run("runs dawn-768 --db %s", db) == 0);
+    CHECK(strstr(out_text, "diverged") && strstr(out_text, "failed") &&
+          strstr(out_text, "94.02 %") && strstr(out_text, "loss became NaN at epoch 2"));
+    CHECK(run("runs nosuch --db %s", db) == 2);
+    CHECK(strstr(err_text, "no experiment 'nosuch'") != NULL);
+
+    /* show: the epoch table as `dawnrun train` prints it, row for row */
+    CHECK(run("show %lld --db %s", (long long)fx->a_seed0_run, db) == 0);
+    {
+        char *expect = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&expect, &size);
+        table_print_header(f);
+        for (int k = 1; k <= N_EPOCHS; k++) {
+            double acc = k < N_EPOCHS ? A_EARLY[0][k - 1] : A_ACC[0];
+            struct results_epoch e = epoch_of(k, acc, A_TIME[0]);
+            struct epoch_record r = {e.epoch, e.lr, e.train_loss, e.train_acc, e.test_loss,
+                                     e.test_acc, e.train_time, e.test_time, e.total_time};
+            table_print_row(f, &r);
+        }
+        fclose(f);
+        CHECK(expect && strstr(out_text, expect) != NULL);
+        free(expect);
+    }
+    CHECK(strstr(out_text, "experiment dawn-512  seed 0  engine cpu") != NULL);
+    CHECK(strstr(out_text, "final test acc 0.9413 after 4 epochs") != NULL);
+    CHECK(strstr(out_text, "target 94 % reached at epoch 3") != NULL);
+    CHECK(run("show 9999 --db %s", db) == 2 && strstr(err_text, "no run 9999"));
+    CHECK(run("show abc --db %s", db) == 2 && strstr(err_text, "RUN must be a run id"));
+    CHECK(run("show --db %s", db) == 2);
+
+    /* report: everything, by name, by id, by hash prefix, by config (+ --set) */
+    CHECK(run("report --db %s", db) == 0);
+    CHECK(strstr(out_text, "dawn-512: 4/5 runs reach 94 %, median 94.13 %, 161 s") != NULL);
+    CHECK(strstr(out_text, "dawn-768: 2/6 runs reach 94 %") != NULL);
+    CHECK(run("report dawn-512 %lld --format csv --db %s", (long long)fx->b, db) == 0);
+    {
+        struct csv c;
+        const char *err = NULL;
+        CHECK(csv_parse(&c, out_text, &err) == 0 && c.n_records == 3);
+        if (!err) {
+            CHECK(!strcmp(csv_field(&c, 1, "name"), "dawn-512"));
+            CHECK(!strcmp(csv_field(&c, 2, "name"), "dawn-768"));
+            csv_free(&c);
+        }
+    }
+    CHECK(run("report c0ffee01 --format markdown --db %s", db) == 0);
+    CHECK(strstr(out_text, "| #1 res\\|net9") != NULL);
+    char cfg[1024];
+    const char *src = getenv("DAWNRUN_SOURCE_DIR");
+    snprintf(cfg, sizeof cfg, "%s/tests/e2e/tiny.cfg", src ? src : ".");
+    CHECK(run("report %s --db %s", cfg, db) == 0 && strstr(out_text, "#1 dawn-512") &&
+          !strstr(out_text, "dawn-768"));
+    CHECK(run("report %s --set train.batch_size=256 --db %s", cfg, db) == 0 &&
+          strstr(out_text, "#1 dawn-768"));
+    /* C is registered under another hash: found by its resolved text */
+    CHECK(run("report %s --set train.epochs=2 --db %s", cfg, db) == 0 &&
+          strstr(out_text, "#1 res|net9"));
+    CHECK(run("report %s --set train.epochs=3 --db %s", cfg, db) == 2 &&
+          strstr(err_text, "no experiment in") && strstr(err_text, "tiny.cfg"));
+    CHECK(run("report %s --set train.nosuchkey=3 --db %s", cfg, db) == 3);
+    /* a sweep, as `dawnrun run` expands it: one experiment per combination */
+    CHECK(run("report %s --sweep train.batch_size=128,256 --db %s", cfg, db) == 0 &&
+          strstr(out_text, "#1 dawn-512") && strstr(out_text, "#2 dawn-768"));
+    CHECK(run("report %s --sweep train.batch_size=256,512 --db %s", cfg, db) == 0 &&
+          strstr(out_text, "#1 dawn-768") && !strstr(out_text, "dawn-512") &&
+          strstr(err_text, "train.batch_size=512: not in"));
+    CHECK(run("report %s --sweep train.batch_size=998,999 --db %s", cfg, db) == 2 &&
+          strstr(err_text, "none of its 2 sweep combinations"));
+    {   /* the config's own sweep section */
+        long n = 0;
+        char *text = read_all(cfg, &n);
+        FILE *f = fopen(path_of("swept.cfg"), "w");
+        if (f && text) fprintf(f, "%s\nsweep = [\"train.batch_size=256,128\"];\n", text);
+        if (f) fclose(f);
+        free(text);
+        CHECK(run("report %s --db %s", path_of("swept.cfg"), db) == 0 &&
+              strstr(out_text, "#1 dawn-768") && strstr(out_text, "#2 dawn-512"));
+    }
+
+    /* the default database comes from $DAWNRUN_DB */
+    setenv("DAWNRUN_DB", db, 1);
+    CHECK(run("report --format json --target 0.942") == 0);
+    unsetenv("DAWNRUN_DB");
+    {
+        struct json j;
+        const char *err = NULL;
+        CHECK(json_parse(&j, out_text, &err) == 0);
+        if (!err) {
+            const struct json *a = json_at(json_get(&j, "experiments"), 0);
+            CHECK(json_number(json_get(&j, "target")) == 0.942);
+            CHECK(json_number(json_get(a, "hits")) == 1);
+            CHECK(json_get(&j, "experiments")->n == 3);
+            json_free(&j);
+        }
+    }
+
+    /* error paths: each a clear message and exit 2, or 1 for the database */
+    CHECK(run("report nosuch --db %s", db) == 2);
+    CHECK(strstr(err_text, "no experiment 'nosuch'") && strstr(err_text, db));
+    CHECK(run("report --format xml --db %s", db) == 2 && strstr(err_text, "--format"));
+    CHECK(run("report --target 94 --db %s", db) == 2 && strstr(err_text, "--target"));
+    CHECK(run("report --target abc --db %s", db) == 2 && strstr(err_text, "--target"));
+    CHECK(run("report --target 0 --db %s", db) == 2 && strstr(err_text, "--target"));
+    CHECK(run("report --db %s --target", db) == 2 && strstr(err_text, "needs a value"));
+    CHECK(run("report --db %s --frobnicate", db) == 2 && strstr(err_text, "unknown flag"));
+    CHECK(run("report dawn-512 --set train.epochs=2 --db %s", db) == 2 &&
+          strstr(err_text, "--set and --sweep apply to CONFIG"));
+    CHECK(run("report --sweep train.epochs=2,3 --db %s", db) == 2 &&
+          strstr(err_text, "--set and --sweep apply to CONFIG"));
+    CHECK(run("report %s --sweep train.epochs --db %s", cfg, db) == 2 &&
+          strstr(err_text, "--sweep needs"));
+    const char *missing = path_of("no-such.db");
+    CHECK(run("report --db %s", missing) == 1 && strstr(err_text, missing));
+    CHECK(!exists(missing));
+    CHECK(run("experiments --db %s", missing) == 1 && !exists(missing));
+    CHECK(run("runs dawn-512 --db %s", missing) == 1 && !exists(missing));
+    CHECK(run("show 1 --db %s", missing) == 1 && !exists(missing));
+
+    /* none of the above wrote to the database */
+    CHECK(unchanged(db, before, len));
+    free(before);
+}
+
+/* A one-seed database of experiment A as a Slurm array task would write it. */
+static void build_task(const char *path, uint64_t seed, double acc, double t)
+{
+    struct results *db = NULL;
+    struct experiment ea;
+    char ha[65];
+    int64_t id = 0;
+    CHECK(load_tiny(&ea, NULL) == DR_OK);
+    experiment_hash(&ea, ha);
+    CHECK(results_open(&db, path) == DR_OK);
+    struct results_experiment xa = experiment_row("dawn-512", ha, ea.resolved);
+    CHECK(results_experiment_register(db, &id, NULL, &xa) == DR_OK);
+    CHECK(results_runs_ensure(db, NULL, id, &seed, 1, 3) == DR_OK);
+    struct results_lease l = claim(db, id, seed);
+    const double early[3] = {0.8, 0.9, 0.93};
+    finish_done(db, &l, early, acc, t);
+    results_close(db);
+    experiment_free(&ea);
+}
+
+static long long count_rows(const char *db_path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    long long v = -1;
+    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static void test_cli_merge(const char *fixture_db)
+{
+    const char *t1 = path_of("task-7.db"), *t2 = path_of("task-8.db");
+    const char *out = path_of("merged.db");
+    long l1, l2, l3, lo;
+    build_task(t1, 7, 0.9412, 160.0);
+    build_task(t2, 8, 0.9391, 161.0);
+    char *b1 = read_all(t1, &l1), *b2 = read_all(t2, &l2), *b3 = read_all(fixture_db, &l3);
+
+    CHECK(run("merge %s %s %s %s", out, fixture_db, t1, t2) == 0);
+    CHECK(strstr(out_text, "3 experiments added; runs: 16 added, 0 replaced, 0 kept") != NULL);
+    CHECK(strstr(out_text, "0 experiments added; runs: 1 added, 0 replaced, 0 kept; 4 epochs") !=
+          NULL);
+    CHECK(count_rows(out, "SELECT count(*) FROM experiments") == 3);
+    CHECK(count_rows(out, "SELECT count(*) FROM runs") == 18);
+    CHECK(count_rows(out, "SELECT count(*) FROM runs WHERE status = 'done'") == 12);
+    /* the running run of the fixture arrives as interrupted: its lease stayed behind */
+    CHECK(count_rows(out, "SELECT count(*) FROM runs WHERE status = 'interrupted'") == 1);
+    long long epochs = count_rows(out, "SELECT count(*) FROM epochs");
+
+    /* twice: nothing changes */
+    CHECK(run("merge %s %s %s %s", out, fixture_db, t1, t2) == 0);
+    CHECK(strstr(out_text, "0 experiments added; runs: 0 added, 0 replaced, 16 kept") != NULL);
+    CHECK(strstr(out_text, "3 inputs merged: 0 experiments added; runs: 0 added, 0 replaced, "
+                           "18 kept; 0 epochs copied") != NULL);
+    CHECK(count_rows(out, "SELECT count(*) FROM runs") == 18);
+    CHECK(count_rows(out, "SELECT count(*) FROM epochs") == epochs);
+    CHECK(unchanged(t1, b1, l1) && unchanged(t2, b2, l2) && unchanged(fixture_db, b3, l3));
+
+    /* the merged database reports the new seeds */
+    CHECK(run("report dawn-512 --db %s", out) == 0);
+    CHECK(strstr(out_text, "runs done / total") && strstr(out_text, "7/9"));
+
+    /* a file into itself is skipped */
+    CHECK(run("merge %s %s", out, out) == 0 && strstr(out_text, "itself"));
+
+    /* bad inputs: named, exit 1, the output untouched (or not even created) */
+    char *bo = read_all(out, &lo);
+    const char *junk = path_of("junk.db"), *foreign = path_of("foreign.db");
+    FILE *f = fopen(junk, "w");
+    if (f) {
+        fputs("this is not a database\n", f);
+        fclose(f);
+    }
+    sqlite3 *fdb = NULL;
+    CHECK(sqlite3_open(foreign, &fdb) == SQLITE_OK &&
+          sqlite3_exec(fdb, "CREATE TABLE t(x); INSERT INTO t VALUES (1)", NULL, NULL, NULL) ==
+              SQLITE_OK);
+    sqlite3_close(fdb);
+    CHECK(run("merge %s %s", out, junk) == 1 && strstr(err_text, junk) &&
+          strstr(err_text, "not merged"));
+    CHECK(run("merge %s %s", out, foreign) == 1 && strstr(err_text, foreign));
+    CHECK(run("merge %s %s", out, path_of("absent.db")) == 1 && strstr(err_text, "absent.db"));
+    CHECK(unchanged(out, bo, lo));
+    const char *fresh = path_of("fresh.db");
+    CHECK(run("merge %s %s", fresh, junk) == 1 && !exists(fresh));
+    /* a bad input among good ones: the good ones are merged, the exit code says 1 */
+    CHECK(run("merge %s %s %s", fresh, junk, t1) == 1 && exists(fresh));
+    CHECK(count_rows(fresh, "SELECT count(*) FROM runs") == 1);
+    /* an output that is not ours */
+    CHECK(run("merge %s %s", foreign, t1) == 1 && strstr(err_text, foreign));
+    CHECK(run("merge %s", out) == 2 && strstr(err_text, "usage"));
+    CHECK(run("merge --bogus %s %s", out, t1) == 2);
+
+    /* a locked output: merge waits the busy timeout, then fails clearly, nothing merged */
+    sqlite3 *lock = NULL;
+    CHECK(sqlite3_open(out, &lock) == SQLITE_OK &&
+          sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(run("merge %s %s", out, path_of("task-9.db")) == 1);   /* absent: fails at once */
+    build_task(path_of("task-9.db"), 9, 0.95, 150.0);
+    CHECK(run("merge %s %s", out, path_of("task-9.db")) == 1);
+    CHECK(strstr(err_text, "locked") && strstr(err_text, out) && strstr(err_text, "not merged"));
+    sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(lock);
+    CHECK(count_rows(out, "SELECT count(*) FROM runs") == 18);
+
+    free(b1);
+    free(b2);
+    free(b3);
+    free(bo);
+}
+
+static void cleanup_dir(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+int main(int argc, char **argv)
+{
+    struct fixture fx;
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    const char *db = path_of("fixture.db");
+    build_fixture(db, &fx, 0);
+    if (argc > 1) {
+        dawnrun = argv[1];
+        test_cli_queries(db, &fx);
+        test_cli_merge(db);
+    } else {
+        test_figures(db, &fx);
+        test_formats(db, &fx);
+        test_order_independence(db);
+        test_edge_cases();
+    }
+    int rc = check_finish(argc > 1 ? "test_report (commands)" : "test_report");
+    if (rc == 0) cleanup_dir();
+    else fprintf(stderr, "test files kept in %s\n", dir);
+    return rc;
+}

@@ -87,6 +87,8 @@ int cmd_experiments(int argc, char **argv);
 int cmd_runs(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_selfcheck(int argc, char **argv);
 
 #endif

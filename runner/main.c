@@ -25,6 +25,10 @@ static void usage(FILE *f)
             "        runs reaching the target, median, mean, CI; experiments side by side\n"
             "  experiments | runs EXPERIMENT | show RUN      [--db PATH]\n"
             "        list experiments, the runs of one, one run's epoch table\n"
+            "  plot EXPERIMENT... -o curves.svg [--db PATH]\n"
+            "        test accuracy, train loss and lr per epoch as an SVG chart\n"
+            "  export EXPERIMENT --format csv|json [--db PATH]\n"
+            "        every run and epoch of an experiment\n"
             "  merge OUT.db IN.db...\n"
             "        combine results databases (e.g. of a Slurm job array)\n"
             "  selfcheck [--engine cuda] [--device N]\n"
@@ -53,6 +57,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "runs")) return cmd_runs(argc - 1, argv + 1);
     if (!strcmp(cmd, "show")) return cmd_show(argc - 1, argv + 1);
     if (!strcmp(cmd, "merge")) return cmd_merge(argc - 1, argv + 1);
+    if (!strcmp(cmd, "plot")) return cmd_plot(argc - 1, argv + 1);
+    if (!strcmp(cmd, "export")) return cmd_export(argc - 1, argv + 1);
     if (!strcmp(cmd, "selfcheck")) return cmd_selfcheck(argc - 1, argv + 1);
     if (!strcmp(cmd, "config-doc")) {
         config_schema_print(stdout);

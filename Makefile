@@ -6,7 +6,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 DEB_PACKAGES = build-essential cmake pkg-config libconfig-dev libsqlite3-dev sqlite3 \
-               libdnnl-dev curl ca-certificates
+               libdnnl-dev curl ca-certificates python3
 DATA_DIR = $(if $(DAWNRUN_DATA),$(DAWNRUN_DATA),data/cifar-10-batches-bin)
 
 .PHONY: all deps build build-werror demo test data clean
@@ -28,8 +28,24 @@ data:
 	@if [ -f "$(DATA_DIR)/test_batch.bin" ]; then echo "CIFAR-10 found in $(DATA_DIR)"; \
 	 else scripts/get-cifar10.sh data; fi
 
+DEMO_DB ?= results/demo.db
+
+# Two seeds of the demo experiment into results/demo.db (epoch tables and the batch
+# report), the rows the database holds, then the report again from the database. Run
+# it again and the finished runs are skipped.
 demo: build data
-	DAWNRUN_DATA=$(DATA_DIR) $(BUILD)/dawnrun train configs/demo.cfg --engine cpu
+	DAWNRUN_DATA=$(DATA_DIR) $(BUILD)/dawnrun run configs/demo.cfg --engine cpu \
+	  --db $(DEMO_DB)
+	@echo; echo "== rows in $(DEMO_DB) (sqlite3) =="
+	sqlite3 -header -column $(DEMO_DB) \
+	  "SELECT run_id, experiment, seed, status, round(final_test_acc, 4) AS test_acc, \
+	          round(train_time, 1) AS train_s FROM run_summary;"
+	sqlite3 -header -column $(DEMO_DB) \
+	  "SELECT run_id, epoch, round(lr, 4) AS lr, round(train_loss, 4) AS train_loss, \
+	          round(test_acc, 4) AS test_acc, round(total_time, 1) AS total_s \
+	   FROM epochs ORDER BY run_id, epoch;"
+	@echo; echo "== dawnrun report configs/demo.cfg =="
+	$(BUILD)/dawnrun report configs/demo.cfg --db $(DEMO_DB)
 
 test: build-werror
 	cd $(BUILD) && DAWNRUN_DATA=$(if $(DAWNRUN_DATA),$(abspath $(DAWNRUN_DATA)),$(abspath data/cifar-10-batches-bin)) \

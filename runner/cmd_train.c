@@ -52,9 +52,9 @@ int cmd_train(int argc, char **argv)
     cli_signals_install(); /* before any OpenMP region: see cli.h */
     int rc = runner_load(&e, &g, c.config, c.sets, c.n_sets);
     if (rc != DR_OK) return cli_exit_code(rc);
+    TRY(cli_backend(&c, (int)e.train.precision, &be)); /* no device: fail before loading */
     const char *dir = cifar10_default_dir(e.data.dir);
     TRY(cifar10_load(&train, &test, dir, e.data.train_subset, e.data.test_subset));
-    TRY(cli_backend(&c, (int)e.train.precision, &be));
     TRY(trainer_create(&t, &e, &g, &be, &train, &test, (uint64_t)seed));
     printf("experiment %s  seed %ld  engine %s (%s)\n", e.name, seed, be.ops->name,
            be.ops->device_name(be.ctx));

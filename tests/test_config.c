@@ -173,7 +173,7 @@ static void test_resnet9_and_demo(void)
     CHECK(e.eval.batch_size == 128); /* 0 = the training batch size */
     CHECK(schedule_is(&e.train.lr, 3, k8, v8));
     CHECK(e.augment.cutout == 8 && e.augment.pad == 4 && e.train.nesterov == 1);
-    CHECK(e.seeds == 1);
+    CHECK(e.seeds == 2 && e.target_accuracy == 0.70);
     /* model_vars is merged into model.vars and dropped from the resolved text */
     CHECK(strstr(e.resolved, "model_vars") == NULL);
     CHECK(strstr(e.resolved, "width = 16.0;") != NULL);

@@ -1,12 +1,363 @@
-/* CUDA engine: creation and device discovery. Any failure to find or initialise a
- * device (no driver, no GPU, cuDNN not initialisable) is reported as DR_ERR_NODEVICE. */
+/* CUDA engine: device discovery, creation, memory (allocation and the conversions between
+ * the canonical host form and the device storage of cuda_internal.h), synchronisation,
+ * and the backend table. Any failure to find or initialise a device (no driver, no GPU,
+ * cuDNN not initialisable) is reported as DR_ERR_NODEVICE. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 extern "C" {
-#include "../../engine/backend.h"
+#include "../../engine/experiment.h"
 }
-#include "check_cuda.h"
+#include "cuda_internal.h"
+
+#define CUDA_ALIGN 256
+
+static const char *const slot_names[SLOT_COUNT] = {
+    "the cuDNN convolution workspace", "the half-precision weight gradient buffer",
+    "the per-channel reduction buffer", "the max-pool index buffer"};
+
+static const char *dtype_name(enum cuda_dtype dt)
+{
+    return dt == CUDA_F32 ? "fp32" : dt == CUDA_F16 ? "fp16" : "bf16";
+}
+
+/* ------------------------------------------------------------------ shared helpers */
+
+size_t cuda_param_copy_offset(size_t count)
+{
+    return (count * sizeof(float) + CUDA_ALIGN - 1) / CUDA_ALIGN * CUDA_ALIGN;
+}
+
+void *cuda_param_copy(const struct cuda_ctx *c, const struct tensor *t)
+{
+    if (c->dt == CUDA_F32) return t->data;
+    return (char *)t->data + cuda_param_copy_offset(tensor_count(t));
+}
+
+int cuda_enter(struct cuda_ctx *c)
+{
+    int rc = DR_OK;
+    CHECK_CUDA(cudaSetDevice(c->device));
+cleanup:
+    return rc;
+}
+
+int cuda_scratch(struct cuda_ctx *c, enum cuda_slot slot, size_t bytes, void **out)
+{
+    int rc = DR_OK;
+    struct cuda_scratch *s = &c->scratch[slot];
+    size_t want = 0;
+    cudaError_t e = cudaSuccess;
+    if (bytes == 0) bytes = 1;   /* a zero-byte need still gets a buffer: no regrowth */
+    if (s->ptr && s->bytes >= bytes) {
+        *out = s->ptr;
+        return DR_OK;
+    }
+    CHECK_CUDA(cudaStreamSynchronize(c->stream));
+    if (s->ptr) CHECK_CUDA(cudaFree(s->ptr));
+    s->ptr = NULL;
+    s->bytes = 0;
+    want = bytes + bytes / 4;   /* headroom: fewer regrowths */
+    want = (want + CUDA_ALIGN - 1) / CUDA_ALIGN * CUDA_ALIGN;
+    e = cudaMalloc(&s->ptr, want);
+    if (e != cudaSuccess) {
+        s->ptr = NULL;
+        (void)cudaGetLastError();
+        FAIL(DR_ERR_NOMEM, "out of GPU memory allocating %s (%zu bytes): %s", slot_names[slot],
+             want, cudaGetErrorString(e));
+    }
+    s->bytes = want;
+    *out = s->ptr;
+cleanup:
+    return rc;
+}
+
+/* Reports and clears the device-side error flags. Call only after the stream is idle. */
+static int cuda_take_flags(struct cuda_ctx *c)
+{
+    int rc = DR_OK;
+    if (c->flags[FLAG_BAD_ROW]) {
+        c->flags[FLAG_BAD_ROW] = 0;
+        FAIL(DR_ERR_DATA, "augment: a batch row is outside the dataset");
+    }
+    if (c->flags[FLAG_BAD_LABEL]) {
+        c->flags[FLAG_BAD_LABEL] = 0;
+        FAIL(DR_ERR_DATA, "loss: a label is outside 0..classes-1");
+    }
+cleanup:
+    return rc;
+}
+
+/* ------------------------------------------------------------------ lifetime */
+
+static void cuda_destroy(void *ctx)
+{
+    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    if (!c) return;
+    cudaSetDevice(c->device);
+    if (c->stream) cudaStreamSynchronize(c->stream);
+    for (int s = 0; s < SLOT_COUNT; s++)
+        if (c->scratch[s].ptr) cudaFree(c->scratch[s].ptr);
+    cuda_conv_release(c);
+    if (c->td_x) cudnnDestroyTensorDescriptor(c->td_x);
+    if (c->td_y) cudnnDestroyTensorDescriptor(c->td_y);
+    if (c->fd_w) cudnnDestroyFilterDescriptor(c->fd_w);
+    if (c->cd) cudnnDestroyConvolutionDescriptor(c->cd);
+    if (c->cudnn) cudnnDestroy(c->cudnn);
+    if (c->cublas) cublasDestroy(c->cublas);
+    if (c->flags) cudaFreeHost(c->flags);
+    if (c->stream) cudaStreamDestroy(c->stream);
+    free(c);
+}
+
+static const char *cuda_device_name(void *ctx)
+{
+    return ((struct cuda_ctx *)ctx)->name;
+}
+
+/* "NVIDIA H200 (sm_90, 132 SMs, 140 GiB), driver CUDA 13.0, runtime 13.0, cuDNN 9.19.0, fp16" */
+static int cuda_describe(struct cuda_ctx *c)
+{
+    int rc = DR_OK;
+    cudaDeviceProp p;
+    int drv = 0, rt = 0;
+    size_t v = cudnnGetVersion();
+    CHECK_CUDA(cudaGetDeviceProperties(&p, c->device));
+    CHECK_CUDA(cudaDriverGetVersion(&drv));
+    CHECK_CUDA(cudaRuntimeGetVersion(&rt));
+    c->sm_count = p.multiProcessorCount;
+    snprintf(c->name, sizeof(c->name),
+             "%.200s (sm_%d%d, %d SMs, %.0f GiB), driver CUDA %d.%d, runtime %d.%d, "
+             "cuDNN %zu.%zu.%zu, %s",
+             p.name, p.major, p.minor, p.multiProcessorCount,
+             (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), drv / 1000, (drv % 1000) / 10,
+             rt / 1000, (rt % 1000) / 10, v / 10000, (v % 10000) / 100, v % 100,
+             dtype_name(c->dt));
+cleanup:
+    return rc;
+}
+
+/* ------------------------------------------------------------------ memory */
+
+/* Bytes of the device storage of t (for ACT at the tensor's current n). */
+static size_t cuda_bytes(const struct cuda_ctx *c, const struct tensor *t)
+{
+    size_t count = tensor_count(t);
+    switch (t->kind) {
+    case TENSOR_ACT: return count * cuda_dt_size(c->dt);
+    case TENSOR_PARAM:
+        if (c->dt == CUDA_F32) return count * sizeof(float);
+        return cuda_param_copy_offset(count) + count * cuda_dt_size(c->dt);
+    case TENSOR_U8: return count;
+    case TENSOR_F32:
+    case TENSOR_I32: return count * 4;
+    }
+    return count * 4;
+}
+
+static const char *kind_name(enum tensor_kind k)
+{
+    switch (k) {
+    case TENSOR_ACT: return "activation";
+    case TENSOR_PARAM: return "parameter";
+    case TENSOR_F32: return "fp32 vector";
+    case TENSOR_I32: return "int32 vector";
+    case TENSOR_U8: return "uint8 (dataset)";
+    }
+    return "tensor";
+}
+
+static int cuda_tensor_alloc(void *ctx, struct tensor *t)
+{
+    int rc = DR_OK;
+    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    size_t bytes = 0, free_b = 0, total_b = 0;
+    cudaError_t e = cudaSuccess;
+    t->data = NULL;
+    EXPECT(t->n >= 0 && t->c >= 0 && t->h >= 0 && t->w >= 0,
+           "negative tensor shape (%d, %d, %d, %d)", t->n, t->c, t->h, t->w);
+    TRY(cuda_enter(c));
+    bytes = cuda_bytes(c, t);
+    if (bytes == 0) bytes = CUDA_ALIGN;
+    e = cudaMalloc(&t->data, bytes);
+    if (e != cudaSuccess) {
+        t->data = NULL;
+        (void)cudaGetLastError();
+        cudaMemGetInfo(&free_b, &total_b);
+        FAIL(DR_ERR_NOMEM,
+             "out of GPU memory allocating a %s%s%s tensor (%d, %d, %d, %d), %zu bytes "
+             "(%zu of %zu MiB free): %s",
+             t->kind == TENSOR_ACT ? dtype_name(c->dt) : "", t->kind == TENSOR_ACT ? " " : "",
+             kind_name(t->kind), t->n, t->c, t->h, t->w, bytes, free_b >> 20, total_b >> 20,
+             cudaGetErrorString(e));
+    }
+    CHECK_CUDA(cudaMemsetAsync(t->data, 0, bytes, c->stream));
+cleanup:
+    return rc;
+}
+
+static void cuda_tensor_free(void *ctx, struct tensor *t)
+{
+    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    if (!t || !t->data) return;
+    cudaSetDevice(c->device);
+    cudaFree(t->data);   /* waits for work that may still use it */
+    t->data = NULL;
+}
+
+static int cuda_tensor_zero(void *ctx, struct tensor *t)
+{
+    int rc = DR_OK;
+    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    if (!t->data) return DR_OK;
+    TRY(cuda_enter(c));
+    CHECK_CUDA(cudaMemsetAsync(t->data, 0, cuda_bytes(c, t), c->stream));
+cleanup:
+    return rc;
+}
+
+/* Host NCHW fp32 -> host NHWC of element type T. */
+template <typename T>
+static void host_to_nhwc(T *dst, const float *src, int n, int ch, int hw)
+{
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < ch; k++)
+            for (int p = 0; p < hw; p++)
+                dst[((size_t)i * hw + p) * ch + k] =
+                    cuda_from_f<T>(src[((size_t)i * ch + k) * hw + p]);
+}
+
+/* Host NHWC of element type T -> host NCHW fp32. */
+template <typename T>
+static void host_from_nhwc(float *dst, const T *src, int n, int ch, int hw)
+{
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < ch; k++)
+            for (int p = 0; p < hw; p++)
+                dst[((size_t)i * ch + k) * hw + p] =
+                    cuda_to_f<T>(src[((size_t)i * hw + p) * ch + k]);
+}
+
+static int cuda_tensor_write(void *ctx, struct tensor *t, const void *host)
+{
+    int rc = DR_OK;
+    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    const size_t count = tensor_count(t);
+    const int hw = t->h * t->w;
+    void *tmp = NULL;
+    TRY(cuda_enter(c));
+    if (count == 0) goto cleanup;
+    if (t->kind == TENSOR_U8 || t->kind == TENSOR_F32 || t->kind == TENSOR_I32) {
+        /* pageable source: staged before the call returns, so the caller may reuse it */
+        CHECK_CUDA(cudaMemcpyAsync(t->data, host, cuda_bytes(c, t), cudaMemcpyHostToDevice,
+                                   c->stream));
+        goto cleanup;
+    }
+    tmp = malloc(cuda_bytes(c, t));
+    CHECK_ALLOC(tmp, "a host staging buffer for tensor_write");
+    if (t->kind == TENSOR_ACT) {
+        CUDA_DISPATCH(c->dt, T, host_to_nhwc<T>((T *)tmp, (const float *)host, t->n, t->c, hw));
+    } else {
+        host_to_nhwc<float>((float *)tmp, (const float *)host, t->n, t->c, hw);
+        if (c->dt != CUDA_F32) {
+            void *copy = (char *)tmp + cuda_param_copy_offset(count);
+            CUDA_DISPATCH(c->dt, T, {
+                for (size_t i = 0; i < count; i++)
+                    ((T *)copy)[i] = cuda_from_f<T>(((const float *)tmp)[i]);
+            });
+        }
+    }
+    CHECK_CUDA(cudaMemcpyAsync(t->data, tmp, cuda_bytes(c, t), cudaMemcpyHostToDevice,
+                               c->stream));
+    CHECK_CUDA(cudaStreamSynchronize(c->stream));
+cleanup:
+    free(tmp);
+    return rc;
+}
+
+static int cuda_tensor_read(void *ctx, void *host, const struct tensor *t)
+{
+    int rc = DR_OK;
+    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    const size_t count = tensor_count(t);
+    const int hw = t->h * t->w;
+    void *tmp = NULL;
+    TRY(cuda_enter(c));
+    if (count == 0) goto cleanup;
+    if (t->kind == TENSOR_U8 || t->kind == TENSOR_F32 || t->kind == TENSOR_I32) {
+        CHECK_CUDA(cudaMemcpyAsync(host, t->data, cuda_bytes(c, t), cudaMemcpyDeviceToHost,
+                                   c->stream));
+        CHECK_CUDA(cudaStreamSynchronize(c->stream));
+        TRY(cuda_take_flags(c));
+        goto cleanup;
+    }
+    /* the fp32 master only for PARAM: its compute copy is derived from it */
+    tmp = malloc(t->kind == TENSOR_ACT ? cuda_bytes(c, t) : count * sizeof(float));
+    CHECK_ALLOC(tmp, "a host staging buffer for tensor_read");
+    CHECK_CUDA(cudaMemcpyAsync(tmp, t->data,
+                               t->kind == TENSOR_ACT ? cuda_bytes(c, t) : count * sizeof(float),
+                               cudaMemcpyDeviceToHost, c->stream));
+    CHECK_CUDA(cudaStreamSynchronize(c->stream));
+    TRY(cuda_take_flags(c));
+    if (t->kind == TENSOR_ACT) {
+        CUDA_DISPATCH(c->dt, T, host_from_nhwc<T>((float *)host, (const T *)tmp, t->n, t->c, hw));
+    } else {
+        host_from_nhwc<float>((float *)host, (const float *)tmp, t->n, t->c, hw);
+    }
+cleanup:
+    free(tmp);
+    return rc;
+}
+
+static int cuda_synchronize(void *ctx)
+{
+    int rc = DR_OK;
+    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    TRY(cuda_enter(c));
+    CHECK_CUDA(cudaStreamSynchronize(c->stream));
+    TRY(cuda_take_flags(c));
+cleanup:
+    return rc;
+}
+
+/* ------------------------------------------------------------------ the table */
+
+static const struct backend_ops cuda_ops_table = {
+    /* .name = */ "cuda",
+    /* .destroy = */ cuda_destroy,
+    /* .device_name = */ cuda_device_name,
+    /* .tensor_alloc = */ cuda_tensor_alloc,
+    /* .tensor_free = */ cuda_tensor_free,
+    /* .tensor_zero = */ cuda_tensor_zero,
+    /* .tensor_write = */ cuda_tensor_write,
+    /* .tensor_read = */ cuda_tensor_read,
+    /* .synchronize = */ cuda_synchronize,
+    /* .augment = */ cuda_augment,
+    /* .conv_forward = */ cuda_conv_forward,
+    /* .conv_backward = */ cuda_conv_backward,
+    /* .bn_forward_train = */ cuda_bn_forward_train,
+    /* .bn_forward_eval = */ cuda_bn_forward_eval,
+    /* .bn_backward = */ cuda_bn_backward,
+    /* .act_forward = */ cuda_act_forward,
+    /* .act_backward = */ cuda_act_backward,
+    /* .pool_forward = */ cuda_pool_forward,
+    /* .pool_backward = */ cuda_pool_backward,
+    /* .concat_forward = */ cuda_concat_forward,
+    /* .concat_backward = */ cuda_concat_backward,
+    /* .add_forward = */ cuda_add_forward,
+    /* .scale_forward = */ cuda_scale_forward,
+    /* .scaled_copy = */ cuda_scaled_copy,
+    /* .flatten_forward = */ cuda_flatten_forward,
+    /* .flatten_backward = */ cuda_flatten_backward,
+    /* .linear_forward = */ cuda_linear_forward,
+    /* .linear_backward = */ cuda_linear_backward,
+    /* .xent_forward = */ cuda_xent_forward,
+    /* .xent_backward = */ cuda_xent_backward,
+    /* .sgd_update = */ cuda_sgd_update,
+};
+
+/* ------------------------------------------------------------------ creation */
 
 extern "C" int backend_cuda_probe(int device, char *why, size_t whylen)
 {
@@ -14,10 +365,17 @@ extern "C" int backend_cuda_probe(int device, char *why, size_t whylen)
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
         snprintf(why, whylen, "%s", cudaGetErrorString(e));
+        (void)cudaGetLastError();
         return DR_ERR_NODEVICE;
     }
     if (device < 0 || device >= count) {
         snprintf(why, whylen, "no CUDA device %d (%d present)", device, count);
+        return DR_ERR_NODEVICE;
+    }
+    e = cudaSetDevice(device);
+    if (e != cudaSuccess) {
+        snprintf(why, whylen, "CUDA device %d: %s", device, cudaGetErrorString(e));
+        (void)cudaGetLastError();
         return DR_ERR_NODEVICE;
     }
     cudnnHandle_t h = NULL;
@@ -32,14 +390,45 @@ extern "C" int backend_cuda_probe(int device, char *why, size_t whylen)
 
 extern "C" int backend_cuda_create(struct backend *b, int device, int precision)
 {
+    int rc = DR_OK;
     char why[256];
-    (void)precision;
+    struct cuda_ctx *c = NULL;
+    const char *find = getenv("DAWNRUN_CUDNN_FIND");
     b->ops = NULL;
     b->ctx = NULL;
     if (backend_cuda_probe(device, why, sizeof(why)) != DR_OK) {
         fprintf(stderr, "dawnrun: no CUDA device: %s\n", why);
         return DR_ERR_NODEVICE;
     }
-    fprintf(stderr, "dawnrun: the CUDA engine's ops are not built yet\n");
-    return DR_ERR_NODEVICE;
+    if (precision != PRECISION_FP32 && precision != PRECISION_FP16 &&
+        precision != PRECISION_BF16)
+        FAIL(DR_ERR_INTERNAL, "unknown precision %d", precision);
+    c = (struct cuda_ctx *)calloc(1, sizeof(*c));
+    CHECK_ALLOC(c, "the CUDA backend");
+    c->device = device;
+    c->precision = precision;
+    c->dt = precision == PRECISION_FP16 ? CUDA_F16
+            : precision == PRECISION_BF16 ? CUDA_BF16 : CUDA_F32;
+    c->find_algos = find && find[0] == '1';
+    CHECK_CUDA(cudaSetDevice(device));
+    TRY(cuda_describe(c));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaHostAlloc((void **)&c->flags, sizeof(int) * FLAG_COUNT, cudaHostAllocMapped));
+    memset(c->flags, 0, sizeof(int) * FLAG_COUNT);
+    CHECK_CUDA(cudaHostGetDevicePointer((void **)&c->flags_dev, c->flags, 0));
+    CHECK_CUDNN(cudnnCreate(&c->cudnn));
+    CHECK_CUDNN(cudnnSetStream(c->cudnn, c->stream));
+    CHECK_CUDNN(cudnnCreateTensorDescriptor(&c->td_x));
+    CHECK_CUDNN(cudnnCreateTensorDescriptor(&c->td_y));
+    CHECK_CUDNN(cudnnCreateFilterDescriptor(&c->fd_w));
+    CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&c->cd));
+    CHECK_CUBLAS(cublasCreate(&c->cublas));
+    CHECK_CUBLAS(cublasSetStream(c->cublas, c->stream));
+    CHECK_CUBLAS(cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH));
+    b->ops = &cuda_ops_table;
+    b->ctx = c;
+    c = NULL;
+cleanup:
+    if (c) cuda_destroy(c);
+    return rc;
 }

@@ -69,11 +69,12 @@ struct cuda_ctx {
     cudnnFilterDescriptor_t fd_w;
     cudnnConvolutionDescriptor_t cd;
     struct cuda_scratch scratch[SLOT_COUNT];
-    int *flags;                     /* [FLAG_COUNT], pinned and mapped */
+    int *flags;                     /* [FLAG_COUNT], pinned and mapped: the host view */
+    int *flags_dev;                 /* the same memory as kernels address it */
     struct cuda_conv_algo *algos;   /* cache, grown by doubling */
     int n_algos, cap_algos;
     int find_algos;                 /* 1: benchmark with cudnnFind*, 0: heuristics */
-    char name[256];
+    char name[512];
 };
 
 /* ------------------------------------------------------------------ element types */
@@ -106,21 +107,21 @@ template <> __host__ __device__ __forceinline__ __nv_bfloat16 cuda_from_f<__nv_b
     return __float2bfloat16_rn(v);
 }
 
-/* Runs `body` with T bound to the element type of dtype `dt`. */
-#define CUDA_DISPATCH(dt, T, body)                                                         \
+/* Runs the body (the remaining arguments) with T bound to the element type of dtype `dt`. */
+#define CUDA_DISPATCH(dt, T, ...)                                                          \
     do {                                                                                   \
         switch (dt) {                                                                      \
         case CUDA_F32: {                                                                   \
             typedef float T;                                                               \
-            body;                                                                          \
+            __VA_ARGS__;                                                                   \
         } break;                                                                           \
         case CUDA_F16: {                                                                   \
             typedef __half T;                                                              \
-            body;                                                                          \
+            __VA_ARGS__;                                                                   \
         } break;                                                                           \
         case CUDA_BF16: {                                                                  \
             typedef __nv_bfloat16 T;                                                       \
-            body;                                                                          \
+            __VA_ARGS__;                                                                   \
         } break;                                                                           \
         }                                                                                  \
     } while (0)
@@ -148,6 +149,27 @@ static inline unsigned cuda_grid(const struct cuda_ctx *c, size_t count)
     size_t cap = (size_t)(c->sm_count > 0 ? c->sm_count : 80) * 16;
     return (unsigned)(blocks < cap ? blocks : cap);
 }
+
+/* Kernels over the (rows, channels) of an NHWC tensor use blocks of (CH_X, CH_Y): x walks
+ * the channels (a warp reads 32 neighbouring channels of one row), y and the grid walk the
+ * rows, so no thread divides an element index to find its channel. */
+#define CH_X 32
+#define CH_Y 8
+
+/* Grid size for such a kernel over rows rows (rows > 0). */
+static inline unsigned cuda_grid_rows(const struct cuda_ctx *c, long rows)
+{
+    long blocks = (rows + CH_Y - 1) / CH_Y;
+    long cap = (long)(c->sm_count > 0 ? c->sm_count : 80) * 16;
+    return (unsigned)(blocks < cap ? blocks : cap);
+}
+
+/* Loops a thread of such a kernel over its (row r, channel ch) pairs, channel outermost
+ * so that per-channel values can be loaded once. */
+#define FOR_CHANNELS(ch, channels) for (int ch = threadIdx.x; ch < (channels); ch += blockDim.x)
+#define FOR_ROWS(r, rows)                                                                  \
+    for (long r = (long)blockIdx.x * blockDim.y + threadIdx.y; r < (rows);                 \
+         r += (long)gridDim.x * blockDim.y)
 
 static inline int cuda_same_shape(const struct tensor *a, const struct tensor *b)
 {

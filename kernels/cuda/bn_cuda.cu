@@ -1,0 +1,275 @@
+/* Batch normalisation on NHWC activations, statistics and parameters in fp32, sums in
+ * double: the CUDA twin of kernels/cpu/batchnorm.c, with the same formulas in the same
+ * order (biased variance to normalise, unbiased for running_var, PyTorch momentum; the
+ * mean applied as the float pair hi + lo; the backward pass recomputing the mean from x).
+ * Each pass is: per-channel partial sums (reduce_cuda.cu), a one-thread-per-channel
+ * kernel that turns sums into coefficients, and an elementwise kernel. Elementwise
+ * arithmetic uses explicit round-to-nearest intrinsics so that no multiply-add is fused
+ * where the CPU twin rounds twice. */
+#include <math.h>
+
+#include "cuda_internal.h"
+
+/* Coefficients of the elementwise forward: y = ((x - hi) - lo) * scale + shift. */
+enum { COEF_SCALE, COEF_HI, COEF_LO, COEF_SHIFT, COEF_FWD_COUNT };
+/* Coefficients of the elementwise backward: dx = a*dy + b*((x - hi) - lo) + e. */
+enum { BCOEF_A, BCOEF_B, BCOEF_E, BCOEF_HI, BCOEF_LO, COEF_BWD_COUNT };
+
+__device__ __forceinline__ void bn_split(float *hi, float *lo, double v)
+{
+    *hi = (float)v;
+    *lo = (float)(v - (double)*hi);
+}
+
+__global__ void bn_train_finalize_kernel(float *coef,          /* (COEF_FWD_COUNT, c) */
+                                         float *save_mean,     /* (c) */
+                                         float *save_invstd,   /* (c) */
+                                         float *running_mean,  /* (c) in/out */
+                                         float *running_var,   /* (c) in/out */
+                                         const double *sums,   /* (2, c): sum x, sum x² */
+                                         const float *gamma, const float *beta, int c,
+                                         long cnt, float eps, float momentum)
+{
+    const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ch >= c) return;
+    const double mean = cnt ? sums[ch] / (double)cnt : 0.0;
+    double var = cnt ? sums[c + ch] / (double)cnt - mean * mean : 0.0;
+    if (var < 0.0) var = 0.0;
+    const double invstd = 1.0 / sqrt(var + (double)eps);
+    save_mean[ch] = (float)mean;
+    save_invstd[ch] = (float)invstd;
+    if (momentum != 0.0f) {
+        const double unbiased = cnt > 1 ? var * (double)cnt / (double)(cnt - 1) : var;
+        running_mean[ch] = (float)((1.0 - momentum) * running_mean[ch] + momentum * mean);
+        running_var[ch] = (float)((1.0 - momentum) * running_var[ch] + momentum * unbiased);
+    }
+    float hi, lo;
+    bn_split(&hi, &lo, mean);
+    coef[COEF_SCALE * c + ch] = (float)((double)gamma[ch] * invstd);
+    coef[COEF_HI * c + ch] = hi;
+    coef[COEF_LO * c + ch] = lo;
+    coef[COEF_SHIFT * c + ch] = beta[ch];
+}
+
+__global__ void bn_eval_coef_kernel(float *coef,  /* (COEF_FWD_COUNT, c) */
+                                    const float *gamma, const float *beta,
+                                    const float *running_mean, const float *running_var, int c,
+                                    float eps)
+{
+    const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ch >= c) return;
+    const double invstd = 1.0 / sqrt((double)running_var[ch] + (double)eps);
+    coef[COEF_SCALE * c + ch] = (float)((double)gamma[ch] * invstd);
+    coef[COEF_HI * c + ch] = running_mean[ch];
+    coef[COEF_LO * c + ch] = 0.0f;
+    coef[COEF_SHIFT * c + ch] = beta[ch];
+}
+
+/* Block (CH_X, CH_Y), grid cuda_grid_rows. */
+template <typename T>
+__global__ void bn_apply_kernel(T *y,              /* (rows, c) */
+                                const T *x,        /* (rows, c) */
+                                const float *coef, /* (COEF_FWD_COUNT, c) */
+                                long rows, int c)
+{
+    FOR_CHANNELS(ch, c)
+    {
+        const float scale = coef[COEF_SCALE * c + ch], hi = coef[COEF_HI * c + ch];
+        const float lo = coef[COEF_LO * c + ch], shift = coef[COEF_SHIFT * c + ch];
+        FOR_ROWS(r, rows)
+        {
+            const size_t i = (size_t)r * c + ch;
+            const float t = __fsub_rn(__fsub_rn(cuda_to_f<T>(x[i]), hi), lo);
+            y[i] = cuda_from_f<T>(__fadd_rn(__fmul_rn(t, scale), shift));
+        }
+    }
+}
+
+__global__ void bn_backward_finalize_kernel(float *coef,   /* (COEF_BWD_COUNT, c) */
+                                            float *dgamma, /* (c) or NULL */
+                                            float *dbeta,  /* (c) or NULL */
+                                            const double *sums, /* (3, c): x, dy, dy*x */
+                                            const float *gamma, const float *save_invstd,
+                                            int c, long cnt)
+{
+    const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ch >= c) return;
+    const double sum_x = sums[ch], sum_dy = sums[c + ch], sum_dyx = sums[2 * c + ch];
+    const double mean = cnt ? sum_x / (double)cnt : 0.0;
+    const double invstd = save_invstd[ch];
+    const double dg = (sum_dyx - mean * sum_dy) * invstd;
+    if (dgamma) dgamma[ch] = (float)dg;
+    if (dbeta) dbeta[ch] = (float)sum_dy;
+    const double k = (double)gamma[ch] * invstd;
+    const double n = cnt ? (double)cnt : 1.0;
+    float hi, lo;
+    bn_split(&hi, &lo, mean);
+    coef[BCOEF_A * c + ch] = (float)k;
+    coef[BCOEF_B * c + ch] = (float)(-k * invstd * dg / n);
+    coef[BCOEF_E * c + ch] = (float)(-k * sum_dy / n);
+    coef[BCOEF_HI * c + ch] = hi;
+    coef[BCOEF_LO * c + ch] = lo;
+}
+
+/* Block (CH_X, CH_Y), grid cuda_grid_rows. */
+template <typename T>
+__global__ void bn_backward_apply_kernel(T *dx,             /* (rows, c) */
+                                         const T *dy,       /* (rows, c) */
+                                         const T *x,        /* (rows, c) */
+                                         const float *coef, /* (COEF_BWD_COUNT, c) */
+                                         long rows, int c, int accumulate)
+{
+    FOR_CHANNELS(ch, c)
+    {
+        const float a = coef[BCOEF_A * c + ch], b = coef[BCOEF_B * c + ch];
+        const float e = coef[BCOEF_E * c + ch], hi = coef[BCOEF_HI * c + ch];
+        const float lo = coef[BCOEF_LO * c + ch];
+        FOR_ROWS(r, rows)
+        {
+            const size_t i = (size_t)r * c + ch;
+            const float xm = __fsub_rn(__fsub_rn(cuda_to_f<T>(x[i]), hi), lo);
+            const float g = __fadd_rn(
+                __fadd_rn(__fmul_rn(a, cuda_to_f<T>(dy[i])), __fmul_rn(b, xm)), e);
+            dx[i] = cuda_from_f<T>(accumulate ? __fadd_rn(cuda_to_f<T>(dx[i]), g) : g);
+        }
+    }
+}
+
+/* fp32 vector data of an optional tensor. */
+static float *vec(const struct tensor *t)
+{
+    return t ? (float *)t->data : NULL;
+}
+
+static int bn_vec_ok(const struct tensor *t, int c)
+{
+    return t && t->data && tensor_count(t) == (size_t)c;
+}
+
+/* Lays out the reduction scratch: partial (nq, parts, c) doubles, sums (nq, c) doubles,
+ * then ncoef × c floats. */
+static int bn_scratch(struct cuda_ctx *ctx, int nq, int parts, int c, int ncoef, double **partial,
+                      double **sums, float **coef)
+{
+    int rc = DR_OK;
+    void *buf = NULL;
+    const size_t np = (size_t)nq * parts * c, ns = (size_t)nq * c;
+    TRY(cuda_scratch(ctx, SLOT_REDUCE, sizeof(double) * (np + ns) + sizeof(float) * ncoef * c,
+                     &buf));
+    *partial = (double *)buf;
+    *sums = *partial + np;
+    *coef = (float *)(*sums + ns);
+cleanup:
+    return rc;
+}
+
+int cuda_bn_forward_train(void *ctx, struct tensor *y, struct tensor *save_mean,
+                          struct tensor *save_invstd, struct tensor *running_mean,
+                          struct tensor *running_var, const struct tensor *x,
+                          const struct tensor *gamma, const struct tensor *beta,
+                          const struct bn_attr *a)
+{
+    int rc = DR_OK;
+    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    const int ch = x->c;
+    const long rows = (long)x->n * x->h * x->w;
+    const size_t count = (size_t)rows * (size_t)ch;
+    const int parts = cuda_reduce_parts(rows);
+    double *partial = NULL, *sums = NULL;
+    float *coef = NULL;
+    EXPECT(cuda_same_shape(y, x), "bn: output (%d, %d, %d, %d) unlike input", y->n, y->c, y->h,
+           y->w);
+    EXPECT(bn_vec_ok(save_mean, ch) && bn_vec_ok(save_invstd, ch) &&
+               bn_vec_ok(running_mean, ch) && bn_vec_ok(running_var, ch) &&
+               bn_vec_ok(gamma, ch) && bn_vec_ok(beta, ch),
+           "bn: a statistics or parameter vector is not of %d channels", ch);
+    if (ch == 0) goto cleanup;
+    TRY(cuda_enter(c));
+    TRY(bn_scratch(c, 2, parts, ch, COEF_FWD_COUNT, &partial, &sums, &coef));
+    TRY(cuda_reduce_partial(c, partial, x->data, NULL, rows, ch, parts, REDUCE_SUMSQ));
+    TRY(cuda_reduce_finish(c, sums, partial, ch, parts, 2));
+    bn_train_finalize_kernel<<<(ch + CUDA_THREADS - 1) / CUDA_THREADS, CUDA_THREADS, 0,
+                               c->stream>>>(coef, vec(save_mean), vec(save_invstd),
+                                            vec(running_mean), vec(running_var), sums,
+                                            vec(gamma), vec(beta), ch, rows, a->eps,
+                                            a->momentum);
+    CHECK_LAUNCH();
+    if (count == 0) goto cleanup;
+    CUDA_DISPATCH(c->dt, T,
+                  bn_apply_kernel<T><<<cuda_grid_rows(c, rows), dim3(CH_X, CH_Y), 0,
+                                       c->stream>>>((T *)y->data, (const T *)x->data, coef,
+                                                    rows, ch));
+    CHECK_LAUNCH();
+cleanup:
+    return rc;
+}
+
+int cuda_bn_forward_eval(void *ctx, struct tensor *y, const struct tensor *x,
+                         const struct tensor *gamma, const struct tensor *beta,
+                         const struct tensor *running_mean, const struct tensor *running_var,
+                         const struct bn_attr *a)
+{
+    int rc = DR_OK;
+    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    const int ch = x->c;
+    const long rows = (long)x->n * x->h * x->w;
+    const size_t count = tensor_count(x);
+    void *buf = NULL;
+    EXPECT(cuda_same_shape(y, x), "bn: output (%d, %d, %d, %d) unlike input", y->n, y->c, y->h,
+           y->w);
+    EXPECT(bn_vec_ok(running_mean, ch) && bn_vec_ok(running_var, ch) && bn_vec_ok(gamma, ch) &&
+               bn_vec_ok(beta, ch),
+           "bn: a statistics or parameter vector is not of %d channels", ch);
+    if (ch == 0 || count == 0) goto cleanup;
+    TRY(cuda_enter(c));
+    TRY(cuda_scratch(c, SLOT_REDUCE, sizeof(float) * COEF_FWD_COUNT * ch, &buf));
+    bn_eval_coef_kernel<<<(ch + CUDA_THREADS - 1) / CUDA_THREADS, CUDA_THREADS, 0, c->stream>>>(
+        (float *)buf, vec(gamma), vec(beta), vec(running_mean), vec(running_var), ch, a->eps);
+    CHECK_LAUNCH();
+    CUDA_DISPATCH(c->dt, T,
+                  bn_apply_kernel<T><<<cuda_grid_rows(c, rows), dim3(CH_X, CH_Y), 0,
+                                       c->stream>>>((T *)y->data, (const T *)x->data,
+                                                    (const float *)buf, rows, ch));
+    CHECK_LAUNCH();
+cleanup:
+    return rc;
+}
+
+int cuda_bn_backward(void *ctx, struct tensor *dx, struct tensor *dgamma, struct tensor *dbeta,
+                     const struct tensor *dy, const struct tensor *x, const struct tensor *gamma,
+                     const struct tensor *save_mean, const struct tensor *save_invstd,
+                     int accumulate)
+{
+    int rc = DR_OK;
+    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    const int ch = x->c;
+    const long rows = (long)x->n * x->h * x->w;
+    const size_t count = (size_t)rows * (size_t)ch;
+    const int parts = cuda_reduce_parts(rows);
+    const int want_dx = dx && dx->data;
+    double *partial = NULL, *sums = NULL;
+    float *coef = NULL;
+    EXPECT(cuda_same_shape(dy, x) && (!want_dx || cuda_same_shape(dx, x)),
+           "bn backward: dy or dx unlike x (%d, %d, %d, %d)", x->n, x->c, x->h, x->w);
+    EXPECT(bn_vec_ok(gamma, ch) && bn_vec_ok(save_mean, ch) && bn_vec_ok(save_invstd, ch) &&
+               (!vec(dgamma) || bn_vec_ok(dgamma, ch)) && (!vec(dbeta) || bn_vec_ok(dbeta, ch)),
+           "bn backward: a statistics or parameter vector is not of %d channels", ch);
+    if (ch == 0) goto cleanup;
+    TRY(cuda_enter(c));
+    TRY(bn_scratch(c, 3, parts, ch, COEF_BWD_COUNT, &partial, &sums, &coef));
+    TRY(cuda_reduce_partial(c, partial, x->data, dy->data, rows, ch, parts, REDUCE_BN_BWD));
+    TRY(cuda_reduce_finish(c, sums, partial, ch, parts, 3));
+    bn_backward_finalize_kernel<<<(ch + CUDA_THREADS - 1) / CUDA_THREADS, CUDA_THREADS, 0,
+                                  c->stream>>>(coef, vec(dgamma), vec(dbeta), sums, vec(gamma),
+                                               vec(save_invstd), ch, rows);
+    CHECK_LAUNCH();
+    if (!want_dx || count == 0) goto cleanup;
+    CUDA_DISPATCH(c->dt, T,
+                  bn_backward_apply_kernel<T><<<cuda_grid_rows(c, rows), dim3(CH_X, CH_Y), 0,
+                                                c->stream>>>((T *)dx->data, (const T *)dy->data,
+                                                             (const T *)x->data, coef, rows, ch,
+                                                             accumulate));
+    CHECK_LAUNCH();
+cleanup:
+    return rc;
+}

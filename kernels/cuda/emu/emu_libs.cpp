@@ -1,0 +1,381 @@
+/* Host emulation (see run.sh): cuDNN convolutions and cublasGemmEx as naive reference
+ * loops with double accumulation. Both check what the real libraries would reject or what
+ * would silently compute the wrong thing: descriptors that do not describe one NHWC
+ * convolution, mixed data types, a workspace smaller than the size reported, leading
+ * dimensions too small for the operand. Output is read only when beta is not zero, as in
+ * the libraries. The algorithm queries offer one unsupported candidate before the usable
+ * one, so that the engine's selection loop is exercised. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#include "emu.h"
+#include "include/cublas_v2.h"
+#include "include/cudnn.h"
+
+#define EMU_WORKSPACE 4096
+
+/* Element i of an array of cuDNN / cuBLAS type code t (0 fp32, 2 fp16, else bf16). */
+static double emu_get(int t, const void *p, size_t i)
+{
+    if (t == 0) return ((const float *)p)[i];
+    if (t == 2) return __half2float(((const __half *)p)[i]);
+    return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+}
+
+static void emu_put(int t, void *p, size_t i, double v)
+{
+    if (t == 0)
+        ((float *)p)[i] = (float)v;
+    else if (t == 2)
+        ((__half *)p)[i] = __float2half_rn((float)v);
+    else
+        ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn((float)v);
+}
+
+/* ------------------------------------------------------------------ cuDNN */
+
+struct emu_tensor_desc {
+    int fmt, dt, n, c, h, w;
+};
+struct emu_filter_desc {
+    int fmt, dt, k, c, r, s;
+};
+struct emu_conv_desc {
+    int ph, pw, u, v, dh, dw, mode, compute, math;
+};
+
+const char *cudnnGetErrorString(cudnnStatus_t s)
+{
+    return s == CUDNN_STATUS_SUCCESS ? "CUDNN_STATUS_SUCCESS" : "emulated cuDNN error";
+}
+
+size_t cudnnGetVersion(void)
+{
+    return 91900;
+}
+
+cudnnStatus_t cudnnCreate(cudnnHandle_t *h)
+{
+    *h = (cudnnHandle_t)malloc(16);
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnDestroy(cudnnHandle_t h)
+{
+    free(h);
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetStream(cudnnHandle_t, cudaStream_t)
+{
+    return CUDNN_STATUS_SUCCESS;
+}
+
+#define EMU_DESC(type, create, destroy)                                                    \
+    cudnnStatus_t create(type *d)                                                          \
+    {                                                                                      \
+        *d = (type)calloc(1, 64);                                                          \
+        return CUDNN_STATUS_SUCCESS;                                                       \
+    }                                                                                      \
+    cudnnStatus_t destroy(type d)                                                          \
+    {                                                                                      \
+        free(d);                                                                           \
+        return CUDNN_STATUS_SUCCESS;                                                       \
+    }
+EMU_DESC(cudnnTD, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor)
+EMU_DESC(cudnnFD, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor)
+EMU_DESC(cudnnCD, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor)
+
+cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTD d, cudnnTensorFormat_t f, cudnnDataType_t t,
+                                         int n, int c, int h, int w)
+{
+    if (n <= 0 || c <= 0 || h <= 0 || w <= 0) return CUDNN_STATUS_BAD_PARAM;
+    *d = {f, t, n, c, h, w};
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFD d, cudnnDataType_t t, cudnnTensorFormat_t f,
+                                         int k, int c, int h, int w)
+{
+    if (k <= 0 || c <= 0 || h <= 0 || w <= 0) return CUDNN_STATUS_BAD_PARAM;
+    *d = {f, t, k, c, h, w};
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnCD d, int ph, int pw, int u, int v, int dh,
+                                              int dw, cudnnConvolutionMode_t m,
+                                              cudnnDataType_t compute)
+{
+    if (ph < 0 || pw < 0 || u <= 0 || v <= 0 || dh <= 0 || dw <= 0) return CUDNN_STATUS_BAD_PARAM;
+    *d = {ph, pw, u, v, dh, dw, m, compute, CUDNN_DEFAULT_MATH};
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetConvolutionMathType(cudnnCD d, cudnnMathType_t m)
+{
+    d->math = m;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+/* 0 when x, w, c, y describe one NHWC cross-correlation of one data type. */
+static cudnnStatus_t emu_consistent(cudnnTD x, cudnnFD w, cudnnCD c, cudnnTD y)
+{
+    const int ho = (x->h + 2 * c->ph - w->r) / c->u + 1, wo = (x->w + 2 * c->pw - w->s) / c->v + 1;
+    const char *why = NULL;
+    if (x->fmt != CUDNN_TENSOR_NHWC || y->fmt != CUDNN_TENSOR_NHWC || w->fmt != CUDNN_TENSOR_NHWC)
+        why = "not NHWC";
+    else if (x->dt != y->dt || x->dt != w->dt)
+        why = "data types differ";
+    else if (c->mode != CUDNN_CROSS_CORRELATION || c->dh != 1 || c->dw != 1 ||
+             c->compute != CUDNN_DATA_FLOAT)
+        why = "convolution descriptor";
+    else if (x->c != w->c || y->c != w->k || y->n != x->n || y->h != ho || y->w != wo)
+        why = "shapes";
+    if (!why) return CUDNN_STATUS_SUCCESS;
+    fprintf(stderr, "emu cuDNN: %s: x (%d, %d, %d, %d) w (%d, %d, %d, %d) y (%d, %d, %d, %d)\n",
+            why, x->n, x->c, x->h, x->w, w->k, w->c, w->r, w->s, y->n, y->c, y->h, y->w);
+    return CUDNN_STATUS_BAD_PARAM;
+}
+
+/* Candidate 1 (unsupported) then candidate 0, with the descriptor's math type. */
+template <typename P>
+static cudnnStatus_t emu_candidates(cudnnCD c, int requested, int *returned, P *perf)
+{
+    if (requested < 2) return CUDNN_STATUS_BAD_PARAM;
+    memset(perf, 0, 2 * sizeof(*perf));
+    perf[0].algo = 1;
+    perf[0].status = CUDNN_STATUS_NOT_SUPPORTED;
+    perf[1].algo = 0;
+    perf[1].status = CUDNN_STATUS_SUCCESS;
+    perf[1].mathType = (cudnnMathType_t)c->math;
+    *returned = 2;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t, cudnnTD x, cudnnFD w,
+                                                     cudnnCD c, cudnnTD y, int requested,
+                                                     int *returned,
+                                                     cudnnConvolutionFwdAlgoPerf_t *perf)
+{
+    cudnnStatus_t s = emu_consistent(x, w, c, y);
+    return s ? s : emu_candidates(c, requested, returned, perf);
+}
+
+cudnnStatus_t cudnnFindConvolutionForwardAlgorithm(cudnnHandle_t h, cudnnTD x, cudnnFD w,
+                                                   cudnnCD c, cudnnTD y, int requested,
+                                                   int *returned,
+                                                   cudnnConvolutionFwdAlgoPerf_t *perf)
+{
+    return cudnnGetConvolutionForwardAlgorithm_v7(h, x, w, c, y, requested, returned, perf);
+}
+
+cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t, cudnnFD w, cudnnTD dy,
+                                                          cudnnCD c, cudnnTD dx, int requested,
+                                                          int *returned,
+                                                          cudnnConvolutionBwdDataAlgoPerf_t *p)
+{
+    cudnnStatus_t s = emu_consistent(dx, w, c, dy);
+    return s ? s : emu_candidates(c, requested, returned, p);
+}
+
+cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithm(cudnnHandle_t h, cudnnFD w, cudnnTD dy,
+                                                        cudnnCD c, cudnnTD dx, int requested,
+                                                        int *returned,
+                                                        cudnnConvolutionBwdDataAlgoPerf_t *p)
+{
+    return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w, dy, c, dx, requested, returned, p);
+}
+
+cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+    cudnnHandle_t, cudnnTD x, cudnnTD dy, cudnnCD c, cudnnFD dw, int requested, int *returned,
+    cudnnConvolutionBwdFilterAlgoPerf_t *p)
+{
+    cudnnStatus_t s = emu_consistent(x, dw, c, dy);
+    return s ? s : emu_candidates(c, requested, returned, p);
+}
+
+cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithm(cudnnHandle_t h, cudnnTD x, cudnnTD dy,
+                                                          cudnnCD c, cudnnFD dw, int requested,
+                                                          int *returned,
+                                                          cudnnConvolutionBwdFilterAlgoPerf_t *p)
+{
+    return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x, dy, c, dw, requested, returned, p);
+}
+
+/* Workspace sizes differ per direction (none for the forward pass), so that sharing and
+ * growing one workspace are exercised. */
+static size_t emu_ws(int dir)
+{
+    return (size_t)EMU_WORKSPACE * (size_t)dir;
+}
+
+cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t, cudnnTD x, cudnnFD w,
+                                                      cudnnCD c, cudnnTD y,
+                                                      cudnnConvolutionFwdAlgo_t a, size_t *s)
+{
+    *s = emu_ws(0);
+    return a == 0 ? emu_consistent(x, w, c, y) : CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t, cudnnFD w, cudnnTD dy,
+                                                           cudnnCD c, cudnnTD dx,
+                                                           cudnnConvolutionBwdDataAlgo_t a,
+                                                           size_t *s)
+{
+    *s = emu_ws(1);
+    return a == 0 ? emu_consistent(dx, w, c, dy) : CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t, cudnnTD x,
+                                                             cudnnTD dy, cudnnCD c, cudnnFD dw,
+                                                             cudnnConvolutionBwdFilterAlgo_t a,
+                                                             size_t *s)
+{
+    *s = emu_ws(2);
+    return a == 0 ? emu_consistent(x, dw, c, dy) : CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+/* dir 0: y = alpha conv(x, w) + beta y; 1: dx = alpha conv^T(dy, w) + beta dx;
+ * 2: dw = alpha corr(x, dy) + beta dw. */
+static cudnnStatus_t emu_conv(int dir, cudnnTD xd, cudnnFD wd, cudnnCD cd, cudnnTD yd,
+                              const void *x, const void *w, const void *y, void *out,
+                              const void *alpha, const void *beta, void *ws, size_t ws_bytes)
+{
+    cudnnStatus_t s = emu_consistent(xd, wd, cd, yd);
+    if (s) return s;
+    if (!ws || ws_bytes < emu_ws(dir)) {
+        fprintf(stderr, "emu cuDNN: workspace of %zu bytes, %zu needed\n", ws_bytes, emu_ws(dir));
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    memset(ws, 0x5a, emu_ws(dir));
+    const int dt = xd->dt;
+    const float a = *(const float *)alpha, b = *(const float *)beta;
+    const size_t nx = (size_t)xd->n * xd->h * xd->w * xd->c;
+    const size_t nw = (size_t)wd->k * wd->r * wd->s * wd->c;
+    const size_t ny = (size_t)yd->n * yd->h * yd->w * yd->c;
+    const size_t nout = dir == 0 ? ny : dir == 1 ? nx : nw;
+    std::vector<double> acc(nout, 0.0);
+    for (int n = 0; n < xd->n; n++)
+        for (int oh = 0; oh < yd->h; oh++)
+            for (int ow = 0; ow < yd->w; ow++)
+                for (int k = 0; k < wd->k; k++)
+                    for (int r = 0; r < wd->r; r++)
+                        for (int q = 0; q < wd->s; q++) {
+                            const int ih = oh * cd->u - cd->ph + r, iw = ow * cd->v - cd->pw + q;
+                            if (ih < 0 || ih >= xd->h || iw < 0 || iw >= xd->w) continue;
+                            const size_t yi = (((size_t)n * yd->h + oh) * yd->w + ow) * yd->c + k;
+                            for (int c = 0; c < xd->c; c++) {
+                                const size_t xi =
+                                    (((size_t)n * xd->h + ih) * xd->w + iw) * xd->c + c;
+                                const size_t wi =
+                                    (((size_t)k * wd->r + r) * wd->s + q) * wd->c + c;
+                                if (dir == 0)
+                                    acc[yi] += emu_get(dt, x, xi) * emu_get(dt, w, wi);
+                                else if (dir == 1)
+                                    acc[xi] += emu_get(dt, y, yi) * emu_get(dt, w, wi);
+                                else
+                                    acc[wi] += emu_get(dt, x, xi) * emu_get(dt, y, yi);
+                            }
+                        }
+    for (size_t i = 0; i < nout; i++)
+        emu_put(dt, out, i, a * acc[i] + (b != 0.0f ? b * emu_get(dt, out, i) : 0.0));
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t, const void *alpha, cudnnTD xd,
+                                      const void *x, cudnnFD wd, const void *w, cudnnCD cd,
+                                      cudnnConvolutionFwdAlgo_t algo, void *ws, size_t ws_bytes,
+                                      const void *beta, cudnnTD yd, void *y)
+{
+    if (algo != 0) return CUDNN_STATUS_NOT_SUPPORTED;
+    return emu_conv(0, xd, wd, cd, yd, x, w, NULL, y, alpha, beta, ws, ws_bytes);
+}
+
+cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t, const void *alpha, cudnnFD wd,
+                                           const void *w, cudnnTD dyd, const void *dy, cudnnCD cd,
+                                           cudnnConvolutionBwdDataAlgo_t algo, void *ws,
+                                           size_t ws_bytes, const void *beta, cudnnTD dxd,
+                                           void *dx)
+{
+    if (algo != 0) return CUDNN_STATUS_NOT_SUPPORTED;
+    return emu_conv(1, dxd, wd, cd, dyd, NULL, w, dy, dx, alpha, beta, ws, ws_bytes);
+}
+
+cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t, const void *alpha, cudnnTD xd,
+                                             const void *x, cudnnTD dyd, const void *dy,
+                                             cudnnCD cd, cudnnConvolutionBwdFilterAlgo_t algo,
+                                             void *ws, size_t ws_bytes, const void *beta,
+                                             cudnnFD dwd, void *dw)
+{
+    if (algo != 0) return CUDNN_STATUS_NOT_SUPPORTED;
+    return emu_conv(2, xd, dwd, cd, dyd, x, NULL, dy, dw, alpha, beta, ws, ws_bytes);
+}
+
+/* ------------------------------------------------------------------ cuBLAS */
+
+const char *cublasGetStatusString(cublasStatus_t s)
+{
+    return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "emulated cuBLAS error";
+}
+
+cublasStatus_t cublasCreate(cublasHandle_t *h)
+{
+    *h = (cublasHandle_t)malloc(16);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasDestroy(cublasHandle_t h)
+{
+    free(h);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t)
+{
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t)
+{
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+static int emu_blas_type(cudaDataType_t t)
+{
+    return t == CUDA_R_32F ? 0 : t == CUDA_R_16F ? 2 : 9;
+}
+
+/* C (m, n) = alpha op(A) op(B) + beta C, column-major, op(A) (m, k), op(B) (k, n). */
+cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m,
+                            int n, int k, const void *alpha, const void *A, cudaDataType_t at,
+                            int lda, const void *B, cudaDataType_t bt, int ldb, const void *beta,
+                            void *C, cudaDataType_t ct, int ldc, cublasComputeType_t compute,
+                            cublasGemmAlgo_t)
+{
+    if (compute != CUBLAS_COMPUTE_32F || m < 0 || n < 0 || k < 0 || at != bt ||
+        lda < (ta == CUBLAS_OP_N ? m : k) || ldb < (tb == CUBLAS_OP_N ? k : n) || ldc < m ||
+        lda < 1 || ldb < 1 || ldc < 1) {
+        fprintf(stderr, "emu cuBLAS: invalid gemm m %d n %d k %d lda %d ldb %d ldc %d\n", m, n, k,
+                lda, ldb, ldc);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    const float a = *(const float *)alpha, b = *(const float *)beta;
+    const int ta_t = emu_blas_type(at), tb_t = emu_blas_type(bt), tc_t = emu_blas_type(ct);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0.0;
+            for (int l = 0; l < k; l++) {
+                const size_t ai = ta == CUBLAS_OP_N ? (size_t)i + (size_t)l * lda
+                                                    : (size_t)l + (size_t)i * lda;
+                const size_t bi = tb == CUBLAS_OP_N ? (size_t)l + (size_t)j * ldb
+                                                    : (size_t)j + (size_t)l * ldb;
+                s += emu_get(ta_t, A, ai) * emu_get(tb_t, B, bi);
+            }
+            const size_t ci = (size_t)i + (size_t)j * ldc;
+            emu_put(tc_t, C, ci, a * s + (b != 0.0f ? b * emu_get(tc_t, C, ci) : 0.0));
+        }
+    return CUBLAS_STATUS_SUCCESS;
+}

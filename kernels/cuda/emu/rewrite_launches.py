@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Host emulation (see run.sh): copies a CUDA source to stdout with every kernel launch
+    kernel<T, ...><<<grid, block, shared, stream>>>(args)
+rewritten as
+    emu_launch(dim3(grid), dim3(block), [&]() { kernel<T, ...>(args); })
+so that a host C++ compiler accepts it. Launches may span lines; the kernel name may carry
+template arguments."""
+import sys
+
+
+def split_top(text):
+    """Splits text at the commas outside brackets."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return [p.strip() for p in parts]
+
+
+def rewrite(src):
+    while True:
+        i = src.find("<<<")
+        if i < 0:
+            return src
+        j = src.find(">>>", i)
+        config = split_top(src[i + 3:j])
+        k = i - 1
+        while src[k].isspace():
+            k -= 1
+        end = k + 1
+        if src[k] == ">":  # template arguments
+            depth = 0
+            while True:
+                if src[k] == ">":
+                    depth += 1
+                elif src[k] == "<":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                k -= 1
+            k -= 1
+        while src[k].isalnum() or src[k] == "_":
+            k -= 1
+        start = k + 1
+        p = j + 3
+        if src[p] != "(":
+            sys.exit("rewrite_launches.py: no argument list after >>> near: " + src[i:p + 40])
+        depth, q = 0, p
+        while True:
+            if src[q] == "(":
+                depth += 1
+            elif src[q] == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            q += 1
+        call = "emu_launch(dim3(%s), dim3(%s), [&]() { %s%s; })" % (
+            config[0], config[1], src[start:end], src[p:q + 1])
+        src = src[:start] + call + src[q + 1:]
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1]) as f:
+        sys.stdout.write(rewrite(f.read()))

@@ -1,0 +1,84 @@
+/* Fully connected layers through cuBLAS: the CUDA twin of kernels/cpu/linear.c. An
+ * activation (n, f, 1, 1) is the row-major (n, f) matrix, which cuBLAS (column-major)
+ * sees as (f, n); the weight (out, in) row-major is (in, out) column-major. So
+ *   y  (out, n)  = W^T-view · x          gemm(T, N, out, n, in)
+ *   dx (in, n)   = W-view · dy           gemm(N, N, in, n, out), beta 1 to accumulate
+ *   dw (in, out) = x · dy^T              gemm(N, T, in, out, n), written in fp32
+ * all with fp32 accumulation (CUBLAS_COMPUTE_32F: tensor cores for half inputs, plain
+ * fp32 for fp32 inputs). Biases use the shared per-channel kernels. */
+#include "cuda_internal.h"
+
+static cudaDataType_t cublas_dtype(enum cuda_dtype dt)
+{
+    return dt == CUDA_F32 ? CUDA_R_32F : dt == CUDA_F16 ? CUDA_R_16F : CUDA_R_16BF;
+}
+
+static int linear_check(const struct tensor *y, const struct tensor *x, const struct tensor *w,
+                        const struct tensor *b)
+{
+    int rc = DR_OK;
+    EXPECT(x->h == 1 && x->w == 1 && y->h == 1 && y->w == 1 && y->n == x->n,
+           "linear: input (%d, %d, %d, %d) / output (%d, %d, %d, %d) are not (n, f, 1, 1)", x->n,
+           x->c, x->h, x->w, y->n, y->c, y->h, y->w);
+    EXPECT(w->n == y->c && w->c == x->c && w->h == 1 && w->w == 1,
+           "linear: weight (%d, %d, %d, %d) for %d -> %d features", w->n, w->c, w->h, w->w, x->c,
+           y->c);
+    EXPECT(!b || !b->data || tensor_count(b) == (size_t)y->c, "linear: bias of %zu for %d outputs",
+           b ? tensor_count(b) : (size_t)0, y->c);
+cleanup:
+    return rc;
+}
+
+int cuda_linear_forward(void *ctx, struct tensor *y, const struct tensor *x,
+                        const struct tensor *w, const struct tensor *b)
+{
+    int rc = DR_OK;
+    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    const cudaDataType_t dt = cublas_dtype(c->dt);
+    const float one = 1.0f, zero = 0.0f;
+    const int out = y->c, in = x->c, n = x->n;
+    TRY(linear_check(y, x, w, b));
+    if (n == 0 || out == 0) goto cleanup;
+    TRY(cuda_enter(c));
+    CHECK_CUBLAS(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one,
+                              cuda_param_copy(c, w), dt, in, x->data, dt, in, &zero, y->data, dt,
+                              out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    if (b && b->data) TRY(cuda_add_bias(c, y->data, (const float *)b->data, n, out));
+cleanup:
+    return rc;
+}
+
+int cuda_linear_backward(void *ctx, struct tensor *dx, struct tensor *dw, struct tensor *db,
+                         const struct tensor *dy, const struct tensor *x, const struct tensor *w,
+                         int accumulate)
+{
+    int rc = DR_OK;
+    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    const cudaDataType_t dt = cublas_dtype(c->dt);
+    const float one = 1.0f, zero = 0.0f;
+    const int out = dy->c, in = x->c, n = x->n;
+    const int want_dx = dx && dx->data, want_dw = dw && dw->data;
+    TRY(linear_check(dy, x, w, db));
+    EXPECT(!want_dx || cuda_same_shape(dx, x), "linear backward: dx unlike x");
+    EXPECT(!want_dw || tensor_count(dw) == tensor_count(w), "linear backward: dw unlike w");
+    TRY(cuda_enter(c));
+    if (n == 0) {   /* an empty batch: gradients of the parameters are zero */
+        if (want_dw)
+            CHECK_CUDA(cudaMemsetAsync(dw->data, 0, sizeof(float) * tensor_count(dw), c->stream));
+        if (db && db->data)
+            CHECK_CUDA(cudaMemsetAsync(db->data, 0, sizeof(float) * tensor_count(db), c->stream));
+        goto cleanup;
+    }
+    if (want_dx && in > 0)
+        CHECK_CUBLAS(cublasGemmEx(c->cublas, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, &one,
+                                  cuda_param_copy(c, w), dt, in, dy->data, dt, out,
+                                  accumulate ? &one : &zero, dx->data, dt, in, CUBLAS_COMPUTE_32F,
+                                  CUBLAS_GEMM_DEFAULT));
+    if (want_dw && in > 0 && out > 0)
+        CHECK_CUBLAS(cublasGemmEx(c->cublas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, &one, x->data,
+                                  dt, in, dy->data, dt, out, &zero, dw->data, CUDA_R_32F, in,
+                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    if (db && db->data) TRY(cuda_channel_sum(c, (float *)db->data, dy->data, n, out));
+cleanup:
+    return rc;
+}

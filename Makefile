@@ -31,8 +31,8 @@ data:
 DEMO_DB ?= results/demo.db
 
 # Two seeds of the demo experiment into results/demo.db (epoch tables and the batch
-# report), the rows the database holds, then the report again from the database. Run
-# it again and the finished runs are skipped.
+# report), the rows the database holds, the report again from the database, and the
+# curves as SVG. Run it again and the finished runs are skipped.
 demo: build data
 	DAWNRUN_DATA=$(DATA_DIR) $(BUILD)/dawnrun run configs/demo.cfg --engine cpu \
 	  --db $(DEMO_DB)
@@ -46,6 +46,9 @@ demo: build data
 	   FROM epochs ORDER BY run_id, epoch;"
 	@echo; echo "== dawnrun report configs/demo.cfg =="
 	$(BUILD)/dawnrun report configs/demo.cfg --db $(DEMO_DB)
+	@echo; echo "== dawnrun plot configs/demo.cfg =="
+	$(BUILD)/dawnrun plot configs/demo.cfg --db $(DEMO_DB) -o results/demo-curves.svg
+	@echo "open results/demo-curves.svg in a browser: test accuracy, train loss and lr per epoch" 
 
 test: build-werror
 	cd $(BUILD) && DAWNRUN_DATA=$(if $(DAWNRUN_DATA),$(abspath $(DAWNRUN_DATA)),$(abspath data/cifar-10-batches-bin)) \

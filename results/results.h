@@ -22,7 +22,7 @@
 
 #include "../engine/status.h"
 
-#define RESULTS_SCHEMA_VERSION 1
+#define RESULTS_SCHEMA_VERSION 2    /* schemas/results.sql; see docs/results.md, Versioning */
 #define RESULTS_DEFAULT_BUSY_MS 15000     /* wait this long for another writer's lock */
 #define RESULTS_DEFAULT_LEASE_S 60.0      /* a claim is stale after this without heartbeat */
 #define RESULTS_DEFAULT_MAX_ATTEMPTS 3
@@ -48,14 +48,17 @@ int results_status_parse(enum results_run_status *out, const char *name);
 /* Opens (creating if missing) the results database at `path` for reading and writing:
  * WAL journal, busy timeout RESULTS_DEFAULT_BUSY_MS, foreign keys on. A brand-new file
  * gets the schema in one BEGIN IMMEDIATE transaction guarded by user_version, so many
- * processes may open the same new file at once. An older schema is migrated forward.
+ * processes may open the same new file at once. An older schema is migrated forward in
+ * the same way: one transaction, the version re-read under the write lock, so exactly
+ * one of several concurrent openers migrates and a failed migration changes nothing.
  * Fails with DR_ERR_DB (message naming the file, nothing deleted or changed) for a
  * non-SQLite or corrupt file, an SQLite file that is not a dawnrun results database,
  * a schema newer than RESULTS_SCHEMA_VERSION, or a lock held past the timeout. */
 int results_open(struct results **out, const char *path);
 
 /* Opens an existing results database read-only (reports, export, the input of a merge).
- * Never creates, migrates or writes; its schema version must be RESULTS_SCHEMA_VERSION. */
+ * Never creates, migrates or writes. Any schema version from 1 to RESULTS_SCHEMA_VERSION
+ * is read: what an older file lacks reads as unknown (e.g. notes = NULL). */
 int results_open_readonly(struct results **out, const char *path);
 
 /* Closes the connection and frees the handle; NULL is a no-op. In a process other than
@@ -88,10 +91,12 @@ struct results_experiment {
     const char *host;                /* may be NULL */
     double target_accuracy;          /* NaN = none */
     double created_at;               /* output only */
+    const char *notes;               /* the user's own words about it, may be NULL */
 };
 
-/* Registers e (id and created_at ignored) and returns its id; when an experiment with
- * the same config_hash exists, returns that one's id and changes nothing (created = 0).
+/* Registers e (id and created_at ignored; notes kept when not NULL) and returns its id;
+ * when an experiment with the same config_hash exists, returns that one's id and changes
+ * nothing (created = 0).
  * The same hash with a different config_text is an error (DR_ERR_DB). `created` may be
  * NULL. Required fields: name, config_hash, config_text, dawnrun_version, engine. */
 int results_experiment_register(struct results *db, int64_t *id, int *created,
@@ -109,6 +114,10 @@ int results_experiments_find(struct results *db, struct results_experiment **out
  * results_experiment_clear. */
 int results_experiment_get(struct results *db, struct results_experiment *out, int *found,
                            int64_t id);
+
+/* Sets (or, with NULL or "", clears) the notes of experiment `id`, in one transaction.
+ * No such experiment: DR_ERR_USAGE, reported naming the database. */
+int results_experiment_set_notes(struct results *db, int64_t id, const char *notes);
 
 void results_experiment_clear(struct results_experiment *e);
 void results_experiments_free(struct results_experiment *arr, int n);
@@ -265,6 +274,7 @@ struct results_merge_stats {
  * worker on db) > failed > interrupted > pending; between two of the same rank the one
  * that ended first; on a full tie ours. A run that is running in the input arrives as
  * interrupted: its lease belongs to the input file. The attempt counter never decreases.
+ * Notes come with an added experiment; an existing one without notes takes the input's.
  * Merging the same input twice changes nothing the second time. stats may be NULL. */
 int results_merge(struct results *db, struct results_merge_stats *stats, const char *in_path);
 

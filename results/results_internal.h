@@ -16,6 +16,7 @@ struct results {
     pid_t owner;         /* the process that opened it */
     int busy_ms;
     int readonly;
+    int version;         /* schema version of the file (older ones only when read-only) */
 };
 
 /* The database's clock as Unix seconds with milliseconds, for use inside SQL text.

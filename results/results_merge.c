@@ -42,17 +42,18 @@ static int input_wins(const struct results_run *in, const struct dst_run *d)
     return !isnan(in->ended_at) && (isnan(d->ended_at) || in->ended_at < d->ended_at);
 }
 
-/* Finds or inserts the input's experiment in db (created_at kept); *id = ours. */
+/* Finds or inserts the input's experiment in db (created_at and notes kept; an existing
+ * experiment without notes takes the input's); *id = ours. */
 static int merge_experiment(struct results *db, int64_t *id, int *added,
                             const struct results_experiment *e)
 {
     int rc = DR_OK;
     int step;
-    sqlite3_stmt *ins = NULL, *sel = NULL;
+    sqlite3_stmt *ins = NULL, *sel = NULL, *upd = NULL;
     CHECK_SQLITE(db, RESULTS_PREPARE(db, &ins,
         "INSERT INTO experiments(name, config_hash, config_text, dawnrun_version, git_rev,"
-        " engine, device, platform, host, target_accuracy, created_at)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+        " engine, device, platform, host, target_accuracy, created_at, notes)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
         " ON CONFLICT(config_hash) DO NOTHING"));
     CHECK_SQLITE(db, results_bind_text(ins, 1, e->name));
     CHECK_SQLITE(db, results_bind_text(ins, 2, e->config_hash));
@@ -65,6 +66,7 @@ static int merge_experiment(struct results *db, int64_t *id, int *added,
     CHECK_SQLITE(db, results_bind_text(ins, 9, e->host));
     CHECK_SQLITE(db, results_bind_real(ins, 10, e->target_accuracy));
     CHECK_SQLITE(db, results_bind_real(ins, 11, e->created_at));
+    CHECK_SQLITE(db, results_bind_text(ins, 12, e->notes));
     CHECK_SQLITE(db, sqlite3_step(ins));
     *added = sqlite3_changes(db->db) > 0;
 
@@ -80,9 +82,17 @@ static int merge_experiment(struct results *db, int64_t *id, int *added,
              "the database being merged; nothing was merged", db->path, e->name,
              e->config_hash);
     *id = sqlite3_column_int64(sel, 0);
+    if (e->notes && *e->notes) {
+        CHECK_SQLITE(db, RESULTS_PREPARE(db, &upd,
+            "UPDATE experiments SET notes = ?2 WHERE id = ?1 AND notes IS NULL"));
+        CHECK_SQLITE(db, sqlite3_bind_int64(upd, 1, *id));
+        CHECK_SQLITE(db, results_bind_text(upd, 2, e->notes));
+        CHECK_SQLITE(db, sqlite3_step(upd));
+    }
 cleanup:
     sqlite3_finalize(ins);
     sqlite3_finalize(sel);
+    sqlite3_finalize(upd);
     return rc;
 }
 

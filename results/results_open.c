@@ -1,6 +1,7 @@
 /* Opening and closing the results database: connection settings, race-free schema
  * creation on a brand-new file, forward migrations, refusal of files that are not ours
- * or are newer than this build, and the integrity check. */
+ * or are newer than this build, reading from a directory we may not write, and the
+ * integrity check. */
 #include "results_internal.h"
 
 #include <stdio.h>
@@ -9,16 +10,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* schemas/results.sql, embedded by the build (cmake/embed.cmake). */
+/* schemas/results.sql and the migrations schemas/results-migrate-N.sql, embedded by the
+ * build (cmake/embed.cmake). */
 extern const char schema_results_sql[];
 extern const unsigned long schema_results_sql_len;
+extern const char schema_results_migrate_2_sql[];
 
 #define RESULTS_APPLICATION_ID 0x44524e52   /* "DRNR", set by schemas/results.sql */
 
 /* migrations[v] turns schema version v into v + 1 (v >= 1; version 0 -> current is the
- * schema file itself). Append one entry per new version; never edit an old one. */
+ * schema file itself). Append one entry per new version; never edit an old one. Each
+ * runs inside the transaction that then sets user_version, so a failure changes nothing. */
 static const char *const migrations[RESULTS_SCHEMA_VERSION] = {
-    NULL,   /* 0 -> 1: schemas/results.sql */
+    NULL,                           /* 0 -> 1: schemas/results.sql */
+    schema_results_migrate_2_sql,   /* 1 -> 2: experiments.notes, experiment_summary v2 */
 };
 
 /* Reads an integer PRAGMA of the main database into *out. */
@@ -126,7 +131,12 @@ static int ensure_schema(struct results *r)
         for (int v = id.version; v < RESULTS_SCHEMA_VERSION; v++) {
             if (!migrations[v])
                 FAIL(DR_ERR_INTERNAL, "no migration from results schema version %d", v);
-            CHECK_SQLITE(r, sqlite3_exec(r->db, migrations[v], NULL, NULL, NULL));
+            int sql_rc = sqlite3_exec(r->db, migrations[v], NULL, NULL, NULL);
+            if (sql_rc != SQLITE_OK) {
+                results_sql_fail(r, sql_rc, __FILE__, __LINE__);
+                FAIL(DR_ERR_DB, "%s: migrating the results schema from version %d to %d "
+                     "failed; the file was left at version %d", r->path, v, v + 1, id.version);
+            }
         }
         snprintf(sql, sizeof sql, "PRAGMA user_version = %d", RESULTS_SCHEMA_VERSION);
         CHECK_SQLITE(r, sqlite3_exec(r->db, sql, NULL, NULL, NULL));
@@ -154,12 +164,51 @@ cleanup:
     return rc;
 }
 
+/* A WAL database needs its -shm and -wal files next to it even to be read, and SQLite
+ * creates them when missing; in a directory this process may not write (a read-only
+ * mount, another user's results) that fails. When neither file exists there, no process
+ * has the database open for writing (a writer creates both), so a reader may open it as
+ * immutable: no locks, no -shm. Returns the "file:" URI for that case, malloc'd, or NULL
+ * when the ordinary open is the right one (or memory ran out: *oom). */
+static char *readonly_uri(const char *path, int *oom)
+{
+    struct stat sb;
+    size_t len = strlen(path);
+    char *side = malloc(len + 8), *dir = NULL, *uri = NULL;
+    if (!side) goto nomem;
+    snprintf(side, len + 8, "%s-wal", path);
+    int has_wal = stat(side, &sb) == 0;
+    snprintf(side, len + 8, "%s-shm", path);
+    int has_shm = stat(side, &sb) == 0;
+    free(side);
+    if (has_wal || has_shm) return NULL;
+    const char *slash = strrchr(path, '/');
+    dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir) goto nomem;
+    int writable = access(dir, W_OK) == 0;
+    free(dir);
+    if (writable) return NULL;
+    uri = malloc(3 * len + 32);   /* every character escaped, at worst */
+    if (!uri) goto nomem;
+    char *u = uri + sprintf(uri, path[0] == '/' ? "file://" : "file:");
+    for (const char *c = path; *c; c++) {
+        if (*c == '%' || *c == '?' || *c == '#') u += sprintf(u, "%%%02x", (unsigned char)*c);
+        else *u++ = *c;
+    }
+    strcpy(u, "?immutable=1");
+    return uri;
+nomem:
+    *oom = 1;
+    return NULL;
+}
+
 static int open_common(struct results **out, const char *path, int readonly)
 {
     int rc = DR_OK;
     struct identity id;
     struct stat sb;
     struct results *r = NULL;
+    char *uri = NULL;
 
     *out = NULL;
     if (!path || !*path) FAIL(DR_ERR_USAGE, "results: empty database path");
@@ -178,27 +227,32 @@ static int open_common(struct results **out, const char *path, int readonly)
 
     int flags = SQLITE_OPEN_FULLMUTEX |
                 (readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-    CHECK_SQLITE(r, sqlite3_open_v2(path, &r->db, flags, NULL));
+    int oom = 0;
+    uri = readonly ? readonly_uri(path, &oom) : NULL;
+    if (oom) FAIL(DR_ERR_NOMEM, "out of memory opening %s", path);
+    CHECK_SQLITE(r, sqlite3_open_v2(uri ? uri : path, &r->db, flags | (uri ? SQLITE_OPEN_URI : 0),
+                                    NULL));
     CHECK_SQLITE(r, sqlite3_busy_timeout(r->db, r->busy_ms));
     CHECK_SQLITE(r, sqlite3_exec(r->db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL));
     TRY(read_identity(r, &id));
     TRY(check_identity(r, &id));
     if (readonly) {
-        if (id.version != RESULTS_SCHEMA_VERSION)
-            FAIL(DR_ERR_DB, "%s: results schema version %d, this dawnrun uses %d%s", path,
-                 id.version, RESULTS_SCHEMA_VERSION,
-                 id.version == 0 ? " (an empty database)"
-                                 : " (open it once for writing, e.g. with dawnrun run, to "
-                                   "migrate it)");
+        /* an older version is read as it is: the queries read what it lacks as NULL */
+        if (id.version < 1)
+            FAIL(DR_ERR_DB, "%s: an empty database, not a dawnrun results database (yet)",
+                 path);
+        r->version = id.version;
     } else {
         /* foreign files were refused above, before the first write (WAL is a write) */
         TRY(set_wal(r));
         CHECK_SQLITE(r, sqlite3_exec(r->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL));
         TRY(ensure_schema(r));
+        r->version = RESULTS_SCHEMA_VERSION;
     }
     *out = r;
     r = NULL;
 cleanup:
+    free(uri);
     if (r) {
         sqlite3_close(r->db);
         free(r->path);

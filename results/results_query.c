@@ -31,9 +31,27 @@ static void *grow(void *arr, int *cap, int count, size_t size)
 
 /* ---- experiments ----------------------------------------------------------------- */
 
+/* The columns read_experiment reads, for a file of schema version 2 or later; a
+ * version-1 file (read-only) has no notes column and reads NULL in its place. */
 #define EXPERIMENT_COLUMNS                                                                 \
     "id, name, config_hash, config_text, dawnrun_version, git_rev, engine, device,"        \
-    " platform, host, target_accuracy, created_at"
+    " platform, host, target_accuracy, created_at, notes"
+#define EXPERIMENT_COLUMNS_V1                                                              \
+    "id, name, config_hash, config_text, dawnrun_version, git_rev, engine, device,"        \
+    " platform, host, target_accuracy, created_at, NULL"
+
+/* Prepares `SELECT <experiment columns> FROM experiments <rest>` for this file's
+ * schema version. */
+static int prepare_experiments(struct results *db, sqlite3_stmt **st, const char *rest)
+{
+    int rc = DR_OK;
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT %s FROM experiments %s",
+             db->version >= 2 ? EXPERIMENT_COLUMNS : EXPERIMENT_COLUMNS_V1, rest);
+    CHECK_SQLITE(db, RESULTS_PREPARE(db, st, sql));
+cleanup:
+    return rc;
+}
 
 static void read_experiment(struct results_experiment *e, sqlite3_stmt *st, int *oom)
 {
@@ -49,6 +67,7 @@ static void read_experiment(struct results_experiment *e, sqlite3_stmt *st, int 
     e->host = results_col_text(st, 9, oom);
     e->target_accuracy = results_col_real(st, 10);
     e->created_at = results_col_real(st, 11);
+    e->notes = results_col_text(st, 12, oom);
 }
 
 void results_experiment_clear(struct results_experiment *e)
@@ -63,6 +82,7 @@ void results_experiment_clear(struct results_experiment *e)
     free((void *)e->device);
     free((void *)e->platform);
     free((void *)e->host);
+    free((void *)e->notes);
     memset(e, 0, sizeof *e);
 }
 
@@ -101,8 +121,7 @@ int results_experiments_list(struct results *db, struct results_experiment **out
     *out = NULL;
     *n = 0;
     CHECK_HANDLE(db);
-    CHECK_SQLITE(db, RESULTS_PREPARE(db, &st,
-        "SELECT " EXPERIMENT_COLUMNS " FROM experiments ORDER BY id"));
+    TRY(prepare_experiments(db, &st, "ORDER BY id"));
     TRY(collect_experiments(db, st, out, n));
 cleanup:
     sqlite3_finalize(st);
@@ -121,9 +140,8 @@ int results_experiments_find(struct results *db, struct results_experiment **out
     if (!key) FAIL(DR_ERR_USAGE, "results: no experiment given");
     for (const char *p = key; *p; p++)
         if (!isdigit((unsigned char)*p)) numeric = 0;
-    CHECK_SQLITE(db, RESULTS_PREPARE(db, &st,
-        "SELECT " EXPERIMENT_COLUMNS " FROM experiments"
-        " WHERE id = ?1 OR name = ?2"
+    TRY(prepare_experiments(db, &st,
+        "WHERE id = ?1 OR name = ?2"
         "    OR (length(?2) >= 6 AND substr(config_hash, 1, length(?2)) = ?2)"
         " ORDER BY id"));
     if (numeric && strlen(key) < 19)
@@ -146,8 +164,7 @@ int results_experiment_get(struct results *db, struct results_experiment *out, i
     memset(out, 0, sizeof *out);
     *found = 0;
     CHECK_HANDLE(db);
-    CHECK_SQLITE(db, RESULTS_PREPARE(db, &st,
-        "SELECT " EXPERIMENT_COLUMNS " FROM experiments WHERE id = ?1"));
+    TRY(prepare_experiments(db, &st, "WHERE id = ?1"));
     CHECK_SQLITE(db, sqlite3_bind_int64(st, 1, id));
     CHECK_SQLITE(db, step = sqlite3_step(st));
     if (step == SQLITE_ROW) {

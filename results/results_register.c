@@ -1,5 +1,5 @@
-/* Writing the queue's contents: registering an experiment (idempotent by config hash)
- * and making sure it has one run per seed (idempotent by (experiment, seed)). */
+/* Writing the queue's contents: registering an experiment (idempotent by config hash),
+ * its notes, and making sure it has one run per seed (idempotent by (experiment, seed)). */
 #include "results_internal.h"
 
 #include <math.h>
@@ -30,8 +30,8 @@ int results_experiment_register(struct results *db, int64_t *id, int *created,
     TX_BEGIN(db);
     CHECK_SQLITE(db, RESULTS_PREPARE(db, &ins,
         "INSERT INTO experiments(name, config_hash, config_text, dawnrun_version, git_rev,"
-        " engine, device, platform, host, target_accuracy, created_at)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, " RESULTS_NOW_SQL ")"
+        " engine, device, platform, host, target_accuracy, created_at, notes)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, " RESULTS_NOW_SQL ", ?11)"
         " ON CONFLICT(config_hash) DO NOTHING"));
     CHECK_SQLITE(db, results_bind_text(ins, 1, e->name));
     CHECK_SQLITE(db, results_bind_text(ins, 2, e->config_hash));
@@ -43,6 +43,7 @@ int results_experiment_register(struct results *db, int64_t *id, int *created,
     CHECK_SQLITE(db, results_bind_text(ins, 8, e->platform));
     CHECK_SQLITE(db, results_bind_text(ins, 9, e->host));
     CHECK_SQLITE(db, results_bind_real(ins, 10, e->target_accuracy));
+    CHECK_SQLITE(db, results_bind_text(ins, 11, e->notes));
     CHECK_SQLITE(db, sqlite3_step(ins));
     int inserted = sqlite3_changes(db->db) > 0;
 
@@ -67,6 +68,25 @@ int results_experiment_register(struct results *db, int64_t *id, int *created,
 cleanup:
     sqlite3_finalize(ins);
     sqlite3_finalize(sel);
+    if (rc != DR_OK) results_tx_rollback(db);
+    return rc;
+}
+
+int results_experiment_set_notes(struct results *db, int64_t id, const char *notes)
+{
+    int rc = DR_OK;
+    sqlite3_stmt *st = NULL;
+    CHECK_HANDLE(db);
+    TX_BEGIN(db);
+    CHECK_SQLITE(db, RESULTS_PREPARE(db, &st, "UPDATE experiments SET notes = ?2 WHERE id = ?1"));
+    CHECK_SQLITE(db, sqlite3_bind_int64(st, 1, id));
+    CHECK_SQLITE(db, results_bind_text(st, 2, notes && *notes ? notes : NULL));
+    CHECK_SQLITE(db, sqlite3_step(st));
+    if (sqlite3_changes(db->db) == 0)
+        FAIL(DR_ERR_USAGE, "%s: no experiment with id %lld", db->path, (long long)id);
+    TX_COMMIT(db);
+cleanup:
+    sqlite3_finalize(st);
     if (rc != DR_OK) results_tx_rollback(db);
     return rc;
 }

@@ -60,6 +60,13 @@ int results_sql_fail(const struct results *r, int sqlite_rc, const char *file, i
     const char *msg = (r && r->db) ? sqlite3_errmsg(r->db) : sqlite3_errstr(sqlite_rc);
     const char *path = (r && r->path) ? r->path : "(results database)";
     const char *hint = hint_for(sqlite_rc & 0xff);
+    int sys = (r && r->db) ? sqlite3_system_errno(r->db) : 0;
+    if ((sqlite_rc & 0xff) == SQLITE_IOERR && sys != 0)
+        /* "disk I/O error" says little: name what the system said, e.g. a full disk */
+        return dr_report(DR_ERR_DB, file, line, "sqlite", "%s: %s (%s)%s", path, msg,
+                         strerror(sys),
+                         sys == ENOSPC || sys == EDQUOT || sys == EFBIG
+                             ? "; committed runs are intact" : "");
     if ((sqlite_rc & 0xff) == SQLITE_BUSY && r)
         return dr_report(DR_ERR_DB, file, line, "sqlite",
                          "%s: %s (another process held the lock for more than %d ms; retry "

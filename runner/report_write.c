@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine/status.h"
+#include "output.h"
 
 /* ---- number formats ------------------------------------------------------------------ */
 
@@ -38,19 +39,6 @@ static void fmt_p(char *buf, size_t size, double p)
 {
     if (isnan(p)) snprintf(buf, size, "-");
     else snprintf(buf, size, "%.3g", p);
-}
-
-/* The shortest decimal that reads back as exactly v; "" for NaN and infinities. */
-static void fmt_exact(char *buf, size_t size, double v)
-{
-    if (!isfinite(v)) {
-        snprintf(buf, size, "%s", "");
-        return;
-    }
-    for (int digits = 15; digits <= 17; digits++) {
-        snprintf(buf, size, "%.*g", digits, v);
-        if (strtod(buf, NULL) == v) return;
-    }
 }
 
 void report_sentence(char *buf, size_t size, const struct report_exp *e)
@@ -247,32 +235,6 @@ cleanup:
 
 /* ---- CSV ----------------------------------------------------------------------------- */
 
-/* One field, quoted (RFC 4180) when it holds a comma, quote, line break or edge space. */
-static void csv_text(FILE *f, const char *s, int last)
-{
-    s = s ? s : "";
-    size_t n = strlen(s);
-    int quote = strpbrk(s, ",\"\r\n") != NULL || (n && (s[0] == ' ' || s[n - 1] == ' '));
-    if (quote) {
-        fputc('"', f);
-        for (; *s; s++) {
-            if (*s == '"') fputc('"', f);
-            fputc(*s, f);
-        }
-        fputc('"', f);
-    } else {
-        fputs(s, f);
-    }
-    fputc(last ? '\n' : ',', f);
-}
-
-static void csv_num(FILE *f, double v, int last)
-{
-    char buf[40];
-    fmt_exact(buf, sizeof buf, v);
-    csv_text(f, buf, last);
-}
-
 static const char *const csv_columns[] = {
     "experiment_id", "name", "config_hash", "engine", "target", "runs", "done", "running",
     "pending", "failed", "diverged", "interrupted", "finished", "hits", "acc_n",
@@ -286,17 +248,18 @@ static const char *const csv_columns[] = {
 
 int report_write_csv(FILE *f, const struct report *r)
 {
-    for (int c = 0; c < N_CSV_COLUMNS; c++) csv_text(f, csv_columns[c], c == N_CSV_COLUMNS - 1);
+    for (int c = 0; c < N_CSV_COLUMNS; c++)
+        output_csv_text(f, csv_columns[c], c == N_CSV_COLUMNS - 1);
     for (int i = 0; i < r->n; i++) {
         const struct report_exp *e = &r->exps[i];
         const struct report_cmp *c = &r->cmp[i];
         const struct stats_summary *a = &e->acc_stats;
         const int *s = e->n_status;
         fprintf(f, "%lld,", (long long)e->x.id);
-        csv_text(f, e->x.name, 0);
-        csv_text(f, e->x.config_hash, 0);
-        csv_text(f, e->x.engine, 0);
-        csv_num(f, e->target, 0);
+        output_csv_text(f, e->x.name, 0);
+        output_csv_text(f, e->x.config_hash, 0);
+        output_csv_text(f, e->x.engine, 0);
+        output_csv_num(f, e->target, 0);
         fprintf(f, "%d,%d,%d,%d,%d,%d,%d,%d,", e->total, s[RUN_DONE], s[RUN_RUNNING],
                 s[RUN_PENDING], s[RUN_FAILED], s[RUN_DIVERGED], s[RUN_INTERRUPTED], e->finished);
         if (e->hits >= 0) fprintf(f, "%d,", e->hits);
@@ -304,57 +267,31 @@ int report_write_csv(FILE *f, const struct report *r)
         fprintf(f, "%d,", a->n);
         const double acc[] = {a->median, a->q1, a->q3, a->iqr, a->mean, a->std,
                               a->ci_lo, a->ci_hi, a->min, a->max};
-        for (size_t k = 0; k < sizeof acc / sizeof acc[0]; k++) csv_num(f, acc[k], 0);
+        for (size_t k = 0; k < sizeof acc / sizeof acc[0]; k++) output_csv_num(f, acc[k], 0);
         if (e->hits >= 0) fprintf(f, "%d,", e->reached);
         else fputc(',', f);
-        csv_num(f, e->epochs_to_target, 0);
-        csv_num(f, e->train_time_stats.median, 0);
-        csv_num(f, e->time_to_target, 0);
-        csv_num(f, e->total_time_stats.median, 0);
+        output_csv_num(f, e->epochs_to_target, 0);
+        output_csv_num(f, e->train_time_stats.median, 0);
+        output_csv_num(f, e->time_to_target, 0);
+        output_csv_num(f, e->total_time_stats.median, 0);
         if (i > 0) fprintf(f, "%lld,", (long long)r->exps[0].x.id);
         else fputc(',', f);
         const double cmp[] = {c->d_acc_mean, c->acc_welch.p, c->acc_mwu.p, c->d_time_median,
                               c->d_time_rel, c->time_welch.p};
-        for (size_t k = 0; k < sizeof cmp / sizeof cmp[0]; k++) csv_num(f, cmp[k], 0);
-        csv_num(f, c->time_mwu.p, 1);
+        for (size_t k = 0; k < sizeof cmp / sizeof cmp[0]; k++) output_csv_num(f, cmp[k], 0);
+        output_csv_num(f, c->time_mwu.p, 1);
     }
     return DR_OK;
 }
 
 /* ---- JSON ---------------------------------------------------------------------------- */
 
-static void json_string(FILE *f, const char *s)
-{
-    if (!s) {
-        fputs("null", f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch == '\n') fputs("\\n", f);
-        else if (ch == '\t') fputs("\\t", f);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
-/* `"key": value` with NaN and infinities as null; sep is printed first. */
-static void json_num(FILE *f, const char *sep, const char *key, double v)
-{
-    char buf[40];
-    fmt_exact(buf, sizeof buf, v);
-    fprintf(f, "%s\"%s\": %s", sep, key, *buf ? buf : "null");
-}
-
 static void json_test(FILE *f, const char *key, const struct stats_test *t)
 {
     fprintf(f, ",\n        \"%s\": {", key);
-    json_num(f, "", "statistic", t->statistic);
-    json_num(f, ", ", "df", t->df);
-    json_num(f, ", ", "p", t->p);
+    output_json_num(f, "", "statistic", t->statistic);
+    output_json_num(f, ", ", "df", t->df);
+    output_json_num(f, ", ", "p", t->p);
     fputc('}', f);
 }
 
@@ -365,12 +302,12 @@ static void json_experiment(FILE *f, const struct report *r, int i)
     const struct stats_summary *a = &e->acc_stats;
     char sentence[256];
     fprintf(f, "    {\n      \"id\": %lld,\n      \"name\": ", (long long)e->x.id);
-    json_string(f, e->x.name);
+    output_json_string(f, e->x.name);
     fputs(",\n      \"config_hash\": ", f);
-    json_string(f, e->x.config_hash);
+    output_json_string(f, e->x.config_hash);
     fputs(",\n      \"engine\": ", f);
-    json_string(f, e->x.engine);
-    json_num(f, ",\n      ", "target", e->target);
+    output_json_string(f, e->x.engine);
+    output_json_num(f, ",\n      ", "target", e->target);
     fprintf(f, ",\n      \"runs\": {\"total\": %d", e->total);
     for (int s = 0; s < REPORT_N_STATUS; s++)
         fprintf(f, ", \"%s\": %d", results_status_name((enum results_run_status)s), e->n_status[s]);
@@ -378,37 +315,37 @@ static void json_experiment(FILE *f, const struct report *r, int i)
     if (e->hits >= 0) fprintf(f, "%d", e->hits);
     else fputs("null", f);
     fprintf(f, ",\n      \"accuracy\": {\"n\": %d", a->n);
-    json_num(f, ", ", "median", a->median);
-    json_num(f, ", ", "q1", a->q1);
-    json_num(f, ", ", "q3", a->q3);
-    json_num(f, ", ", "iqr", a->iqr);
-    json_num(f, ",\n                   ", "mean", a->mean);
-    json_num(f, ", ", "std", a->std);
-    json_num(f, ", ", "ci95_lo", a->ci_lo);
-    json_num(f, ", ", "ci95_hi", a->ci_hi);
-    json_num(f, ", ", "min", a->min);
-    json_num(f, ", ", "max", a->max);
+    output_json_num(f, ", ", "median", a->median);
+    output_json_num(f, ", ", "q1", a->q1);
+    output_json_num(f, ", ", "q3", a->q3);
+    output_json_num(f, ", ", "iqr", a->iqr);
+    output_json_num(f, ",\n                   ", "mean", a->mean);
+    output_json_num(f, ", ", "std", a->std);
+    output_json_num(f, ", ", "ci95_lo", a->ci_lo);
+    output_json_num(f, ", ", "ci95_hi", a->ci_hi);
+    output_json_num(f, ", ", "min", a->min);
+    output_json_num(f, ", ", "max", a->max);
     fputs("},\n      \"reached_target\": ", f);
     if (e->hits >= 0) fprintf(f, "%d", e->reached);
     else fputs("null", f);
-    json_num(f, ",\n      ", "epochs_to_target_median", e->epochs_to_target);
-    json_num(f, ",\n      ", "train_time_median", e->train_time_stats.median);
-    json_num(f, ",\n      ", "time_to_target_median", e->time_to_target);
-    json_num(f, ",\n      ", "total_time_median", e->total_time_stats.median);
+    output_json_num(f, ",\n      ", "epochs_to_target_median", e->epochs_to_target);
+    output_json_num(f, ",\n      ", "train_time_median", e->train_time_stats.median);
+    output_json_num(f, ",\n      ", "time_to_target_median", e->time_to_target);
+    output_json_num(f, ",\n      ", "total_time_median", e->total_time_stats.median);
     report_sentence(sentence, sizeof sentence, e);
     fputs(",\n      \"sentence\": ", f);
-    json_string(f, sentence);
+    output_json_string(f, sentence);
     fputs(",\n      \"vs_first\": ", f);
     if (i == 0) {
         fputs("null\n    }", f);
         return;
     }
     fprintf(f, "{\n        \"experiment_id\": %lld", (long long)r->exps[0].x.id);
-    json_num(f, ",\n        ", "d_acc_mean", c->d_acc_mean);
+    output_json_num(f, ",\n        ", "d_acc_mean", c->d_acc_mean);
     json_test(f, "acc_welch", &c->acc_welch);
     json_test(f, "acc_mannwhitney", &c->acc_mwu);
-    json_num(f, ",\n        ", "d_train_time_median", c->d_time_median);
-    json_num(f, ",\n        ", "d_train_time_rel", c->d_time_rel);
+    output_json_num(f, ",\n        ", "d_train_time_median", c->d_time_median);
+    output_json_num(f, ",\n        ", "d_train_time_rel", c->d_time_rel);
     json_test(f, "train_time_welch", &c->time_welch);
     json_test(f, "train_time_mannwhitney", &c->time_mwu);
     fputs("\n      }\n    }", f);
@@ -417,8 +354,8 @@ static void json_experiment(FILE *f, const struct report *r, int i)
 int report_write_json(FILE *f, const struct report *r)
 {
     fputs("{\n  \"database\": ", f);
-    json_string(f, r->db_path);
-    json_num(f, ",\n  ", "target", r->target);
+    output_json_string(f, r->db_path);
+    output_json_num(f, ",\n  ", "target", r->target);
     fputs(",\n  \"experiments\": [", f);
     for (int i = 0; i < r->n; i++) {
         fputs(i ? ",\n" : "\n", f);

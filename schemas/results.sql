@@ -1,8 +1,10 @@
--- dawnrun results store, schema version 1.
+-- dawnrun results store, schema version 2.
 --
 -- Embedded at build time and executed by results_open() inside one BEGIN IMMEDIATE
--- transaction when a database has user_version 0 and no tables. Every timestamp is
--- Unix seconds (REAL) read from the database's clock:
+-- transaction when a database has user_version 0 and no tables; an older database is
+-- brought to this version by schemas/results-migrate-N.sql (run by results_open; version
+-- 1 is kept as schemas/results-v1.sql). Every timestamp is Unix seconds (REAL) read from
+-- the database's clock:
 --     (julianday('now') - 2440587.5) * 86400.0
 -- and every unknown number (not measured, not reached, NaN) is NULL.
 -- docs/results.md describes the tables, the claiming protocol and example queries.
@@ -23,7 +25,8 @@ CREATE TABLE experiments (
     platform        TEXT,            -- driver / CUDA / cuDNN / library versions, free text
     host            TEXT,            -- host that registered it
     target_accuracy REAL,            -- the config's target (e.g. 0.94), NULL if none
-    created_at      REAL NOT NULL
+    created_at      REAL NOT NULL,
+    notes           TEXT             -- the user's own words about it (version 2), NULL if none
 );
 CREATE INDEX experiments_by_name ON experiments(name);
 
@@ -88,12 +91,14 @@ SELECT r.id AS run_id, e.id AS experiment_id, e.name AS experiment, r.seed, r.st
        r.error
 FROM runs r JOIN experiments e ON e.id = r.experiment_id;
 
--- One line per experiment: how many runs, how many done, how many reached the target,
--- and the median final accuracy and median train time of the done runs (the median of
--- an even count is the mean of the two middle values).
+-- One line per experiment: how many runs, how many done, how many finished (done or
+-- diverged: the runs with an outcome), how many done runs reached the target, the median
+-- final accuracy, median train time and median time to the target of the done runs (the
+-- median of an even count is the mean of the two middle values), and the notes. `hits`
+-- out of `finished` is the report's "4/5 runs reach 94 %".
 CREATE VIEW experiment_summary AS
 WITH done AS (
-    SELECT experiment_id, final_test_acc AS acc, train_time
+    SELECT experiment_id, final_test_acc AS acc, train_time, target_time
     FROM runs WHERE status = 'done' AND final_test_acc IS NOT NULL
 ), acc_ranked AS (
     SELECT experiment_id, acc,
@@ -105,19 +110,29 @@ WITH done AS (
            row_number() OVER (PARTITION BY experiment_id ORDER BY train_time) AS i,
            count(*) OVER (PARTITION BY experiment_id) AS n
     FROM done WHERE train_time IS NOT NULL
+), ttt_ranked AS (
+    SELECT experiment_id, target_time,
+           row_number() OVER (PARTITION BY experiment_id ORDER BY target_time) AS i,
+           count(*) OVER (PARTITION BY experiment_id) AS n
+    FROM done WHERE target_time IS NOT NULL
 )
 SELECT e.id AS experiment_id, e.name, substr(e.config_hash, 1, 12) AS hash, e.engine,
        e.target_accuracy AS target,
        (SELECT count(*) FROM runs r WHERE r.experiment_id = e.id) AS runs,
        (SELECT count(*) FROM runs r WHERE r.experiment_id = e.id
                                     AND r.status = 'done') AS done,
+       (SELECT count(*) FROM runs r WHERE r.experiment_id = e.id
+                                    AND r.status IN ('done', 'diverged')) AS finished,
        (SELECT count(*) FROM runs r WHERE r.experiment_id = e.id AND r.status = 'done'
                                     AND r.final_test_acc >= e.target_accuracy) AS hits,
        (SELECT avg(acc) FROM acc_ranked a WHERE a.experiment_id = e.id
                       AND a.i IN ((a.n + 1) / 2, (a.n + 2) / 2)) AS median_acc,
        (SELECT avg(train_time) FROM time_ranked t WHERE t.experiment_id = e.id
                       AND t.i IN ((t.n + 1) / 2, (t.n + 2) / 2)) AS median_train_time,
-       datetime(e.created_at, 'unixepoch') AS created
+       (SELECT avg(target_time) FROM ttt_ranked t WHERE t.experiment_id = e.id
+                      AND t.i IN ((t.n + 1) / 2, (t.n + 2) / 2)) AS median_time_to_target,
+       datetime(e.created_at, 'unixepoch') AS created,
+       e.notes
 FROM experiments e;
 
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;

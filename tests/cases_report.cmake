@@ -5,6 +5,7 @@
 target_sources(test_report PRIVATE
   ${CMAKE_SOURCE_DIR}/runner/report.c
   ${CMAKE_SOURCE_DIR}/runner/report_write.c
+  ${CMAKE_SOURCE_DIR}/runner/output.c
   ${CMAKE_SOURCE_DIR}/runner/report_grid.c
   ${CMAKE_SOURCE_DIR}/runner/report_find.c
   ${CMAKE_SOURCE_DIR}/runner/sweep.c

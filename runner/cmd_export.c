@@ -1,0 +1,321 @@
+/* `dawnrun export [EXPERIMENT|CONFIG ...] --format csv|json`: every run and every epoch
+ * of experiments in a results database, for other programs, read-only. JSON is one
+ * nested document (experiments -> runs -> epochs, every column); CSV is one flat table:
+ * the epochs with their run's seed and status (--table epochs, the default) or the runs
+ * with every run column (--table runs). Unknown values: empty in CSV, null in JSON. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "engine/status.h"
+#include "output.h"
+#include "report_internal.h"
+
+#define EXPORT_USAGE                                                                       \
+    "usage: dawnrun export [EXPERIMENT|CONFIG ...] [--format csv|json]\n"                  \
+    "                      [--table epochs|runs] [-o FILE] [--set key=value]...\n"         \
+    "                      [--sweep key=v1,v2]... [--db PATH]\n"                           \
+    "       (no EXPERIMENT: every experiment; csv tables: epochs (default) or runs)\n"
+
+enum export_format { EXPORT_CSV, EXPORT_JSON };
+enum export_table { TABLE_EPOCHS, TABLE_RUNS };
+
+/* ---- CSV ------------------------------------------------------------------------------- */
+
+static const char *const epoch_columns[] = {
+    "experiment_id", "experiment", "run_id", "seed", "status", "epoch", "attempt", "lr",
+    "train_loss", "train_acc", "test_loss", "test_acc", "train_time", "test_time",
+    "total_time", "recorded_at",
+};
+static const char *const run_columns[] = {
+    "experiment_id", "experiment", "config_hash", "run_id", "seed", "status", "attempt",
+    "max_attempts", "host", "pid", "device", "lease_expires", "heartbeat_at", "created_at",
+    "started_at", "ended_at", "final_test_acc", "train_time", "total_time", "target_time",
+    "target_epoch", "error", "epochs",
+};
+#define N_EPOCH_COLUMNS ((int)(sizeof epoch_columns / sizeof epoch_columns[0]))
+#define N_RUN_COLUMNS ((int)(sizeof run_columns / sizeof run_columns[0]))
+
+static void csv_header(FILE *f, const char *const *cols, int n)
+{
+    for (int c = 0; c < n; c++) output_csv_text(f, cols[c], c == n - 1);
+}
+
+/* An integer field; `known` = 0 writes an empty one. */
+static void csv_int(FILE *f, long long v, int known, int last)
+{
+    if (known) fprintf(f, "%lld", v);
+    fputc(last ? '\n' : ',', f);
+}
+
+static void csv_epoch_rows(FILE *f, const struct results_experiment *x,
+                           const struct results_run *r, const struct results_epoch *eps, int n)
+{
+    for (int k = 0; k < n; k++) {
+        const struct results_epoch *e = &eps[k];
+        fprintf(f, "%lld,", (long long)x->id);
+        output_csv_text(f, x->name, 0);
+        fprintf(f, "%lld,%llu,", (long long)r->id, (unsigned long long)r->seed);
+        output_csv_text(f, results_status_name(r->status), 0);
+        fprintf(f, "%d,%d,", e->epoch, e->attempt);
+        const double v[] = {e->lr, e->train_loss, e->train_acc, e->test_loss, e->test_acc,
+                            e->train_time, e->test_time, e->total_time};
+        for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) output_csv_num(f, v[i], 0);
+        output_csv_num(f, e->recorded_at, 1);
+    }
+}
+
+static void csv_run_row(FILE *f, const struct results_experiment *x, const struct results_run *r,
+                        int n_epochs)
+{
+    fprintf(f, "%lld,", (long long)x->id);
+    output_csv_text(f, x->name, 0);
+    output_csv_text(f, x->config_hash, 0);
+    fprintf(f, "%lld,%llu,", (long long)r->id, (unsigned long long)r->seed);
+    output_csv_text(f, results_status_name(r->status), 0);
+    fprintf(f, "%d,%d,", r->attempt, r->max_attempts);
+    output_csv_text(f, r->host, 0);
+    csv_int(f, r->pid, r->pid > 0, 0);
+    output_csv_text(f, r->device, 0);
+    const double v[] = {r->lease_expires, r->heartbeat_at, r->created_at, r->started_at,
+                        r->ended_at, r->final_test_acc, r->train_time, r->total_time,
+                        r->target_time};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) output_csv_num(f, v[i], 0);
+    csv_int(f, r->target_epoch, r->target_epoch >= 0, 0);
+    output_csv_text(f, r->error, 0);
+    fprintf(f, "%d\n", n_epochs);
+}
+
+/* ---- JSON ------------------------------------------------------------------------------ */
+
+/* `SEP"KEY": "text"` (or null). */
+static void json_str(FILE *f, const char *sep, const char *key, const char *s)
+{
+    fprintf(f, "%s\"%s\": ", sep, key);
+    output_json_string(f, s);
+}
+
+/* `SEP"KEY": 123` (or null when not `known`). */
+static void json_int(FILE *f, const char *sep, const char *key, long long v, int known)
+{
+    if (known) fprintf(f, "%s\"%s\": %lld", sep, key, v);
+    else fprintf(f, "%s\"%s\": null", sep, key);
+}
+
+static void json_experiment_open(FILE *f, const struct results_experiment *x, int first)
+{
+    fprintf(f, "%s    {\n      \"id\": %lld", first ? "" : ",\n", (long long)x->id);
+    json_str(f, ",\n      ", "name", x->name);
+    json_str(f, ",\n      ", "config_hash", x->config_hash);
+    json_str(f, ",\n      ", "dawnrun_version", x->dawnrun_version);
+    json_str(f, ",\n      ", "git_rev", x->git_rev);
+    json_str(f, ",\n      ", "engine", x->engine);
+    json_str(f, ",\n      ", "device", x->device);
+    json_str(f, ",\n      ", "platform", x->platform);
+    json_str(f, ",\n      ", "host", x->host);
+    output_json_num(f, ",\n      ", "target_accuracy", x->target_accuracy);
+    output_json_num(f, ",\n      ", "created_at", x->created_at);
+    json_str(f, ",\n      ", "notes", x->notes);
+    json_str(f, ",\n      ", "config_text", x->config_text);
+    fputs(",\n      \"runs\": [", f);
+}
+
+static void json_run(FILE *f, const struct results_run *r, const struct results_epoch *eps,
+                     int n, int first)
+{
+    fprintf(f, "%s        {\"id\": %lld, \"seed\": %llu", first ? "\n" : ",\n",
+            (long long)r->id, (unsigned long long)r->seed);
+    json_str(f, ", ", "status", results_status_name(r->status));
+    fprintf(f, ", \"attempt\": %d, \"max_attempts\": %d", r->attempt, r->max_attempts);
+    json_str(f, ",\n         ", "host", r->host);
+    json_int(f, ", ", "pid", r->pid, r->pid > 0);
+    json_str(f, ", ", "device", r->device);
+    output_json_num(f, ",\n         ", "lease_expires", r->lease_expires);
+    output_json_num(f, ", ", "heartbeat_at", r->heartbeat_at);
+    output_json_num(f, ",\n         ", "created_at", r->created_at);
+    output_json_num(f, ", ", "started_at", r->started_at);
+    output_json_num(f, ", ", "ended_at", r->ended_at);
+    output_json_num(f, ",\n         ", "final_test_acc", r->final_test_acc);
+    output_json_num(f, ", ", "train_time", r->train_time);
+    output_json_num(f, ", ", "total_time", r->total_time);
+    output_json_num(f, ",\n         ", "target_time", r->target_time);
+    json_int(f, ", ", "target_epoch", r->target_epoch, r->target_epoch >= 0);
+    json_str(f, ",\n         ", "error", r->error);
+    fputs(",\n         \"epochs\": [", f);
+    for (int k = 0; k < n; k++) {
+        const struct results_epoch *e = &eps[k];
+        fprintf(f, "%s\n           {\"epoch\": %d, \"attempt\": %d", k ? "," : "", e->epoch,
+                e->attempt);
+        output_json_num(f, ", ", "lr", e->lr);
+        output_json_num(f, ", ", "train_loss", e->train_loss);
+        output_json_num(f, ", ", "train_acc", e->train_acc);
+        output_json_num(f, ", ", "test_loss", e->test_loss);
+        output_json_num(f, ", ", "test_acc", e->test_acc);
+        output_json_num(f, ", ", "train_time", e->train_time);
+        output_json_num(f, ", ", "test_time", e->test_time);
+        output_json_num(f, ", ", "total_time", e->total_time);
+        output_json_num(f, ", ", "recorded_at", e->recorded_at);
+        fputc('}', f);
+    }
+    fputs(n ? "\n         ]}" : "]}", f);
+}
+
+/* ---- the export ------------------------------------------------------------------------ */
+
+/* Writes experiment `id` (its runs and their epochs) in the chosen form. */
+static int export_experiment(FILE *f, struct results *db, int64_t id, enum export_format fmt,
+                             enum export_table table, int first)
+{
+    int rc = DR_OK;
+    int found = 0, n_runs = 0, n_eps = 0;
+    struct results_experiment x = {0};
+    struct results_run *runs = NULL;
+    struct results_epoch *eps = NULL;
+    TRY(results_experiment_get(db, &x, &found, id));
+    if (!found) FAIL(DR_ERR_USAGE, "%s: no experiment %lld", results_path(db), (long long)id);
+    TRY(results_runs_list(db, &runs, &n_runs, id));
+    if (fmt == EXPORT_JSON) json_experiment_open(f, &x, first);
+    for (int r = 0; r < n_runs; r++) {
+        TRY(results_epochs_list(db, &eps, &n_eps, runs[r].id));
+        if (fmt == EXPORT_JSON) json_run(f, &runs[r], eps, n_eps, r == 0);
+        else if (table == TABLE_RUNS) csv_run_row(f, &x, &runs[r], n_eps);
+        else csv_epoch_rows(f, &x, &runs[r], eps, n_eps);
+        free(eps);
+        eps = NULL;
+    }
+    if (fmt == EXPORT_JSON) fputs(n_runs ? "\n      ]\n    }" : "]\n    }", f);
+cleanup:
+    free(eps);
+    results_runs_free(runs, n_runs);
+    results_experiment_clear(&x);
+    return rc;
+}
+
+static int export_all(FILE *f, struct results *db, const char *db_path, const int64_t *ids,
+                      int n, enum export_format fmt, enum export_table table)
+{
+    int rc = DR_OK;
+    if (fmt == EXPORT_JSON) {
+        fputs("{\n  \"database\": ", f);
+        output_json_string(f, db_path);
+        fputs(",\n  \"exported_by\": \"dawnrun " DAWNRUN_VERSION "\",\n  \"experiments\": [", f);
+        fputs(n ? "\n" : "", f);
+    } else if (table == TABLE_RUNS) {
+        csv_header(f, run_columns, N_RUN_COLUMNS);
+    } else {
+        csv_header(f, epoch_columns, N_EPOCH_COLUMNS);
+    }
+    for (int i = 0; i < n; i++) TRY(export_experiment(f, db, ids[i], fmt, table, i == 0));
+    if (fmt == EXPORT_JSON) fputs(n ? "\n  ]\n}\n" : "]\n}\n", f);
+cleanup:
+    return rc;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    int rc = DR_OK, missing = 0, n_ids = 0, n_configs = 0, n_all = 0;
+    int n_args = 0, n_sets = 0, n_sweeps = 0;
+    const char *db_flag = NULL, *out_path = NULL, *v, *db_path;
+    enum export_format fmt = EXPORT_CSV;
+    enum export_table table = TABLE_EPOCHS;
+    int table_given = 0;
+    struct results *db = NULL;
+    struct results_experiment *all = NULL;
+    int64_t *ids = NULL;
+    struct output_file out = {0};
+    const char **args = calloc((size_t)argc + 1, sizeof *args);
+    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    const char **sweeps = calloc((size_t)argc + 1, sizeof *sweeps);
+    if (!args || !sets || !sweeps) FAIL(DR_ERR_NOMEM, "out of memory parsing flags");
+    for (int i = 1; i < argc; i++) {
+        missing = 0;
+        if ((v = report_flag_value("--db", argc, argv, &i, &missing))) {
+            db_flag = v;
+        } else if ((v = report_flag_value("-o", argc, argv, &i, &missing)) ||
+                   (v = report_flag_value("--output", argc, argv, &i, &missing))) {
+            out_path = v;
+        } else if ((v = report_flag_value("--format", argc, argv, &i, &missing))) {
+            if (!strcmp(v, "csv")) fmt = EXPORT_CSV;
+            else if (!strcmp(v, "json")) fmt = EXPORT_JSON;
+            else {
+                fprintf(stderr, "dawnrun export: --format: expected csv or json, got '%s'\n", v);
+                rc = DR_ERR_USAGE;
+                goto cleanup;
+            }
+        } else if ((v = report_flag_value("--table", argc, argv, &i, &missing))) {
+            if (!strcmp(v, "epochs")) table = TABLE_EPOCHS;
+            else if (!strcmp(v, "runs")) table = TABLE_RUNS;
+            else {
+                fprintf(stderr, "dawnrun export: --table: expected epochs or runs, got '%s'\n",
+                        v);
+                rc = DR_ERR_USAGE;
+                goto cleanup;
+            }
+            table_given = 1;
+        } else if ((v = report_flag_value("--set", argc, argv, &i, &missing))) {
+            if (!strchr(v, '=')) {
+                fprintf(stderr, "dawnrun export: --set needs key.path=value, got '%s'\n", v);
+                rc = DR_ERR_USAGE;
+                goto cleanup;
+            }
+            sets[n_sets++] = v;
+        } else if ((v = report_flag_value("--sweep", argc, argv, &i, &missing))) {
+            if (!strchr(v, '=')) {
+                fprintf(stderr, "dawnrun export: --sweep needs key.path=value1,value2,..., "
+                        "got '%s'\n", v);
+                rc = DR_ERR_USAGE;
+                goto cleanup;
+            }
+            sweeps[n_sweeps++] = v;
+        } else if (missing) {
+            fprintf(stderr, "dawnrun export: %s needs a value\n", argv[i]);
+            rc = DR_ERR_USAGE;
+            goto cleanup;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(EXPORT_USAGE, stdout);
+            goto cleanup;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "dawnrun export: unknown flag '%s'\n" EXPORT_USAGE, argv[i]);
+            rc = DR_ERR_USAGE;
+            goto cleanup;
+        } else {
+            args[n_args++] = argv[i];
+        }
+    }
+    if (table_given && fmt == EXPORT_JSON) {
+        fprintf(stderr, "dawnrun export: --table chooses a CSV table; JSON holds both\n");
+        rc = DR_ERR_USAGE;
+        goto cleanup;
+    }
+
+    db_path = report_db_path(db_flag);
+    TRY(report_open_db(&db, db_path));
+    if (n_args == 0) {
+        TRY(results_experiments_list(db, &all, &n_all));
+        ids = calloc((size_t)n_all + 1, sizeof *ids);
+        CHECK_ALLOC(ids, "experiment ids");
+        for (int i = 0; i < n_all; i++) ids[n_ids++] = all[i].id;
+    } else {
+        TRY(report_find(db, &ids, &n_ids, &n_configs, args, n_args, sets, n_sets, sweeps,
+                        n_sweeps));
+    }
+    if ((n_sets > 0 || n_sweeps > 0) && n_configs == 0) {
+        fprintf(stderr, "dawnrun export: --set and --sweep apply to CONFIG arguments, and "
+                "none was given\n");
+        rc = DR_ERR_USAGE;
+        goto cleanup;
+    }
+    TRY(output_file_open(&out, out_path));
+    TRY(export_all(out.f, db, db_path, ids, n_ids, fmt, table));
+    TRY(output_file_commit(&out));
+cleanup:
+    output_file_abort(&out);
+    results_experiments_free(all, n_all);
+    results_close(db);
+    free(ids);
+    free(args);
+    free(sets);
+    free(sweeps);
+    return cli_exit_code(rc);
+}

@@ -1,0 +1,244 @@
+/* `dawnrun plot [EXPERIMENT|CONFIG ...] -o curves.svg`: the training curves of
+ * experiments in a results database (test accuracy, train loss and learning rate per
+ * epoch, one line per seed) as an SVG file, read-only. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "engine/status.h"
+#include "output.h"
+#include "plot_svg.h"
+#include "report_internal.h"
+
+#define PLOT_USAGE                                                                         \
+    "usage: dawnrun plot [EXPERIMENT|CONFIG ...] [-o FILE.svg] [--target 0.94]\n"          \
+    "                    [--set key=value]... [--sweep key=v1,v2]... [--db PATH]\n"          \
+    "       (no EXPERIMENT: every experiment; -o defaults to curves.svg, - is stdout)\n"
+
+#define PLOT_DEFAULT_OUT "curves.svg"
+
+/* What the chart is drawn from: experiments, their runs and epochs, owned here. */
+struct plot_data {
+    int n;
+    struct results_experiment *x;   /* n */
+    struct plot_experiment *pe;     /* n, pointing into the rest */
+    char **labels;                  /* n */
+};
+
+static void plot_data_free(struct plot_data *d)
+{
+    for (int i = 0; i < d->n; i++) {
+        if (d->pe) {
+            for (int r = 0; r < d->pe[i].n_runs; r++) free((void *)d->pe[i].runs[r].epochs);
+            free((void *)d->pe[i].runs);
+        }
+        if (d->x) results_experiment_clear(&d->x[i]);
+        if (d->labels) free(d->labels[i]);
+    }
+    free(d->x);
+    free(d->pe);
+    free(d->labels);
+    memset(d, 0, sizeof *d);
+}
+
+/* The legend label of experiment i: its name, with "#id" when another plotted
+ * experiment has the same name. */
+static int make_label(struct plot_data *d, int i)
+{
+    int rc = DR_OK;
+    const char *name = d->x[i].name ? d->x[i].name : "?";
+    int twin = 0;
+    for (int k = 0; k < d->n; k++)
+        if (k != i && d->x[k].name && !strcmp(d->x[k].name, name)) twin = 1;
+    size_t len = strlen(name) + 32;
+    d->labels[i] = malloc(len);
+    CHECK_ALLOC(d->labels[i], "plot label");
+    if (twin) snprintf(d->labels[i], len, "%s #%lld", name, (long long)d->x[i].id);
+    else snprintf(d->labels[i], len, "%s", name);
+    d->pe[i].label = d->labels[i];
+cleanup:
+    return rc;
+}
+
+/* Reads experiment d->x[i]'s runs and their epochs into d->pe[i]. */
+static int load_runs(struct results *db, struct plot_data *d, int i, double target)
+{
+    int rc = DR_OK;
+    int n = 0;
+    struct results_run *runs = NULL;
+    struct plot_run *pr = NULL;
+    TRY(results_runs_list(db, &runs, &n, d->x[i].id));
+    pr = calloc((size_t)n + 1, sizeof *pr);
+    CHECK_ALLOC(pr, "plot runs");
+    d->pe[i].runs = pr;
+    for (int r = 0; r < n; r++) {
+        struct results_epoch *eps = NULL;
+        int n_eps = 0;
+        TRY(results_epochs_list(db, &eps, &n_eps, runs[r].id));
+        pr[r].seed = runs[r].seed;
+        pr[r].epochs = eps;
+        pr[r].n_epochs = n_eps;
+        d->pe[i].n_runs = r + 1;
+    }
+    d->pe[i].target = isnan(target) ? d->x[i].target_accuracy : target;
+cleanup:
+    results_runs_free(runs, n);
+    return rc;
+}
+
+static int load(struct results *db, struct plot_data *d, const int64_t *ids, int n,
+                double target)
+{
+    int rc = DR_OK;
+    int found = 0;
+    d->x = calloc((size_t)n + 1, sizeof *d->x);
+    d->pe = calloc((size_t)n + 1, sizeof *d->pe);
+    d->labels = calloc((size_t)n + 1, sizeof *d->labels);
+    if (!d->x || !d->pe || !d->labels) FAIL(DR_ERR_NOMEM, "out of memory loading the plot");
+    d->n = n;
+    for (int i = 0; i < n; i++) {
+        TRY(results_experiment_get(db, &d->x[i], &found, ids[i]));
+        if (!found) FAIL(DR_ERR_USAGE, "%s: no experiment %lld", results_path(db),
+                         (long long)ids[i]);
+        TRY(load_runs(db, d, i, target));
+    }
+    for (int i = 0; i < n; i++) TRY(make_label(d, i));
+cleanup:
+    return rc;
+}
+
+/* "dawn-512 vs dawn-768 (results/dawnrun.db)", or "5 experiments (...)". */
+static void make_title(char *buf, size_t size, const struct plot_data *d, const char *db_path)
+{
+    size_t len = 0;
+    if (d->n == 0 || d->n > 3) {
+        len = (size_t)snprintf(buf, size, "%d experiments", d->n);
+    } else {
+        buf[0] = '\0';
+        for (int i = 0; i < d->n && len < size; i++)
+            len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? " vs " : "",
+                                    d->labels[i]);
+    }
+    if (len < size) snprintf(buf + len, size - len, " (%s)", db_path);
+}
+
+/* Parses --target: an accuracy in (0, 1]; -1 when bad (message printed). */
+static double parse_target(const char *value)
+{
+    char *end = NULL;
+    double v = value ? strtod(value, &end) : NAN;
+    if (!value || end == value || *end || !(v > 0.0 && v <= 1.0)) {
+        fprintf(stderr, "dawnrun plot: --target: expected an accuracy in (0, 1], e.g. 0.94, "
+                "got '%s'\n", value ? value : "");
+        return -1.0;
+    }
+    return v;
+}
+
+int cmd_plot(int argc, char **argv)
+{
+    int rc = DR_OK, missing = 0, n_ids = 0, n_configs = 0;
+    int n_args = 0, n_sets = 0, n_sweeps = 0, n_lines = 0;
+    const char *db_flag = NULL, *out_path = PLOT_DEFAULT_OUT, *v, *db_path;
+    double target = NAN;
+    struct results *db = NULL;
+    struct results_experiment *all = NULL;
+    int n_all = 0;
+    int64_t *ids = NULL;
+    struct plot_data d = {0};
+    struct output_file out = {0};
+    struct plot_chart chart = {0};
+    char title[512];
+    const char **args = calloc((size_t)argc + 1, sizeof *args);
+    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    const char **sweeps = calloc((size_t)argc + 1, sizeof *sweeps);
+    if (!args || !sets || !sweeps) FAIL(DR_ERR_NOMEM, "out of memory parsing flags");
+    for (int i = 1; i < argc; i++) {
+        missing = 0;
+        if ((v = report_flag_value("--db", argc, argv, &i, &missing))) {
+            db_flag = v;
+        } else if ((v = report_flag_value("-o", argc, argv, &i, &missing)) ||
+                   (v = report_flag_value("--output", argc, argv, &i, &missing))) {
+            out_path = v;
+        } else if ((v = report_flag_value("--target", argc, argv, &i, &missing))) {
+            target = parse_target(v);
+            if (target < 0) {
+                rc = DR_ERR_USAGE;
+                goto cleanup;
+            }
+        } else if ((v = report_flag_value("--set", argc, argv, &i, &missing))) {
+            if (!strchr(v, '=')) {
+                fprintf(stderr, "dawnrun plot: --set needs key.path=value, got '%s'\n", v);
+                rc = DR_ERR_USAGE;
+                goto cleanup;
+            }
+            sets[n_sets++] = v;
+        } else if ((v = report_flag_value("--sweep", argc, argv, &i, &missing))) {
+            if (!strchr(v, '=')) {
+                fprintf(stderr, "dawnrun plot: --sweep needs key.path=value1,value2,..., got "
+                        "'%s'\n", v);
+                rc = DR_ERR_USAGE;
+                goto cleanup;
+            }
+            sweeps[n_sweeps++] = v;
+        } else if (missing) {
+            fprintf(stderr, "dawnrun plot: %s needs a value\n", argv[i]);
+            rc = DR_ERR_USAGE;
+            goto cleanup;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(PLOT_USAGE, stdout);
+            goto cleanup;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "dawnrun plot: unknown flag '%s'\n" PLOT_USAGE, argv[i]);
+            rc = DR_ERR_USAGE;
+            goto cleanup;
+        } else {
+            args[n_args++] = argv[i];
+        }
+    }
+
+    db_path = report_db_path(db_flag);
+    TRY(report_open_db(&db, db_path));
+    if (n_args == 0) {
+        TRY(results_experiments_list(db, &all, &n_all));
+        ids = calloc((size_t)n_all + 1, sizeof *ids);
+        CHECK_ALLOC(ids, "experiment ids");
+        for (int i = 0; i < n_all; i++) ids[n_ids++] = all[i].id;
+    } else {
+        TRY(report_find(db, &ids, &n_ids, &n_configs, args, n_args, sets, n_sets, sweeps,
+                        n_sweeps));
+    }
+    if ((n_sets > 0 || n_sweeps > 0) && n_configs == 0) {
+        fprintf(stderr, "dawnrun plot: --set and --sweep apply to CONFIG arguments, and none "
+                "was given\n");
+        rc = DR_ERR_USAGE;
+        goto cleanup;
+    }
+    TRY(load(db, &d, ids, n_ids, target));
+    make_title(title, sizeof title, &d, db_path);
+    chart.title = title;
+    chart.exps = d.pe;
+    chart.n_exps = d.n;
+    TRY(output_file_open(&out, out_path));
+    TRY(plot_svg_write(out.f, &chart));
+    TRY(output_file_commit(&out));
+    for (int i = 0; i < d.n; i++)
+        for (int r = 0; r < d.pe[i].n_runs; r++) n_lines += d.pe[i].runs[r].n_epochs > 0;
+    /* the summary goes to stderr when the SVG itself went to stdout */
+    fprintf(strcmp(out_path, "-") ? stdout : stderr, "%s: %d experiment%s, %d run%s with "
+            "epochs\n", out_path, d.n, d.n == 1 ? "" : "s", n_lines, n_lines == 1 ? "" : "s");
+    if (n_lines == 0)
+        fprintf(stderr, "dawnrun plot: note: no epochs recorded yet in %s for %s\n", db_path,
+                n_args ? "these experiments" : "any experiment");
+cleanup:
+    output_file_abort(&out);
+    plot_data_free(&d);
+    results_experiments_free(all, n_all);
+    results_close(db);
+    free(ids);
+    free(args);
+    free(sets);
+    free(sweeps);
+    return cli_exit_code(rc);
+}

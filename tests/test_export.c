@@ -1,0 +1,546 @@
+/* Tests of `dawnrun export` and of the writers it shares with the report
+ * (runner/output.c). In process: exact decimals, CSV fields and JSON strings parsed back
+ * with the strict readers of tests/report_check.c, and the all-or-nothing output file.
+ * Given the dawnrun executable as argv[1]: a fixture database built through the results
+ * API (a name with a comma, quotes and a line break; notes; done, diverged, failed and
+ * pending runs; NaN values; the seed 2^64 - 1) is exported as CSV (the epochs table and
+ * the runs table) and JSON, each parsed back and compared value for value with what was
+ * recorded; then selection by id and hash prefix, -o, a version-1 database, and the
+ * error paths. */
+#include <math.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "report_check.h"
+#include "results/results.h"
+#include "runner/output.h"
+
+extern const char schema_results_v1_sql[];   /* the frozen version-1 schema */
+
+static char dir[] = "/tmp/dawnrun-test-export-XXXXXX";
+
+static const char *path_of(const char *name)
+{
+    static char bufs[8][512];
+    static int k;
+    char *b = bufs[k++ % 8];
+    snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
+    return b;
+}
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    long len;
+    if (!f) return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+        buf = malloc((size_t)len + 1);
+        if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
+            free(buf);
+            buf = NULL;
+        }
+        if (buf) buf[len] = '\0';
+    }
+    fclose(f);
+    return buf;
+}
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* ---- the shared writers, in process ------------------------------------------------------ */
+
+static void test_writers(void)
+{
+    char buf[64];
+    const double values[] = {0.1, 1.0 / 3.0, 1e-300, 161.2, -2.5, 0.9413, 1796023371.200998};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        output_exact(buf, sizeof buf, values[i]);
+        CHECK(strtod(buf, NULL) == values[i]);
+    }
+    output_exact(buf, sizeof buf, 0.1);
+    CHECK(strcmp(buf, "0.1") == 0);
+    output_exact(buf, sizeof buf, NAN);
+    CHECK(buf[0] == '\0');
+    output_exact(buf, sizeof buf, INFINITY);
+    CHECK(buf[0] == '\0');
+
+    /* CSV fields that need quoting, parsed back */
+    static const char *const fields[] = {"plain", "a,b", "say \"hi\"", "two\nlines", " edge",
+                                         "", "\xc3\xbc"};
+    const int n = (int)(sizeof fields / sizeof fields[0]);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    for (int i = 0; i < n; i++) output_csv_text(f, fields[i], 0);
+    output_csv_text(f, NULL, 0);
+    output_csv_num(f, 0.25, 0);
+    output_csv_num(f, NAN, 1);
+    fclose(f);
+    struct csv c;
+    const char *err = NULL;
+    CHECK(csv_parse(&c, text, &err) == 0);
+    CHECK(c.n_records == 1 && c.n_fields[0] == n + 3);
+    if (c.n_records == 1 && c.n_fields[0] == n + 3) {
+        for (int i = 0; i < n; i++) CHECK(strcmp(c.fields[0][i], fields[i]) == 0);
+        CHECK(strcmp(c.fields[0][n], "") == 0 && strcmp(c.fields[0][n + 1], "0.25") == 0 &&
+              strcmp(c.fields[0][n + 2], "") == 0);
+    }
+    csv_free(&c);
+    free(text);
+
+    /* JSON strings and numbers, parsed back */
+    const char *tricky = "q\"b\\s\n\t\x01 \xc3\xbc";
+    f = open_memstream(&text, &len);
+    fputs("{\"s\": ", f);
+    output_json_string(f, tricky);
+    fputs(", \"z\": ", f);
+    output_json_string(f, NULL);
+    output_json_num(f, ", ", "x", 0.1);
+    output_json_num(f, ", ", "nan", NAN);
+    fputc('}', f);
+    fclose(f);
+    struct json j;
+    CHECK(json_parse(&j, text, &err) == 0);
+    const struct json *s = json_get(&j, "s");
+    CHECK(s && s->type == JSON_STRING && strcmp(s->string, tricky) == 0);
+    CHECK(json_get(&j, "z") && json_get(&j, "z")->type == JSON_NULL);
+    CHECK(json_number(json_get(&j, "x")) == 0.1);
+    CHECK(json_get(&j, "nan") && json_get(&j, "nan")->type == JSON_NULL);
+    json_free(&j);
+    free(text);
+
+    /* the output file: replaced whole on commit, untouched on abort or failure */
+    struct output_file o;
+    const char *p = path_of("out.csv");
+    CHECK(output_file_open(&o, p) == DR_OK);
+    fputs("first\n", o.f);
+    CHECK(!exists(p));   /* not before the commit */
+    CHECK(output_file_commit(&o) == DR_OK);
+    text = read_all(p);
+    CHECK(text && strcmp(text, "first\n") == 0);
+    free(text);
+    CHECK(output_file_open(&o, p) == DR_OK);
+    fputs("second, half written", o.f);
+    output_file_abort(&o);
+    text = read_all(p);
+    CHECK(text && strcmp(text, "first\n") == 0);
+    free(text);
+    output_file_abort(&o);   /* twice is harmless */
+    fflush(stderr);
+    CHECK(output_file_open(&o, path_of("no/such/dir/x.csv")) == DR_ERR_IO);
+    CHECK(o.f == NULL && o.tmp == NULL);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q tmp", dir);
+    CHECK(system(cmd) != 0);   /* no temporary left behind */
+}
+
+/* ---- the fixture --------------------------------------------------------------------------- */
+
+static const char A_NAME[] = "dawn, \"quoted\"\nsecond line";
+static const char A_NOTES[] = "baseline, before the cutout fix";
+static const char FAIL_TEXT[] = "out of memory, at step 3\nretry later";
+#define BIG_SEED UINT64_MAX
+
+static struct results_epoch epoch_row(int k, uint64_t seed)
+{
+    struct results_epoch e;
+    memset(&e, 0, sizeof e);
+    e.epoch = k;
+    e.lr = 0.1 * k;
+    e.train_loss = 2.0 / k + 0.01 * (double)(seed % 7);
+    e.train_acc = 0.4 + 0.1 * k;
+    e.test_loss = 1.8 / k;
+    e.test_acc = 0.5 + 0.11 * k + 0.001 * (double)(seed % 7);
+    e.train_time = 10.0 + 1.0 / 3.0;
+    e.test_time = 1.0;
+    e.total_time = 11.0 * k;
+    return e;
+}
+
+static void run_epochs(struct results *db, int64_t exp, uint64_t seed, int n, int nan_from,
+                       enum results_run_status status, const char *error)
+{
+    struct results_claim req;
+    struct results_lease l;
+    results_claim_init(&req);
+    req.experiment_ids = &exp;
+    req.n_experiments = 1;
+    req.seeds = &seed;
+    req.n_seeds = 1;
+    CHECK(results_claim_run(db, &l, &req) == DR_OK && l.run_id > 0);
+    double acc = NAN;
+    for (int k = 1; k <= n; k++) {
+        struct results_epoch e = epoch_row(k, seed);
+        if (nan_from > 0 && k >= nan_from) e.test_acc = e.train_loss = e.test_loss = NAN;
+        CHECK(results_epoch_record(db, &l, &e) == DR_OK);
+        acc = e.test_acc;
+    }
+    struct results_outcome o = {status, status == RUN_DONE ? acc : NAN, 40.5, 44.25,
+                                status == RUN_DONE ? 30.0 : -1, status == RUN_DONE ? 3 : -1,
+                                error};
+    CHECK(results_run_finish(db, &l, &o) == DR_OK);
+}
+
+struct fixture {
+    int64_t a, b;
+};
+
+/* A (notes set): seeds 0-2 done, 4 epochs. B: seed 0 done; seed 1 diverged in epoch 2;
+ * seed 2 pending; seed 2^64 - 1 failed after one epoch with NaN accuracy and loss. */
+static void build_fixture(const char *path, struct fixture *fx)
+{
+    struct results *db = NULL;
+    CHECK(results_open(&db, path) == DR_OK);
+    if (!db) return;
+    struct results_experiment xa = {0}, xb;
+    xa.name = A_NAME;
+    xa.config_hash = "hash-a-0123456789";
+    xa.config_text = "train { epochs = 4; }\n";
+    xa.dawnrun_version = "test";
+    xa.engine = "cpu";
+    xa.host = "node1";
+    xa.target_accuracy = 0.94;
+    xb = xa;
+    xb.name = "b-exp";
+    xb.config_hash = "hash-b-0123456789";
+    xb.config_text = "b";
+    xb.target_accuracy = NAN;
+    xb.host = NULL;
+    CHECK(results_experiment_register(db, &fx->a, NULL, &xa) == DR_OK);
+    CHECK(results_experiment_register(db, &fx->b, NULL, &xb) == DR_OK);
+    CHECK(results_experiment_set_notes(db, fx->a, A_NOTES) == DR_OK);
+    const uint64_t sa[] = {0, 1, 2}, sb[] = {0, 1, 2, BIG_SEED};
+    CHECK(results_runs_ensure(db, NULL, fx->a, sa, 3, 3) == DR_OK);
+    CHECK(results_runs_ensure(db, NULL, fx->b, sb, 4, 3) == DR_OK);
+    for (int s = 0; s < 3; s++) run_epochs(db, fx->a, (uint64_t)s, 4, 0, RUN_DONE, NULL);
+    run_epochs(db, fx->b, 0, 4, 0, RUN_DONE, NULL);
+    run_epochs(db, fx->b, 1, 2, 2, RUN_DIVERGED, "loss became NaN at epoch 2");
+    run_epochs(db, fx->b, BIG_SEED, 1, 1, RUN_FAILED, FAIL_TEXT);
+    results_close(db);
+}
+
+/* ---- the command -------------------------------------------------------------------------- */
+
+static const char *dawnrun;
+static char err_text[1 << 14];
+
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...)
+{
+    char args[4096], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", dawnrun, args, path_of("out.txt"),
+             path_of("err.txt"));
+    int status = system(cmd);
+    char *e = read_all(path_of("err.txt"));
+    snprintf(err_text, sizeof err_text, "%s", e ? e : "");
+    free(e);
+    printf("$ dawnrun %s\n%s", args, err_text);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Record r's field `col` of c (NULL when missing). */
+static const char *field(const struct csv *c, int r, const char *col)
+{
+    int k = csv_column(c, col);
+    if (k < 0 || r >= c->n_records || k >= c->n_fields[r]) return NULL;
+    return c->fields[r][k];
+}
+
+static int field_is(const struct csv *c, int r, const char *col, const char *want)
+{
+    const char *v = field(c, r, col);
+    return v && strcmp(v, want) == 0;
+}
+
+/* The field read back is exactly the double v. */
+static int field_num(const struct csv *c, int r, const char *col, double v)
+{
+    const char *s = field(c, r, col);
+    return s && *s && strtod(s, NULL) == v;
+}
+
+/* The record of the epochs table with this seed and epoch, in experiment `name`. */
+static int epoch_record(const struct csv *c, const char *name, const char *seed, int epoch)
+{
+    char ep[16];
+    snprintf(ep, sizeof ep, "%d", epoch);
+    for (int r = 1; r < c->n_records; r++)
+        if (field_is(c, r, "experiment", name) && field_is(c, r, "seed", seed) &&
+            field_is(c, r, "epoch", ep))
+            return r;
+    return -1;
+}
+
+static int run_record(const struct csv *c, const char *name, const char *seed)
+{
+    for (int r = 1; r < c->n_records; r++)
+        if (field_is(c, r, "experiment", name) && field_is(c, r, "seed", seed)) return r;
+    return -1;
+}
+
+static void check_csv_epochs(const char *text)
+{
+    struct csv c;
+    const char *err = NULL;
+    CHECK(text && csv_parse(&c, text, &err) == 0);
+    if (!text || err) return;
+    static const char *const cols[] = {
+        "experiment_id", "experiment", "run_id", "seed", "status", "epoch", "attempt", "lr",
+        "train_loss", "train_acc", "test_loss", "test_acc", "train_time", "test_time",
+        "total_time", "recorded_at"};
+    const int n_cols = (int)(sizeof cols / sizeof cols[0]);
+    CHECK(c.n_records == 1 + 12 + 4 + 2 + 1);
+    CHECK(c.n_fields[0] == n_cols);
+    for (int k = 0; k < n_cols && k < c.n_fields[0]; k++)
+        CHECK(strcmp(c.fields[0][k], cols[k]) == 0);
+    for (int r = 1; r < c.n_records; r++) CHECK(c.n_fields[r] == n_cols);
+
+    int r = epoch_record(&c, A_NAME, "1", 3);
+    struct results_epoch e = epoch_row(3, 1);
+    CHECK(r > 0);
+    CHECK(field_is(&c, r, "status", "done") && field_is(&c, r, "attempt", "1"));
+    CHECK(field_num(&c, r, "lr", e.lr) && field_num(&c, r, "train_loss", e.train_loss));
+    CHECK(field_num(&c, r, "train_acc", e.train_acc) &&
+          field_num(&c, r, "test_loss", e.test_loss));
+    CHECK(field_num(&c, r, "test_acc", e.test_acc) &&
+          field_num(&c, r, "train_time", e.train_time));
+    CHECK(field_num(&c, r, "test_time", e.test_time) &&
+          field_num(&c, r, "total_time", e.total_time));
+    const char *rec = field(&c, r, "recorded_at");
+    CHECK(rec && strtod(rec, NULL) > 1.6e9);
+
+    r = epoch_record(&c, "b-exp", "18446744073709551615", 1);
+    CHECK(r > 0 && field_is(&c, r, "status", "failed"));
+    CHECK(field_is(&c, r, "test_acc", "") && field_is(&c, r, "train_loss", "") &&
+          field_num(&c, r, "lr", 0.1));
+    r = epoch_record(&c, "b-exp", "1", 2);
+    CHECK(r > 0 && field_is(&c, r, "status", "diverged") && field_is(&c, r, "test_acc", ""));
+    CHECK(run_record(&c, "b-exp", "2") < 0);   /* the pending run has no epochs */
+    csv_free(&c);
+}
+
+static void check_csv_runs(const char *text)
+{
+    struct csv c;
+    const char *err = NULL;
+    CHECK(text && csv_parse(&c, text, &err) == 0);
+    if (!text || err) return;
+    CHECK(c.n_records == 1 + 7);
+    CHECK(c.n_fields[0] == 23 && csv_column(&c, "error") >= 0 && csv_column(&c, "epochs") >= 0);
+    int r = run_record(&c, A_NAME, "2");
+    struct results_epoch last = epoch_row(4, 2);
+    CHECK(r > 0 && field_is(&c, r, "status", "done") && field_is(&c, r, "epochs", "4"));
+    CHECK(field_num(&c, r, "final_test_acc", last.test_acc) &&
+          field_num(&c, r, "train_time", 40.5) && field_num(&c, r, "total_time", 44.25) &&
+          field_num(&c, r, "target_time", 30.0) && field_is(&c, r, "target_epoch", "3"));
+    CHECK(field_is(&c, r, "config_hash", "hash-a-0123456789") && field_is(&c, r, "error", ""));
+    CHECK(field_is(&c, r, "lease_expires", "") && field(&c, r, "pid") && *field(&c, r, "pid"));
+    r = run_record(&c, "b-exp", "2");
+    CHECK(r > 0 && field_is(&c, r, "status", "pending") && field_is(&c, r, "pid", "") &&
+          field_is(&c, r, "started_at", "") && field_is(&c, r, "host", "") &&
+          field_is(&c, r, "epochs", "0") && field_is(&c, r, "attempt", "0") &&
+          field_is(&c, r, "target_epoch", ""));
+    r = run_record(&c, "b-exp", "18446744073709551615");
+    CHECK(r > 0 && field_is(&c, r, "error", FAIL_TEXT) && field_is(&c, r, "final_test_acc", ""));
+    csv_free(&c);
+}
+
+static void check_json(const char *text, const struct fixture *fx)
+{
+    struct json j;
+    const char *err = NULL;
+    CHECK(text && json_parse(&j, text, &err) == 0);
+    if (!text || err) return;
+    const struct json *xs = json_get(&j, "experiments");
+    CHECK(xs && xs->type == JSON_ARRAY && xs->n == 2);
+    const struct json *a = json_at(xs, 0), *b = json_at(xs, 1);
+    CHECK(json_number(json_get(a, "id")) == (double)fx->a);
+    CHECK(json_get(a, "name") && strcmp(json_get(a, "name")->string, A_NAME) == 0);
+    CHECK(json_get(a, "notes") && strcmp(json_get(a, "notes")->string, A_NOTES) == 0);
+    CHECK(json_get(a, "config_text") &&
+          strcmp(json_get(a, "config_text")->string, "train { epochs = 4; }\n") == 0);
+    CHECK(json_number(json_get(a, "target_accuracy")) == 0.94);
+    CHECK(json_get(b, "target_accuracy") && json_get(b, "target_accuracy")->type == JSON_NULL);
+    CHECK(json_get(b, "notes") && json_get(b, "notes")->type == JSON_NULL);
+    CHECK(json_get(b, "host") && json_get(b, "host")->type == JSON_NULL);
+    const struct json *ra = json_get(a, "runs"), *rb = json_get(b, "runs");
+    CHECK(ra && ra->n == 3 && rb && rb->n == 4);
+    int epochs = 0;
+    for (int i = 0; ra && i < ra->n; i++) {
+        const struct json *eps = json_get(json_at(ra, i), "epochs");
+        CHECK(eps && eps->n == 4);
+        epochs += eps ? eps->n : 0;
+        for (int k = 0; eps && k < eps->n; k++) {
+            struct results_epoch want = epoch_row(k + 1, (uint64_t)i);
+            const struct json *e = json_at(eps, k);
+            CHECK(json_number(json_get(e, "epoch")) == k + 1);
+            CHECK(json_number(json_get(e, "test_acc")) == want.test_acc &&
+                  json_number(json_get(e, "train_loss")) == want.train_loss &&
+                  json_number(json_get(e, "train_time")) == want.train_time);
+        }
+    }
+    CHECK(epochs == 12);
+    /* B, by seed order as stored: the pending run, the failed one with its NaN epoch */
+    for (int i = 0; rb && i < rb->n; i++) {
+        const struct json *r = json_at(rb, i);
+        const struct json *st = json_get(r, "status");
+        const struct json *eps = json_get(r, "epochs");
+        CHECK(st && st->type == JSON_STRING && eps && eps->type == JSON_ARRAY);
+        if (!st || !eps) continue;
+        if (!strcmp(st->string, "pending"))
+            CHECK(eps->n == 0 && json_get(r, "pid")->type == JSON_NULL &&
+                  json_get(r, "started_at")->type == JSON_NULL);
+        if (!strcmp(st->string, "failed")) {
+            CHECK(eps->n == 1 && json_get(json_at(eps, 0), "test_acc")->type == JSON_NULL);
+            CHECK(json_get(r, "error") && strcmp(json_get(r, "error")->string, FAIL_TEXT) == 0);
+            CHECK(json_get(r, "target_epoch")->type == JSON_NULL);
+        }
+    }
+    CHECK(strstr(text, "\"seed\": 18446744073709551615") != NULL);   /* exact, not rounded */
+    json_free(&j);
+}
+
+/* A version-1 database (as dawnrun 0.1 wrote it) with one experiment and run. */
+static void make_v1(const char *path)
+{
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open(path, &db);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, schema_results_v1_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db,
+            "INSERT INTO experiments(id, name, config_hash, config_text, dawnrun_version,"
+            " engine, created_at) VALUES (1, 'old', 'hash-old-0123', 't', '0.1.0', 'cpu', 1);"
+            "INSERT INTO runs(experiment_id, seed, status, created_at)"
+            " VALUES (1, 5, 'pending', 1);",
+            NULL, NULL, NULL);
+    CHECK(rc == SQLITE_OK);
+    sqlite3_close(db);
+}
+
+static void test_command(const char *db, const struct fixture *fx)
+{
+    char *text;
+
+    CHECK(run("export --db %s --format csv", db) == 0);
+    text = read_all(path_of("out.txt"));
+    check_csv_epochs(text);
+    free(text);
+    CHECK(run("export --db %s", db) == 0);   /* csv, epochs: the default */
+    text = read_all(path_of("out.txt"));
+    check_csv_epochs(text);
+    free(text);
+
+    CHECK(run("export --db %s --format csv --table runs", db) == 0);
+    text = read_all(path_of("out.txt"));
+    check_csv_runs(text);
+    free(text);
+
+    CHECK(run("export --db %s --format json -o %s", db, path_of("all.json")) == 0);
+    text = read_all(path_of("all.json"));
+    check_json(text, fx);
+    free(text);
+    text = read_all(path_of("out.txt"));
+    CHECK(text && text[0] == '\0');   /* -o: nothing on stdout */
+    free(text);
+
+    /* selection: by id, by hash prefix */
+    CHECK(run("export %lld --db %s --format json", (long long)fx->b, db) == 0);
+    text = read_all(path_of("out.txt"));
+    struct json j;
+    const char *err = NULL;
+    CHECK(text && json_parse(&j, text, &err) == 0);
+    if (text && !err) {
+        const struct json *xs = json_get(&j, "experiments");
+        CHECK(xs && xs->n == 1 && json_number(json_get(json_at(xs, 0), "id")) == (double)fx->b);
+        json_free(&j);
+    }
+    free(text);
+    CHECK(run("export hash-a-01 --db %s --table runs", db) == 0);
+    text = read_all(path_of("out.txt"));
+    struct csv c;
+    CHECK(text && csv_parse(&c, text, &err) == 0);
+    if (text && !err) {
+        CHECK(c.n_records == 4);
+        csv_free(&c);
+    }
+    free(text);
+
+    /* a version-1 database is read as it is (no notes), and not changed */
+    const char *old = path_of("v1.db");
+    make_v1(old);
+    CHECK(run("export --db %s --format json", old) == 0);
+    text = read_all(path_of("out.txt"));
+    CHECK(text && json_parse(&j, text, &err) == 0);
+    if (text && !err) {
+        const struct json *x = json_at(json_get(&j, "experiments"), 0);
+        CHECK(x && json_get(x, "notes") && json_get(x, "notes")->type == JSON_NULL);
+        CHECK(json_get(x, "runs") && json_get(x, "runs")->n == 1);
+        json_free(&j);
+    }
+    free(text);
+
+    /* errors: exit codes, messages, and nothing written over an existing file */
+    FILE *f = fopen(path_of("keep.csv"), "w");
+    if (f) {
+        fputs("keep me\n", f);
+        fclose(f);
+    }
+    CHECK(run("export nosuch --db %s -o %s", db, path_of("keep.csv")) == 2);
+    CHECK(strstr(err_text, "no experiment 'nosuch'") != NULL);
+    text = read_all(path_of("keep.csv"));
+    CHECK(text && strcmp(text, "keep me\n") == 0);
+    free(text);
+    CHECK(run("export --db %s --format xml", db) == 2);
+    CHECK(strstr(err_text, "--format") != NULL);
+    CHECK(run("export --db %s --format json --table runs", db) == 2);
+    CHECK(run("export --db %s --table seeds", db) == 2);
+    CHECK(run("export --db %s -o %s/no/such/dir/x.csv", db, dir) == 1);
+    CHECK(strstr(err_text, "no/such/dir/x.csv") != NULL);
+    CHECK(run("export --db %s", path_of("missing.db")) == 1);
+    CHECK(strstr(err_text, "missing.db") != NULL && !exists(path_of("missing.db")));
+    CHECK(run("export --help") == 0);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q tmp", dir);
+    CHECK(system(cmd) != 0);   /* no temporary left behind */
+}
+
+int main(int argc, char **argv)
+{
+    struct fixture fx = {0, 0};
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    if (argc > 1) {
+        static char db[600];   /* path_of's buffers rotate */
+    snprintf(db, sizeof db, "%s", path_of("fixture.db"));
+        build_fixture(db, &fx);
+        dawnrun = argv[1];
+        test_command(db, &fx);
+    } else {
+        test_writers();
+    }
+    int rc = check_finish(argc > 1 ? "test_export (command)" : "test_export");
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (rc == 0 && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    if (rc != 0) fprintf(stderr, "test files kept in %s\n", dir);
+    return rc;
+}

@@ -3,7 +3,6 @@
  * nested document (experiments -> runs -> epochs, every column); CSV is one flat table:
  * the epochs with their run's seed and status (--table epochs, the default) or the runs
  * with every run column (--table runs). Unknown values: empty in CSV, null in JSON. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,110 +211,64 @@ cleanup:
     return rc;
 }
 
+/* The export's own flags and what they set. */
+struct export_opts {
+    const char *out_path;     /* NULL: stdout */
+    enum export_format fmt;
+    enum export_table table;
+    int table_given;
+};
+
+static int export_flag(void *ctx, const char *flag, const char *v)
+{
+    struct export_opts *o = ctx;
+    if (!strcmp(flag, "--format")) {
+        if (!strcmp(v, "csv")) o->fmt = EXPORT_CSV;
+        else if (!strcmp(v, "json")) o->fmt = EXPORT_JSON;
+        else {
+            fprintf(stderr, "dawnrun export: --format: expected csv or json, got '%s'\n", v);
+            return DR_ERR_USAGE;
+        }
+    } else if (!strcmp(flag, "--table")) {
+        if (!strcmp(v, "epochs")) o->table = TABLE_EPOCHS;
+        else if (!strcmp(v, "runs")) o->table = TABLE_RUNS;
+        else {
+            fprintf(stderr, "dawnrun export: --table: expected epochs or runs, got '%s'\n", v);
+            return DR_ERR_USAGE;
+        }
+        o->table_given = 1;
+    } else {
+        o->out_path = v;
+    }
+    return DR_OK;
+}
+
 int cmd_export(int argc, char **argv)
 {
-    int rc = DR_OK, missing = 0, n_ids = 0, n_configs = 0, n_all = 0;
-    int n_args = 0, n_sets = 0, n_sweeps = 0;
-    const char *db_flag = NULL, *out_path = NULL, *v, *db_path;
-    enum export_format fmt = EXPORT_CSV;
-    enum export_table table = TABLE_EPOCHS;
-    int table_given = 0;
+    static const char *const flags[] = {"-o", "--output", "--format", "--table", NULL};
+    int rc = DR_OK, help = 0, n_ids = 0;
+    const char *db_path;
+    struct export_opts o = {NULL, EXPORT_CSV, TABLE_EPOCHS, 0};
+    const struct report_cli cli = {"export", EXPORT_USAGE, 0, flags, export_flag, &o};
+    struct report_selection sel;
     struct results *db = NULL;
-    struct results_experiment *all = NULL;
     int64_t *ids = NULL;
     struct output_file out = {0};
-    const char **args = calloc((size_t)argc + 1, sizeof *args);
-    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
-    const char **sweeps = calloc((size_t)argc + 1, sizeof *sweeps);
-    if (!args || !sets || !sweeps) FAIL(DR_ERR_NOMEM, "out of memory parsing flags");
-    for (int i = 1; i < argc; i++) {
-        missing = 0;
-        if ((v = report_flag_value("--db", argc, argv, &i, &missing))) {
-            db_flag = v;
-        } else if ((v = report_flag_value("-o", argc, argv, &i, &missing)) ||
-                   (v = report_flag_value("--output", argc, argv, &i, &missing))) {
-            out_path = v;
-        } else if ((v = report_flag_value("--format", argc, argv, &i, &missing))) {
-            if (!strcmp(v, "csv")) fmt = EXPORT_CSV;
-            else if (!strcmp(v, "json")) fmt = EXPORT_JSON;
-            else {
-                fprintf(stderr, "dawnrun export: --format: expected csv or json, got '%s'\n", v);
-                rc = DR_ERR_USAGE;
-                goto cleanup;
-            }
-        } else if ((v = report_flag_value("--table", argc, argv, &i, &missing))) {
-            if (!strcmp(v, "epochs")) table = TABLE_EPOCHS;
-            else if (!strcmp(v, "runs")) table = TABLE_RUNS;
-            else {
-                fprintf(stderr, "dawnrun export: --table: expected epochs or runs, got '%s'\n",
-                        v);
-                rc = DR_ERR_USAGE;
-                goto cleanup;
-            }
-            table_given = 1;
-        } else if ((v = report_flag_value("--set", argc, argv, &i, &missing))) {
-            if (!strchr(v, '=')) {
-                fprintf(stderr, "dawnrun export: --set needs key.path=value, got '%s'\n", v);
-                rc = DR_ERR_USAGE;
-                goto cleanup;
-            }
-            sets[n_sets++] = v;
-        } else if ((v = report_flag_value("--sweep", argc, argv, &i, &missing))) {
-            if (!strchr(v, '=')) {
-                fprintf(stderr, "dawnrun export: --sweep needs key.path=value1,value2,..., "
-                        "got '%s'\n", v);
-                rc = DR_ERR_USAGE;
-                goto cleanup;
-            }
-            sweeps[n_sweeps++] = v;
-        } else if (missing) {
-            fprintf(stderr, "dawnrun export: %s needs a value\n", argv[i]);
-            rc = DR_ERR_USAGE;
-            goto cleanup;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(EXPORT_USAGE, stdout);
-            goto cleanup;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "dawnrun export: unknown flag '%s'\n" EXPORT_USAGE, argv[i]);
-            rc = DR_ERR_USAGE;
-            goto cleanup;
-        } else {
-            args[n_args++] = argv[i];
-        }
-    }
-    if (table_given && fmt == EXPORT_JSON) {
+    TRY(report_selection_parse(&sel, &help, &cli, argc, argv));
+    if (help) goto cleanup;
+    if (o.table_given && o.fmt == EXPORT_JSON) {
         fprintf(stderr, "dawnrun export: --table chooses a CSV table; JSON holds both\n");
         rc = DR_ERR_USAGE;
         goto cleanup;
     }
-
-    db_path = report_db_path(db_flag);
-    TRY(report_open_db(&db, db_path));
-    if (n_args == 0) {
-        TRY(results_experiments_list(db, &all, &n_all));
-        ids = calloc((size_t)n_all + 1, sizeof *ids);
-        CHECK_ALLOC(ids, "experiment ids");
-        for (int i = 0; i < n_all; i++) ids[n_ids++] = all[i].id;
-    } else {
-        TRY(report_find(db, &ids, &n_ids, &n_configs, args, n_args, sets, n_sets, sweeps,
-                        n_sweeps));
-    }
-    if ((n_sets > 0 || n_sweeps > 0) && n_configs == 0) {
-        fprintf(stderr, "dawnrun export: --set and --sweep apply to CONFIG arguments, and "
-                "none was given\n");
-        rc = DR_ERR_USAGE;
-        goto cleanup;
-    }
-    TRY(output_file_open(&out, out_path));
-    TRY(export_all(out.f, db, db_path, ids, n_ids, fmt, table));
+    TRY(report_selection_resolve(&db, &db_path, &ids, &n_ids, &sel, cli.name));
+    TRY(output_file_open(&out, o.out_path));
+    TRY(export_all(out.f, db, db_path, ids, n_ids, o.fmt, o.table));
     TRY(output_file_commit(&out));
 cleanup:
     output_file_abort(&out);
-    results_experiments_free(all, n_all);
     results_close(db);
     free(ids);
-    free(args);
-    free(sets);
-    free(sweeps);
+    report_selection_free(&sel);
     return cli_exit_code(rc);
 }

@@ -123,99 +123,31 @@ static void make_title(char *buf, size_t size, const struct plot_data *d, const 
     if (len < size) snprintf(buf + len, size - len, " (%s)", db_path);
 }
 
-/* Parses --target: an accuracy in (0, 1]; -1 when bad (message printed). */
-static double parse_target(const char *value)
+/* -o / --output, the plot's own flag. */
+static int plot_flag(void *ctx, const char *flag, const char *value)
 {
-    char *end = NULL;
-    double v = value ? strtod(value, &end) : NAN;
-    if (!value || end == value || *end || !(v > 0.0 && v <= 1.0)) {
-        fprintf(stderr, "dawnrun plot: --target: expected an accuracy in (0, 1], e.g. 0.94, "
-                "got '%s'\n", value ? value : "");
-        return -1.0;
-    }
-    return v;
+    (void)flag;
+    *(const char **)ctx = value;
+    return DR_OK;
 }
 
 int cmd_plot(int argc, char **argv)
 {
-    int rc = DR_OK, missing = 0, n_ids = 0, n_configs = 0;
-    int n_args = 0, n_sets = 0, n_sweeps = 0, n_lines = 0;
-    const char *db_flag = NULL, *out_path = PLOT_DEFAULT_OUT, *v, *db_path;
-    double target = NAN;
+    static const char *const flags[] = {"-o", "--output", NULL};
+    int rc = DR_OK, help = 0, n_ids = 0, n_lines = 0;
+    const char *out_path = PLOT_DEFAULT_OUT, *db_path;
+    const struct report_cli cli = {"plot", PLOT_USAGE, 1, flags, plot_flag, &out_path};
+    struct report_selection sel;
     struct results *db = NULL;
-    struct results_experiment *all = NULL;
-    int n_all = 0;
     int64_t *ids = NULL;
     struct plot_data d = {0};
     struct output_file out = {0};
     struct plot_chart chart = {0};
     char title[512];
-    const char **args = calloc((size_t)argc + 1, sizeof *args);
-    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
-    const char **sweeps = calloc((size_t)argc + 1, sizeof *sweeps);
-    if (!args || !sets || !sweeps) FAIL(DR_ERR_NOMEM, "out of memory parsing flags");
-    for (int i = 1; i < argc; i++) {
-        missing = 0;
-        if ((v = report_flag_value("--db", argc, argv, &i, &missing))) {
-            db_flag = v;
-        } else if ((v = report_flag_value("-o", argc, argv, &i, &missing)) ||
-                   (v = report_flag_value("--output", argc, argv, &i, &missing))) {
-            out_path = v;
-        } else if ((v = report_flag_value("--target", argc, argv, &i, &missing))) {
-            target = parse_target(v);
-            if (target < 0) {
-                rc = DR_ERR_USAGE;
-                goto cleanup;
-            }
-        } else if ((v = report_flag_value("--set", argc, argv, &i, &missing))) {
-            if (!strchr(v, '=')) {
-                fprintf(stderr, "dawnrun plot: --set needs key.path=value, got '%s'\n", v);
-                rc = DR_ERR_USAGE;
-                goto cleanup;
-            }
-            sets[n_sets++] = v;
-        } else if ((v = report_flag_value("--sweep", argc, argv, &i, &missing))) {
-            if (!strchr(v, '=')) {
-                fprintf(stderr, "dawnrun plot: --sweep needs key.path=value1,value2,..., got "
-                        "'%s'\n", v);
-                rc = DR_ERR_USAGE;
-                goto cleanup;
-            }
-            sweeps[n_sweeps++] = v;
-        } else if (missing) {
-            fprintf(stderr, "dawnrun plot: %s needs a value\n", argv[i]);
-            rc = DR_ERR_USAGE;
-            goto cleanup;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(PLOT_USAGE, stdout);
-            goto cleanup;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "dawnrun plot: unknown flag '%s'\n" PLOT_USAGE, argv[i]);
-            rc = DR_ERR_USAGE;
-            goto cleanup;
-        } else {
-            args[n_args++] = argv[i];
-        }
-    }
-
-    db_path = report_db_path(db_flag);
-    TRY(report_open_db(&db, db_path));
-    if (n_args == 0) {
-        TRY(results_experiments_list(db, &all, &n_all));
-        ids = calloc((size_t)n_all + 1, sizeof *ids);
-        CHECK_ALLOC(ids, "experiment ids");
-        for (int i = 0; i < n_all; i++) ids[n_ids++] = all[i].id;
-    } else {
-        TRY(report_find(db, &ids, &n_ids, &n_configs, args, n_args, sets, n_sets, sweeps,
-                        n_sweeps));
-    }
-    if ((n_sets > 0 || n_sweeps > 0) && n_configs == 0) {
-        fprintf(stderr, "dawnrun plot: --set and --sweep apply to CONFIG arguments, and none "
-                "was given\n");
-        rc = DR_ERR_USAGE;
-        goto cleanup;
-    }
-    TRY(load(db, &d, ids, n_ids, target));
+    TRY(report_selection_parse(&sel, &help, &cli, argc, argv));
+    if (help) goto cleanup;
+    TRY(report_selection_resolve(&db, &db_path, &ids, &n_ids, &sel, cli.name));
+    TRY(load(db, &d, ids, n_ids, sel.target));
     make_title(title, sizeof title, &d, db_path);
     chart.title = title;
     chart.exps = d.pe;
@@ -230,15 +162,12 @@ int cmd_plot(int argc, char **argv)
             "epochs\n", out_path, d.n, d.n == 1 ? "" : "s", n_lines, n_lines == 1 ? "" : "s");
     if (n_lines == 0)
         fprintf(stderr, "dawnrun plot: note: no epochs recorded yet in %s for %s\n", db_path,
-                n_args ? "these experiments" : "any experiment");
+                sel.n_args ? "these experiments" : "any experiment");
 cleanup:
     output_file_abort(&out);
     plot_data_free(&d);
-    results_experiments_free(all, n_all);
     results_close(db);
     free(ids);
-    free(args);
-    free(sets);
-    free(sweeps);
+    report_selection_free(&sel);
     return cli_exit_code(rc);
 }

@@ -79,6 +79,48 @@ int report_open_db(struct results **db, const char *path);
  * but has no value, and leaves *missing alone otherwise. */
 const char *report_flag_value(const char *flag, int argc, char **argv, int *i, int *missing);
 
+/* ---- the experiment selection flags of report, plot and export ---------------------- */
+
+/* What a command reads: the database, the EXPERIMENT|CONFIG arguments and the overrides
+ * and sweeps applied to the configs among them. The arrays point into argv. */
+struct report_selection {
+    const char *db_flag;     /* --db; NULL: report_db_path's default */
+    double target;           /* --target (when the command takes it); NaN: not given */
+    const char **args;       /* n_args positional EXPERIMENT|CONFIG arguments */
+    const char **sets;       /* n_sets --set key.path=value */
+    const char **sweeps;     /* n_sweeps --sweep key.path=v1,v2 */
+    int n_args, n_sets, n_sweeps;
+    int cap;                 /* the room in each array */
+};
+
+/* How one command parses its command line: errors start "dawnrun NAME: ". */
+struct report_cli {
+    const char *name;                   /* "report", "plot", "export" */
+    const char *usage;                  /* printed by --help and after an unknown flag */
+    int with_target;                    /* accepts --target ACCURACY */
+    const char *const *flags;           /* its own flags taking a value, NULL-terminated */
+    /* Takes one of `flags` with its value: DR_OK, or DR_ERR_USAGE (message printed). */
+    int (*on_flag)(void *ctx, const char *flag, const char *value);
+    void *ctx;
+};
+
+/* Parses argv[1..argc) for cli: --db, --target (with_target), --set and --sweep (checked
+ * for '='), cli->flags, --help/-h (usage on stdout, *help = 1, nothing else to do) and
+ * the positional arguments. A missing value, a bad value or an unknown flag is reported
+ * and DR_ERR_USAGE; DR_ERR_NOMEM when out of memory. Free sel with
+ * report_selection_free, also after a failure. */
+int report_selection_parse(struct report_selection *sel, int *help,
+                           const struct report_cli *cli, int argc, char **argv);
+void report_selection_free(struct report_selection *sel);
+
+/* Opens sel's database read-only (*db_path: its path) and resolves the selection to
+ * experiment ids (every experiment when no argument was given; see report_find).
+ * --set/--sweep without a CONFIG argument is reported as "dawnrun NAME: ..." and
+ * DR_ERR_USAGE. *ids is malloc'd and *db opened even after a failure: free and close. */
+int report_selection_resolve(struct results **db, const char **db_path, int64_t **ids,
+                             int *n_ids, const struct report_selection *sel,
+                             const char *name);
+
 /* ---- a table of text cells, printed aligned or as a GitHub table -------------------- */
 
 struct report_grid {

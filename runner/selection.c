@@ -1,0 +1,142 @@
+/* The experiment selection flags shared by `dawnrun report`, `plot` and `export` (--db,
+ * --target, --set, --sweep, EXPERIMENT|CONFIG arguments), each command adding its own
+ * flags, and the selection resolved to experiment ids. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/status.h"
+#include "report_internal.h"
+
+/* Appends v to list (n entries, room for cap); DR_ERR_USAGE if full (cannot happen when
+ * cap counts the arguments, kept as a guard). */
+static int push(const char **list, int *n, int cap, const char *v, const char *name)
+{
+    if (*n >= cap) {
+        fprintf(stderr, "dawnrun %s: too many arguments\n", name);
+        return DR_ERR_USAGE;
+    }
+    list[(*n)++] = v;
+    return DR_OK;
+}
+
+/* --target: an accuracy in (0, 1]; DR_ERR_USAGE (message printed) when bad. */
+static int parse_target(double *out, const char *value, const char *name)
+{
+    char *end = NULL;
+    double v = strtod(value, &end);
+    if (end == value || *end || !(v > 0.0 && v <= 1.0)) {
+        fprintf(stderr, "dawnrun %s: --target: expected an accuracy in (0, 1], e.g. 0.94, "
+                "got '%s'\n", name, value);
+        return DR_ERR_USAGE;
+    }
+    *out = v;
+    return DR_OK;
+}
+
+/* Tries cli's own flags on argv[*i]: 1 taken (*rc its status), 0 not one of them. */
+static int own_flag(int *rc, const struct report_cli *cli, int argc, char **argv, int *i,
+                    int *missing)
+{
+    const char *v;
+    for (int k = 0; cli->flags && cli->flags[k]; k++) {
+        if ((v = report_flag_value(cli->flags[k], argc, argv, i, missing))) {
+            *rc = cli->on_flag(cli->ctx, cli->flags[k], v);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int report_selection_parse(struct report_selection *sel, int *help,
+                           const struct report_cli *cli, int argc, char **argv)
+{
+    int rc = DR_OK, missing = 0;
+    const char *v, *name = cli->name;
+    memset(sel, 0, sizeof *sel);
+    sel->target = NAN;
+    *help = 0;
+    sel->cap = argc > 0 ? argc : 0;
+    sel->args = calloc((size_t)sel->cap + 1, sizeof *sel->args);
+    sel->sets = calloc((size_t)sel->cap + 1, sizeof *sel->sets);
+    sel->sweeps = calloc((size_t)sel->cap + 1, sizeof *sel->sweeps);
+    if (!sel->args || !sel->sets || !sel->sweeps) {
+        fprintf(stderr, "dawnrun %s: out of memory\n", name);
+        return DR_ERR_NOMEM;
+    }
+    for (int i = 1; i < argc && rc == DR_OK; i++) {
+        missing = 0;
+        if ((v = report_flag_value("--db", argc, argv, &i, &missing))) {
+            sel->db_flag = v;
+        } else if (own_flag(&rc, cli, argc, argv, &i, &missing)) {
+            continue;
+        } else if (cli->with_target &&
+                   (v = report_flag_value("--target", argc, argv, &i, &missing))) {
+            rc = parse_target(&sel->target, v, name);
+        } else if ((v = report_flag_value("--set", argc, argv, &i, &missing))) {
+            if (!strchr(v, '=')) {
+                fprintf(stderr, "dawnrun %s: --set needs key.path=value, got '%s'\n", name, v);
+                return DR_ERR_USAGE;
+            }
+            rc = push(sel->sets, &sel->n_sets, sel->cap, v, name);
+        } else if ((v = report_flag_value("--sweep", argc, argv, &i, &missing))) {
+            if (!strchr(v, '=')) {
+                fprintf(stderr, "dawnrun %s: --sweep needs key.path=value1,value2,..., "
+                        "got '%s'\n", name, v);
+                return DR_ERR_USAGE;
+            }
+            rc = push(sel->sweeps, &sel->n_sweeps, sel->cap, v, name);
+        } else if (missing) {
+            fprintf(stderr, "dawnrun %s: %s needs a value\n", name, argv[i]);
+            return DR_ERR_USAGE;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(cli->usage, stdout);
+            *help = 1;
+            return DR_OK;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "dawnrun %s: unknown flag '%s'\n%s", name, argv[i], cli->usage);
+            return DR_ERR_USAGE;
+        } else {
+            rc = push(sel->args, &sel->n_args, sel->cap, argv[i], name);
+        }
+    }
+    return rc;
+}
+
+void report_selection_free(struct report_selection *sel)
+{
+    free(sel->args);
+    free(sel->sets);
+    free(sel->sweeps);
+    memset(sel, 0, sizeof *sel);
+}
+
+int report_selection_resolve(struct results **db, const char **db_path, int64_t **ids,
+                             int *n_ids, const struct report_selection *sel,
+                             const char *name)
+{
+    int rc = DR_OK, n_configs = 0, n_all = 0;
+    struct results_experiment *all = NULL;
+    *db = NULL;
+    *ids = NULL;
+    *n_ids = 0;
+    *db_path = report_db_path(sel->db_flag);
+    TRY(report_open_db(db, *db_path));
+    if (sel->n_args == 0) {
+        TRY(results_experiments_list(*db, &all, &n_all));
+        *ids = calloc((size_t)n_all + 1, sizeof **ids);
+        CHECK_ALLOC(*ids, "experiment ids");
+        for (int i = 0; i < n_all; i++) (*ids)[(*n_ids)++] = all[i].id;
+    } else {
+        TRY(report_find(*db, ids, n_ids, &n_configs, sel->args, sel->n_args, sel->sets,
+                        sel->n_sets, sel->sweeps, sel->n_sweeps));
+    }
+    if ((sel->n_sets > 0 || sel->n_sweeps > 0) && n_configs == 0) {
+        fprintf(stderr, "dawnrun %s: --set and --sweep apply to CONFIG arguments, and none "
+                "was given\n", name);
+        rc = DR_ERR_USAGE;
+    }
+cleanup:
+    results_experiments_free(all, n_all);
+    return rc;
+}

@@ -3,6 +3,7 @@
  * Built in memory, written to a temporary file, fsync'd and renamed. */
 #include "checkpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -392,5 +393,38 @@ int checkpoint_load(struct trainer *t, struct checkpoint_progress *p, int *found
 cleanup:
     free(buf);
     free(ents);
+    return rc;
+}
+
+int checkpoint_remove(const char *path)
+{
+    int rc = DR_OK;
+    char *dir = NULL;
+    DIR *d = NULL;
+    if (unlink(path) != 0 && errno != ENOENT)
+        return ckpt_error(DR_ERR_IO, path, "cannot remove it: %s", strerror(errno));
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t dlen = slash ? (size_t)(slash - path) : 1;
+    dir = malloc(dlen + 1);
+    CHECK_ALLOC(dir, "a directory name");
+    memcpy(dir, slash ? path : ".", dlen);
+    dir[dlen] = '\0';
+    d = opendir(dir);
+    if (!d) goto cleanup; /* no directory: no leftovers */
+    size_t blen = strlen(base);
+    for (struct dirent *ent; (ent = readdir(d)) != NULL;) {
+        if (strncmp(ent->d_name, base, blen) || strncmp(ent->d_name + blen, ".tmp.", 5)) continue;
+        size_t n = dlen + 1 + strlen(ent->d_name) + 1;
+        char *leftover = malloc(n);
+        CHECK_ALLOC(leftover, "a file name");
+        snprintf(leftover, n, "%s/%s", dir, ent->d_name);
+        if (unlink(leftover) != 0 && errno != ENOENT)
+            rc = ckpt_error(DR_ERR_IO, leftover, "cannot remove it: %s", strerror(errno));
+        free(leftover);
+    }
+cleanup:
+    if (d) closedir(d);
+    free(dir);
     return rc;
 }

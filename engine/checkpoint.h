@@ -36,4 +36,8 @@ int checkpoint_save(const char *path, const struct trainer *t, const struct chec
  * (t may then be partly written). */
 int checkpoint_load(struct trainer *t, struct checkpoint_progress *p, int *found, const char *path);
 
+/* Deletes the checkpoint at path and any temporary files a killed writer left beside it
+ * (path.tmp.PID). Returns DR_OK (also when there was nothing to delete) or DR_ERR_IO. */
+int checkpoint_remove(const char *path);
+
 #endif

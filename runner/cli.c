@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -189,10 +190,29 @@ void table_print_header(FILE *f)
             "train loss", "train acc", "test time", "test loss", "test acc", "total time");
 }
 
+/* One number right-aligned in `width` columns with `prec` decimals; NaN and infinities
+ * print as "nan", "inf", "-inf" (a diverged run's losses). */
+static void table_cell(FILE *f, int width, int prec, double v)
+{
+    if (isnan(v))
+        fprintf(f, " %*s", width, "nan");
+    else if (isinf(v))
+        fprintf(f, " %*s", width, v > 0 ? "inf" : "-inf");
+    else
+        fprintf(f, " %*.*f", width, prec, v);
+}
+
 void table_print_row(FILE *f, const struct epoch_record *r)
 {
-    fprintf(f, "%5d %9.4f %10.2f %10.4f %9.4f %9.2f %9.4f %9.4f %10.2f\n", r->epoch, r->lr,
-            r->train_time, r->train_loss, r->train_acc, r->test_time, r->test_loss, r->test_acc,
-            r->total_time);
+    fprintf(f, "%5d", r->epoch);
+    table_cell(f, 9, r->lr < 1e4 ? 4 : 0, r->lr);
+    table_cell(f, 10, 2, r->train_time);
+    table_cell(f, 10, 4, r->train_loss);
+    table_cell(f, 9, 4, r->train_acc);
+    table_cell(f, 9, 2, r->test_time);
+    table_cell(f, 9, 4, r->test_loss);
+    table_cell(f, 9, 4, r->test_acc);
+    table_cell(f, 10, 2, r->total_time);
+    fputc('\n', f);
     fflush(f);
 }

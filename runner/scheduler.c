@@ -380,8 +380,8 @@ record_end:
         say(o, "%s: %s%s\n", results_status_name(status), why,
             status == RUN_INTERRUPTED ? "; the checkpoint is kept for a resume" : "");
     if ((status == RUN_DONE || status == RUN_DIVERGED) && !o->keep_checkpoints &&
-        unlink(ckpt) != 0 && errno != ENOENT)
-        fprintf(stderr, "dawnrun: warning: cannot remove %s: %s\n", ckpt, strerror(errno));
+        checkpoint_remove(ckpt) != DR_OK)
+        fprintf(stderr, "dawnrun: warning: the checkpoint files above were left in place\n");
     trainer_free(&t);
     return status == RUN_INTERRUPTED ? DR_ERR_INTERRUPTED : DR_OK;
 

@@ -24,7 +24,8 @@ for try in 1 2 3; do
     kill -9 $pid
     wait $pid 2>/dev/null
     n=$(q "$db" "SELECT count(*) FROM epochs")
-    ck=$(ls "$db-checkpoints" 2>/dev/null | wc -l)
+    # a complete checkpoint, not only a temporary file the kill interrupted
+    ck=$(ls "$db-checkpoints"/*.ckpt 2>/dev/null | wc -l)
     if [ "$n" -lt 3 ] && [ "$ck" -eq 1 ]; then
         resumed=1
         break
@@ -42,7 +43,7 @@ expect_grep '^resuming after epoch [12] from ' "$TMP/resumed.out" "resumed from 
 expect_eq "$(q "$db" "$ROWS")" "$(q "$TMP/straight.db" "$ROWS")" "epoch rows after the resume"
 expect_eq "$(q "$db" "$FINAL")" "$(q "$TMP/straight.db" "$FINAL")" "final numbers after the resume"
 expect_eq "$(q "$db" "SELECT status, attempt FROM runs")" "done|2" "the resumed run's row"
-expect_eq "$(ls "$db-checkpoints" | wc -l)" "0" "the checkpoint is deleted when the run is done"
+expect_eq "$(ls "$db-checkpoints" | wc -l)" "0" "the checkpoint (and any temporary leftover) is deleted when the run is done"
 integrity "$db"
 
 # --keep-checkpoints keeps it; a damaged one is refused and the run starts from scratch

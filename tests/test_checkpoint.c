@@ -247,6 +247,36 @@ static void test_no_temporaries(void)
     CHECK(tmp == 0);
 }
 
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* checkpoint_remove deletes the checkpoint and the temporary files killed writers left
+ * (path.tmp.PID), and nothing else. */
+static void test_remove_leftovers(void)
+{
+    char ck[4200], t1[4300], t2[4300], other[4300], near[4300];
+    snprintf(ck, sizeof(ck), "%s/gone.ckpt", dir);
+    snprintf(t1, sizeof(t1), "%s.tmp.123", ck);
+    snprintf(t2, sizeof(t2), "%s.tmp.4567", ck);
+    snprintf(other, sizeof(other), "%s/other.ckpt.tmp.123", dir);
+    snprintf(near, sizeof(near), "%s.tmpx", ck);
+    const char *files[] = {ck, t1, t2, other, near};
+    for (int i = 0; i < 5; i++) {
+        FILE *f = fopen(files[i], "w");
+        CHECK(f != NULL);
+        if (f) fclose(f);
+    }
+    CHECK(checkpoint_remove(ck) == DR_OK);
+    CHECK(!file_exists(ck) && !file_exists(t1) && !file_exists(t2));
+    CHECK(file_exists(other) && file_exists(near));
+    CHECK(checkpoint_remove(ck) == DR_OK); /* nothing left to delete is fine */
+    unlink(other);
+    unlink(near);
+}
+
 static void remove_dir(void)
 {
     DIR *d = opendir(dir);
@@ -280,6 +310,7 @@ int main(void)
         test_resume_is_bit_identical(&f, ckpt);
         test_refusals(&f, ckpt);
         test_no_temporaries();
+        test_remove_leftovers();
     }
     backend_destroy(&f.be);
     dataset_free(&f.train);

@@ -84,4 +84,12 @@ char *results_col_text(sqlite3_stmt *st, int i, int *oom);
 /* The process has a live process with this pid (kill(pid, 0); EPERM counts as alive). */
 int results_pid_alive(int pid);
 
+/* Inserts experiment e unless one with its config hash exists (inside the caller's
+ * transaction); created_at NaN means the database's clock now. *id gets the stored
+ * experiment's id, *inserted whether this call added it, *text_differs 1 (and *id
+ * untouched) when the stored one has another config text: the caller reports that. */
+int results_experiment_upsert(struct results *db, int64_t *id, int *inserted,
+                              int *text_differs, const struct results_experiment *e,
+                              double created_at);
+
 #endif

@@ -48,40 +48,13 @@ static int merge_experiment(struct results *db, int64_t *id, int *added,
                             const struct results_experiment *e)
 {
     int rc = DR_OK;
-    int step;
-    sqlite3_stmt *ins = NULL, *sel = NULL, *upd = NULL;
-    CHECK_SQLITE(db, RESULTS_PREPARE(db, &ins,
-        "INSERT INTO experiments(name, config_hash, config_text, dawnrun_version, git_rev,"
-        " engine, device, platform, host, target_accuracy, created_at, notes)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
-        " ON CONFLICT(config_hash) DO NOTHING"));
-    CHECK_SQLITE(db, results_bind_text(ins, 1, e->name));
-    CHECK_SQLITE(db, results_bind_text(ins, 2, e->config_hash));
-    CHECK_SQLITE(db, results_bind_text(ins, 3, e->config_text));
-    CHECK_SQLITE(db, results_bind_text(ins, 4, e->dawnrun_version));
-    CHECK_SQLITE(db, results_bind_text(ins, 5, e->git_rev));
-    CHECK_SQLITE(db, results_bind_text(ins, 6, e->engine));
-    CHECK_SQLITE(db, results_bind_text(ins, 7, e->device));
-    CHECK_SQLITE(db, results_bind_text(ins, 8, e->platform));
-    CHECK_SQLITE(db, results_bind_text(ins, 9, e->host));
-    CHECK_SQLITE(db, results_bind_real(ins, 10, e->target_accuracy));
-    CHECK_SQLITE(db, results_bind_real(ins, 11, e->created_at));
-    CHECK_SQLITE(db, results_bind_text(ins, 12, e->notes));
-    CHECK_SQLITE(db, sqlite3_step(ins));
-    *added = sqlite3_changes(db->db) > 0;
-
-    CHECK_SQLITE(db, RESULTS_PREPARE(db, &sel,
-        "SELECT id, config_text FROM experiments WHERE config_hash = ?1"));
-    CHECK_SQLITE(db, results_bind_text(sel, 1, e->config_hash));
-    CHECK_SQLITE(db, step = sqlite3_step(sel));
-    if (step != SQLITE_ROW)
-        FAIL(DR_ERR_INTERNAL, "%s: merged experiment %s not found", db->path, e->config_hash);
-    const char *text = (const char *)sqlite3_column_text(sel, 1);
-    if (!text || strcmp(text, e->config_text) != 0)
+    int differs = 0;
+    sqlite3_stmt *upd = NULL;
+    TRY(results_experiment_upsert(db, id, added, &differs, e, e->created_at));
+    if (differs)
         FAIL(DR_ERR_DB, "%s: experiment %s (hash %s) has a different config text than in "
              "the database being merged; nothing was merged", db->path, e->name,
              e->config_hash);
-    *id = sqlite3_column_int64(sel, 0);
     if (e->notes && *e->notes) {
         CHECK_SQLITE(db, RESULTS_PREPARE(db, &upd,
             "UPDATE experiments SET notes = ?2 WHERE id = ?1 AND notes IS NULL"));
@@ -90,8 +63,6 @@ static int merge_experiment(struct results *db, int64_t *id, int *added,
         CHECK_SQLITE(db, sqlite3_step(upd));
     }
 cleanup:
-    sqlite3_finalize(ins);
-    sqlite3_finalize(sel);
     sqlite3_finalize(upd);
     return rc;
 }

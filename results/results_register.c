@@ -13,26 +13,18 @@ cleanup:
     return rc;
 }
 
-int results_experiment_register(struct results *db, int64_t *id, int *created,
-                                const struct results_experiment *e)
+int results_experiment_upsert(struct results *db, int64_t *id, int *inserted,
+                              int *text_differs, const struct results_experiment *e,
+                              double created_at)
 {
     int rc = DR_OK;
     int step;
     sqlite3_stmt *ins = NULL, *sel = NULL;
-
-    CHECK_HANDLE(db);
-    TRY(required("name", e->name));
-    TRY(required("config_hash", e->config_hash));
-    TRY(required("config_text", e->config_text));
-    TRY(required("dawnrun_version", e->dawnrun_version));
-    TRY(required("engine", e->engine));
-
-    TX_BEGIN(db);
     CHECK_SQLITE(db, RESULTS_PREPARE(db, &ins,
         "INSERT INTO experiments(name, config_hash, config_text, dawnrun_version, git_rev,"
         " engine, device, platform, host, target_accuracy, created_at, notes)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, " RESULTS_NOW_SQL ", ?11)"
-        " ON CONFLICT(config_hash) DO NOTHING"));
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, COALESCE(?11, " RESULTS_NOW_SQL "),"
+        " ?12) ON CONFLICT(config_hash) DO NOTHING"));
     CHECK_SQLITE(db, results_bind_text(ins, 1, e->name));
     CHECK_SQLITE(db, results_bind_text(ins, 2, e->config_hash));
     CHECK_SQLITE(db, results_bind_text(ins, 3, e->config_text));
@@ -43,31 +35,50 @@ int results_experiment_register(struct results *db, int64_t *id, int *created,
     CHECK_SQLITE(db, results_bind_text(ins, 8, e->platform));
     CHECK_SQLITE(db, results_bind_text(ins, 9, e->host));
     CHECK_SQLITE(db, results_bind_real(ins, 10, e->target_accuracy));
-    CHECK_SQLITE(db, results_bind_text(ins, 11, e->notes));
+    CHECK_SQLITE(db, results_bind_real(ins, 11, created_at));
+    CHECK_SQLITE(db, results_bind_text(ins, 12, e->notes));
     CHECK_SQLITE(db, sqlite3_step(ins));
-    int inserted = sqlite3_changes(db->db) > 0;
+    *inserted = sqlite3_changes(db->db) > 0;
 
     CHECK_SQLITE(db, RESULTS_PREPARE(db, &sel,
         "SELECT id, config_text FROM experiments WHERE config_hash = ?1"));
     CHECK_SQLITE(db, results_bind_text(sel, 1, e->config_hash));
     CHECK_SQLITE(db, step = sqlite3_step(sel));
     if (step != SQLITE_ROW)
-        FAIL(DR_ERR_INTERNAL, "%s: experiment %s vanished after insert", db->path,
+        FAIL(DR_ERR_INTERNAL, "%s: experiment %s not found after its insert", db->path,
              e->config_hash);
     const char *text = (const char *)sqlite3_column_text(sel, 1);
-    if (!text || strcmp(text, e->config_text) != 0)
+    *text_differs = !text || strcmp(text, e->config_text) != 0;
+    if (!*text_differs) *id = sqlite3_column_int64(sel, 0);
+cleanup:
+    sqlite3_finalize(ins);
+    sqlite3_finalize(sel);
+    return rc;
+}
+
+int results_experiment_register(struct results *db, int64_t *id, int *created,
+                                const struct results_experiment *e)
+{
+    int rc = DR_OK;
+    int inserted = 0, differs = 0;
+
+    CHECK_HANDLE(db);
+    TRY(required("name", e->name));
+    TRY(required("config_hash", e->config_hash));
+    TRY(required("config_text", e->config_text));
+    TRY(required("dawnrun_version", e->dawnrun_version));
+    TRY(required("engine", e->engine));
+
+    TX_BEGIN(db);
+    TRY(results_experiment_upsert(db, id, &inserted, &differs, e, NAN));
+    if (differs)
         FAIL(DR_ERR_DB,
              "%s: experiment with config hash %s is already registered with a different "
              "config text (hash collision or a hash that leaves part of the config out)",
              db->path, e->config_hash);
-    *id = sqlite3_column_int64(sel, 0);
-    sqlite3_finalize(sel);
-    sel = NULL;
     TX_COMMIT(db);
     if (created) *created = inserted;
 cleanup:
-    sqlite3_finalize(ins);
-    sqlite3_finalize(sel);
     if (rc != DR_OK) results_tx_rollback(db);
     return rc;
 }

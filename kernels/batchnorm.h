@@ -5,6 +5,65 @@
 #ifndef DAWNRUN_KERNELS_BATCHNORM_H
 #define DAWNRUN_KERNELS_BATCHNORM_H
 
+#include <math.h>
+#include <stddef.h>
+
+#if defined(__CUDACC__)
+#define BN_FN static inline __host__ __device__
+#else
+#define BN_FN static inline
+#endif
+
+/* The per-channel arithmetic every engine shares, so that all agree to the bit: from a
+ * channel's double sums over cnt values to what the elementwise passes apply. */
+
+/* Splits a double into hi = its fp32 rounding and lo = the fp32 rounding of the rest; the
+ * mean is applied as ((x - hi) - lo) so that a large mean keeps full precision. */
+BN_FN void batchnorm_split(float *hi, float *lo, double v)
+{
+    *hi = (float)v;
+    *lo = (float)(v - (double)*hi);
+}
+
+/* Train-mode statistics of one channel from sum x and sum x² over cnt values: returns the
+ * mean and 1/sqrt(var + eps) (biased variance), saves both in fp32, and updates the
+ * running statistics with the unbiased variance (skipped when momentum == 0). */
+BN_FN void batchnorm_channel_stats(double *mean, double *invstd, float *save_mean,
+                                   float *save_invstd, float *running_mean, float *running_var,
+                                   double sum, double sumsq, size_t cnt, float eps,
+                                   float momentum)
+{
+    *mean = cnt ? sum / (double)cnt : 0.0;
+    double var = cnt ? sumsq / (double)cnt - *mean * *mean : 0.0;
+    if (var < 0.0) var = 0.0;
+    *invstd = 1.0 / sqrt(var + (double)eps);
+    *save_mean = (float)*mean;
+    *save_invstd = (float)*invstd;
+    if (momentum != 0.0f) {
+        const double unbiased = cnt > 1 ? var * (double)cnt / (double)(cnt - 1) : var;
+        *running_mean = (float)((1.0 - momentum) * *running_mean + momentum * *mean);
+        *running_var = (float)((1.0 - momentum) * *running_var + momentum * unbiased);
+    }
+}
+
+/* Backward coefficients of one channel from sum x, sum dy and sum dy*x over cnt values
+ * (all zero when cnt is 0): dgamma = sum dy * xhat (dbeta is sum dy itself), and
+ * dx = a*dy + b*((x - hi) - lo) + e. */
+BN_FN void batchnorm_channel_grad(double *dgamma, float *a, float *b, float *e, float *hi,
+                                  float *lo, double sum_x, double sum_dy, double sum_dyx,
+                                  float gamma, float invstd, size_t cnt)
+{
+    const double n = cnt ? (double)cnt : 1.0;
+    const double mean = cnt ? sum_x / n : 0.0;
+    const double dg = (sum_dyx - mean * sum_dy) * (double)invstd;
+    const double k = (double)gamma * (double)invstd;
+    *dgamma = dg;
+    *a = (float)k;
+    *b = (float)(-k * (double)invstd * dg / n);
+    *e = (float)(-k * sum_dy / n);
+    batchnorm_split(hi, lo, mean);
+}
+
 /* Train mode: normalise with batch statistics, save mean and 1/sqrt(var+eps) for the
  * backward pass, update running statistics (skipped when momentum == 0). */
 void batchnorm_forward_train_cpu(float *y,             /* (c, n, hw) */

@@ -10,13 +10,6 @@
 
 #include "cpu_util.h"
 
-/* Splits a double into hi = its fp32 rounding and lo = the fp32 rounding of the rest. */
-static void bn_split(float *hi, float *lo, double v)
-{
-    *hi = (float)v;
-    *lo = (float)(v - (double)*hi);
-}
-
 void batchnorm_forward_train_cpu(float *y, float *save_mean, float *save_invstd,
                                  float *running_mean, float *running_var, const float *x,
                                  const float *gamma, const float *beta, int c, int n, int hw,
@@ -29,19 +22,12 @@ void batchnorm_forward_train_cpu(float *y, float *save_mean, float *save_invstd,
         float *yc = y + (size_t)ch * cnt;
         double sum = 0.0, sumsq = 0.0;
         cpu_sum_sumsq(&sum, &sumsq, xc, cnt);
-        const double mean = cnt ? sum / (double)cnt : 0.0;
-        double var = cnt ? sumsq / (double)cnt - mean * mean : 0.0;
-        if (var < 0.0) var = 0.0;
-        const double invstd = 1.0 / sqrt(var + (double)eps);
-        save_mean[ch] = (float)mean;
-        save_invstd[ch] = (float)invstd;
-        if (momentum != 0.0f) {
-            const double unbiased = cnt > 1 ? var * (double)cnt / (double)(cnt - 1) : var;
-            running_mean[ch] = (float)((1.0 - momentum) * running_mean[ch] + momentum * mean);
-            running_var[ch] = (float)((1.0 - momentum) * running_var[ch] + momentum * unbiased);
-        }
+        double mean, invstd;
+        batchnorm_channel_stats(&mean, &invstd, &save_mean[ch], &save_invstd[ch],
+                                &running_mean[ch], &running_var[ch], sum, sumsq, cnt, eps,
+                                momentum);
         float hi, lo;
-        bn_split(&hi, &lo, mean);
+        batchnorm_split(&hi, &lo, mean);
         const float scale = (float)((double)gamma[ch] * invstd), shift = beta[ch];
         for (size_t i = 0; i < cnt; i++) yc[i] = ((xc[i] - hi) - lo) * scale + shift;
     }
@@ -77,19 +63,15 @@ void batchnorm_backward_cpu(float *dx, float *dgamma, float *dbeta, const float 
         const float *xc = x + (size_t)ch * cnt, *gc = dy + (size_t)ch * cnt;
         double sum_x = 0.0, sum_dy = 0.0, sum_dyx = 0.0;
         cpu_sum_dot(&sum_x, &sum_dy, &sum_dyx, gc, xc, cnt);
-        const double mean = cnt ? sum_x / (double)cnt : 0.0;
-        const double invstd = save_invstd[ch];
-        const double dg = (sum_dyx - mean * sum_dy) * invstd;   /* sum dy * xhat */
+        /* dx = k * (dy - sum_dy/cnt - xhat * dg/cnt), k = gamma * invstd, written as
+         * dx = a*dy + b*(x - mean) + e */
+        double dg;
+        float a, b, e, hi, lo;
+        batchnorm_channel_grad(&dg, &a, &b, &e, &hi, &lo, sum_x, sum_dy, sum_dyx, gamma[ch],
+                               save_invstd[ch], cnt);
         if (dgamma) dgamma[ch] = (float)dg;
         if (dbeta) dbeta[ch] = (float)sum_dy;
         if (!dx || cnt == 0) continue;
-        /* dx = k * (dy - sum_dy/cnt - xhat * dg/cnt), k = gamma * invstd, written as
-         * dx = a*dy + b*(x - mean) + e */
-        const double k = (double)gamma[ch] * invstd;
-        const float a = (float)k, b = (float)(-k * invstd * dg / (double)cnt);
-        const float e = (float)(-k * sum_dy / (double)cnt);
-        float hi, lo;
-        bn_split(&hi, &lo, mean);
         float *dxc = dx + (size_t)ch * cnt;
         if (accumulate_dx)
             for (size_t i = 0; i < cnt; i++) dxc[i] += a * gc[i] + b * ((xc[i] - hi) - lo) + e;

@@ -9,17 +9,14 @@
 #include <math.h>
 
 #include "cuda_internal.h"
+extern "C" {
+#include "../batchnorm.h"
+}
 
 /* Coefficients of the elementwise forward: y = ((x - hi) - lo) * scale + shift. */
 enum { COEF_SCALE, COEF_HI, COEF_LO, COEF_SHIFT, COEF_FWD_COUNT };
 /* Coefficients of the elementwise backward: dx = a*dy + b*((x - hi) - lo) + e. */
 enum { BCOEF_A, BCOEF_B, BCOEF_E, BCOEF_HI, BCOEF_LO, COEF_BWD_COUNT };
-
-__device__ __forceinline__ void bn_split(float *hi, float *lo, double v)
-{
-    *hi = (float)v;
-    *lo = (float)(v - (double)*hi);
-}
 
 __global__ void bn_train_finalize_kernel(float *coef,          /* (COEF_FWD_COUNT, c) */
                                          float *save_mean,     /* (c) */
@@ -32,19 +29,12 @@ __global__ void bn_train_finalize_kernel(float *coef,          /* (COEF_FWD_COUN
 {
     const int ch = blockIdx.x * blockDim.x + threadIdx.x;
     if (ch >= c) return;
-    const double mean = cnt ? sums[ch] / (double)cnt : 0.0;
-    double var = cnt ? sums[c + ch] / (double)cnt - mean * mean : 0.0;
-    if (var < 0.0) var = 0.0;
-    const double invstd = 1.0 / sqrt(var + (double)eps);
-    save_mean[ch] = (float)mean;
-    save_invstd[ch] = (float)invstd;
-    if (momentum != 0.0f) {
-        const double unbiased = cnt > 1 ? var * (double)cnt / (double)(cnt - 1) : var;
-        running_mean[ch] = (float)((1.0 - momentum) * running_mean[ch] + momentum * mean);
-        running_var[ch] = (float)((1.0 - momentum) * running_var[ch] + momentum * unbiased);
-    }
+    double mean, invstd;
+    batchnorm_channel_stats(&mean, &invstd, &save_mean[ch], &save_invstd[ch], &running_mean[ch],
+                            &running_var[ch], sums[ch], sums[c + ch], (size_t)cnt, eps,
+                            momentum);
     float hi, lo;
-    bn_split(&hi, &lo, mean);
+    batchnorm_split(&hi, &lo, mean);
     coef[COEF_SCALE * c + ch] = (float)((double)gamma[ch] * invstd);
     coef[COEF_HI * c + ch] = hi;
     coef[COEF_LO * c + ch] = lo;
@@ -94,19 +84,16 @@ __global__ void bn_backward_finalize_kernel(float *coef,   /* (COEF_BWD_COUNT, c
 {
     const int ch = blockIdx.x * blockDim.x + threadIdx.x;
     if (ch >= c) return;
-    const double sum_x = sums[ch], sum_dy = sums[c + ch], sum_dyx = sums[2 * c + ch];
-    const double mean = cnt ? sum_x / (double)cnt : 0.0;
-    const double invstd = save_invstd[ch];
-    const double dg = (sum_dyx - mean * sum_dy) * invstd;
+    const double sum_dy = sums[c + ch];
+    double dg;
+    float a, b, e, hi, lo;
+    batchnorm_channel_grad(&dg, &a, &b, &e, &hi, &lo, sums[ch], sum_dy, sums[2 * c + ch],
+                           gamma[ch], save_invstd[ch], (size_t)cnt);
     if (dgamma) dgamma[ch] = (float)dg;
     if (dbeta) dbeta[ch] = (float)sum_dy;
-    const double k = (double)gamma[ch] * invstd;
-    const double n = cnt ? (double)cnt : 1.0;
-    float hi, lo;
-    bn_split(&hi, &lo, mean);
-    coef[BCOEF_A * c + ch] = (float)k;
-    coef[BCOEF_B * c + ch] = (float)(-k * invstd * dg / n);
-    coef[BCOEF_E * c + ch] = (float)(-k * sum_dy / n);
+    coef[BCOEF_A * c + ch] = a;
+    coef[BCOEF_B * c + ch] = b;
+    coef[BCOEF_E * c + ch] = e;
     coef[BCOEF_HI * c + ch] = hi;
     coef[BCOEF_LO * c + ch] = lo;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../../engine/backend.h"
+#include "../../engine/backend_check.h"
 #include "../../engine/status.h"
 #include "../activation.h"
 #include "../augment.h"
@@ -328,20 +329,13 @@ cleanup:
 
 /* ------------------------------------------------------------------ pooling */
 
+/* The kernel's dims for a pool of x into y (or dy), after the shared contract check. */
 static int cpu_pool_dims(struct pool_dims *d, const struct tensor *y, const struct tensor *x,
                          const struct pool_attr *a)
 {
-    int rc = DR_OK;
-    EXPECT(a->kh >= 1 && a->kw >= 1 && a->sh >= 1 && a->sw >= 1 && a->kh <= x->h &&
-               a->kw <= x->w,
-           "pool: window %dx%d stride %dx%d on a %dx%d plane", a->kh, a->kw, a->sh, a->sw, x->h,
-           x->w);
-    *d = (struct pool_dims){x->c * x->n, x->h, x->w, a->kh, a->kw, a->sh, a->sw,
-                            (x->h - a->kh) / a->sh + 1, (x->w - a->kw) / a->sw + 1};
-    EXPECT(y->n == x->n && y->c == x->c && y->h == d->ho && y->w == d->wo,
-           "pool: output (%d, %d, %d, %d), expected (%d, %d, %d, %d)", y->n, y->c, y->h, y->w,
-           x->n, x->c, d->ho, d->wo);
-cleanup:
+    int ho = 0, wo = 0;
+    int rc = backend_check_pool(&ho, &wo, y, x, a);
+    *d = (struct pool_dims){x->c * x->n, x->h, x->w, a->kh, a->kw, a->sh, a->sw, ho, wo};
     return rc;
 }
 
@@ -409,31 +403,17 @@ static int cpu_concat_backward(void *ctx, struct tensor *const *dxs, const struc
 {
     int rc = DR_OK;
     float **ptrs = NULL;
-    int *cs = NULL, known = 0, missing = -1;
+    int *cs = NULL, missing = -1, missing_c = 0;
     cpu_enter(ctx);
-    EXPECT(count >= 1, "concat backward of %d inputs", count);
+    TRY(backend_check_concat_grads(&missing, &missing_c, dxs, dy, count));
     ptrs = malloc(sizeof(*ptrs) * (size_t)count);
     cs = malloc(sizeof(*cs) * (size_t)count);
     CHECK_ALLOC(ptrs, "concat pointers");
     CHECK_ALLOC(cs, "concat channels");
     for (int i = 0; i < count; i++) {
-        ptrs[i] = NULL;
-        cs[i] = 0;
-        if (!dxs[i]) {
-            EXPECT(missing < 0, "concat backward: more than one input without a gradient tensor");
-            missing = i;
-            continue;
-        }
-        EXPECT(dxs[i]->n == dy->n && dxs[i]->h == dy->h && dxs[i]->w == dy->w,
-               "concat backward: gradient %d is (%d, %d, %d, %d), dy (%d, %d, %d, %d)", i,
-               dxs[i]->n, dxs[i]->c, dxs[i]->h, dxs[i]->w, dy->n, dy->c, dy->h, dy->w);
-        ptrs[i] = dxs[i]->data;
-        cs[i] = dxs[i]->c;
-        known += cs[i];
+        ptrs[i] = dxs[i] ? dxs[i]->data : NULL;
+        cs[i] = dxs[i] ? dxs[i]->c : missing_c;
     }
-    if (missing >= 0) cs[missing] = dy->c - known;
-    EXPECT(known <= dy->c && (missing >= 0 || known == dy->c),
-           "concat backward: gradients have %d channels, dy %d", known, dy->c);
     concat_backward_cpu(ptrs, dy->data, cs, count, (size_t)dy->n * dy->h * dy->w, accumulate);
 cleanup:
     free(ptrs);
@@ -503,28 +483,12 @@ cleanup:
 
 /* ------------------------------------------------------------------ linear, loss, sgd */
 
-static int cpu_linear_check(const struct tensor *y, const struct tensor *x,
-                            const struct tensor *w, const struct tensor *b)
-{
-    int rc = DR_OK;
-    EXPECT(x->h == 1 && x->w == 1 && y->h == 1 && y->w == 1 && y->n == x->n,
-           "linear: input (%d, %d, %d, %d) / output (%d, %d, %d, %d) are not (n, f, 1, 1)", x->n,
-           x->c, x->h, x->w, y->n, y->c, y->h, y->w);
-    EXPECT(w->n == y->c && w->c == x->c && w->h == 1 && w->w == 1,
-           "linear: weight (%d, %d, %d, %d) for %d -> %d features", w->n, w->c, w->h, w->w, x->c,
-           y->c);
-    EXPECT(!b || !b->data || tensor_count(b) == (size_t)y->c, "linear: bias of %zu for %d outputs",
-           tensor_count(b), y->c);
-cleanup:
-    return rc;
-}
-
 static int cpu_linear_forward(void *ctx, struct tensor *y, const struct tensor *x,
                               const struct tensor *w, const struct tensor *b)
 {
     int rc = DR_OK;
     cpu_enter(ctx);
-    TRY(cpu_linear_check(y, x, w, b));
+    TRY(backend_check_linear(y, x, w, b));
     linear_forward_cpu(y->data, x->data, w->data, fdata(b), y->c, x->c, x->n);
 cleanup:
     return rc;
@@ -536,7 +500,7 @@ static int cpu_linear_backward(void *ctx, struct tensor *dx, struct tensor *dw,
 {
     int rc = DR_OK;
     cpu_enter(ctx);
-    TRY(cpu_linear_check(dy, x, w, db));
+    TRY(backend_check_linear(dy, x, w, db));
     EXPECT(!fdata(dx) || same_shape(dx, x), "linear backward: dx unlike x");
     EXPECT(!fdata(dw) || tensor_count(dw) == tensor_count(w), "linear backward: dw unlike w");
     linear_backward_cpu(fdata(dx), fdata(dw), fdata(db), dy->data, x->data, w->data, dy->c, x->c,

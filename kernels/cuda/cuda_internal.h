@@ -21,6 +21,7 @@
 
 extern "C" {
 #include "../../engine/backend.h"
+#include "../../engine/backend_check.h"
 #include "../../engine/status.h"
 }
 #include "check_cuda.h"

@@ -242,25 +242,12 @@ int cuda_concat_backward(void *ctx, struct tensor *const *dxs, const struct tens
     int rc = DR_OK;
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
     const long rows = (long)dy->n * dy->h * dy->w;
-    int known = 0, missing = -1, off = 0;
-    EXPECT(count >= 1, "concat backward of %d inputs", count);
-    for (int i = 0; i < count; i++) {
-        if (!dxs[i]) {
-            EXPECT(missing < 0, "concat backward: more than one input without a gradient tensor");
-            missing = i;
-            continue;
-        }
-        EXPECT(dxs[i]->n == dy->n && dxs[i]->h == dy->h && dxs[i]->w == dy->w,
-               "concat backward: gradient %d is (%d, %d, %d, %d), dy (%d, %d, %d, %d)", i,
-               dxs[i]->n, dxs[i]->c, dxs[i]->h, dxs[i]->w, dy->n, dy->c, dy->h, dy->w);
-        known += dxs[i]->c;
-    }
-    EXPECT(known <= dy->c && (missing >= 0 || known == dy->c),
-           "concat backward: gradients have %d channels, dy %d", known, dy->c);
+    int missing = -1, missing_c = 0, off = 0;
+    TRY(backend_check_concat_grads(&missing, &missing_c, dxs, dy, count));
     TRY(cuda_enter(c));
     for (int i = 0; i < count; i++) {
         if (!dxs[i]) {
-            off += dy->c - known;
+            off += missing_c;
             continue;
         }
         TRY(concat_slice(c, dy->data, dxs[i]->data, rows, dy->c, dxs[i]->c, off, 0,

@@ -13,22 +13,6 @@ static cudaDataType_t cublas_dtype(enum cuda_dtype dt)
     return dt == CUDA_F32 ? CUDA_R_32F : dt == CUDA_F16 ? CUDA_R_16F : CUDA_R_16BF;
 }
 
-static int linear_check(const struct tensor *y, const struct tensor *x, const struct tensor *w,
-                        const struct tensor *b)
-{
-    int rc = DR_OK;
-    EXPECT(x->h == 1 && x->w == 1 && y->h == 1 && y->w == 1 && y->n == x->n,
-           "linear: input (%d, %d, %d, %d) / output (%d, %d, %d, %d) are not (n, f, 1, 1)", x->n,
-           x->c, x->h, x->w, y->n, y->c, y->h, y->w);
-    EXPECT(w->n == y->c && w->c == x->c && w->h == 1 && w->w == 1,
-           "linear: weight (%d, %d, %d, %d) for %d -> %d features", w->n, w->c, w->h, w->w, x->c,
-           y->c);
-    EXPECT(!b || !b->data || tensor_count(b) == (size_t)y->c, "linear: bias of %zu for %d outputs",
-           b ? tensor_count(b) : (size_t)0, y->c);
-cleanup:
-    return rc;
-}
-
 int cuda_linear_forward(void *ctx, struct tensor *y, const struct tensor *x,
                         const struct tensor *w, const struct tensor *b)
 {
@@ -37,7 +21,7 @@ int cuda_linear_forward(void *ctx, struct tensor *y, const struct tensor *x,
     const cudaDataType_t dt = cublas_dtype(c->dt);
     const float one = 1.0f, zero = 0.0f;
     const int out = y->c, in = x->c, n = x->n;
-    TRY(linear_check(y, x, w, b));
+    TRY(backend_check_linear(y, x, w, b));
     if (n == 0 || out == 0) goto cleanup;
     TRY(cuda_enter(c));
     CHECK_CUBLAS(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one,
@@ -58,7 +42,7 @@ int cuda_linear_backward(void *ctx, struct tensor *dx, struct tensor *dw, struct
     const float one = 1.0f, zero = 0.0f;
     const int out = dy->c, in = x->c, n = x->n;
     const int want_dx = dx && dx->data, want_dw = dw && dw->data;
-    TRY(linear_check(dy, x, w, db));
+    TRY(backend_check_linear(dy, x, w, db));
     EXPECT(!want_dx || cuda_same_shape(dx, x), "linear backward: dx unlike x");
     EXPECT(!want_dw || tensor_count(dw) == tensor_count(w), "linear backward: dw unlike w");
     TRY(cuda_enter(c));

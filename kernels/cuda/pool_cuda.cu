@@ -125,15 +125,9 @@ static int pool_geometry(pool_geom *g, const struct tensor *y, const struct tens
                          const struct pool_attr *a)
 {
     int rc = DR_OK;
-    EXPECT(a->kh >= 1 && a->kw >= 1 && a->sh >= 1 && a->sw >= 1 && a->kh <= x->h &&
-               a->kw <= x->w,
-           "pool: window %dx%d stride %dx%d on a %dx%d plane", a->kh, a->kw, a->sh, a->sw, x->h,
-           x->w);
-    *g = pool_geom{x->n, x->c, x->h, x->w, a->kh, a->kw, a->sh, a->sw,
-                   (x->h - a->kh) / a->sh + 1, (x->w - a->kw) / a->sw + 1};
-    EXPECT(y->n == x->n && y->c == x->c && y->h == g->ho && y->w == g->wo,
-           "pool: output (%d, %d, %d, %d), expected (%d, %d, %d, %d)", y->n, y->c, y->h, y->w,
-           x->n, x->c, g->ho, g->wo);
+    int ho = 0, wo = 0;
+    TRY(backend_check_pool(&ho, &wo, y, x, a));
+    *g = pool_geom{x->n, x->c, x->h, x->w, a->kh, a->kw, a->sh, a->sw, ho, wo};
     EXPECT((long)x->n * x->h * x->w < (1L << 31), "pool: %d images of %dx%d pixels", x->n, x->h,
            x->w);
 cleanup:

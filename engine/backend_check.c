@@ -1,0 +1,67 @@
+/* The backend contract's argument checks, shared by every engine (see backend_check.h). */
+#include "backend_check.h"
+
+#include "status.h"
+
+#define EXPECT(cond, ...)                                                                  \
+    do {                                                                                   \
+        if (!(cond)) FAIL(DR_ERR_INTERNAL, __VA_ARGS__);                                   \
+    } while (0)
+
+int backend_check_pool(int *ho, int *wo, const struct tensor *y, const struct tensor *x,
+                       const struct pool_attr *a)
+{
+    int rc = DR_OK;
+    EXPECT(a->kh >= 1 && a->kw >= 1 && a->sh >= 1 && a->sw >= 1 && a->kh <= x->h &&
+               a->kw <= x->w,
+           "pool: window %dx%d stride %dx%d on a %dx%d plane", a->kh, a->kw, a->sh, a->sw, x->h,
+           x->w);
+    *ho = (x->h - a->kh) / a->sh + 1;
+    *wo = (x->w - a->kw) / a->sw + 1;
+    EXPECT(y->n == x->n && y->c == x->c && y->h == *ho && y->w == *wo,
+           "pool: output (%d, %d, %d, %d), expected (%d, %d, %d, %d)", y->n, y->c, y->h, y->w,
+           x->n, x->c, *ho, *wo);
+cleanup:
+    return rc;
+}
+
+int backend_check_linear(const struct tensor *y, const struct tensor *x, const struct tensor *w,
+                         const struct tensor *b)
+{
+    int rc = DR_OK;
+    EXPECT(x->h == 1 && x->w == 1 && y->h == 1 && y->w == 1 && y->n == x->n,
+           "linear: input (%d, %d, %d, %d) / output (%d, %d, %d, %d) are not (n, f, 1, 1)", x->n,
+           x->c, x->h, x->w, y->n, y->c, y->h, y->w);
+    EXPECT(w->n == y->c && w->c == x->c && w->h == 1 && w->w == 1,
+           "linear: weight (%d, %d, %d, %d) for %d -> %d features", w->n, w->c, w->h, w->w, x->c,
+           y->c);
+    EXPECT(!b || !b->data || tensor_count(b) == (size_t)y->c, "linear: bias of %zu for %d outputs",
+           b ? tensor_count(b) : (size_t)0, y->c);
+cleanup:
+    return rc;
+}
+
+int backend_check_concat_grads(int *missing, int *missing_c, struct tensor *const *dxs,
+                               const struct tensor *dy, int count)
+{
+    int rc = DR_OK, known = 0;
+    *missing = -1;
+    *missing_c = 0;
+    EXPECT(count >= 1, "concat backward of %d inputs", count);
+    for (int i = 0; i < count; i++) {
+        if (!dxs[i]) {
+            EXPECT(*missing < 0, "concat backward: more than one input without a gradient tensor");
+            *missing = i;
+            continue;
+        }
+        EXPECT(dxs[i]->n == dy->n && dxs[i]->h == dy->h && dxs[i]->w == dy->w,
+               "concat backward: gradient %d is (%d, %d, %d, %d), dy (%d, %d, %d, %d)", i,
+               dxs[i]->n, dxs[i]->c, dxs[i]->h, dxs[i]->w, dy->n, dy->c, dy->h, dy->w);
+        known += dxs[i]->c;
+    }
+    EXPECT(known <= dy->c && (*missing >= 0 || known == dy->c),
+           "concat backward: gradients have %d channels, dy %d", known, dy->c);
+    if (*missing >= 0) *missing_c = dy->c - known;
+cleanup:
+    return rc;
+}

@@ -1,0 +1,24 @@
+/* Checks of the backend contract (engine/backend.h) that every engine makes on its op
+ * arguments before touching memory, written once. Each reports a mismatch as an
+ * internal error (a bug in the caller) with file:line and returns DR_ERR_INTERNAL. */
+#ifndef DAWNRUN_BACKEND_CHECK_H
+#define DAWNRUN_BACKEND_CHECK_H
+
+#include "backend.h"
+
+/* y (or dy) of a pool over x with attributes a; *ho, *wo get the output plane size. */
+int backend_check_pool(int *ho, int *wo, const struct tensor *y, const struct tensor *x,
+                       const struct pool_attr *a);
+
+/* y (or dy) (n, out, 1, 1) = linear of x (n, in, 1, 1) with w (out, in, 1, 1) and the
+ * optional bias b (out). */
+int backend_check_linear(const struct tensor *y, const struct tensor *x, const struct tensor *w,
+                         const struct tensor *b);
+
+/* The gradients of a concat backward: each non-NULL dxs[i] matches dy but in channels; at
+ * most one is NULL (an input that needs none, e.g. the image), *missing gets its index
+ * (-1 if none) and *missing_c its channel count, inferred from dy. */
+int backend_check_concat_grads(int *missing, int *missing_c, struct tensor *const *dxs,
+                               const struct tensor *dy, int count);
+
+#endif

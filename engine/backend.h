@@ -26,6 +26,9 @@ struct conv_attr {
 
 struct bn_attr {
     float eps, momentum;
+    int splits;               /* ghost batch norm: 0 or 1 = plain; S > 1 = the batch's n
+                                 images in S consecutive equal parts of n / S (n must be a
+                                 multiple of S), each normalised with its own statistics */
 };
 
 struct pool_attr {
@@ -60,7 +63,11 @@ struct backend_ops {
                          const struct tensor *dy, const struct tensor *x, const struct tensor *w,
                          const struct conv_attr *a, int accumulate);
 
-    /* stats: TENSOR_F32 (c) save_mean, save_invstd, running_mean, running_var */
+    /* stats: TENSOR_F32 (c) running_mean, running_var; (S * c) save_mean, save_invstd,
+     * part s's channel j at s * c + j, S = max(a->splits, 1). With S > 1 the running
+     * statistics are updated once with the means over the parts of each part's mean and
+     * unbiased variance (the same as S running statistics, one per part, averaged).
+     * bn_backward reads S from save_mean (its element count / c). */
     int (*bn_forward_train)(void *ctx, struct tensor *y, struct tensor *save_mean,
                             struct tensor *save_invstd, struct tensor *running_mean,
                             struct tensor *running_var, const struct tensor *x,
@@ -115,6 +122,12 @@ struct backend_ops {
 
     int (*sgd_update)(void *ctx, struct tensor *w, struct tensor *v, struct tensor *dw, float lr,
                       float wd, float momentum, int nesterov);
+
+    /* Weight averaging, per element: avg += t * (w - avg), computed as
+     * avg = (1 - t) * avg + t * w in fp32; then, when copy_back, w = avg. avg and w have
+     * the same shape and kind, PARAM or F32; every compute copy of a PARAM tensor that
+     * changes is refreshed (avg may be used for evaluation). */
+    int (*param_lerp)(void *ctx, struct tensor *avg, struct tensor *w, float t, int copy_back);
 };
 
 struct backend {

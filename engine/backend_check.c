@@ -65,3 +65,48 @@ int backend_check_concat_grads(int *missing, int *missing_c, struct tensor *cons
 cleanup:
     return rc;
 }
+
+int backend_check_bn_parts(int *parts, const struct tensor *x, const struct tensor *save_mean,
+                           const struct tensor *save_invstd, const struct bn_attr *a)
+{
+    int rc = DR_OK;
+    const char *op = a ? "bn" : "bn backward";
+    const size_t c = (size_t)x->c, saved = save_mean ? tensor_count(save_mean) : 0;
+    *parts = 1;
+    if (a) {
+        EXPECT(a->splits >= 0, "%s: ghost batch norm with %d splits", op, a->splits);
+        *parts = a->splits > 1 ? a->splits : 1;
+    } else if (c > 0) {
+        EXPECT(saved >= c && saved % c == 0, "%s: %zu saved statistics for %zu channels", op,
+               saved, c);
+        *parts = (int)(saved / c);
+    }
+    EXPECT(x->n % *parts == 0, "%s: a batch of %d images does not split into %d equal parts",
+           op, x->n, *parts);
+    EXPECT(save_mean && save_mean->data && save_invstd && save_invstd->data &&
+               saved == (size_t)*parts * c && tensor_count(save_invstd) == saved,
+           "%s: saved statistics of %zu and %zu values for %d parts of %zu channels", op,
+           saved, save_invstd ? tensor_count(save_invstd) : (size_t)0, *parts, c);
+cleanup:
+    return rc;
+}
+
+static const char *kind_name(enum tensor_kind k)
+{
+    static const char *const names[] = {"ACT", "PARAM", "F32", "I32", "U8"};
+    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "unknown";
+}
+
+int backend_check_lerp(const struct tensor *avg, const struct tensor *w)
+{
+    int rc = DR_OK;
+    EXPECT(avg && w && avg->data && w->data, "param_lerp: a tensor is missing");
+    EXPECT(avg->kind == w->kind && (avg->kind == TENSOR_PARAM || avg->kind == TENSOR_F32),
+           "param_lerp: tensors of kinds %s and %s (both must be PARAM or F32)",
+           kind_name(avg->kind), kind_name(w->kind));
+    EXPECT(avg->n == w->n && avg->c == w->c && avg->h == w->h && avg->w == w->w,
+           "param_lerp: average (%d, %d, %d, %d) unlike the weights (%d, %d, %d, %d)", avg->n,
+           avg->c, avg->h, avg->w, w->n, w->c, w->h, w->w);
+cleanup:
+    return rc;
+}

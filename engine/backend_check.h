@@ -21,4 +21,15 @@ int backend_check_linear(const struct tensor *y, const struct tensor *x, const s
 int backend_check_concat_grads(int *missing, int *missing_c, struct tensor *const *dxs,
                                const struct tensor *dy, int count);
 
+/* The parts of a train-mode batch norm over x (ghost batch norm, engine/backend.h):
+ * *parts = max(a->splits, 1) in the forward pass (a given), or save_mean's count / x->c
+ * in the backward pass (a NULL). Checks that splits is not negative, that x->n is a
+ * multiple of the parts and that save_mean and save_invstd hold parts * x->c values. */
+int backend_check_bn_parts(int *parts, const struct tensor *x, const struct tensor *save_mean,
+                           const struct tensor *save_invstd, const struct bn_attr *a);
+
+/* The tensors of param_lerp: avg and w both present, of the same shape and kind, the kind
+ * TENSOR_PARAM or TENSOR_F32. */
+int backend_check_lerp(const struct tensor *avg, const struct tensor *w);
+
 #endif

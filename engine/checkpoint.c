@@ -24,7 +24,8 @@
 #define CKPT_ENTRY_BYTES 24
 #define CKPT_TRAILER_BYTES 24
 
-enum ckpt_role { ROLE_PARAM = 1, ROLE_MOMENTUM, ROLE_BN_MEAN, ROLE_BN_VAR };
+enum ckpt_role { ROLE_PARAM = 1, ROLE_MOMENTUM, ROLE_BN_MEAN, ROLE_BN_VAR, ROLE_AVG_PARAM,
+                 ROLE_AVG_BN_MEAN, ROLE_AVG_BN_VAR };
 
 /* One tensor of the table: what it is, and the trainer's tensor it comes from. */
 struct ckpt_entry {
@@ -64,13 +65,14 @@ static uint64_t ckpt_checksum(const unsigned char *p, size_t n)
 }
 
 /* The trainer's tensors in file order: per parameter its value and momentum, then per BN
- * layer its running mean and variance. *out is malloc'd. */
+ * layer its running mean and variance; with a weight average, then the averaged
+ * parameters and the averaged BN statistics. *out is malloc'd. */
 static int ckpt_entries(struct ckpt_entry **out, int *count, const struct trainer *t)
 {
     int rc = DR_OK, n = 0;
     const struct graph *g = t->g;
     const struct model *m = &t->model;
-    size_t cap = (size_t)g->n_params * 2 + (size_t)g->count * 2 + 1;
+    size_t cap = (size_t)g->n_params * 3 + (size_t)g->count * 4 + 1;
     struct ckpt_entry *v = malloc(cap * sizeof(*v));
     CHECK_ALLOC(v, "the checkpoint table");
     for (int k = 0; k < g->n_params; k++) {
@@ -84,6 +86,17 @@ static int ckpt_entries(struct ckpt_entry **out, int *count, const struct traine
         struct tensor *ts[2] = {&m->bn_rmean[i], &m->bn_rvar[i]};
         for (int j = 0; j < 2; j++)
             v[n++] = (struct ckpt_entry){j == 0 ? ROLE_BN_MEAN : ROLE_BN_VAR, (uint32_t)i,
+                                         ts[j]->n, ts[j]->c, ts[j]->h, ts[j]->w, ts[j]};
+    }
+    for (int k = 0; m->avg && k < g->n_params; k++) {
+        struct tensor *a = &m->avg[k];
+        v[n++] = (struct ckpt_entry){ROLE_AVG_PARAM, (uint32_t)k, a->n, a->c, a->h, a->w, a};
+    }
+    for (int i = 0; m->avg && i < g->count; i++) {
+        if (g->layers[i].spec.type != LAYER_BN) continue;
+        struct tensor *ts[2] = {&m->avg_rmean[i], &m->avg_rvar[i]};
+        for (int j = 0; j < 2; j++)
+            v[n++] = (struct ckpt_entry){j == 0 ? ROLE_AVG_BN_MEAN : ROLE_AVG_BN_VAR, (uint32_t)i,
                                          ts[j]->n, ts[j]->c, ts[j]->h, ts[j]->w, ts[j]};
     }
     *out = v;

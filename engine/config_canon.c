@@ -13,7 +13,9 @@ static int add_string(config_setting_t *g, const char *name, const char *value)
     return s && config_setting_set_string(s, value) ? DR_OK : DR_ERR_NOMEM;
 }
 
-/* Writes a typed layer's attributes in schema order, with defaults; floats as floats. */
+/* Writes a typed layer's attributes in schema order, with defaults; floats as floats. An
+ * attribute with omit_default is left out when it is absent or written as its default
+ * (an expression is always kept: its value is known only after expansion). */
 static int canonical_attrs(config_setting_t *g, const config_setting_t *layer,
                            const config_setting_t *attrs)
 {
@@ -21,7 +23,10 @@ static int canonical_attrs(config_setting_t *g, const config_setting_t *layer,
         const config_setting_t *entry = config_setting_get_elem(attrs, (unsigned)i);
         const char *name = config_setting_name(entry), *type = NULL;
         const config_setting_t *v = config_setting_get_member(layer, name);
+        int omit = 0;
         config_setting_lookup_string(entry, "type", &type);
+        config_setting_lookup_bool(entry, "omit_default", &omit);
+        if (omit && (!v || cfg_schema_is_default(entry, v))) continue;
         if (!v) v = config_setting_get_member(entry, "default");
         if (!v) continue; /* default_from: follows the other attribute */
         if (type && !strcmp(type, "float") && cfg_is_number(v)) {

@@ -40,6 +40,12 @@ static const struct {
     {"momentum", offsetof(struct layer_spec, momentum), 'f'},
     {"freeze_weight", offsetof(struct layer_spec, freeze_weight), 'i'},
     {"freeze_bias", offsetof(struct layer_spec, freeze_bias), 'i'},
+    {"splits", offsetof(struct layer_spec, splits), 'i'},
+    {"frozen", offsetof(struct layer_spec, frozen), 'i'},
+    {"dirac", offsetof(struct layer_spec, dirac), 'i'},
+    {"images", offsetof(struct layer_spec, whiten_images), 'i'},
+    {"negate", offsetof(struct layer_spec, negate), 'i'},
+    {"bias_epochs", offsetof(struct layer_spec, bias_epochs), 'i'},
     {"alpha", offsetof(struct layer_spec, alpha), 'f'},
     {"scale", offsetof(struct layer_spec, scale), 'f'},
 };
@@ -243,6 +249,18 @@ static int fill_attrs(struct cfg_model *m, const struct scope *sc, const config_
     return ok;
 }
 
+/* Ghost batch norm cuts every training batch into `splits` equal parts. */
+static void check_splits(struct cfg_model *m, const config_setting_t *layer, const char *ctx,
+                         const struct layer_spec *ls)
+{
+    if (ls->type != LAYER_BN || ls->splits <= 1 || m->batch_size <= 0 ||
+        m->batch_size % ls->splits == 0)
+        return;
+    const config_setting_t *s = config_setting_get_member(layer, "splits");
+    cfg_diag_at(m->d, s ? s : layer, "%s: splits %d does not divide train.batch_size %d", ctx,
+                ls->splits, m->batch_size);
+}
+
 /* ---- expansion ------------------------------------------------------------------------- */
 
 static int expand_scope(struct cfg_model *m, const struct scope *sc);
@@ -284,7 +302,7 @@ static int expand_layer(struct cfg_model *m, const struct scope *sc, int i)
         ls->file = cfg_files_intern(m->files, cfg_diag_file_name(m->d, layer->file));
         if (!ls->file) return DR_ERR_NOMEM;
         ls->line = (int)layer->line;
-        fill_attrs(m, sc, layer, type, ctx, ls);
+        if (fill_attrs(m, sc, layer, type, ctx, ls)) check_splits(m, layer, ctx, ls);
         return DR_OK;
     }
     if (!config_setting_lookup_string(layer, "block", &bname)) return DR_OK; /* checked */

@@ -130,6 +130,14 @@ int cfg_schema_merge(struct cfg_diag *d, config_setting_t *root,
  * cfg_model_canonical. Returns DR_OK or DR_ERR_NOMEM. */
 int cfg_schema_resolve(config_setting_t *dst_root, const config_setting_t *root,
                        const config_setting_t *schema_root);
+/* 1 when setting v equals the entry's default (numbers by value, bools, strings); 0 when
+ * it differs or the entry has no default. */
+int cfg_schema_is_default(const config_setting_t *entry, const config_setting_t *v);
+/* The schema entry of an experiment key by its dotted path ("train.average.kind"), or
+ * NULL. *omittable (may be NULL) is set to 1 when the entry or a group above it has
+ * omit_default, i.e. when the resolved text may leave the key out. */
+const config_setting_t *cfg_schema_entry(const config_setting_t *schema_root, const char *path,
+                                         int *omittable);
 /* Checks that a number fits an int or float entry (integrality, min, max, gt). Returns 1
  * when it does; otherwise writes the complaint ("must be >= 1, got 0") into msg. */
 int cfg_schema_check_number(const config_setting_t *entry, double v, char *msg, size_t n);
@@ -161,6 +169,8 @@ struct cfg_model {
     const config_setting_t *blocks;      /* model.blocks (a group) or NULL */
     struct net_spec *spec;
     struct cfg_files *files;
+    int batch_size;                      /* train.batch_size (0 = unknown): bn splits must
+                                            divide it */
 };
 
 /* The name of entry i of a layer list: its `name`, else "<type><i>" / "<block><i>". */
@@ -176,7 +186,8 @@ const config_setting_t *cfg_type_attr(const struct cfg_model *m, const char *typ
 int cfg_is_layer_key(const struct cfg_model *m, const char *key);
 
 /* Checks the model group (after merging model_vars) and, when it is sound, expands its
- * blocks into spec: qualified names, resolved inputs, every attribute evaluated. Problems
+ * blocks into spec: qualified names, resolved inputs, every attribute evaluated, bn
+ * splits checked against train.batch_size (read from the same config). Problems
  * go to d; returns DR_OK, DR_ERR_CONFIG or DR_ERR_NOMEM. spec must be empty. */
 int cfg_model_build(struct cfg_diag *d, struct net_spec *spec, struct cfg_files *files,
                     const config_setting_t *model, const config_setting_t *schema_root);

@@ -14,16 +14,24 @@
 
 #define DEFAULT_DATA_DIR "./data/cifar-10-batches-bin"
 
-/* ---- reading the resolved tree (every key is there: the schema gave defaults) --------- */
+/* ---- reading the resolved tree -------------------------------------------------------- */
 
+/* Every key is in the resolved tree (the schema gave defaults) except those with
+ * omit_default at their default: those are read from the schema. */
 struct reader {
     const config_t *res;
+    const config_setting_t *schema_root;
     const char *missing; /* the first key that was not found */
 };
 
 static const config_setting_t *need(struct reader *r, const char *path)
 {
     const config_setting_t *s = config_lookup(r->res, path);
+    int omittable = 0;
+    if (!s) {
+        const config_setting_t *entry = cfg_schema_entry(r->schema_root, path, &omittable);
+        if (entry && omittable) s = config_setting_get_member(entry, "default");
+    }
     if (!s && !r->missing) r->missing = path;
     return s;
 }
@@ -71,10 +79,34 @@ static int read_schedule(struct reader *r, const char *path, struct schedule *ou
     return 1;
 }
 
-/* The final struct fill, from the canonical resolved tree. */
-static int fill_experiment(struct experiment *e, const config_t *res)
+/* Index of s in a NULL-terminated list of names (0 when absent: the schema allows only
+ * the listed values). */
+static int pick(const char *s, const char *const *names)
 {
-    struct reader r = {res, NULL};
+    for (int i = 0; names[i]; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    return 0;
+}
+
+/* train.lr_scale / train.wd_scale: one factor per parameter kind, 1 for a kind the schema
+ * has no key for (the whitening filters, never trained). */
+static void read_scales(struct reader *r, const char *group, double *out)
+{
+    char path[128];
+    for (int k = 0; k < PARAM_KIND_COUNT; k++) {
+        snprintf(path, sizeof(path), "%s.%s", group, param_kind_name((enum param_kind)k));
+        out[k] = cfg_schema_entry(r->schema_root, path, NULL) ? read_float(r, path) : 1.0;
+    }
+}
+
+/* The final struct fill, from the canonical resolved tree. */
+static int fill_experiment(struct experiment *e, const config_t *res,
+                           const config_setting_t *schema_root)
+{
+    /* the schema's values, in the order of enum average_kind and enum tta_kind */
+    static const char *const averages[] = {"none", "ema", "lookahead", NULL};
+    static const char *const ttas[] = {"none", "flip", "flip_translate", NULL};
+    struct reader r = {res, schema_root, NULL};
     const char *s;
     snprintf(e->name, sizeof(e->name), "%s", read_string(&r, "name"));
     s = read_string(&r, "data.dir");
@@ -103,6 +135,13 @@ static int fill_experiment(struct experiment *e, const config_t *res)
     e->train.precision = !strcmp(s, "fp16")   ? PRECISION_FP16
                          : !strcmp(s, "bf16") ? PRECISION_BF16
                                               : PRECISION_FP32;
+    read_scales(&r, "train.lr_scale", e->train.lr_scale);
+    read_scales(&r, "train.wd_scale", e->train.wd_scale);
+    s = read_string(&r, "train.average.kind");
+    e->train.average.kind = (enum average_kind)pick(s, averages);
+    e->train.average.every = read_int(&r, "train.average.every");
+    e->train.average.momentum = read_float(&r, "train.average.momentum");
+    e->train.average.decay = read_float(&r, "train.average.decay");
 
     e->augment.pad = read_int(&r, "augment.pad");
     e->augment.pad_mode =
@@ -110,9 +149,11 @@ static int fill_experiment(struct experiment *e, const config_t *res)
     e->augment.crop = read_bool(&r, "augment.crop");
     e->augment.flip = read_bool(&r, "augment.flip");
     e->augment.cutout = read_int(&r, "augment.cutout");
+    e->augment.alternate_flip = read_bool(&r, "augment.alternate_flip");
 
     e->eval.batch_size = read_int(&r, "eval.batch_size");
     if (e->eval.batch_size == 0) e->eval.batch_size = e->train.batch_size;
+    e->eval.tta = (enum tta_kind)pick(read_string(&r, "eval.tta"), ttas);
     e->seeds = read_int(&r, "seeds");
     e->target_accuracy = read_float(&r, "target_accuracy");
     if (r.missing) {
@@ -266,7 +307,7 @@ int experiment_load(struct experiment *e, const char *path, const char *const *s
         goto cleanup;
     }
     TRY(write_resolved(e, root, schema_root, &res));
-    TRY(fill_experiment(e, &res));
+    TRY(fill_experiment(e, &res, schema_root));
     TRY(pack_sources(e, &files));
 
 cleanup:

@@ -434,6 +434,14 @@ int cfg_model_build(struct cfg_diag *d, struct net_spec *spec, struct cfg_files 
         .files = files,
     };
     if (!model || !config_setting_is_group(model)) return DR_ERR_CONFIG; /* reported */
+    const config_setting_t *bs = config_lookup(model->config, "train.batch_size");
+    if (!bs) {
+        const config_setting_t *entry = cfg_schema_entry(schema_root, "train.batch_size", NULL);
+        bs = entry ? config_setting_get_member(entry, "default") : NULL;
+    }
+    if (bs && (config_setting_type(bs) == CONFIG_TYPE_INT ||
+               config_setting_type(bs) == CONFIG_TYPE_INT64))
+        m.batch_size = (int)cfg_number(bs); /* another type was reported by the schema */
     const config_setting_t *vars = config_setting_get_member(model, "vars");
     const config_setting_t *blocks = config_setting_get_member(model, "blocks");
     const config_setting_t *layers = config_setting_get_member(model, "layers");

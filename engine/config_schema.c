@@ -282,6 +282,32 @@ static void validate_entry(struct cfg_diag *d, const config_setting_t *s,
     }
 }
 
+/* The boolean value of the entry named `name` in keys for group (as written, else its
+ * default); -1 when it is not a boolean (reported elsewhere) or has no value. */
+static int bool_member(const config_setting_t *group, const config_setting_t *keys,
+                       const char *name)
+{
+    const config_setting_t *s = config_setting_get_member(group, name);
+    if (!s) s = config_setting_get_member(config_setting_get_member(keys, name), "default");
+    if (!s || config_setting_type(s) != CONFIG_TYPE_BOOL) return -1;
+    return config_setting_get_bool(s);
+}
+
+/* A true bool whose entry `requires` another key of its group needs that key true. */
+static void check_requires(struct cfg_diag *d, const config_setting_t *group,
+                           const config_setting_t *m, const config_setting_t *keys,
+                           const char *path)
+{
+    const char *name = config_setting_name(m);
+    const char *other = entry_str(config_setting_get_member(keys, name), "requires");
+    if (!other || bool_member(group, keys, name) != 1 || bool_member(group, keys, other) != 0)
+        return;
+    char a[512], b[512];
+    join_path(a, sizeof(a), path, name);
+    join_path(b, sizeof(b), path, other);
+    cfg_diag_at(d, m, "'%s' needs '%s' = true", a, b);
+}
+
 /* Checks the members of group (NULL when absent; `where` is then the nearest existing
  * ancestor, for the place of "missing" messages) against the entries in keys. */
 static void validate_group(struct cfg_diag *d, const config_setting_t *group,
@@ -310,6 +336,8 @@ static void validate_group(struct cfg_diag *d, const config_setting_t *group,
         else if (entry_is(entry, "group"))
             validate_group(d, NULL, where, config_setting_get_member(entry, "keys"), sub);
     }
+    for (int i = 0; group && keys && i < config_setting_length(group); i++)
+        check_requires(d, group, config_setting_get_elem(group, (unsigned)i), keys, path);
 }
 
 void cfg_schema_validate(struct cfg_diag *d, const config_setting_t *root,
@@ -359,6 +387,41 @@ int cfg_schema_merge(struct cfg_diag *d, config_setting_t *root,
 }
 
 /* ---- the canonical resolved tree ------------------------------------------------------- */
+
+int cfg_schema_is_default(const config_setting_t *entry, const config_setting_t *v)
+{
+    const config_setting_t *def = config_setting_get_member(entry, "default");
+    if (!def || !v) return 0;
+    if (cfg_is_number(def) && cfg_is_number(v)) return cfg_number(def) == cfg_number(v);
+    if (config_setting_type(def) == CONFIG_TYPE_BOOL && config_setting_type(v) == CONFIG_TYPE_BOOL)
+        return config_setting_get_bool(def) == config_setting_get_bool(v);
+    if (config_setting_type(def) == CONFIG_TYPE_STRING &&
+        config_setting_type(v) == CONFIG_TYPE_STRING)
+        return strcmp(config_setting_get_string(def), config_setting_get_string(v)) == 0;
+    return 0;
+}
+
+const config_setting_t *cfg_schema_entry(const config_setting_t *schema_root, const char *path,
+                                         int *omittable)
+{
+    const config_setting_t *keys = config_setting_get_member(schema_root, "experiment");
+    const config_setting_t *entry = NULL;
+    char part[128];
+    if (omittable) *omittable = 0;
+    while (keys && *path) {
+        size_t n = strcspn(path, ".");
+        if (n >= sizeof(part)) return NULL;
+        memcpy(part, path, n);
+        part[n] = '\0';
+        entry = config_setting_get_member(keys, part);
+        if (!entry) return NULL;
+        if (omittable && entry_flag(entry, "omit_default")) *omittable = 1;
+        path += n;
+        if (*path == '.') path++;
+        keys = *path ? config_setting_get_member(entry, "keys") : NULL;
+    }
+    return *path ? NULL : entry;
+}
 
 /* Writes value v (a setting of any compatible type) as `name` under dst in the entry's
  * canonical type: float entries as floats, float arrays as arrays of floats. */
@@ -426,7 +489,11 @@ static int resolve_entry(config_setting_t *dst, const char *name, const config_s
     if (entry_is(entry, "group")) {
         g = config_setting_add(dst, name, CONFIG_TYPE_GROUP);
         if (!g) return DR_ERR_NOMEM;
-        return resolve_group(g, src, config_setting_get_member(entry, "keys"), schema_root);
+        rc = resolve_group(g, src, config_setting_get_member(entry, "keys"), schema_root);
+        if (rc == DR_OK && entry_flag(entry, "omit_default") && config_setting_length(g) == 0 &&
+            !config_setting_remove(dst, name))
+            rc = DR_ERR_INTERNAL;
+        return rc;
     }
     if (entry_is(entry, "map") || entry_is(entry, "blocks")) {
         if (!src) return DR_OK;
@@ -453,6 +520,8 @@ static int resolve_entry(config_setting_t *dst, const char *name, const config_s
         if (!g) return DR_ERR_NOMEM;
         return src ? cfg_model_canonical_layers(g, src, schema_root) : DR_OK;
     }
+    if (entry_flag(entry, "omit_default") && (!src || cfg_schema_is_default(entry, src)))
+        return DR_OK; /* left out: readers fall back to the default */
     if (src) return put_value(dst, name, entry, src);
     if (def) return put_value(dst, name, entry, def);
     return DR_OK;

@@ -24,6 +24,19 @@ struct schedule {
 enum loss_reduction { LOSS_SUM, LOSS_MEAN };
 enum precision { PRECISION_FP32, PRECISION_FP16, PRECISION_BF16 };
 
+/* Weight averaging (train.average). EMA: every `every` steps avg = rho avg + (1 - rho) w
+ * with rho = momentum^every, over the parameters and BN running statistics; evaluation
+ * uses avg, training goes on with w. Lookahead: every `every` steps with
+ * rho = decay^every * (step / total_steps)^3, avg = rho avg + (1 - rho) w and then w = avg;
+ * after the last step w = avg. */
+enum average_kind { AVERAGE_NONE, AVERAGE_EMA, AVERAGE_LOOKAHEAD };
+
+/* Test-time augmentation (eval.tta): the logits are a weighted mean over views.
+ * NONE: the image. FLIP: the image and its mirror, 1/2 each. FLIP_TRANSLATE: those two
+ * with weight 1/4 each, and the four views mirror × {1 px up-left, 1 px down-right}
+ * (reflect padding) with weight 1/8 each. */
+enum tta_kind { TTA_NONE, TTA_FLIP, TTA_FLIP_TRANSLATE };
+
 struct experiment {
     char name[128];
     char path[EXPERIMENT_PATH_MAX];      /* the config file */
@@ -42,10 +55,19 @@ struct experiment {
         enum loss_reduction loss;
         double label_smoothing;
         enum precision precision;
+        double lr_scale[PARAM_KIND_COUNT];   /* per parameter kind, multiplies the lr */
+        double wd_scale[PARAM_KIND_COUNT];   /* per parameter kind, multiplies weight decay */
+        struct {
+            enum average_kind kind;
+            int every;                       /* steps between updates */
+            double momentum;                 /* EMA, per step */
+            double decay;                    /* lookahead, per step */
+        } average;
     } train;
     struct augment_params augment;
     struct {
         int batch_size;
+        enum tta_kind tta;
     } eval;
     int seeds;                           /* default number of seeds for a batch */
     double target_accuracy;

@@ -139,7 +139,17 @@ static int check_attributes(const struct layer_spec *ls, char *err, size_t errle
         return build_error(err, errlen, ls, "stride must be >= 1, got %d", ls->stride);
     if ((t == LAYER_MAXPOOL || t == LAYER_AVGPOOL) && ls->stride < 0)
         return build_error(err, errlen, ls, "stride must be >= 1, got %d", ls->stride);
-    if (t == LAYER_BN && !(ls->eps > 0.0f))
+    if (t == LAYER_BN && ls->splits < 0)
+        return build_error(err, errlen, ls, "splits must be >= 1, got %d", ls->splits);
+    if (t == LAYER_WHITEN && (ls->k < 1 || ls->k > 7))
+        return build_error(err, errlen, ls, "k must be in 1..7, got %d", ls->k);
+    if (t == LAYER_WHITEN && ls->pad < -1)
+        return build_error(err, errlen, ls, "pad must be >= 0, got %d", ls->pad);
+    if (t == LAYER_WHITEN && ls->whiten_images < 1)
+        return build_error(err, errlen, ls, "images must be >= 1, got %d", ls->whiten_images);
+    if (t == LAYER_WHITEN && ls->bias_epochs < 0)
+        return build_error(err, errlen, ls, "bias_epochs must be >= 0, got %d", ls->bias_epochs);
+    if ((t == LAYER_BN || t == LAYER_WHITEN) && !(ls->eps > 0.0f))
         return build_error(err, errlen, ls, "eps must be positive, got %g", (double)ls->eps);
     if (t == LAYER_BN && !(ls->momentum >= 0.0f && ls->momentum <= 1.0f))
         return build_error(err, errlen, ls, "momentum must be in [0, 1], got %g",
@@ -174,7 +184,23 @@ static int infer_shape(const struct graph *g, struct layer *l, char *err, size_t
     l->h = l->in_h;
     l->w = l->in_w;
     switch (ls->type) {
+    case LAYER_WHITEN:
+        if (l->inputs[0] != 0)
+            return build_error(err, errlen, ls,
+                               "a whiten layer must take the image ('input') as its input, "
+                               "got '%s'", x->spec.name);
+        if (l->in_c != 3)
+            return build_error(err, errlen, ls, "needs a 3-channel image, got %d channels",
+                               l->in_c);
+        ls->out = 3 * ls->k * ls->k * (ls->negate ? 2 : 1);
+        ls->stride = 1; /* from here on shaped like a conv (pad -1, only in a spec built
+                           by hand, also means k/2) */
+        /* fall through */
     case LAYER_CONV: {
+        if (ls->type == LAYER_CONV && ls->dirac && l->in_c > ls->out)
+            return build_error(err, errlen, ls,
+                               "dirac needs no more input channels than out = %d, got %d",
+                               ls->out, l->in_c);
         if (ls->pad < 0) ls->pad = ls->k / 2;
         int ph = l->in_h + 2 * ls->pad, pw = l->in_w + 2 * ls->pad;
         if (ls->k > ph || ls->k > pw)
@@ -251,9 +277,10 @@ static int infer_shape(const struct graph *g, struct layer *l, char *err, size_t
                        (int)ls->type);
 }
 
-/* Appends one parameter of layer `id`; capacity was reserved by graph_build. */
-static void add_param(struct graph *g, int id, enum param_kind kind, int n, int c, int h, int w,
-                      float bound, float value, int trainable)
+/* Appends one parameter of layer `id` (initialised as DEFAULT, trained every epoch);
+ * capacity was reserved by graph_build. Returns it for the rarer settings. */
+static struct param_desc *add_param(struct graph *g, int id, enum param_kind kind, int n, int c,
+                                    int h, int w, float bound, float value, int trainable)
 {
     struct param_desc *p = &g->params[g->n_params++];
     p->kind = kind;
@@ -264,28 +291,42 @@ static void add_param(struct graph *g, int id, enum param_kind kind, int n, int 
     p->w = w;
     p->init_bound = bound;
     p->init_value = value;
+    p->init = PARAM_INIT_DEFAULT;
     p->trainable = trainable;
+    p->train_epochs = 0;
     if (trainable) g->n_weights += (int64_t)n * c * h * w;
+    return p;
 }
 
 /* Lays out layer id's parameters (conv: weight then bias; bn: weight then bias; linear:
- * weight then bias) with PyTorch's default initialisation. */
+ * weight then bias; whiten: weight then bias) with PyTorch's default initialisation; a
+ * frozen layer's are all untrainable, and so are whitening filters. */
 static void add_layer_params(struct graph *g, int id)
 {
     struct layer *l = &g->layers[id];
     const struct layer_spec *ls = &l->spec;
+    int train = !ls->frozen;
     l->param_first = g->n_params;
     if (ls->type == LAYER_CONV) {
         float bound = (float)(1.0 / sqrt((double)l->in_c * ls->k * ls->k));
-        add_param(g, id, PARAM_CONV_W, ls->out, l->in_c, ls->k, ls->k, bound, 0.0f, 1);
-        if (ls->bias) add_param(g, id, PARAM_CONV_B, ls->out, 1, 1, 1, bound, 0.0f, 1);
+        struct param_desc *w =
+            add_param(g, id, PARAM_CONV_W, ls->out, l->in_c, ls->k, ls->k, bound, 0.0f, train);
+        if (ls->dirac) w->init = PARAM_INIT_DIRAC;
+        if (ls->bias) add_param(g, id, PARAM_CONV_B, ls->out, 1, 1, 1, bound, 0.0f, train);
     } else if (ls->type == LAYER_BN) {
-        add_param(g, id, PARAM_BN_W, l->c, 1, 1, 1, 0.0f, 1.0f, !ls->freeze_weight);
-        add_param(g, id, PARAM_BN_B, l->c, 1, 1, 1, 0.0f, 0.0f, !ls->freeze_bias);
+        add_param(g, id, PARAM_BN_W, l->c, 1, 1, 1, 0.0f, 1.0f, train && !ls->freeze_weight);
+        add_param(g, id, PARAM_BN_B, l->c, 1, 1, 1, 0.0f, 0.0f, train && !ls->freeze_bias);
     } else if (ls->type == LAYER_LINEAR) {
         float bound = (float)(1.0 / sqrt((double)l->in_c));
-        add_param(g, id, PARAM_LINEAR_W, ls->out, l->in_c, 1, 1, bound, 0.0f, 1);
-        if (ls->bias) add_param(g, id, PARAM_LINEAR_B, ls->out, 1, 1, 1, bound, 0.0f, 1);
+        add_param(g, id, PARAM_LINEAR_W, ls->out, l->in_c, 1, 1, bound, 0.0f, train);
+        if (ls->bias) add_param(g, id, PARAM_LINEAR_B, ls->out, 1, 1, 1, bound, 0.0f, train);
+    } else if (ls->type == LAYER_WHITEN) {
+        float bound = (float)(1.0 / sqrt((double)l->in_c * ls->k * ls->k));
+        add_param(g, id, PARAM_WHITEN_W, ls->out, l->in_c, ls->k, ls->k, 0.0f, 0.0f, 0)->init =
+            PARAM_INIT_WHITEN;
+        if (ls->bias)
+            add_param(g, id, PARAM_WHITEN_B, ls->out, 1, 1, 1, bound, 0.0f, train)->train_epochs =
+                ls->bias_epochs;
     }
     l->param_count = g->n_params - l->param_first;
 }
@@ -297,6 +338,7 @@ static int64_t layer_flops(const struct layer *l)
     int64_t out = (int64_t)l->c * l->h * l->w;
     switch (ls->type) {
     case LAYER_CONV:
+    case LAYER_WHITEN:
         return 2 * out * l->in_c * ls->k * ls->k + (ls->bias ? out : 0);
     case LAYER_LINEAR:
         return 2 * (int64_t)l->in_c * ls->out + (ls->bias ? ls->out : 0);
@@ -322,7 +364,7 @@ static int64_t layer_flops(const struct layer *l)
 
 static int is_matmul(enum layer_type t)
 {
-    return t == LAYER_CONV || t == LAYER_LINEAR;
+    return t == LAYER_CONV || t == LAYER_LINEAR || t == LAYER_WHITEN;
 }
 
 int graph_build(struct graph *g, const struct net_spec *spec, int in_c, int in_h, int in_w,

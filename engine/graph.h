@@ -29,6 +29,9 @@ enum layer_type {
     LAYER_SCALE,     /* scale */
     LAYER_SHORTCUT,  /* spec only: identity when in == out channels and stride 1, else a
                         bias-free 1×1 conv (out, stride); graph_build resolves it */
+    LAYER_WHITEN,    /* k, pad, eps, whiten_images, negate, bias, bias_epochs: a fixed conv
+                        of the image whose filters are the patch-covariance eigenvectors
+                        (engine/whiten.h); out = 3*k*k, twice that with negate */
     LAYER_TYPE_COUNT
 };
 
@@ -48,6 +51,16 @@ struct layer_spec {
     int bias;                              /* conv/linear: 1 = has bias */
     float eps, momentum;                   /* bn */
     int freeze_weight, freeze_bias;        /* bn: keep gamma at 1 / beta at 0 */
+    int splits;                            /* bn: ghost batch norm, statistics over this
+                                              many equal parts of the batch (1 = plain) */
+    int frozen;                            /* conv/bn/linear: no parameter is trained */
+    int dirac;                             /* conv: the first `in` filters start as the
+                                              identity (needs in <= out) */
+    int whiten_images;                     /* whiten: training images the covariance is
+                                              estimated from (the first ones) */
+    int negate;                            /* whiten: also the negated filters */
+    int bias_epochs;                       /* whiten: its bias is trained only during the
+                                              first bias_epochs epochs (0 = always) */
     float alpha;                           /* celu */
     float scale;                           /* scale */
     const char *file;                      /* where it was written, for messages (not owned;
@@ -62,12 +75,24 @@ struct net_spec {
 };
 
 /* Appends a zero-initialised layer with defaults set (k=3, stride=1, pad=-1, eps=1e-5,
- * momentum=0.1, alpha=1, scale=1); returns it or NULL on out of memory. */
+ * momentum=0.1, alpha=1, scale=1, splits=1, whiten_images=5000); returns it or NULL on
+ * out of memory. */
 struct layer_spec *net_spec_add(struct net_spec *s);
 void net_spec_free(struct net_spec *s);
 
 enum param_kind { PARAM_CONV_W, PARAM_CONV_B, PARAM_BN_W, PARAM_BN_B, PARAM_LINEAR_W,
-                  PARAM_LINEAR_B };
+                  PARAM_LINEAR_B, PARAM_WHITEN_W, PARAM_WHITEN_B, PARAM_KIND_COUNT };
+
+/* How a parameter starts (model_init_params, trainer_create). */
+enum param_init {
+    PARAM_INIT_DEFAULT,   /* uniform(-init_bound, init_bound), or init_value when bound is 0 */
+    PARAM_INIT_DIRAC,     /* conv weight (co, ci, k, k): filters 0..ci-1 are the identity
+                             (1 at [o][o][k/2][k/2], 0 elsewhere), the others as DEFAULT */
+    PARAM_INIT_WHITEN     /* whiten weight: computed from the training images (whiten.h) */
+};
+
+/* Config name of a parameter kind ("conv_weight", "bn_bias", "whiten_bias", ...). */
+const char *param_kind_name(enum param_kind k);
 
 /* A trainable parameter tensor of a layer (canonical shape n, c, h, w). */
 struct param_desc {
@@ -76,16 +101,22 @@ struct param_desc {
     int n, c, h, w;                        /* conv: (co, ci, k, k); linear: (out, in, 1, 1) */
     float init_bound;                      /* uniform(-b, b); 0 with init_value for BN */
     float init_value;
-    int trainable;                         /* 0 for frozen BN weight/bias */
+    enum param_init init;
+    int trainable;                         /* 0 for frozen BN weight/bias, frozen layers and
+                                              whitening filters */
+    int train_epochs;                      /* > 0: trained only while epoch < train_epochs
+                                              (0-based), then frozen; 0 = always */
 };
 
 /* A resolved layer. Consumers read the type and attributes from `spec`, which graph_build
  * has resolved: a projection shortcut is LAYER_CONV (k 1, pad 0, bias 0, its stride), a
+ * whiten layer keeps LAYER_WHITEN and runs as a conv (spec.out, k, stride 1, pad), a
  * conv's pad is never -1, a pool's stride is never 0; spec.n_inputs/spec.inputs are the
  * names as written: use n_inputs/inputs below instead. Layer i's output tensor has shape
  * (batch, c, h, w). Its parameters are params[param_first .. param_first+param_count):
  * conv: weight [, bias if spec.bias]; bn: weight, bias (always both, frozen ones have
- * trainable 0); linear: weight [, bias if spec.bias]; other types: none. */
+ * trainable 0); linear: weight [, bias if spec.bias]; whiten: weight (PARAM_WHITEN_W,
+ * never trainable) [, bias (PARAM_WHITEN_B) if spec.bias]; other types: none. */
 struct layer {
     struct layer_spec spec;                /* resolved copy (shortcut -> conv) */
     int n_inputs;                          /* >= 1 (0 only for layers[0], the image) */

@@ -1,5 +1,5 @@
-/* The network as written: layer type names and the growable net_spec list that the
- * config loader fills (engine/graph.h). */
+/* The network as written: layer type and parameter kind names, and the growable net_spec
+ * list that the config loader fills (engine/graph.h). */
 #include "graph.h"
 
 #include <stdlib.h>
@@ -11,8 +11,21 @@ static const char *const type_names[LAYER_TYPE_COUNT] = {
     [LAYER_MAXPOOL] = "maxpool",   [LAYER_AVGPOOL] = "avgpool",   [LAYER_GMAXPOOL] = "gmaxpool",
     [LAYER_GAVGPOOL] = "gavgpool", [LAYER_CONCAT] = "concat",     [LAYER_ADD] = "add",
     [LAYER_FLATTEN] = "flatten",   [LAYER_LINEAR] = "linear",     [LAYER_SCALE] = "scale",
-    [LAYER_SHORTCUT] = "shortcut",
+    [LAYER_SHORTCUT] = "shortcut", [LAYER_WHITEN] = "whiten",
 };
+
+static const char *const kind_names[PARAM_KIND_COUNT] = {
+    [PARAM_CONV_W] = "conv_weight",     [PARAM_CONV_B] = "conv_bias",
+    [PARAM_BN_W] = "bn_weight",         [PARAM_BN_B] = "bn_bias",
+    [PARAM_LINEAR_W] = "linear_weight", [PARAM_LINEAR_B] = "linear_bias",
+    [PARAM_WHITEN_W] = "whiten_weight", [PARAM_WHITEN_B] = "whiten_bias",
+};
+
+const char *param_kind_name(enum param_kind k)
+{
+    if ((int)k < 0 || k >= PARAM_KIND_COUNT) return "unknown";
+    return kind_names[k];
+}
 
 const char *layer_type_name(enum layer_type t)
 {
@@ -46,6 +59,8 @@ struct layer_spec *net_spec_add(struct net_spec *s)
     l->momentum = 0.1f;
     l->alpha = 1.0f;
     l->scale = 1.0f;
+    l->splits = 1;
+    l->whiten_images = 5000;
     return l;
 }
 

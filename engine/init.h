@@ -13,4 +13,9 @@
 void init_uniform(float *w /* (count) */, size_t count, uint64_t seed, int param_ordinal,
                   float bound);
 
+/* Dirac (identity) start of a conv weight: filters o < min(co, ci) become the identity
+ * on channel o (1 at [o][o][k/2][k/2], 0 elsewhere); filters from ci on are left as they
+ * are (normally uniform from init_uniform first). */
+void init_dirac(float *w /* (co, ci, k, k) */, int co, int ci, int k);
+
 #endif

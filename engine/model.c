@@ -9,6 +9,7 @@
 
 #include "init.h"
 #include "status.h"
+#include "whiten.h"
 
 static double model_now(void)
 {
@@ -102,8 +103,9 @@ int model_create(struct model *m, const struct graph *g, struct backend *be, int
         TRY(tensor_new(m, &m->y[i], TENSOR_ACT, batch_cap, l->c, l->h, l->w));
         if (i > 0 && m->live[i]) TRY(tensor_new(m, &m->dy[i], TENSOR_ACT, batch_cap, l->c, l->h, l->w));
         if (l->spec.type == LAYER_BN) {
-            TRY(tensor_new(m, &m->bn_mean[i], TENSOR_F32, l->c, 1, 1, 1));
-            TRY(tensor_new(m, &m->bn_invstd[i], TENSOR_F32, l->c, 1, 1, 1));
+            int parts = l->spec.splits > 1 ? l->spec.splits : 1;
+            TRY(tensor_new(m, &m->bn_mean[i], TENSOR_F32, parts * l->c, 1, 1, 1));
+            TRY(tensor_new(m, &m->bn_invstd[i], TENSOR_F32, parts * l->c, 1, 1, 1));
             TRY(tensor_new(m, &m->bn_rmean[i], TENSOR_F32, l->c, 1, 1, 1));
             TRY(tensor_new(m, &m->bn_rvar[i], TENSOR_F32, l->c, 1, 1, 1));
         }
@@ -133,11 +135,14 @@ void model_free(struct model *m)
         tensor_del(m, &m->bn_invstd[i]);
         tensor_del(m, &m->bn_rmean[i]);
         tensor_del(m, &m->bn_rvar[i]);
+        if (m->avg_rmean) tensor_del(m, &m->avg_rmean[i]);
+        if (m->avg_rvar) tensor_del(m, &m->avg_rvar[i]);
     }
     for (int k = 0; m->p && k < m->g->n_params; k++) {
         tensor_del(m, &m->p[k]);
         tensor_del(m, &m->dp[k]);
         tensor_del(m, &m->v[k]);
+        if (m->avg) tensor_del(m, &m->avg[k]);
     }
     tensor_del(m, &m->probs);
     tensor_del(m, &m->labels);
@@ -151,6 +156,9 @@ void model_free(struct model *m)
     free(m->p);
     free(m->dp);
     free(m->v);
+    free(m->avg);
+    free(m->avg_rmean);
+    free(m->avg_rvar);
     free(m->live);
     free(m->accum);
     memset(m, 0, sizeof(*m));
@@ -171,11 +179,14 @@ int model_init_params(struct model *m, uint64_t seed)
             CHECK_ALLOC(host, "parameter initialisation buffer");
             cap = count;
         }
-        if (d->init_bound > 0.0f) {
+        if (d->init == PARAM_INIT_WHITEN) {
+            memset(host, 0, count * sizeof(float));   /* model_init_whiten fills it */
+        } else if (d->init_bound > 0.0f) {
             init_uniform(host, count, seed, k, d->init_bound);
         } else {
             for (size_t i = 0; i < count; i++) host[i] = d->init_value;
         }
+        if (d->init == PARAM_INIT_DIRAC) init_dirac(host, d->n, d->c, d->h);
         TRY(m->be->ops->tensor_write(m->be->ctx, &m->p[k], host));
         TRY(m->be->ops->tensor_zero(m->be->ctx, &m->v[k]));
     }
@@ -195,6 +206,99 @@ int model_init_params(struct model *m, uint64_t seed)
 cleanup:
     free(host);
     return rc;
+}
+
+int model_init_whiten(struct model *m, const struct dataset *train)
+{
+    int rc = DR_OK;
+    float *host = NULL;
+    const struct graph *g = m->g;
+    for (int k = 0; k < g->n_params; k++) {
+        const struct param_desc *d = &g->params[k];
+        if (d->init != PARAM_INIT_WHITEN) continue;
+        const struct layer_spec *ls = &g->layers[d->layer].spec;
+        int count = ls->whiten_images < train->count ? ls->whiten_images : train->count;
+        if (count < 1)
+            FAIL(DR_ERR_CONFIG, "layer '%s': no training images to compute the whitening from",
+                 ls->name);
+        host = malloc(tensor_count(&m->p[k]) * sizeof(float));
+        CHECK_ALLOC(host, "the whitening filters");
+        TRY(whiten_filters(host, train->images, count, ls->k, ls->eps, ls->negate));
+        TRY(m->be->ops->tensor_write(m->be->ctx, &m->p[k], host));
+        free(host);
+        host = NULL;
+    }
+cleanup:
+    free(host);
+    return rc;
+}
+
+/* Visits every averaged tensor with its live twin: parameters, then BN statistics. */
+static int average_each(struct model *m, float t, int copy_back)
+{
+    int rc = DR_OK;
+    const struct backend_ops *ops = m->be->ops;
+    for (int k = 0; k < m->g->n_params; k++)
+        TRY(ops->param_lerp(m->be->ctx, &m->avg[k], &m->p[k], t, copy_back));
+    for (int i = 0; i < m->g->count; i++) {
+        if (m->g->layers[i].spec.type != LAYER_BN) continue;
+        TRY(ops->param_lerp(m->be->ctx, &m->avg_rmean[i], &m->bn_rmean[i], t, copy_back));
+        TRY(ops->param_lerp(m->be->ctx, &m->avg_rvar[i], &m->bn_rvar[i], t, copy_back));
+    }
+cleanup:
+    return rc;
+}
+
+int model_average_start(struct model *m)
+{
+    int rc = DR_OK;
+    const struct graph *g = m->g;
+    if (!m->avg) {
+        size_t nl = (size_t)g->count, np = (size_t)(g->n_params ? g->n_params : 1);
+        m->avg = calloc(np, sizeof(*m->avg));
+        m->avg_rmean = calloc(nl, sizeof(*m->avg_rmean));
+        m->avg_rvar = calloc(nl, sizeof(*m->avg_rvar));
+        if (!m->avg || !m->avg_rmean || !m->avg_rvar)
+            FAIL(DR_ERR_NOMEM, "out of memory allocating the weight-average tables");
+        for (int k = 0; k < g->n_params; k++) {
+            const struct tensor *p = &m->p[k];
+            TRY(tensor_new(m, &m->avg[k], TENSOR_PARAM, p->n, p->c, p->h, p->w));
+        }
+        for (int i = 0; i < g->count; i++) {
+            if (g->layers[i].spec.type != LAYER_BN) continue;
+            TRY(tensor_new(m, &m->avg_rmean[i], TENSOR_F32, g->layers[i].c, 1, 1, 1));
+            TRY(tensor_new(m, &m->avg_rvar[i], TENSOR_F32, g->layers[i].c, 1, 1, 1));
+        }
+    }
+    TRY(average_each(m, 1.0f, 0));
+cleanup:
+    return rc;
+}
+
+int model_average_update(struct model *m, float t, int copy_back)
+{
+    if (!m->avg)
+        return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL,
+                         "weight averaging used before model_average_start");
+    return average_each(m, t, copy_back);
+}
+
+void model_average_swap(struct model *m)
+{
+    if (!m->avg) return;
+    for (int k = 0; k < m->g->n_params; k++) {
+        struct tensor t = m->p[k];
+        m->p[k] = m->avg[k];
+        m->avg[k] = t;
+    }
+    for (int i = 0; i < m->g->count; i++) {
+        if (m->g->layers[i].spec.type != LAYER_BN) continue;
+        struct tensor a = m->bn_rmean[i], b = m->bn_rvar[i];
+        m->bn_rmean[i] = m->avg_rmean[i];
+        m->avg_rmean[i] = a;
+        m->bn_rvar[i] = m->avg_rvar[i];
+        m->avg_rvar[i] = b;
+    }
 }
 
 void model_set_batch(struct model *m, int n)
@@ -222,12 +326,13 @@ static int layer_forward(struct model *m, int i, int train)
     const struct tensor *x = &m->y[l->inputs[0]];
     struct tensor *p = &m->p[l->param_first];
     switch (l->spec.type) {
-    case LAYER_CONV: {
+    case LAYER_CONV:
+    case LAYER_WHITEN: {
         struct conv_attr a = {l->spec.k, l->spec.stride, l->spec.pad};
         return ops->conv_forward(ctx, y, x, p, layer_bias(l, m->p), &a);
     }
     case LAYER_BN: {
-        struct bn_attr a = {l->spec.eps, l->spec.momentum};
+        struct bn_attr a = {l->spec.eps, l->spec.momentum, l->spec.splits};
         if (train)
             return ops->bn_forward_train(ctx, y, &m->bn_mean[i], &m->bn_invstd[i], &m->bn_rmean[i],
                                          &m->bn_rvar[i], x, &p[0], &p[1], &a);
@@ -302,7 +407,8 @@ static int layer_backward(struct model *m, int i)
     struct tensor *dx = input_grad(m, l, 0);
     struct tensor *p = &m->p[l->param_first], *dp = &m->dp[l->param_first];
     switch (l->spec.type) {
-    case LAYER_CONV: {
+    case LAYER_CONV:
+    case LAYER_WHITEN: {
         struct conv_attr a = {l->spec.k, l->spec.stride, l->spec.pad};
         return ops->conv_backward(ctx, dx, dp, layer_bias(l, m->dp), dy, x, p, &a, acc[0]);
     }
@@ -375,13 +481,17 @@ cleanup:
     return rc;
 }
 
-int model_sgd(struct model *m, float lr, float wd, float momentum, int nesterov)
+int model_sgd(struct model *m, float lr, float wd, float momentum, int nesterov,
+              const double *lr_scale, const double *wd_scale, int epoch)
 {
     int rc = DR_OK;
     double t0 = prof_start(m);
     for (int k = 0; k < m->g->n_params; k++) {
-        if (!m->g->params[k].trainable) continue;
-        TRY(m->be->ops->sgd_update(m->be->ctx, &m->p[k], &m->v[k], &m->dp[k], lr, wd, momentum,
+        const struct param_desc *d = &m->g->params[k];
+        if (!d->trainable || (d->train_epochs > 0 && epoch >= d->train_epochs)) continue;
+        float lk = lr_scale ? (float)((double)lr * lr_scale[d->kind]) : lr;
+        float wk = wd_scale ? (float)((double)wd * wd_scale[d->kind]) : wd;
+        TRY(m->be->ops->sgd_update(m->be->ctx, &m->p[k], &m->v[k], &m->dp[k], lk, wk, momentum,
                                    nesterov));
     }
     if (m->prof) m->prof->optimizer_s += prof_stop(m, t0);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "data.h"
 #include "graph.h"
 
 /* Per-layer-type time accumulated by model_forward/model_backward when profiling. */
@@ -24,7 +25,10 @@ struct model {
     struct tensor *y;         /* [g->count] layer outputs; y[0] is the image batch */
     struct tensor *dy;        /* [g->count] gradients w.r.t. layer outputs (dy[0] unused) */
     struct tensor *p, *dp, *v;/* [g->n_params] parameters, gradients, momentum */
-    struct tensor *bn_mean, *bn_invstd, *bn_rmean, *bn_rvar; /* [g->count], BN layers only */
+    struct tensor *bn_mean, *bn_invstd, *bn_rmean, *bn_rvar; /* [g->count], BN layers only;
+                                 bn_mean/bn_invstd hold splits * c values */
+    struct tensor *avg;       /* [g->n_params] averaged parameters, NULL = no averaging */
+    struct tensor *avg_rmean, *avg_rvar; /* [g->count] averaged BN running statistics */
     struct tensor probs;      /* softmax of the logits */
     struct tensor labels;     /* I32 (batch_cap) */
     struct tensor stats;      /* F32 (2): summed loss, correct count */
@@ -39,9 +43,26 @@ int model_create(struct model *m, const struct graph *g, struct backend *be, int
 void model_free(struct model *m);
 
 /* PyTorch-default initialisation drawn from the counter-based RNG (engine/rng.h,
- * RNG_STREAM_INIT, one parameter ordinal per param_desc); BN running mean 0, var 1;
- * momentum buffers 0. */
+ * RNG_STREAM_INIT, one parameter ordinal per param_desc), then the dirac start where a
+ * conv asks for it; whitening filters are zero until model_init_whiten; BN running mean
+ * 0, var 1; momentum buffers 0. */
 int model_init_params(struct model *m, uint64_t seed);
+
+/* Computes every whitening layer's filters from the first whiten_images images of
+ * `train` (all of them when it has fewer) and writes them (engine/whiten.h). */
+int model_init_whiten(struct model *m, const struct dataset *train);
+
+/* Allocates the averaged copies of the parameters and BN running statistics (once) and
+ * sets them to the current values. */
+int model_average_start(struct model *m);
+
+/* Every averaged tensor: avg += t * (w - avg); then, with copy_back, w = avg
+ * (backend param_lerp), parameters and BN running statistics alike. */
+int model_average_update(struct model *m, float t, int copy_back);
+
+/* Exchanges the parameters and BN running statistics with their averages (a swap of
+ * tensor handles, no copy); calling it twice restores the model. */
+void model_average_swap(struct model *m);
 
 /* Sets the batch size of every activation tensor to n (<= batch_cap). */
 void model_set_batch(struct model *m, int n);
@@ -58,8 +79,11 @@ int model_loss(struct model *m, float smoothing);
  * layer in reverse order. Parameter gradients end up in m->dp. */
 int model_backward(struct model *m, float smoothing, float scale);
 
-/* One SGD step on every trainable parameter (kernels/optimizer.h rule). */
-int model_sgd(struct model *m, float lr, float wd, float momentum, int nesterov);
+/* One SGD step (kernels/optimizer.h rule) on every parameter that is trainable in
+ * `epoch` (param_desc.trainable and train_epochs), with lr * lr_scale[kind] and
+ * wd * wd_scale[kind] (NULL scales = 1). */
+int model_sgd(struct model *m, float lr, float wd, float momentum, int nesterov,
+              const double *lr_scale, const double *wd_scale, int epoch);
 
 /* The logits layer's tensor. */
 static inline struct tensor *model_logits(struct model *m)

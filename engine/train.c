@@ -71,8 +71,21 @@ int trainer_create(struct trainer *t, const struct experiment *e, const struct g
     if (t->total_steps < 1) t->total_steps = 1;
     t->n_epochs = (int)((t->total_steps + t->steps_per_epoch - 1) / t->steps_per_epoch);
 
+    for (int i = 0; i < g->count; i++) {
+        int s = g->layers[i].spec.type == LAYER_BN ? g->layers[i].spec.splits : 1;
+        if (s > 1 && batch % s != 0)
+            FAIL(DR_ERR_CONFIG, "%s: layer '%s': splits %d does not divide train.batch_size %d",
+                 e->path, g->layers[i].spec.name, s, batch);
+    }
     TRY(model_create(&t->model, g, be, batch > eval_batch ? batch : eval_batch));
     TRY(model_init_params(&t->model, seed));
+    TRY(model_init_whiten(&t->model, train));
+    if (e->train.average.kind != AVERAGE_NONE) TRY(model_average_start(&t->model));
+    if (e->eval.tta != TTA_NONE) {
+        const struct layer *out = &g->layers[g->output];
+        t->tta_logits = (struct tensor){NULL, TENSOR_ACT, eval_batch, out->c, out->h, out->w};
+        TRY(be->ops->tensor_alloc(be->ctx, &t->tta_logits));
+    }
     TRY(upload_dataset(t, &t->images, &t->image_labels, train));
     TRY(upload_dataset(t, &t->test_images, &t->test_labels, test));
     int rows_cap = batch > eval_batch ? batch : eval_batch;
@@ -93,7 +106,7 @@ void trainer_free(struct trainer *t)
     if (!t->be) return;
     const struct backend_ops *ops = t->be->ops;
     struct tensor *ts[] = {&t->images, &t->image_labels, &t->test_images, &t->test_labels,
-                           &t->rows};
+                           &t->rows, &t->tta_logits};
     for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
         if (ts[i]->data) ops->tensor_free(t->be->ctx, ts[i]);
     model_free(&t->model);
@@ -115,28 +128,81 @@ cleanup:
     return rc;
 }
 
+/* The test-time views of eval.tta with their weights (see engine/experiment.h). */
+static int tta_views(struct augment_params *views, float *weights, enum tta_kind kind)
+{
+    static const int shift[3][2] = {{0, 0}, {-1, -1}, {1, 1}};
+    int nshift = kind == TTA_FLIP_TRANSLATE ? 3 : 1, n = 0;
+    for (int s = 0; s < nshift; s++)
+        for (int f = 0; f < 2; f++) {
+            views[n] = (struct augment_params){0};
+            views[n].pad = 1;
+            views[n].pad_mode = PAD_REFLECT;
+            views[n].view = 1;
+            views[n].view_dx = shift[s][0];
+            views[n].view_dy = shift[s][1];
+            views[n].view_flip = f;
+            weights[n] = kind == TTA_FLIP ? 0.5f : s == 0 ? 0.25f : 0.125f;
+            n++;
+        }
+    return n;
+}
+
+/* Logits of the current batch (rows already on the backend) into m->probs' stats:
+ * one forward per view, the weighted sum in tta_logits, then the loss. */
+static int evaluate_batch(struct trainer *t, int n)
+{
+    int rc = DR_OK;
+    struct model *m = &t->model;
+    const struct backend_ops *ops = t->be->ops;
+    void *ctx = t->be->ctx;
+    struct augment_params views[6];
+    float weights[6];
+    if (t->e->eval.tta == TTA_NONE) {
+        TRY(ops->augment(ctx, &m->y[0], &m->labels, &t->test_images, &t->test_labels, &t->rows,
+                         NULL, t->seed, 0));
+        TRY(model_forward(m, 0));
+        TRY(model_loss(m, 0.0f));
+        goto cleanup;
+    }
+    int nv = tta_views(views, weights, t->e->eval.tta);
+    t->tta_logits.n = n;
+    for (int v = 0; v < nv; v++) {
+        TRY(ops->augment(ctx, &m->y[0], &m->labels, &t->test_images, &t->test_labels, &t->rows,
+                         &views[v], t->seed, 0));
+        TRY(model_forward(m, 0));
+        TRY(ops->scaled_copy(ctx, &t->tta_logits, model_logits(m), weights[v], v > 0));
+    }
+    TRY(ops->xent_forward(ctx, &m->stats, &m->probs, &t->tta_logits, &m->labels, 0.0f));
+cleanup:
+    return rc;
+}
+
 int trainer_evaluate(struct trainer *t, double *loss, double *acc)
 {
     int rc = DR_OK;
     struct model *m = &t->model;
     const struct backend_ops *ops = t->be->ops;
     int eb = t->e->eval.batch_size > 0 ? t->e->eval.batch_size : t->e->train.batch_size;
+    int swapped = 0;
     double ls = 0, cs = 0;
+    if (t->e->train.average.kind == AVERAGE_EMA) {
+        model_average_swap(m);
+        swapped = 1;
+    }
     TRY(ops->tensor_zero(t->be->ctx, &m->stats));
     for (int off = 0; off < t->test_count; off += eb) {
         int n = t->test_count - off < eb ? t->test_count - off : eb;
         model_set_batch(m, n);
         t->rows.n = n;
         TRY(ops->tensor_write(t->be->ctx, &t->rows, t->test_rows + off));
-        TRY(ops->augment(t->be->ctx, &m->y[0], &m->labels, &t->test_images, &t->test_labels,
-                         &t->rows, NULL, t->seed, 0));
-        TRY(model_forward(m, 0));
-        TRY(model_loss(m, 0.0f));
+        TRY(evaluate_batch(t, n));
     }
     TRY(take_stats(t, &ls, &cs));
     *loss = t->test_count ? ls / t->test_count : 0.0;
     *acc = t->test_count ? cs / t->test_count : 0.0;
 cleanup:
+    if (swapped) model_average_swap(m);
     return rc;
 }
 
@@ -162,9 +228,33 @@ int trainer_step(struct trainer *t, int epoch, const int32_t *rows, float lr, fl
     TRY(model_forward(m, 1));
     TRY(model_loss(m, smoothing));
     TRY(model_backward(m, smoothing, grad_scale));
-    TRY(model_sgd(m, lr, wd, (float)e->train.momentum, e->train.nesterov));
+    TRY(model_sgd(m, lr, wd, (float)e->train.momentum, e->train.nesterov, e->train.lr_scale,
+                  e->train.wd_scale, epoch));
 cleanup:
     return rc;
+}
+
+int trainer_after_step(struct trainer *t)
+{
+    const struct experiment *e = t->e;
+    int every = e->train.average.every > 0 ? e->train.average.every : 1;
+    t->step++;
+    if (e->train.average.kind == AVERAGE_NONE) return DR_OK;
+    if (t->step % every == 0) {
+        double rho;
+        if (e->train.average.kind == AVERAGE_EMA) {
+            rho = pow(e->train.average.momentum, every);
+        } else {
+            double frac = (double)t->step / (double)t->total_steps;
+            rho = pow(e->train.average.decay, every) * frac * frac * frac;
+        }
+        int rc = model_average_update(&t->model, (float)(1.0 - rho),
+                                      e->train.average.kind == AVERAGE_LOOKAHEAD);
+        if (rc != DR_OK) return rc;
+    }
+    if (e->train.average.kind == AVERAGE_LOOKAHEAD && t->step == t->total_steps)
+        return model_average_update(&t->model, 0.0f, 1);
+    return DR_OK;
 }
 
 int trainer_epoch(struct trainer *t, int epoch, const struct train_hooks *hooks,
@@ -193,7 +283,7 @@ int trainer_epoch(struct trainer *t, int epoch, const struct train_hooks *hooks,
         float lr, wd, gscale;
         train_step_hparams(e, t->step, t->steps_per_epoch, &lr, &wd, &gscale, &sched);
         TRY(trainer_step(t, epoch, t->perm + (size_t)s * (size_t)batch, lr, wd, gscale));
-        t->step++;
+        TRY(trainer_after_step(t));
         if (hooks && hooks->on_step) hooks->on_step(hooks->user, epoch + 1, s + 1, steps);
     }
     TRY(take_stats(t, &ls, &cs));

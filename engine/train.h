@@ -51,6 +51,8 @@ struct trainer {
     struct tensor images, image_labels;        /* training set on the backend */
     struct tensor test_images, test_labels;
     struct tensor rows;                        /* I32 (batch) dataset rows of a step */
+    struct tensor tta_logits;                  /* ACT like the logits: the weighted sum
+                                                  over test-time views (eval.tta only) */
     int32_t *perm;                             /* host: the epoch's permutation */
     int32_t *test_rows;                        /* host: 0..test_count-1 */
     int train_count, test_count;
@@ -62,22 +64,31 @@ struct trainer {
 };
 
 /* Builds the model for e (batch max(train, eval)), uploads both datasets, initialises
- * parameters from seed. */
+ * parameters from seed (whitening filters from `train`), and starts the weight average
+ * when train.average asks for one. */
 int trainer_create(struct trainer *t, const struct experiment *e, const struct graph *g,
                    struct backend *be, const struct dataset *train, const struct dataset *test,
                    uint64_t seed);
 void trainer_free(struct trainer *t);
 
 /* One training step on the given dataset rows (train.batch_size of them) of `epoch`:
- * augment, forward, loss, backward, SGD with the given hyperparameters. */
+ * augment, forward, loss, backward, SGD with the given hyperparameters (times the
+ * experiment's per-kind scales). It does not count the step or average the weights:
+ * trainer_epoch does both (trainer_after_step). */
 int trainer_step(struct trainer *t, int epoch, const int32_t *rows, float lr, float wd,
                  float grad_scale);
+
+/* Counts a finished step (t->step) and applies train.average: an EMA or Lookahead update
+ * when the new count is a multiple of `every`, and Lookahead's final w = avg after the
+ * last step of the run. */
+int trainer_after_step(struct trainer *t);
 
 /* Trains epoch `epoch` (0-based) and evaluates; fills r. */
 int trainer_epoch(struct trainer *t, int epoch, const struct train_hooks *hooks,
                   struct epoch_record *r);
 
-/* Evaluates the test set: mean loss and accuracy. */
+/* Evaluates the test set: mean loss and accuracy, with the averaged weights under an
+ * EMA, over the views of eval.tta. */
 int trainer_evaluate(struct trainer *t, double *loss, double *acc);
 
 /* Runs every epoch, calling hooks; fills res (also on failure, as far as it got).

@@ -35,6 +35,12 @@ struct augment_params {
     int crop;               /* 1: random 32×32 crop of the padded image; 0: centre */
     int flip;               /* 1: random horizontal flip with p = 0.5 */
     int cutout;             /* side of the cutout square, 0 = none */
+    int alternate_flip;     /* with flip: image `row` is mirrored in epoch e when its epoch-0
+                               coin (drawn as for flip with epoch 0) XOR (e odd) is 1 */
+    int view;               /* 1: a fixed view for test-time augmentation, no randomness:
+                               window at (pad + view_dx, pad + view_dy), mirrored when
+                               view_flip, no cutout */
+    int view_dx, view_dy, view_flip;
 };
 
 struct augment_choice {
@@ -48,12 +54,23 @@ RNG_FN struct augment_choice augment_draw(const struct augment_params *p, uint64
                                           uint32_t epoch, uint32_t row)
 {
     struct augment_choice a = {p->pad, p->pad, 0, 0, 0};
+    if (p->view) {
+        a.crop_x = p->pad + p->view_dx;
+        a.crop_y = p->pad + p->view_dy;
+        a.flip = p->view_flip != 0;
+        return a;
+    }
     struct rng4 r = rng_draw(seed, RNG_STREAM_AUGMENT, epoch, row, 0);
     if (p->crop) {
         a.crop_x = (int)rng_below(r.v[0], (uint32_t)(2 * p->pad + 1));
         a.crop_y = (int)rng_below(r.v[1], (uint32_t)(2 * p->pad + 1));
     }
-    if (p->flip) a.flip = (int)(r.v[2] >> 31);
+    if (p->flip && p->alternate_flip) {
+        struct rng4 r0 = epoch == 0 ? r : rng_draw(seed, RNG_STREAM_AUGMENT, 0, row, 0);
+        a.flip = (int)(r0.v[2] >> 31) ^ (int)(epoch & 1u);
+    } else if (p->flip) {
+        a.flip = (int)(r.v[2] >> 31);
+    }
     if (p->cutout > 0) {
         struct rng4 s = rng_draw(seed, RNG_STREAM_AUGMENT, epoch, row, 1);
         a.cut_x = (int)rng_below(s.v[0], (uint32_t)(AUGMENT_IMAGE - p->cutout + 1));

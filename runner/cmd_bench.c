@@ -46,6 +46,7 @@ static int run_steps(struct trainer *t, int steps, const int32_t *rows)
     for (int s = 0; s < steps; s++) {
         train_step_hparams(t->e, t->steps_per_epoch, t->steps_per_epoch, &lr, &wd, &gs, NULL);
         TRY(trainer_step(t, 0, rows, lr, wd, gs));
+        TRY(trainer_after_step(t));   /* weight averaging belongs to a step's cost */
     }
     TRY(t->be->ops->synchronize(t->be->ctx));
 cleanup:

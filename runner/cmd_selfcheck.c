@@ -34,7 +34,8 @@ static const char *const PRECISION_NAMES[SC_NAMES] = {"fp32", "fp16", "bf16"};
  * half type (2^-11 / 2^-8 relative) and cuDNN's half kernels may round intermediates.
  * An indexing mistake gives errors of order 1. */
 static const double OP_TOL[SC_NAMES] = {5e-4, 1e-2, 5e-2};
-/* sgd_update is fp32 in every precision, with the CPU twin's rounding order. */
+/* sgd_update and param_lerp are fp32 in every precision, with the CPU twin's rounding
+ * order. */
 #define SGD_TOL 1e-6
 /* Largest relative difference of the per-step training loss and of the test loss after
  * TRAIN_STEPS steps. Half precisions train on rounded weights and activations, and
@@ -47,6 +48,7 @@ static const double AUG_TOL[SC_NAMES] = {0.0, 1.0 / 2048.0, 1.0 / 256.0};
 #define TRAIN_STEPS 20
 #define TRAIN_BATCH 32
 #define TRAIN_IMAGES (TRAIN_STEPS * TRAIN_BATCH)
+#define TOOLBOX_STEPS 10               /* the speed-training options' run (check_training) */
 #define TEST_IMAGES 100
 #define EVAL_BATCH 64                  /* 100 = 64 + 36: the last batch is partial */
 #define RNG_STREAM_SELFCHECK 77        /* not used by training */
@@ -276,6 +278,14 @@ static int check_conv(struct sc *s, int n, int cap, int ci, int co, int hw, int 
     if (bias) TRY(pair_check(s, &r, "db", &db));
     REPORT(op, &r, s->tol);
 
+    if (image_input && bias) {
+        /* a fixed filter with a trained bias (the whitening layer): no dw */
+        op = "conv_backward db";
+        TRY(pair_random(s, &dy, -1.0f, 1.0f));
+        BOTH(B->ops->conv_backward(B->ctx, NULL, NULL, T(&db), T(&dy), T(&x), T(&w), &a, 0));
+        TRY(pair_check(s, &r, "db", &db));
+        REPORT(op, &r, s->tol);
+    }
     if (!image_input) {
         op = "conv_backward +=";
         TRY(pair_random(s, &dx, -1.0f, 1.0f));
@@ -291,16 +301,21 @@ cleanup:
     return rc;
 }
 
-static int check_bn(struct sc *s, int n, int c, int hw, float offset)
+/* splits > 1: ghost batch norm, the statistics (saved ones and the running update) over
+ * each of `splits` parts of the batch. */
+static int check_bn(struct sc *s, int n, int c, int hw, float offset, int splits)
 {
     int rc = DR_OK, side;
     struct pair x = {0}, y = {0}, dy = {0}, dx = {0}, gamma = {0}, beta = {0}, dgamma = {0},
                 dbeta = {0}, mean = {0}, invstd = {0}, rmean = {0}, rvar = {0};
-    struct bn_attr a = {1e-5f, 0.1f};
+    struct bn_attr a = {1e-5f, 0.1f, splits};
     struct result r = {0.0, NULL};
+    const int parts = splits > 1 ? splits : 1;
     const char *op = "bn_forward_train";
     char shape[96];
     snprintf(shape, sizeof(shape), "(%d, %d, %d, %d) mean %+.0f", n, c, hw, hw, offset);
+    if (parts > 1)
+        snprintf(shape + strlen(shape), sizeof(shape) - strlen(shape), " ghost /%d", parts);
     TRY(pair_new(s, &x, TENSOR_ACT, n, c, hw, hw));
     TRY(pair_new(s, &y, TENSOR_ACT, n, c, hw, hw));
     TRY(pair_new(s, &dy, TENSOR_ACT, n, c, hw, hw));
@@ -309,8 +324,8 @@ static int check_bn(struct sc *s, int n, int c, int hw, float offset)
     TRY(pair_new(s, &beta, TENSOR_PARAM, c, 1, 1, 1));
     TRY(pair_new(s, &dgamma, TENSOR_PARAM, c, 1, 1, 1));
     TRY(pair_new(s, &dbeta, TENSOR_PARAM, c, 1, 1, 1));
-    TRY(pair_new(s, &mean, TENSOR_F32, c, 1, 1, 1));
-    TRY(pair_new(s, &invstd, TENSOR_F32, c, 1, 1, 1));
+    TRY(pair_new(s, &mean, TENSOR_F32, parts * c, 1, 1, 1));
+    TRY(pair_new(s, &invstd, TENSOR_F32, parts * c, 1, 1, 1));
     TRY(pair_new(s, &rmean, TENSOR_F32, c, 1, 1, 1));
     TRY(pair_new(s, &rvar, TENSOR_F32, c, 1, 1, 1));
     TRY(pair_random(s, &x, offset - 2.0f, offset + 2.0f));
@@ -646,6 +661,55 @@ cleanup:
     return rc;
 }
 
+/* param_lerp on a linear weight (PARAM: then a linear forward with the average, and with
+ * the weight when copied back, so that the GPU's compute copies must have followed) or
+ * on a vector of running statistics (F32). The average moves by a quarter of a large
+ * difference, so that a stale copy would miss by far more than the tolerance. */
+static int check_lerp(struct sc *s, enum tensor_kind kind, int copy_back)
+{
+    int rc = DR_OK, side;
+    struct pair avg = {0}, w = {0}, x = {0}, y = {0};
+    struct result r = {0.0, NULL};
+    const int param = kind == TENSOR_PARAM;
+    const char *op = "param_lerp";
+    char shape[96];
+    snprintf(shape, sizeof(shape), "%s%s", param ? "PARAM (10, 512)" : "F32 (256)",
+             copy_back ? " copy back" : "");
+    if (param) {
+        TRY(pair_new(s, &avg, TENSOR_PARAM, 10, 512, 1, 1));
+        TRY(pair_new(s, &w, TENSOR_PARAM, 10, 512, 1, 1));
+    } else {
+        TRY(pair_new(s, &avg, TENSOR_F32, 256, 1, 1, 1));
+        TRY(pair_new(s, &w, TENSOR_F32, 256, 1, 1, 1));
+    }
+    TRY(pair_random(s, &avg, -0.1f, 0.1f));
+    TRY(pair_random(s, &w, -0.5f, 0.5f));
+    BOTH(B->ops->param_lerp(B->ctx, T(&avg), T(&w), 0.25f, copy_back));
+    TRY(pair_check(s, &r, "avg", &avg));
+    TRY(pair_check(s, &r, "w", &w));
+    /* fp32 in every precision, with the CPU twin's rounding order */
+    REPORT(op, &r, SGD_TOL);
+    if (param) {
+        op = "lerp -> linear";
+        TRY(pair_new(s, &x, TENSOR_ACT, 16, 512, 1, 1));
+        TRY(pair_new(s, &y, TENSOR_ACT, 16, 10, 1, 1));
+        TRY(pair_random(s, &x, -1.0f, 1.0f));
+        BOTH(B->ops->linear_forward(B->ctx, T(&y), T(&x), T(&avg), NULL));
+        TRY(pair_check(s, &r, "y(avg)", &y));
+        if (copy_back) {
+            BOTH(B->ops->linear_forward(B->ctx, T(&y), T(&x), T(&w), NULL));
+            TRY(pair_check(s, &r, "y(w)", &y));
+        }
+        /* the GPU computes with the weights rounded to its type, the CPU with fp32 */
+        REPORT(op, &r, 2.0 * s->tol);
+    }
+cleanup:
+    if (rc != DR_OK) sc_error(s, op, shape, rc);
+    struct pair *all[] = {&avg, &w, &x, &y};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) pair_del(s, all[i]);
+    return rc;
+}
+
 /* Every op on the shapes of DAWN_net and ResNet-9 (batches kept small for the CPU).
  * Returns the number of checks that could not run. */
 static int check_ops(struct sc *s)
@@ -656,8 +720,11 @@ static int check_ops(struct sc *s)
     errors += check_conv(s, 8, 8, 64, 128, 16, 3, 2, 1, 1, 0) != DR_OK;   /* strided, bias */
     errors += check_conv(s, 8, 8, 64, 128, 16, 1, 2, 0, 0, 0) != DR_OK;   /* 1x1 shortcut */
     errors += check_conv(s, 6, 8, 128, 128, 8, 3, 1, 1, 0, 0) != DR_OK;   /* partial batch */
-    errors += check_bn(s, 16, 64, 32, 0.0f) != DR_OK;
-    errors += check_bn(s, 32, 256, 4, 30.0f) != DR_OK;                   /* large mean */
+    errors += check_conv(s, 8, 8, 3, 24, 32, 2, 1, 0, 1, 1) != DR_OK;    /* whitening */
+    errors += check_bn(s, 16, 64, 32, 0.0f, 0) != DR_OK;
+    errors += check_bn(s, 32, 256, 4, 30.0f, 0) != DR_OK;                /* large mean */
+    errors += check_bn(s, 16, 64, 32, 0.0f, 4) != DR_OK;                 /* ghost */
+    errors += check_bn(s, 32, 256, 4, 30.0f, 16) != DR_OK;
     errors += check_act(s, ACT_RELU, 0.0f, 8, 64, 16) != DR_OK;
     errors += check_act(s, ACT_CELU, 0.3f, 8, 64, 16) != DR_OK;
     errors += check_act(s, ACT_GELU, 0.0f, 8, 64, 16) != DR_OK;
@@ -678,6 +745,9 @@ static int check_ops(struct sc *s)
     errors += check_xent(s, 32, 10, 0.2f, 1.0f / 32.0f) != DR_OK;
     errors += check_sgd(s, 1) != DR_OK;
     errors += check_sgd(s, 0) != DR_OK;
+    errors += check_lerp(s, TENSOR_PARAM, 0) != DR_OK;
+    errors += check_lerp(s, TENSOR_PARAM, 1) != DR_OK;
+    errors += check_lerp(s, TENSOR_F32, 1) != DR_OK;
     return errors;
 }
 
@@ -768,8 +838,12 @@ static int check_augment(struct sc *s)
     int rc = DR_OK, errors = 0;
     struct dataset d = {0};
     struct pair images = {0}, labels = {0};
-    const struct augment_params page = {4, PAD_REFLECT, 1, 1, 8}, wide = {16, PAD_ZERO, 1, 1, 5},
-                                plain = {4, PAD_REFLECT, 0, 0, 0};
+    const struct augment_params page = {4, PAD_REFLECT, 1, 1, 8, 0, 0, 0, 0, 0},
+                                wide = {16, PAD_ZERO, 1, 1, 5, 0, 0, 0, 0, 0},
+                                plain = {4, PAD_REFLECT, 0, 0, 0, 0, 0, 0, 0, 0},
+                                alt = {2, PAD_REFLECT, 1, 1, 0, 1, 0, 0, 0, 0},
+                                view = {1, PAD_REFLECT, 1, 1, 8, 0, 1, 1, 1, 1},
+                                view2 = {1, PAD_REFLECT, 1, 1, 8, 0, 1, -1, -1, 0};
     printf("augmentation (largest |gpu - cpu| / |cpu| per value; fp32 must be exact)\n");
     TRY(learnable_dataset(&d, 200, 5));
     TRY(pair_new(s, &images, TENSOR_U8, d.count, 3, 32, 32));
@@ -783,6 +857,10 @@ static int check_augment(struct sc *s)
     errors += check_augment_case(s, &d, &images, &labels, &wide, "pad 16 zero crop flip cut 5",
                                  3) != DR_OK;
     errors += check_augment_case(s, &d, &images, &labels, &plain, "centre, no flip", 1) != DR_OK;
+    errors += check_augment_case(s, &d, &images, &labels, &alt, "pad 2 crop alternating flip",
+                                 3) != DR_OK;
+    errors += check_augment_case(s, &d, &images, &labels, &view, "view +1 +1 mirrored", 0) != DR_OK;
+    errors += check_augment_case(s, &d, &images, &labels, &view2, "view -1 -1", 0) != DR_OK;
     errors += check_augment_case(s, &d, &images, &labels, NULL, "test batch", 0) != DR_OK;
     if (errors) rc = DR_ERR_INTERNAL;
 cleanup:
@@ -855,6 +933,62 @@ static int small_net(struct net_spec *spec)
     return ok ? DR_OK : DR_ERR_NOMEM;
 }
 
+/* The speed-training options on one network: a 2x2 whitening layer with its negations
+ * and a bias, GELU, dirac-started convs, ghost batch norm (4 parts) with frozen scales,
+ * CELU, a global max pool and a bias-free linear layer with airbench's 1/9 scale. It
+ * pools early to stay cheap under the emulated CUDA runtime. */
+static int toolbox_net(struct net_spec *spec)
+{
+    struct layer_spec *l;
+    int ok = 1;
+#define ADD(name, type) ok = ok && (l = add_layer(spec, name, type, "", "")) != NULL
+    ADD("whiten", LAYER_WHITEN);
+    if (ok) {
+        l->k = 2;
+        l->pad = 0;
+        l->eps = 5e-4f;
+        l->negate = 1;
+        l->bias = 1;
+        l->bias_epochs = 1;
+        l->whiten_images = TRAIN_IMAGES;
+    }
+    ADD("act0", LAYER_GELU);
+    ADD("pool0", LAYER_MAXPOOL);
+    if (ok) l->k = l->stride = 2;
+    ADD("conv1", LAYER_CONV);
+    if (ok) {
+        l->out = 32;
+        l->dirac = 1;
+    }
+    ADD("pool1", LAYER_MAXPOOL);
+    if (ok) l->k = l->stride = 2;
+    ADD("bn1", LAYER_BN);
+    if (ok) {
+        l->splits = 4;
+        l->freeze_weight = 1;
+        l->eps = 1e-12f;
+        l->momentum = 0.4f;
+    }
+    ADD("act1", LAYER_CELU);
+    if (ok) l->alpha = 0.3f;
+    ADD("conv2", LAYER_CONV);
+    if (ok) {
+        l->out = 32;
+        l->dirac = 1;
+    }
+    ADD("bn2", LAYER_BN);
+    if (ok) l->splits = 4;
+    ADD("act2", LAYER_GELU);
+    ADD("gmax", LAYER_GMAXPOOL);
+    ADD("flat", LAYER_FLATTEN);
+    ADD("linear", LAYER_LINEAR);
+    if (ok) l->out = 10;
+    ADD("logits", LAYER_SCALE);
+    if (ok) l->scale = 1.0f / 9.0f;
+#undef ADD
+    return ok ? DR_OK : DR_ERR_NOMEM;
+}
+
 static void small_experiment(struct experiment *e, int precision)
 {
     memset(e, 0, sizeof(*e));
@@ -873,9 +1007,25 @@ static void small_experiment(struct experiment *e, int precision)
     e->train.loss = LOSS_SUM;
     e->train.label_smoothing = 0.2;
     e->train.precision = (enum precision)precision;
-    e->augment = (struct augment_params){4, PAD_REFLECT, 1, 1, 8};
+    e->augment = (struct augment_params){4, PAD_REFLECT, 1, 1, 8, 0, 0, 0, 0, 0};
     e->eval.batch_size = EVAL_BATCH;
     e->seeds = 1;
+    for (int k = 0; k < PARAM_KIND_COUNT; k++) e->train.lr_scale[k] = e->train.wd_scale[k] = 1.0;
+}
+
+/* The toolbox run's options: airbench's translate and alternating flip, BN shifts at
+ * lr x 64 and wd / 64, Lookahead every 2 steps, and 6-view test-time augmentation. */
+static void toolbox_experiment(struct experiment *e, int precision)
+{
+    small_experiment(e, precision);
+    e->train.momentum = 0.85;
+    e->augment = (struct augment_params){2, PAD_REFLECT, 1, 1, 0, 1, 0, 0, 0, 0};
+    e->train.lr_scale[PARAM_BN_B] = 64.0;
+    e->train.wd_scale[PARAM_BN_B] = 1.0 / 64.0;
+    e->train.average.kind = AVERAGE_LOOKAHEAD;
+    e->train.average.every = 2;
+    e->train.average.decay = 0.95;
+    e->eval.tta = TTA_FLIP_TRANSLATE;
 }
 
 /* Summed loss and correct count accumulated by a trainer's model, then cleared. */
@@ -890,7 +1040,9 @@ cleanup:
     return rc;
 }
 
-static int check_training(struct sc *s)
+/* toolbox = 0: the small network; 1: the speed-training options (toolbox_net and
+ * toolbox_experiment), stepping with trainer_after_step so that Lookahead acts. */
+static int check_training(struct sc *s, int toolbox)
 {
     int rc = DR_OK;
     struct net_spec spec = {0};
@@ -902,10 +1054,17 @@ static int check_training(struct sc *s)
     char err[512] = "";
     double worst = 0.0, first = 0.0, last = 0.0;
     const double tol = TRAIN_TOL[s->precision];
-    printf("training: %d steps of batch %d on both engines from the same weights\n", TRAIN_STEPS,
-           TRAIN_BATCH);
-    small_experiment(&e, s->precision);
-    TRY(small_net(&spec));
+    const char *what = toolbox ? "train toolbox" : "train steps";
+    const int steps = toolbox ? TOOLBOX_STEPS : TRAIN_STEPS;
+    printf("training%s: %d steps of batch %d on both engines from the same weights\n",
+           toolbox ? " with the speed-training options" : "", steps, TRAIN_BATCH);
+    if (toolbox) {
+        toolbox_experiment(&e, s->precision);
+        TRY(toolbox_net(&spec));
+    } else {
+        small_experiment(&e, s->precision);
+        TRY(small_net(&spec));
+    }
     TRY(graph_build(&g, &spec, 3, 32, 32, err, sizeof(err)));
     TRY(learnable_dataset(&train, TRAIN_IMAGES, 11));
     TRY(learnable_dataset(&test, TEST_IMAGES, 12));
@@ -914,12 +1073,16 @@ static int check_training(struct sc *s)
     perm = malloc(sizeof(int32_t) * TRAIN_IMAGES);
     CHECK_ALLOC(perm, "the selfcheck permutation");
     shuffle_epoch(perm, TRAIN_IMAGES, 42, 0);
-    for (int step = 0; step < TRAIN_STEPS; step++) {
+    for (int step = 0; step < steps; step++) {
         float lr, wd, gs;
         double lc, lg, d;
-        train_step_hparams(&e, step, TRAIN_STEPS, &lr, &wd, &gs, NULL);
+        train_step_hparams(&e, step, steps, &lr, &wd, &gs, NULL);
         TRY(trainer_step(&tc, 0, perm + step * TRAIN_BATCH, lr, wd, gs));
         TRY(trainer_step(&tg, 0, perm + step * TRAIN_BATCH, lr, wd, gs));
+        if (toolbox) {
+            TRY(trainer_after_step(&tc));
+            TRY(trainer_after_step(&tg));
+        }
         TRY(take_loss(&tc, &lc));
         TRY(take_loss(&tg, &lg));
         lc /= TRAIN_BATCH;
@@ -932,19 +1095,19 @@ static int check_training(struct sc *s)
     }
     struct result r = {worst, "loss"};
     char shape[96];
-    snprintf(shape, sizeof(shape), "%d steps, loss %.3f -> %.3f", TRAIN_STEPS, first, last);
-    sc_line(s, "train steps", shape, &r, tol);
+    snprintf(shape, sizeof(shape), "%d steps, loss %.3f -> %.3f", steps, first, last);
+    sc_line(s, what, shape, &r, tol);
 
     double lossc, accc, lossg, accg;
     TRY(trainer_evaluate(&tc, &lossc, &accc));
     TRY(trainer_evaluate(&tg, &lossg, &accg));
     r = (struct result){fabs(lossg - lossc) / fmax(lossc, 1e-6), "loss"};
     snprintf(shape, sizeof(shape), "test loss %.4f/%.4f acc %.2f/%.2f", lossc, lossg, accc, accg);
-    sc_line(s, "evaluate", shape, &r, tol);
+    sc_line(s, toolbox ? "evaluate toolbox" : "evaluate", shape, &r, tol);
 cleanup:
     if (rc != DR_OK) {
         if (err[0] && rc == DR_ERR_CONFIG) fprintf(stderr, "%s\n", err);
-        sc_error(s, "training", "", rc);
+        sc_error(s, what, "", rc);
     }
     free(perm);
     trainer_free(&tc);
@@ -975,7 +1138,8 @@ static int run_precision(struct backend *cpu, int device, int precision, int *de
            s.gpu.ops->device_name(s.gpu.ctx));
     check_ops(&s);
     check_augment(&s);
-    check_training(&s);
+    check_training(&s, 0);
+    check_training(&s, 1);
     printf("== precision %s: %d checks, %d failed\n\n", PRECISION_NAMES[precision], s.checks,
            s.failures);
     backend_destroy(&s.gpu);

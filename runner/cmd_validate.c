@@ -56,16 +56,29 @@ static void print_network(const struct experiment *e, const struct graph *g)
     long steps = lround(e->train.epochs * (double)steps_per_epoch);
     long epochs = steps_per_epoch ? (steps + steps_per_epoch - 1) / steps_per_epoch : 0;
     double train_flops = (double)graph_train_flops(g) * (double)e->train.batch_size * (double)steps;
-    double eval_flops = (double)g->flops_forward * (double)test_count * (double)epochs;
+    int views = e->eval.tta == TTA_FLIP ? 2 : e->eval.tta == TTA_FLIP_TRANSLATE ? 6 : 1;
+    double eval_flops =
+        (double)g->flops_forward * (double)test_count * (double)epochs * (double)views;
+    long long fixed = 0;
+    for (int k = 0; k < g->n_params; k++)
+        if (!g->params[k].trainable)
+            fixed += (long long)g->params[k].n * g->params[k].c * g->params[k].h * g->params[k].w;
     printf("# totals\n");
     printf("trainable parameters  ");
     print_grouped(stdout, (long long)g->n_weights);
+    if (fixed > 0) {
+        printf("\nfixed parameters      ");
+        print_grouped(stdout, fixed);
+        printf(" (frozen layers, frozen BN weights/biases, whitening filters)");
+    }
     printf("\nforward FLOPs/image   %.4f GFLOP\n", (double)g->flops_forward / 1e9);
     printf("train FLOPs/image     %.4f GFLOP (forward + backward)\n",
            (double)graph_train_flops(g) / 1e9);
     printf("run                   %ld steps x %d images: %.2f PFLOP training + %.3f PFLOP "
-           "evaluation (%d test images x %ld epochs)\n",
+           "evaluation (%d test images x %ld epochs",
            steps, e->train.batch_size, train_flops / 1e15, eval_flops / 1e15, test_count, epochs);
+    if (views > 1) printf(" x %d test-time views", views);
+    printf(")\n");
 }
 
 int cmd_validate(int argc, char **argv)

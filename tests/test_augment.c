@@ -61,7 +61,7 @@ static float at(const float *x, int n, int i, int c, int y, int xx)
 
 static void test_vectors(const uint8_t *images, const uint8_t *labels)
 {
-    struct augment_params page = {4, PAD_REFLECT, 1, 1, 8}, wide = {16, PAD_ZERO, 1, 1, 5};
+    struct augment_params page = {4, PAD_REFLECT, 1, 1, 8, 0, 0, 0, 0, 0}, wide = {16, PAD_ZERO, 1, 1, 5, 0, 0, 0, 0, 0};
     for (int i = 0; i < COUNT(VEC_CHOICE); i++) {
         const struct vec_choice *v = &VEC_CHOICE[i];
         struct augment_choice a =
@@ -87,8 +87,8 @@ static void test_vectors(const uint8_t *images, const uint8_t *labels)
     CHECK(lab[0] == labels[1] && lab[1] == labels[0]);
 
     const struct augment_params sets[] = {
-        {4, PAD_REFLECT, 1, 1, 8}, {4, PAD_ZERO, 1, 1, 8}, {2, PAD_REFLECT, 1, 0, 0},
-        {16, PAD_REFLECT, 1, 1, 5}};
+        {4, PAD_REFLECT, 1, 1, 8, 0, 0, 0, 0, 0}, {4, PAD_ZERO, 1, 1, 8, 0, 0, 0, 0, 0}, {2, PAD_REFLECT, 1, 0, 0, 0, 0, 0, 0, 0},
+        {16, PAD_REFLECT, 1, 1, 5, 0, 0, 0, 0, 0}};
     float x[3 * 3 * PLANE];
     for (int i = 0; i < COUNT(VEC_SUM); i++) {
         const struct vec_sum *v = &VEC_SUM[i];
@@ -117,8 +117,8 @@ static void test_identity_and_test_batch(const uint8_t *images, const uint8_t *l
     for (int i = 0; i < N; i++) rows[i] = (i * 37 + 5) % ROWS;
     /* no augmentation at all, centre crop of a padded image, and the test batch are
      * each exactly the normalised input */
-    const struct augment_params none = {0, PAD_REFLECT, 0, 0, 0};
-    const struct augment_params centre = {4, PAD_ZERO, 0, 0, 0};
+    const struct augment_params none = {0, PAD_REFLECT, 0, 0, 0, 0, 0, 0, 0, 0};
+    const struct augment_params centre = {4, PAD_ZERO, 0, 0, 0, 0, 0, 0, 0, 0};
     const struct augment_params *ps[3] = {&none, &centre, NULL};
     for (int k = 0; k < 3; k++) {
         for (int e = 0; e < 2; e++) {
@@ -142,7 +142,7 @@ static void test_identity_and_test_batch(const uint8_t *images, const uint8_t *l
 static void test_flip(const uint8_t *images, const uint8_t *labels)
 {
     enum { N = 64 };
-    const struct augment_params p = {0, PAD_REFLECT, 0, 1, 0};
+    const struct augment_params p = {0, PAD_REFLECT, 0, 1, 0, 0, 0, 0, 0, 0};
     int32_t rows[N], lab[N];
     float *x = malloc(sizeof(float) * 3 * N * PLANE);
     CHECK(x != NULL);
@@ -169,7 +169,7 @@ static void test_flip(const uint8_t *images, const uint8_t *labels)
 static void test_cutout(const uint8_t *images, const uint8_t *labels)
 {
     enum { N = 200, CUT = 8 };
-    const struct augment_params p = {0, PAD_REFLECT, 0, 0, CUT};
+    const struct augment_params p = {0, PAD_REFLECT, 0, 0, CUT, 0, 0, 0, 0, 0};
     int32_t rows[N], lab[N];
     float *x = malloc(sizeof(float) * 3 * N * PLANE);
     CHECK(x != NULL);
@@ -207,7 +207,7 @@ static void test_cutout(const uint8_t *images, const uint8_t *labels)
 /* Every one of the (2 pad + 1)² crop positions occurs, and only those. */
 static void test_crop_coverage(void)
 {
-    const struct augment_params p = {4, PAD_REFLECT, 1, 1, 8};
+    const struct augment_params p = {4, PAD_REFLECT, 1, 1, 8, 0, 0, 0, 0, 0};
     int seen[9][9] = {{0}}, bad = 0, covered = 0;
     for (uint32_t row = 0; row < 5000; row++) {
         struct augment_choice a = augment_draw(&p, 31337, 1, row);
@@ -219,7 +219,7 @@ static void test_crop_coverage(void)
     CHECK(bad == 0);
     CHECK(covered == 81);
     /* crop off: centre; flip off: never flipped; cutout off: origin 0 */
-    const struct augment_params q = {4, PAD_REFLECT, 0, 0, 0};
+    const struct augment_params q = {4, PAD_REFLECT, 0, 0, 0, 0, 0, 0, 0, 0};
     int centre = 1;
     for (uint32_t row = 0; row < 1000; row++) {
         struct augment_choice a = augment_draw(&q, 31337, 1, row);
@@ -234,7 +234,7 @@ static void test_padding(const uint8_t *images, const uint8_t *labels)
 {
     const int pad = 4;
     for (int mode = 0; mode < 2; mode++) {
-        const struct augment_params p = {pad, mode ? PAD_ZERO : PAD_REFLECT, 1, 0, 0};
+        const struct augment_params p = {pad, mode ? PAD_ZERO : PAD_REFLECT, 1, 0, 0, 0, 0, 0, 0, 0};
         int checked = 0, ok = 1;
         for (int32_t row = 0; row < ROWS && checked < 40; row++) {
             struct augment_choice a = augment_draw(&p, 8, 0, (uint32_t)row);
@@ -270,7 +270,7 @@ static void test_padding(const uint8_t *images, const uint8_t *labels)
      * pixel 1, not pixel 0; on the right, pixel 30 */
     uint8_t img[IMG_BYTES], lab8 = 3;
     for (int k = 0; k < IMG_BYTES; k++) img[k] = (uint8_t)(k % S);   /* value = column */
-    const struct augment_params p1 = {1, PAD_REFLECT, 1, 0, 0};
+    const struct augment_params p1 = {1, PAD_REFLECT, 1, 0, 0, 0, 0, 0, 0, 0};
     int found_left = 0, found_right = 0;
     for (uint32_t e = 0; e < 200 && !(found_left && found_right); e++) {
         struct augment_choice a = augment_draw(&p1, 3, e, 0);
@@ -293,7 +293,7 @@ static void test_padding(const uint8_t *images, const uint8_t *labels)
  * (layout and thread-count independence). */
 static void test_epochs_and_batches(const uint8_t *images, const uint8_t *labels)
 {
-    const struct augment_params p = {4, PAD_REFLECT, 1, 1, 8};
+    const struct augment_params p = {4, PAD_REFLECT, 1, 1, 8, 0, 0, 0, 0, 0};
     int diff_epoch = 0, diff_seed = 0;
     for (uint32_t row = 0; row < 100; row++) {
         struct augment_choice a = augment_draw(&p, 11, 0, row), b = augment_draw(&p, 11, 1, row),
@@ -331,6 +331,81 @@ static void test_epochs_and_batches(const uint8_t *images, const uint8_t *labels
     free(again);
 }
 
+/* Alternating flip: epoch 0 is the ordinary coin, and every later epoch mirrors each
+ * image exactly when (its epoch-0 coin) XOR (epoch odd); crops are unaffected. */
+static void test_alternate_flip(void)
+{
+    const struct augment_params plain = {4, PAD_REFLECT, 1, 1, 8, 0, 0, 0, 0, 0};
+    const struct augment_params alt = {4, PAD_REFLECT, 1, 1, 8, 1, 0, 0, 0, 0};
+    const struct augment_params noflip = {4, PAD_REFLECT, 1, 0, 8, 1, 0, 0, 0, 0};
+    int rule = 1, crops = 1, first = 1, none = 1, changes = 0, heads = 0;
+    for (uint32_t row = 0; row < 500; row++) {
+        int coin = augment_draw(&plain, 99, 0, row).flip;
+        heads += coin;
+        first &= augment_draw(&alt, 99, 0, row).flip == coin;
+        int prev = coin;
+        for (uint32_t e = 1; e < 7; e++) {
+            struct augment_choice a = augment_draw(&alt, 99, e, row);
+            struct augment_choice b = augment_draw(&plain, 99, e, row);
+            rule &= a.flip == (coin ^ (int)(e & 1u));
+            crops &= a.crop_x == b.crop_x && a.crop_y == b.crop_y && a.cut_x == b.cut_x &&
+                     a.cut_y == b.cut_y;
+            changes += a.flip != prev;
+            prev = a.flip;
+            none &= augment_draw(&noflip, 99, e, row).flip == 0;
+        }
+    }
+    CHECK(first);
+    CHECK(rule);
+    CHECK(crops);
+    CHECK(none);                         /* alternate_flip without flip does nothing */
+    CHECK(changes == 500 * 6);           /* every image changes side every epoch */
+    CHECK(heads > 200 && heads < 300);   /* the epoch-0 coin is fair */
+}
+
+/* A fixed view (test-time augmentation): no randomness, the window shifted by
+ * (view_dx, view_dy) in the reflect-padded image, mirrored on request, never a cutout;
+ * checked pixel by pixel against a direct construction. */
+static void test_views(const uint8_t *images, const uint8_t *labels)
+{
+    enum { N = 16 };
+    int32_t rows[N], lab[N];
+    float *x = malloc(sizeof(float) * 3 * N * PLANE);
+    CHECK(x != NULL);
+    if (!x) return;
+    for (int i = 0; i < N; i++) rows[i] = (i * 53 + 3) % ROWS;
+    const int shifts[3][2] = {{0, 0}, {-1, -1}, {1, 1}};
+    for (int s = 0; s < 3; s++)
+        for (int f = 0; f < 2; f++) {
+            struct augment_params p = {1, PAD_REFLECT, 1, 1, 8, 1, 1, 0, 0, 0};
+            p.view_dx = shifts[s][0];
+            p.view_dy = shifts[s][1];
+            p.view_flip = f;
+            int same_draw = 1, ok = 1;
+            for (uint32_t e = 0; e < 3; e++) {
+                struct augment_choice a = augment_draw(&p, 5, e, 17);
+                same_draw &= a.crop_x == 1 + p.view_dx && a.crop_y == 1 + p.view_dy &&
+                             a.flip == f;
+            }
+            augment_batch_cpu(x, lab, images, labels, rows, N, &p, 5, 3);
+            for (int i = 0; i < N; i++) {
+                const uint8_t *img = images + (size_t)rows[i] * IMG_BYTES;
+                for (int c = 0; c < 3; c++)
+                    for (int y = 0; y < S; y++)
+                        for (int xx = 0; xx < S; xx++) {
+                            int ox = f ? S - 1 - xx : xx;      /* column before the mirror */
+                            int sx = ox + p.view_dx, sy = y + p.view_dy;
+                            sx = sx < 0 ? -sx : sx > S - 1 ? 2 * (S - 1) - sx : sx;
+                            sy = sy < 0 ? -sy : sy > S - 1 ? 2 * (S - 1) - sy : sy;
+                            ok &= at(x, N, i, c, y, xx) == norm(img[c * PLANE + sy * S + sx], c);
+                        }
+            }
+            CHECK(same_draw);
+            CHECK(ok);
+        }
+    free(x);
+}
+
 int main(void)
 {
     uint8_t *images = malloc((size_t)ROWS * IMG_BYTES), *labels = malloc(ROWS);
@@ -344,6 +419,8 @@ int main(void)
     test_crop_coverage();
     test_padding(images, labels);
     test_epochs_and_batches(images, labels);
+    test_alternate_flip();
+    test_views(images, labels);
     free(images);
     free(labels);
     return check_finish("test_augment");

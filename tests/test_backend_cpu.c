@@ -2,8 +2,8 @@
  * canonical NCHW form to and from CNHW (also for a batch smaller than allocated) and copy
  * other kinds as they are; a small conv → bn → relu → max pool → flatten → linear →
  * softmax cross-entropy network run forward and backward through the table gives exactly
- * the bits of the direct kernel calls (same thread count); bad shapes and labels come
- * back as errors. */
+ * the bits of the direct kernel calls (same thread count), and so do ghost batch norm and
+ * param_lerp; bad shapes, splits, tensor kinds and labels come back as errors. */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -55,7 +55,7 @@ static void test_table(void)
     CHECK(o->concat_forward && o->concat_backward && o->add_forward && o->scale_forward);
     CHECK(o->scaled_copy && o->flatten_forward && o->flatten_backward);
     CHECK(o->linear_forward && o->linear_backward && o->xent_forward && o->xent_backward);
-    CHECK(o->sgd_update);
+    CHECK(o->sgd_update && o->param_lerp);
     const char *name = o->device_name(b.ctx);
     CHECK(name && strstr(name, "CPU") != NULL);
     printf("device: %s\n", name);
@@ -166,7 +166,7 @@ static void test_network(const struct backend *b)
     void *ctx = b->ctx;
     const int n = 5, c = 3, h = 6, co = 4, k = 10;
     struct conv_attr ca = {3, 1, 1};
-    struct bn_attr ba = {1e-5f, 0.1f};
+    struct bn_attr ba = {1e-5f, 0.1f, 0};
     struct pool_attr pa = {POOL_MAX, 2, 2, 2, 2};
     struct tensor x = make(b, TENSOR_ACT, n, c, h, h), w = make(b, TENSOR_PARAM, co, c, 3, 3);
     struct tensor bias = make(b, TENSOR_PARAM, co, 1, 1, 1);
@@ -238,7 +238,7 @@ static void test_network(const struct backend *b)
     conv2d_dims_finish(&cd);
     CHECK(conv2d_forward_cpu(e1, x.data, w.data, bias.data, &cd) == 0);
     batchnorm_forward_train_cpu(e2, m, is, rmean0, rvar0, e1, gamma.data, beta.data, co, n, h * h,
-                                1e-5f, 0.1f);
+                                1, 1e-5f, 0.1f);
     activation_forward_cpu(e3, e2, ACT_RELU, 0.0f, s1);
     pool_forward_cpu(e4, e3, POOL_MAX, &pd);
     flatten_forward_cpu(e5, e4, co, n, 9);
@@ -249,7 +249,7 @@ static void test_network(const struct backend *b)
     flatten_backward_cpu(g4, g5, co, n, 9, 0);
     pool_backward_cpu(g3, g4, e3, e4, POOL_MAX, &pd, 0);
     activation_backward_cpu(g2, g3, e2, ACT_RELU, 0.0f, s1, 0);
-    batchnorm_backward_cpu(g1, gg, gbe, g2, e1, gamma.data, m, is, co, n, h * h, 0);
+    batchnorm_backward_cpu(g1, gg, gbe, g2, e1, gamma.data, m, is, co, n, h * h, 1, 0);
     CHECK(conv2d_backward_cpu(gx, gw, gb, g1, x.data, w.data, &cd, 0) == 0);
 
     CHECK(same(e1, &y1) && same(e2, &y2) && same(e3, &y3) && same(e4, &y4));
@@ -285,6 +285,124 @@ static void test_network(const struct backend *b)
     float *hs[] = {e1, e2, e3, e4, e5, e6, ep, g6, g5, g4, g3, g2, g1, gx, gw, gb, gg, gbe, m, is,
                    glw, glb, rmean0, rvar0, w0, v0};
     for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++) free(hs[i]);
+}
+
+/* Ghost batch norm through the table (4 parts of 2 images) gives the bits of the direct
+ * kernel calls, backward inferring the parts from save_mean; splits that do not divide
+ * the batch and saved statistics of the wrong size are refused. */
+static void test_ghost_bn(const struct backend *b)
+{
+    const struct backend_ops *o = b->ops;
+    void *ctx = b->ctx;
+    const int n = 8, c = 3, h = 5, parts = 4;
+    const size_t count = (size_t)n * c * h * h;
+    struct bn_attr ga = {1e-5f, 0.1f, parts};
+    struct tensor x = make(b, TENSOR_ACT, n, c, h, h), y = make(b, TENSOR_ACT, n, c, h, h);
+    struct tensor dy = make(b, TENSOR_ACT, n, c, h, h), dx = make(b, TENSOR_ACT, n, c, h, h);
+    struct tensor gamma = make(b, TENSOR_PARAM, c, 1, 1, 1);
+    struct tensor beta = make(b, TENSOR_PARAM, c, 1, 1, 1);
+    struct tensor dgamma = make(b, TENSOR_PARAM, c, 1, 1, 1);
+    struct tensor dbeta = make(b, TENSOR_PARAM, c, 1, 1, 1);
+    struct tensor mean = make(b, TENSOR_F32, parts * c, 1, 1, 1);
+    struct tensor invstd = make(b, TENSOR_F32, parts * c, 1, 1, 1);
+    struct tensor mean1 = make(b, TENSOR_F32, c, 1, 1, 1);
+    struct tensor invstd1 = make(b, TENSOR_F32, c, 1, 1, 1);
+    struct tensor rmean = make(b, TENSOR_F32, c, 1, 1, 1), rvar = make(b, TENSOR_F32, c, 1, 1, 1);
+    fill(x.data, count, -1, 2);
+    fill(dy.data, count, -1, 1);
+    fill(gamma.data, (size_t)c, 0.5f, 1.5f);
+    fill(beta.data, (size_t)c, -0.5f, 0.5f);
+    fill(rmean.data, (size_t)c, -0.2f, 0.2f);
+    fill(rvar.data, (size_t)c, 0.8f, 1.2f);
+    float *rm = fdup(&rmean), *rv = fdup(&rvar), *ey = malloc(sizeof(float) * count);
+    float *edx = malloc(sizeof(float) * count), *em = malloc(sizeof(float) * parts * c);
+    float *ei = malloc(sizeof(float) * parts * c), *eg = malloc(sizeof(float) * c);
+    float *eb = malloc(sizeof(float) * c);
+
+    CHECK(o->bn_forward_train(ctx, &y, &mean, &invstd, &rmean, &rvar, &x, &gamma, &beta, &ga) ==
+          DR_OK);
+    CHECK(o->bn_backward(ctx, &dx, &dgamma, &dbeta, &dy, &x, &gamma, &mean, &invstd, 0) == DR_OK);
+    batchnorm_forward_train_cpu(ey, em, ei, rm, rv, x.data, gamma.data, beta.data, c, n, h * h,
+                                parts, 1e-5f, 0.1f);
+    batchnorm_backward_cpu(edx, eg, eb, dy.data, x.data, gamma.data, em, ei, c, n, h * h, parts,
+                           0);
+    CHECK(same(ey, &y) && same(em, &mean) && same(ei, &invstd));
+    CHECK(same(rm, &rmean) && same(rv, &rvar));
+    CHECK(same(edx, &dx) && same(eg, &dgamma) && same(eb, &dbeta));
+    /* the parts really are normalised on their own: part 1 of channel 0 has mean beta */
+    double s = 0.0;
+    const float *y0 = (const float *)y.data + (size_t)(n / parts) * h * h;
+    for (int i = 0; i < (n / parts) * h * h; i++) s += y0[i];
+    CHECK_NEAR(s / ((n / parts) * h * h), ((float *)beta.data)[0], 1e-5);
+
+    /* splits 1 is plain batch norm, with c saved values */
+    struct bn_attr one = {1e-5f, 0.1f, 1};
+    CHECK(o->bn_forward_train(ctx, &y, &mean1, &invstd1, &rmean, &rvar, &x, &gamma, &beta, &one) ==
+          DR_OK);
+    CHECK(o->bn_backward(ctx, &dx, &dgamma, &dbeta, &dy, &x, &gamma, &mean1, &invstd1, 0) ==
+          DR_OK);
+
+    fprintf(stderr, "(five error messages expected below)\n");
+    struct bn_attr three = {1e-5f, 0.1f, 3}, negative = {1e-5f, 0.1f, -2};
+    CHECK(o->bn_forward_train(ctx, &y, &mean, &invstd, &rmean, &rvar, &x, &gamma, &beta,
+                              &three) == DR_ERR_INTERNAL);
+    CHECK(o->bn_forward_train(ctx, &y, &mean, &invstd, &rmean, &rvar, &x, &gamma, &beta,
+                              &negative) == DR_ERR_INTERNAL);
+    /* 4 parts but c saved values */
+    CHECK(o->bn_forward_train(ctx, &y, &mean1, &invstd1, &rmean, &rvar, &x, &gamma, &beta, &ga) ==
+          DR_ERR_INTERNAL);
+    /* backward: saved statistics of 4 * c values, save_invstd of c */
+    CHECK(o->bn_backward(ctx, &dx, &dgamma, &dbeta, &dy, &x, &gamma, &mean, &invstd1, 0) ==
+          DR_ERR_INTERNAL);
+    /* backward: 4 parts inferred from save_mean, a batch of 6 */
+    x.n = y.n = dy.n = dx.n = 6;
+    CHECK(o->bn_backward(ctx, &dx, &dgamma, &dbeta, &dy, &x, &gamma, &mean, &invstd, 0) ==
+          DR_ERR_INTERNAL);
+    x.n = y.n = dy.n = dx.n = n;
+
+    struct tensor *all[] = {&x, &y, &dy, &dx, &gamma, &beta, &dgamma, &dbeta, &mean, &invstd,
+                            &mean1, &invstd1, &rmean, &rvar};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) o->tensor_free(ctx, all[i]);
+    float *hs[] = {rm, rv, ey, edx, em, ei, eg, eb};
+    for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++) free(hs[i]);
+}
+
+/* param_lerp through the table on PARAM and F32 tensors, with and without copy_back, gives
+ * the bits of param_lerp_cpu; other kinds, mixed kinds and unlike shapes are refused. */
+static void test_param_lerp(const struct backend *b)
+{
+    const struct backend_ops *o = b->ops;
+    void *ctx = b->ctx;
+    const float t = 0.2f;
+    const enum tensor_kind kinds[2] = {TENSOR_PARAM, TENSOR_F32};
+    for (int k = 0; k < 2; k++)
+        for (int copy_back = 0; copy_back < 2; copy_back++) {
+            struct tensor avg = make(b, kinds[k], 6, 5, 3, 3), w = make(b, kinds[k], 6, 5, 3, 3);
+            const size_t count = tensor_count(&avg);
+            fill(avg.data, count, -1, 1);
+            fill(w.data, count, -1, 1);
+            float *ea = fdup(&avg), *ew = fdup(&w), *w0 = fdup(&w);
+            CHECK(o->param_lerp(ctx, &avg, &w, t, copy_back) == DR_OK);
+            param_lerp_cpu(ea, ew, t, copy_back, count);
+            CHECK(same(ea, &avg) && same(ew, &w));
+            CHECK(copy_back ? same(ea, &w) : same(w0, &w));
+            CHECK(memcmp(ea, w0, sizeof(float) * count) != 0);
+            o->tensor_free(ctx, &avg);
+            o->tensor_free(ctx, &w);
+            free(ea);
+            free(ew);
+            free(w0);
+        }
+    struct tensor pa = make(b, TENSOR_PARAM, 4, 1, 1, 1), pw = make(b, TENSOR_PARAM, 4, 1, 1, 1);
+    struct tensor fa = make(b, TENSOR_F32, 4, 1, 1, 1), aa = make(b, TENSOR_ACT, 4, 1, 1, 1);
+    struct tensor aw = make(b, TENSOR_ACT, 4, 1, 1, 1), pl = make(b, TENSOR_PARAM, 5, 1, 1, 1);
+    fprintf(stderr, "(three error messages expected below)\n");
+    CHECK(o->param_lerp(ctx, &aa, &aw, t, 0) == DR_ERR_INTERNAL);
+    CHECK(o->param_lerp(ctx, &pa, &fa, t, 1) == DR_ERR_INTERNAL);
+    CHECK(o->param_lerp(ctx, &pa, &pl, t, 0) == DR_ERR_INTERNAL);
+    CHECK(o->param_lerp(ctx, &pa, &pw, t, 1) == DR_OK);
+    struct tensor *all[] = {&pa, &pw, &fa, &aa, &aw, &pl};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) o->tensor_free(ctx, all[i]);
 }
 
 /* Concat with an input that needs no gradient (the image): the other slices still land. */
@@ -348,6 +466,8 @@ int main(void)
     if (b.ops) {
         test_memory(&b);
         test_network(&b);
+        test_ghost_bn(&b);
+        test_param_lerp(&b);
         test_concat_null(&b);
         test_augment(&b);
     }

@@ -1,6 +1,7 @@
 /* Tests of engine/checkpoint: a run trained 3 epochs straight and one checkpointed after
  * its first epoch and resumed by a fresh trainer give bit-identical epoch records and
- * parameters on the CPU engine; damaged, truncated, foreign (other config, other seed)
+ * parameters on the CPU engine (also with an EMA or Lookahead weight average, whose
+ * state the checkpoint carries, test-time augmentation and alternating flips); damaged, truncated, foreign (other config, other seed)
  * and missing checkpoints are told apart and leave the trainer untouched; a failed save
  * leaves no file behind. Uses a synthetic dataset, so it needs no data directory. */
 #include <dirent.h>
@@ -311,6 +312,19 @@ int main(void)
         test_refusals(&f, ckpt);
         test_no_temporaries();
         test_remove_leftovers();
+    }
+    /* the weight averages are part of the state to resume */
+    const char *averaged[2][5] = {
+        {"train.epochs=3", "train.average.kind=\"ema\"", "train.average.every=3",
+         "eval.tta=\"flip\"", "augment.alternate_flip=true"},
+        {"train.epochs=3", "train.average.kind=\"lookahead\"", "train.average.every=2",
+         "eval.tta=\"flip_translate\"", "train.lr_scale.bn_bias=8.0"}};
+    for (int k = 0; k < 2 && check_failures == 0; k++) {
+        struct fixture h = f;
+        CHECK(load_experiment(&h.e, &h.g, averaged[k], 5) == DR_OK);
+        if (check_failures == 0) test_resume_is_bit_identical(&h, ckpt);
+        graph_free(&h.g);
+        experiment_free(&h.e);
     }
     backend_destroy(&f.be);
     dataset_free(&f.train);

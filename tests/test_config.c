@@ -1,5 +1,7 @@
 /* Tests of the config loader: every shipped experiment loads and builds with the published
- * settings, --set overrides of each kind, the resolved text as an identity, schedule_at,
+ * settings (the speed-training recipes too, with their sizes), --set overrides of each
+ * kind, the resolved text as an identity (pinned hashes of older experiments, new keys
+ * left out at their defaults), schedule_at,
  * the expression evaluator, did-you-mean, the schema's consistency with the graph and
  * docs/config.md, and failures that leave nothing behind. */
 #include <glob.h>
@@ -180,6 +182,209 @@ static void test_resnet9_and_demo(void)
     experiment_free(&e);
 }
 
+static char *resolved_of(const char *rel, const char *const *sets, int n)
+{
+    struct experiment e;
+    if (load(&e, rel, sets, n) != DR_OK) return NULL;
+    char *text = e.resolved;
+    e.resolved = NULL;
+    experiment_free(&e);
+    return text;
+}
+
+static int same(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) == 0;
+}
+
+/* ---- the speed-training recipes -------------------------------------------------------- */
+
+static void check_counts(const struct experiment *e, double weights, double gflop)
+{
+    struct graph g;
+    char err[512] = "";
+    int rc = graph_build(&g, &e->net, 3, 32, 32, err, sizeof(err));
+    CHECK(rc == DR_OK);
+    if (rc != DR_OK) {
+        fprintf(stderr, "  %s\n", err);
+        return;
+    }
+    /* within 1 % of the published sizes; trainable parameters only (the whitening filters
+     * are fixed) and conv/linear FLOPs (the whitening layer counts as a conv) */
+    CHECK(fabs((double)g.n_weights - weights) <= 0.01 * weights);
+    CHECK(fabs((double)g.flops_forward / 1e9 - gflop) <= 0.01 * gflop);
+    if (fabs((double)g.n_weights - weights) > 0.01 * weights ||
+        fabs((double)g.flops_forward / 1e9 - gflop) > 0.01 * gflop)
+        fprintf(stderr, "  %s: %lld parameters, %.4f GFLOP\n", e->name, (long long)g.n_weights,
+                (double)g.flops_forward / 1e9);
+    graph_free(&g);
+}
+
+static void test_airbench94(void)
+{
+    struct experiment e;
+    const double knots[] = {0, 2.277, 9.9}, values[] = {0.3, 1.5, 0.105};
+    CHECK(load(&e, "configs/airbench94.cfg", NULL, 0) == DR_OK);
+    CHECK(fabs(e.train.epochs - 9.9) < 1e-12 && e.train.batch_size == 1024);
+    CHECK(schedule_is(&e.train.lr, 3, knots, values));
+    CHECK_NEAR(e.train.momentum, 0.85, 1e-12);
+    CHECK(e.train.nesterov == 1 && e.train.loss == LOSS_SUM);
+    CHECK_NEAR(e.train.weight_decay, 0.0153 / 11.5, 1e-15);
+    CHECK_NEAR(e.train.label_smoothing, 0.2, 1e-12);
+    for (int k = 0; k < PARAM_KIND_COUNT; k++) {
+        CHECK(e.train.lr_scale[k] == (k == PARAM_BN_B ? 64.0 : 1.0));
+        CHECK(e.train.wd_scale[k] == (k == PARAM_BN_B ? 1.0 / 64 : 1.0));
+    }
+    CHECK(e.train.average.kind == AVERAGE_LOOKAHEAD && e.train.average.every == 5);
+    CHECK_NEAR(e.train.average.decay, 0.95, 1e-12);
+    CHECK(e.eval.tta == TTA_FLIP_TRANSLATE);
+    CHECK(e.augment.pad == 2 && e.augment.pad_mode == PAD_REFLECT && e.augment.crop == 1);
+    CHECK(e.augment.flip == 1 && e.augment.alternate_flip == 1 && e.augment.cutout == 0);
+    const struct layer_spec *w = find_layer(&e, "whiten");
+    CHECK(w && w->type == LAYER_WHITEN && w->k == 2 && w->pad == 0 && w->negate == 1);
+    CHECK(w && w->bias == 1 && w->bias_epochs == 3 && w->whiten_images == 5000);
+    CHECK(w && fabsf(w->eps - 5e-4f) < 1e-9f && w->frozen == 0);
+    const struct layer_spec *c = find_layer(&e, "block2.conv1");
+    CHECK(c && c->type == LAYER_CONV && c->dirac == 1 && c->out == 256 && c->bias == 0);
+    const struct layer_spec *bn = find_layer(&e, "block3.bn2");
+    CHECK(bn && bn->splits == 1 && bn->freeze_weight == 1 && bn->freeze_bias == 0);
+    CHECK(bn && fabsf(bn->eps - 1e-12f) < 1e-18f && fabsf(bn->momentum - 0.4f) < 1e-7f);
+    const struct layer_spec *logits = find_layer(&e, "logits");
+    CHECK(logits && fabsf(logits->scale - 1.0f / 9) < 1e-7f);
+    check_counts(&e, 1.97e6, 0.236);
+    experiment_free(&e);
+
+    /* a small CPU run */
+    const char *small[] = {"train.batch_size=64", "data.train_subset=512",
+                           "data.test_subset=256", "train.epochs=1"};
+    CHECK(load(&e, "configs/airbench94.cfg", small, 4) == DR_OK);
+    CHECK(e.train.batch_size == 64 && e.eval.batch_size == 64);
+    experiment_free(&e);
+    /* alternating flips need flips */
+    const char *noflip[] = {"augment.flip=false"};
+    CHECK(load(&e, "configs/airbench94.cfg", noflip, 1) == DR_ERR_CONFIG);
+}
+
+static void test_page_final(void)
+{
+    struct experiment e;
+    const double knots[] = {0, 2, 8}, values[] = {0, 1.0, 0.1};
+    CHECK(load(&e, "configs/page-final-10ep.cfg", NULL, 0) == DR_OK);
+    CHECK(e.train.epochs == 10 && e.train.batch_size == 512);
+    CHECK(schedule_is(&e.train.lr, 3, knots, values));
+    CHECK_NEAR(schedule_at(&e.train.lr, 9.5), 0.1, 1e-12); /* held after epoch 8 */
+    CHECK_NEAR(e.train.momentum, 0.9, 1e-12);
+    CHECK(e.train.nesterov == 1 && e.train.loss == LOSS_SUM);
+    CHECK_NEAR(e.train.weight_decay, 5e-4, 1e-15);
+    CHECK_NEAR(e.train.label_smoothing, 0.2, 1e-12);
+    CHECK(e.train.lr_scale[PARAM_BN_B] == 64.0 && e.train.wd_scale[PARAM_BN_B] == 1.0 / 64);
+    CHECK(e.train.lr_scale[PARAM_CONV_W] == 1.0 && e.train.wd_scale[PARAM_LINEAR_W] == 1.0);
+    CHECK(e.train.lr_scale[PARAM_WHITEN_W] == 1.0 && e.train.wd_scale[PARAM_WHITEN_W] == 1.0);
+    CHECK(e.train.average.kind == AVERAGE_EMA && e.train.average.every == 5);
+    CHECK_NEAR(e.train.average.momentum, 0.99, 1e-12);
+    CHECK(e.eval.tta == TTA_FLIP && e.augment.alternate_flip == 0);
+    CHECK(e.augment.pad == 4 && e.augment.flip == 1 && e.augment.cutout == 0);
+    const struct layer_spec *w = find_layer(&e, "whiten");
+    CHECK(w && w->type == LAYER_WHITEN && w->k == 3 && w->pad == 1 && w->negate == 0);
+    CHECK(w && w->bias == 0 && w->whiten_images == 10000 && fabsf(w->eps - 1e-2f) < 1e-9f);
+    const struct layer_spec *prep = find_layer(&e, "prep_conv");
+    CHECK(prep && prep->k == 1 && prep->out == 64 && prep->dirac == 0);
+    int bns = 0;
+    for (int i = 0; i < e.net.count; i++) {
+        const struct layer_spec *l = &e.net.layers[i];
+        if (l->type != LAYER_BN) continue;
+        bns++;
+        CHECK(l->splits == 16 && l->freeze_weight == 1 && l->frozen == 0);
+    }
+    CHECK(bns == 8);
+    const struct layer_spec *act = find_layer(&e, "res3.res2.act");
+    CHECK(act && act->type == LAYER_CELU && fabsf(act->alpha - 0.3f) < 1e-7f);
+    const struct layer_spec *logits = find_layer(&e, "logits");
+    CHECK(logits && logits->scale == 0.0625f);
+    check_counts(&e, 6570880, 0.760);
+    experiment_free(&e);
+
+    /* a small CPU run: fewer ghost batch-norm parts for a small batch */
+    const char *small[] = {"train.batch_size=40", "model.vars.bn_splits=4",
+                           "data.train_subset=400", "data.test_subset=200"};
+    CHECK(load(&e, "configs/page-final-10ep.cfg", small, 4) == DR_OK);
+    const struct layer_spec *bn = find_layer(&e, "layer3.bn");
+    CHECK(bn && bn->splits == 4);
+    experiment_free(&e);
+    /* 16 parts do not divide 40 */
+    CHECK(load(&e, "configs/page-final-10ep.cfg", small, 1) == DR_ERR_CONFIG);
+}
+
+/* The new keys' defaults change nothing: neither the behaviour nor the resolved text. */
+static void test_new_defaults(void)
+{
+    struct experiment e;
+    CHECK(load(&e, "configs/resnet9-24ep.cfg", NULL, 0) == DR_OK);
+    for (int k = 0; k < PARAM_KIND_COUNT; k++)
+        CHECK(e.train.lr_scale[k] == 1.0 && e.train.wd_scale[k] == 1.0);
+    CHECK(e.train.average.kind == AVERAGE_NONE && e.train.average.every == 5);
+    CHECK(e.train.average.momentum == 0.99 && e.train.average.decay == 0.95);
+    CHECK(e.eval.tta == TTA_NONE && e.augment.alternate_flip == 0);
+    for (int i = 0; i < e.net.count; i++) {
+        const struct layer_spec *l = &e.net.layers[i];
+        CHECK(l->splits == 1 && l->frozen == 0 && l->dirac == 0);
+    }
+    CHECK(strstr(e.resolved, "lr_scale") == NULL && strstr(e.resolved, "average") == NULL);
+    CHECK(strstr(e.resolved, "tta") == NULL && strstr(e.resolved, "alternate_flip") == NULL);
+    CHECK(strstr(e.resolved, "splits") == NULL && strstr(e.resolved, "frozen") == NULL);
+    experiment_free(&e);
+
+    const char *r9 = "configs/resnet9-24ep.cfg";
+    char *a = resolved_of(r9, NULL, 0);
+    const char *as_default[] = {
+        "train.lr_scale={ bn_bias = 1; conv_weight = 1.0; }", "train.wd_scale.linear_weight=1",
+        "train.average={ kind = \"none\"; every = 5; momentum = 0.99; }",
+        "eval.tta=\"none\"", "augment.alternate_flip=false",
+        "model.blocks.conv_bn.layers=({ name = \"conv\"; type = \"conv\"; out = \"$c\"; "
+        "k = 3; dirac = false; frozen = false; }, { name = \"bn\"; type = \"bn\"; "
+        "splits = 1; frozen = false; }, { name = \"relu\"; type = \"relu\"; })"};
+    char *b = resolved_of(r9, as_default, 6);
+    CHECK(same(a, b));
+    if (!same(a, b)) fprintf(stderr, "--- as written\n%s--- defaults spelled out\n%s", a, b);
+    const char *changed[][1] = {{"train.lr_scale.bn_bias=64"}, {"train.wd_scale.conv_bias=0.5"},
+                                {"train.average.kind=\"ema\""}, {"train.average.every=4"},
+                                {"eval.tta=\"flip\""}, {"augment.alternate_flip=true"}};
+    for (size_t i = 0; i < sizeof(changed) / sizeof(changed[0]); i++) {
+        char *c = resolved_of(r9, changed[i], 1);
+        CHECK(c && !same(a, c));
+        free(c);
+    }
+    free(a);
+    free(b);
+}
+
+/* The identities of experiments written before the speed-training keys existed: the
+ * SHA-256 of their resolved text, as computed by the loader before those keys were
+ * added. A change here means every stored result of these experiments is orphaned. */
+static void test_hash_pins(void)
+{
+    static const struct {
+        const char *path, *hash;
+    } pins[] = {
+        {"configs/resnet9-24ep.cfg",
+         "b9b0d0a95cd14944eb076e8d1adeb218bf5527ffbb51e1dcb7a6b7dbe12792c6"},
+        {"configs/page-post3/30ep-cutout.cfg",
+         "195bd174615c38c5bf7cc4991baac7b23041833ddf5c7e504e45c7c59dce88c7"},
+    };
+    for (size_t i = 0; i < sizeof(pins) / sizeof(pins[0]); i++) {
+        struct experiment e;
+        char hex[65];
+        int rc = load(&e, pins[i].path, NULL, 0);
+        CHECK(rc == DR_OK);
+        if (rc != DR_OK) continue;
+        experiment_hash(&e, hex);
+        CHECK(strcmp(hex, pins[i].hash) == 0);
+        if (strcmp(hex, pins[i].hash) != 0)
+            fprintf(stderr, "  %s: hash %s, pinned %s\n", pins[i].path, hex, pins[i].hash);
+        experiment_free(&e);
+    }
+}
+
 /* ---- overrides ------------------------------------------------------------------------- */
 
 static void test_set(void)
@@ -234,21 +439,6 @@ static void test_set(void)
 }
 
 /* ---- the resolved text ----------------------------------------------------------------- */
-
-static char *resolved_of(const char *rel, const char *const *sets, int n)
-{
-    struct experiment e;
-    if (load(&e, rel, sets, n) != DR_OK) return NULL;
-    char *text = e.resolved;
-    e.resolved = NULL;
-    experiment_free(&e);
-    return text;
-}
-
-static int same(const char *a, const char *b)
-{
-    return a && b && strcmp(a, b) == 0;
-}
 
 static void test_resolved(void)
 {
@@ -537,6 +727,10 @@ int main(void)
     test_all_shipped();
     test_page_post3();
     test_resnet9_and_demo();
+    test_airbench94();
+    test_page_final();
+    test_new_defaults();
+    test_hash_pins();
     test_set();
     test_resolved();
     test_canonical();

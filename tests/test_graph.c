@@ -1,6 +1,7 @@
-/* graph_build on the two reference networks (ResNet-9 and DAWN_net, built as net_specs
- * the way the config loader expands their blocks) and on one small broken network per
- * kind of error: parameter counts, FLOPs, shapes, shortcut resolution and messages. */
+/* graph_build on the reference networks (ResNet-9, DAWN_net and airbench94, built as
+ * net_specs the way the config loader expands their blocks) and on one small broken
+ * network per kind of error: parameter counts, FLOPs, shapes, shortcut resolution, the
+ * whitening layer, dirac starts, frozen layers and messages. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -188,7 +189,16 @@ static void test_type_names(void)
     CHECK(l->k == 3 && l->stride == 1 && l->pad == -1 && l->n_inputs == 0 && l->bias == 0);
     CHECK(l->eps == 1e-5f && l->momentum == 0.1f && l->alpha == 1.0f && l->scale == 1.0f);
     CHECK(l->name[0] == '\0' && l->file == NULL);
+    CHECK(l->splits == 1 && l->whiten_images == 5000 && l->frozen == 0 && l->dirac == 0);
     net_spec_free(&s);
+
+    CHECK(strcmp(layer_type_name(LAYER_WHITEN), "whiten") == 0);
+    const char *kinds[PARAM_KIND_COUNT] = {"conv_weight", "conv_bias", "bn_weight",
+                                           "bn_bias", "linear_weight", "linear_bias",
+                                           "whiten_weight", "whiten_bias"};
+    for (int k = 0; k < PARAM_KIND_COUNT; k++)
+        CHECK(strcmp(param_kind_name((enum param_kind)k), kinds[k]) == 0);
+    CHECK(strcmp(param_kind_name(PARAM_KIND_COUNT), "unknown") == 0);
     CHECK(s.layers == NULL && s.count == 0);
 }
 
@@ -374,6 +384,147 @@ static void test_dawn_net(void)
     net_spec_free(&s);
 }
 
+/* airbench94's network (configs/nets/airbench94.cfg): whiten(k 2, negate, bias) -> gelu,
+ * three groups of dirac conv -> maxpool 2 -> bn -> gelu -> dirac conv -> bn -> gelu, then
+ * maxpool 3, flatten, linear, scale. */
+static void build_airbench(struct net_spec *s)
+{
+    struct layer_spec *l = add(s, "whiten", LAYER_WHITEN);
+    l->k = 2;
+    l->pad = 0;
+    l->eps = 5e-4f;
+    l->negate = 1;
+    l->bias = 1;
+    l->bias_epochs = 3;
+    add(s, "act", LAYER_GELU);
+    const int widths[3] = {64, 256, 256};
+    for (int b = 0; b < 3; b++) {
+        char inst[16], n[GRAPH_NAME_MAX];
+        snprintf(inst, sizeof inst, "block%d", b + 1);
+        for (int c = 0; c < 2; c++) {
+            join(n, inst, c ? "conv2" : "conv1");
+            l = add(s, n, LAYER_CONV);
+            l->out = widths[b];
+            l->dirac = 1;
+            if (!c) {
+                join(n, inst, "pool");
+                pool(s, n, LAYER_MAXPOOL, 2);
+            }
+            join(n, inst, c ? "bn2" : "bn1");
+            l = add(s, n, LAYER_BN);
+            l->eps = 1e-12f;
+            l->momentum = 0.4f;
+            l->freeze_weight = 1;
+            join(n, inst, c ? "act2" : "act1");
+            add(s, n, LAYER_GELU);
+        }
+    }
+    pool(s, "pool", LAYER_MAXPOOL, 3);
+    add(s, "flat", LAYER_FLATTEN);
+    l = add(s, "linear", LAYER_LINEAR);
+    l->out = 10;
+    l->bias = 0;
+    add(s, "logits", LAYER_SCALE)->scale = 1.0f / 9;
+}
+
+static void test_airbench(void)
+{
+    struct net_spec s = {0};
+    struct graph g;
+    char err[256];
+    build_airbench(&s);
+    int rc = graph_build(&g, &s, 3, 32, 32, err, sizeof err);
+    CHECK(rc == DR_OK);
+    if (rc != DR_OK) {
+        fprintf(stderr, "%s\n", err);
+        net_spec_free(&s);
+        return;
+    }
+    /* whiten: 24 = 2 * 3 * 2 * 2 channels, 31x31 (k 2, no padding), stride 1 */
+    int w = find(&g, "whiten");
+    CHECK(w == 1 && shape_is(&g, "whiten", 24, 31, 31));
+    CHECK(g.layers[w].spec.type == LAYER_WHITEN && g.layers[w].spec.out == 24 &&
+          g.layers[w].spec.stride == 1 && g.layers[w].spec.pad == 0);
+    CHECK(g.layers[w].param_count == 2);
+    const struct param_desc *ww = &g.params[g.layers[w].param_first], *wb = ww + 1;
+    CHECK(ww->kind == PARAM_WHITEN_W && ww->n == 24 && ww->c == 3 && ww->h == 2 && ww->w == 2);
+    CHECK(ww->init == PARAM_INIT_WHITEN && !ww->trainable && ww->train_epochs == 0);
+    CHECK(wb->kind == PARAM_WHITEN_B && wb->n == 24 && wb->c == 1 && wb->trainable);
+    CHECK(wb->train_epochs == 3 && wb->init == PARAM_INIT_DEFAULT);
+    CHECK_NEAR(wb->init_bound, 1.0 / sqrt(12.0), 1e-7);
+    CHECK(shape_is(&g, "block1.conv1", 64, 31, 31));
+    CHECK(shape_is(&g, "block1.pool", 64, 15, 15));
+    CHECK(shape_is(&g, "block2.pool", 256, 7, 7));
+    CHECK(shape_is(&g, "block3.pool", 256, 3, 3));
+    CHECK(shape_is(&g, "pool", 256, 1, 1));
+    const struct param_desc *c1 = &g.params[g.layers[find(&g, "block1.conv1")].param_first];
+    CHECK(c1->kind == PARAM_CONV_W && c1->init == PARAM_INIT_DIRAC && c1->c == 24 && c1->trainable);
+    CHECK_NEAR(c1->init_bound, 1.0 / sqrt(24.0 * 9), 1e-7);
+    const struct param_desc *bw = &g.params[g.layers[find(&g, "block2.bn2")].param_first];
+    CHECK(bw->kind == PARAM_BN_W && !bw->trainable && bw[1].kind == PARAM_BN_B && bw[1].trainable);
+    /* trainable: convs 24*64*9 + 64*64*9 + 64*256*9 + 3*256*256*9 = 1967616, bn shifts
+     * 2*64 + 4*256 = 1152, whitening bias 24, linear 2560: 1971352 (the 288 fixed
+     * whitening filters are not counted) */
+    CHECK(g.n_weights == 1971352);
+    /* conv FLOPs: whiten 2*24*12*961 + 24*961 = 576600; 26569728 + 16588800 + 66355200 +
+     * 57802752 + 57802752 + 10616832 for the six convs; linear 5120: 236317784 */
+    CHECK(g.layers[w].flops == 576600);
+    CHECK(g.flops_forward == 236317784);
+    /* the whitening layer reads the image: twice its forward, like the first conv */
+    int64_t train = 0;
+    for (int i = 1; i < g.count; i++) {
+        const struct layer *l = &g.layers[i];
+        int mm = l->spec.type == LAYER_CONV || l->spec.type == LAYER_LINEAR ||
+                 l->spec.type == LAYER_WHITEN;
+        train += (mm && l->inputs[0] != 0 ? 3 : 2) * l->flops;
+    }
+    CHECK(graph_train_flops(&g) == train);
+    graph_free(&g);
+
+    /* Page's whitening: k 3, pad 1, no negate, no bias: 27 channels, no trainable part */
+    s.layers[0].k = 3;
+    s.layers[0].pad = 1;
+    s.layers[0].negate = 0;
+    s.layers[0].bias = 0;
+    rc = graph_build(&g, &s, 3, 32, 32, err, sizeof err);
+    CHECK(rc == DR_OK && shape_is(&g, "whiten", 27, 32, 32));
+    CHECK(rc == DR_OK && g.layers[1].param_count == 1 && g.layers[1].flops == 2 * 27 * 27 * 1024);
+    graph_free(&g);
+
+    /* frozen layers keep their parameters but train none of them */
+    s.layers[0].k = 2;
+    s.layers[0].pad = 0;
+    s.layers[0].negate = 1;
+    s.layers[0].bias = 1;
+    s.layers[0].frozen = 1;
+    rc = graph_build(&g, &s, 3, 32, 32, err, sizeof err);
+    CHECK(rc == DR_OK && g.n_weights == 1971352 - 24 && g.params[1].kind == PARAM_WHITEN_B &&
+          !g.params[1].trainable);
+    graph_free(&g);
+    s.layers[0].frozen = 0;
+    int ci = -1, bi = -1, li = -1;
+    for (int i = 0; i < s.count; i++) {
+        if (!strcmp(s.layers[i].name, "block1.conv2")) ci = i;
+        if (!strcmp(s.layers[i].name, "block1.bn2")) bi = i;
+        if (!strcmp(s.layers[i].name, "linear")) li = i;
+    }
+    s.layers[ci].frozen = s.layers[bi].frozen = s.layers[li].frozen = 1;
+    s.layers[li].bias = 1;
+    rc = graph_build(&g, &s, 3, 32, 32, err, sizeof err);
+    CHECK(rc == DR_OK);
+    if (rc == DR_OK) {
+        CHECK(g.n_weights == 1971352 - 36864 - 64 - 2560);
+        int lin = find(&g, "linear");
+        CHECK(g.layers[lin].param_count == 2 && !g.params[g.layers[lin].param_first].trainable &&
+              !g.params[g.layers[lin].param_first + 1].trainable);
+        const struct param_desc *b2 = &g.params[g.layers[find(&g, "block1.bn2")].param_first];
+        CHECK(!b2[0].trainable && !b2[1].trainable);
+        CHECK(g.params[g.layers[find(&g, "block1.conv2")].param_first].init == PARAM_INIT_DIRAC);
+        graph_free(&g);
+    }
+    net_spec_free(&s);
+}
+
 /* --- errors: each builds a small network and checks the message ----------------- */
 
 /* Builds s, expects DR_ERR_CONFIG and a message that starts with the layer's
@@ -498,6 +649,28 @@ static void test_errors(void)
     l->stride = 0;
     expect_error(&s, "sc", "stride must be >= 1, got 0", LINE(1));
 
+    /* the speed-training attributes */
+    add(&s, "c1", LAYER_CONV)->out = 32;
+    l = add(&s, "c2", LAYER_CONV);
+    l->out = 16;
+    l->dirac = 1;
+    expect_error(&s, "c2", "dirac needs no more input channels than out = 16, got 32", LINE(1));
+
+    add(&s, "c1", LAYER_CONV)->out = 3;
+    add(&s, "w", LAYER_WHITEN);
+    expect_error(&s, "w", "a whiten layer must take the image ('input') as its input, got 'c1'",
+                 LINE(1));
+
+    add(&s, "w", LAYER_WHITEN)->k = 8;
+    expect_error(&s, "w", "k must be in 1..7, got 8", LINE(0));
+
+    add(&s, "w", LAYER_WHITEN)->eps = 0.0f;
+    expect_error(&s, "w", "eps must be positive", LINE(0));
+
+    add(&s, "c1", LAYER_CONV)->out = 8;
+    add(&s, "bn", LAYER_BN)->splits = -2;
+    expect_error(&s, "bn", "splits must be >= 1, got -2", LINE(1));
+
     /* without a file the message still names the layer */
     add(&s, "c1", LAYER_CONV)->out = 8;
     l = add(&s, "r", LAYER_RELU);
@@ -579,6 +752,7 @@ int main(void)
     test_type_names();
     test_resnet9();
     test_dawn_net();
+    test_airbench();
     test_errors();
     test_small_shapes();
     return check_finish("test_graph");

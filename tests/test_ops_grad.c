@@ -7,7 +7,8 @@
  * pools): their differences are exact but for the fp32 rounding of y (~1e-6 in L;
  * observed errors <= 4e-5), checked with atol = rtol = 2e-4. Smooth nonlinear ops (bn,
  * celu, gelu, softmax) use eps = 1e-2: truncation ~eps² plus rounding (observed <= 4e-4,
- * for a 7-value batch norm), checked with atol 1e-3, rtol 2e-3. TEST_VERBOSE=1 prints the
+ * for a 7-value batch norm), checked with atol 1e-3, rtol 2e-3; ghost batch norm (2 and 4
+ * parts) is checked the same way. TEST_VERBOSE=1 prints the
  * worst error of each check. Kinks and ties are avoided: relu inputs keep |x| >= 0.1 and
  * max-pool inputs are 0.1 apart. The accumulate = 1 path is checked against (previous
  * contents + overwrite result) within 1e-5, parameter gradients are pre-filled with junk
@@ -189,7 +190,7 @@ static void test_conv(int n, int ci, int h, int co, int k, int stride, int pad, 
 /* ------------------------------------------------------------------ batch norm */
 
 struct bn_case {
-    int c, n, hw;
+    int c, n, hw, splits;
     float *x, *gamma, *beta, *y, *r, *mean, *invstd, *rm, *rv;
 };
 
@@ -197,41 +198,50 @@ static double bn_loss(void *p)
 {
     struct bn_case *b = p;
     batchnorm_forward_train_cpu(b->y, b->mean, b->invstd, b->rm, b->rv, b->x, b->gamma, b->beta,
-                                b->c, b->n, b->hw, 1e-5f, 0.0f);
+                                b->c, b->n, b->hw, b->splits, 1e-5f, 0.0f);
     return dot(b->y, b->r, (size_t)b->c * b->n * b->hw);
 }
 
-static void test_bn(int c, int n, int hw)
+/* splits > 1: ghost batch norm, each part of n / splits images with its own statistics. */
+static void test_bn(int c, int n, int hw, int splits)
 {
-    struct bn_case b = {c, n, hw, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    const size_t cnt = (size_t)c * n * hw;
+    struct bn_case b = {c, n, hw, splits, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    const size_t cnt = (size_t)c * n * hw, nsave = (size_t)splits * c;
+    char what[64];
     b.x = rand_buf(cnt, -1, 2);
     b.gamma = rand_buf((size_t)c, 0.5f, 1.5f);
     b.beta = rand_buf((size_t)c, -0.5f, 0.5f);
     b.y = malloc(sizeof(float) * cnt);
     b.r = rand_buf(cnt, -1, 1);
-    b.mean = malloc(sizeof(float) * (size_t)c);
-    b.invstd = malloc(sizeof(float) * (size_t)c);
+    b.mean = malloc(sizeof(float) * nsave);
+    b.invstd = malloc(sizeof(float) * nsave);
     b.rm = calloc((size_t)c, sizeof(float));
     b.rv = calloc((size_t)c, sizeof(float));
     float *dx = rand_buf(cnt, -9, 9), *dg = rand_buf((size_t)c, -9, 9);
     float *dbeta = rand_buf((size_t)c, -9, 9);
     bn_loss(&b);
-    batchnorm_backward_cpu(dx, dg, dbeta, b.r, b.x, b.gamma, b.mean, b.invstd, c, n, hw, 0);
-    fd_check("bn dx", b.x, cnt, dx, bn_loss, &b, EPS_NL, ATOL_NL, RTOL_NL);
-    fd_check("bn dgamma", b.gamma, (size_t)c, dg, bn_loss, &b, EPS_NL, ATOL_NL, RTOL_NL);
-    fd_check("bn dbeta", b.beta, (size_t)c, dbeta, bn_loss, &b, EPS_NL, ATOL_NL, RTOL_NL);
+    batchnorm_backward_cpu(dx, dg, dbeta, b.r, b.x, b.gamma, b.mean, b.invstd, c, n, hw, splits,
+                           0);
+    snprintf(what, sizeof what, "bn/%d dx", splits);
+    fd_check(what, b.x, cnt, dx, bn_loss, &b, EPS_NL, ATOL_NL, RTOL_NL);
+    snprintf(what, sizeof what, "bn/%d dgamma", splits);
+    fd_check(what, b.gamma, (size_t)c, dg, bn_loss, &b, EPS_NL, ATOL_NL, RTOL_NL);
+    snprintf(what, sizeof what, "bn/%d dbeta", splits);
+    fd_check(what, b.beta, (size_t)c, dbeta, bn_loss, &b, EPS_NL, ATOL_NL, RTOL_NL);
 
     bn_loss(&b);
     float *pre = rand_buf(cnt, -1, 1), *acc = copy_buf(pre, cnt);
     float *dg2 = rand_buf((size_t)c, -9, 9), *db2 = rand_buf((size_t)c, -9, 9);
-    batchnorm_backward_cpu(acc, dg2, db2, b.r, b.x, b.gamma, b.mean, b.invstd, c, n, hw, 1);
-    check_accumulated("bn dx", acc, pre, dx, cnt);
+    batchnorm_backward_cpu(acc, dg2, db2, b.r, b.x, b.gamma, b.mean, b.invstd, c, n, hw, splits,
+                           1);
+    snprintf(what, sizeof what, "bn/%d dx", splits);
+    check_accumulated(what, acc, pre, dx, cnt);
     CHECK(memcmp(dg2, dg, sizeof(float) * (size_t)c) == 0);
     CHECK(memcmp(db2, dbeta, sizeof(float) * (size_t)c) == 0);
     /* dx not wanted: parameter gradients are still produced */
     memset(dg2, 0, sizeof(float) * (size_t)c);
-    batchnorm_backward_cpu(NULL, dg2, db2, b.r, b.x, b.gamma, b.mean, b.invstd, c, n, hw, 0);
+    batchnorm_backward_cpu(NULL, dg2, db2, b.r, b.x, b.gamma, b.mean, b.invstd, c, n, hw, splits,
+                           0);
     CHECK(memcmp(dg2, dg, sizeof(float) * (size_t)c) == 0);
 
     free(b.x); free(b.gamma); free(b.beta); free(b.y); free(b.r); free(b.mean); free(b.invstd);
@@ -558,8 +568,11 @@ int main(void)
     test_conv(3, 4, 6, 3, 1, 2, 0, 0);
     test_conv(2, 2, 4, 2, 1, 1, 1, 0);
 
-    test_bn(3, 4, 5);
-    test_bn(2, 7, 1);
+    test_bn(3, 4, 5, 1);
+    test_bn(2, 7, 1, 1);
+    /* ghost batch norm: parts of 2 images (12 values) and of 2 images (8 values) */
+    test_bn(3, 4, 6, 2);
+    test_bn(2, 8, 4, 4);
 
     test_act(ACT_RELU, 0.0f, "relu");
     test_act(ACT_CELU, 0.3f, "celu alpha 0.3");

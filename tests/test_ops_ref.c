@@ -1,12 +1,13 @@
 /* Forward outputs of the CPU ops against plain double-precision reference implementations
  * written here, at odd sizes (batches that do not split evenly into the convolution's
  * chunks, odd planes) and at one realistic ResNet-9 shape; the convolution's backward
- * pass at a size with many chunks; SGD against the rule in kernels/optimizer.h; and
+ * pass at a size with many chunks; ghost batch norm against separate batch norms of its
+ * parts; SGD and weight averaging against the rules in kernels/optimizer.h; and
  * determinism (two runs on fresh buffers are bit-identical).
  * Tolerances: outputs that are sums compare with |y - ref| <= 1e-5 * sum|terms| + 1e-6
  * (fp32 accumulation error grows with the terms' magnitude, not with the result);
- * elementwise ops compare within 1e-6 relative; SGD is compared exactly, since the rule
- * is a fixed sequence of fp32 operations. */
+ * elementwise ops compare within 1e-6 relative; SGD and weight averaging are compared
+ * exactly, since each rule is a fixed sequence of fp32 operations. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -173,43 +174,54 @@ static void test_conv(int n, int c, int h, int w, int co, int k, int stride, int
 
 /* ------------------------------------------------------------------ batch norm */
 
-static void test_bn(int c, int n, int hw)
+/* splits > 1: ghost batch norm, the reference normalising each part of n / splits images
+ * with its own statistics and updating the running statistics with their means. */
+static void test_bn(int c, int n, int hw, int splits)
 {
-    const size_t cnt = (size_t)n * hw, total = (size_t)c * cnt;
+    const size_t plane = (size_t)n * hw, cnt = plane / (size_t)splits, total = (size_t)c * plane;
+    const size_t nsave = (size_t)splits * c;
     const float eps = 1e-5f, momentum = 0.1f;
     float *x = rand_buf(total, -2, 3), *y = malloc(sizeof(float) * total);
     float *y2 = malloc(sizeof(float) * total);
     float *gamma = rand_buf((size_t)c, 0.5f, 1.5f), *beta = rand_buf((size_t)c, -1, 1);
-    float *mean = malloc(sizeof(float) * (size_t)c), *invstd = malloc(sizeof(float) * (size_t)c);
+    float *mean = malloc(sizeof(float) * nsave), *invstd = malloc(sizeof(float) * nsave);
     float *rm = rand_buf((size_t)c, -0.1f, 0.1f), *rv = rand_buf((size_t)c, 0.9f, 1.1f);
     float *rm0 = malloc(sizeof(float) * (size_t)c), *rv0 = malloc(sizeof(float) * (size_t)c);
-    double *ref = malloc(sizeof(double) * total), *rmean = malloc(sizeof(double) * (size_t)c);
-    double *rinv = malloc(sizeof(double) * (size_t)c), *rrm = malloc(sizeof(double) * (size_t)c);
+    double *ref = malloc(sizeof(double) * total), *rmean = malloc(sizeof(double) * nsave);
+    double *rinv = malloc(sizeof(double) * nsave), *rrm = malloc(sizeof(double) * (size_t)c);
     double *rrv = malloc(sizeof(double) * (size_t)c);
+    char what[96];
     /* channels with a large offset test the variance's numerical robustness */
-    for (size_t i = 0; i < cnt; i++) x[i] = 100.0f + 0.01f * x[i];
+    for (size_t i = 0; i < plane; i++) x[i] = 100.0f + 0.01f * x[i];
     memcpy(rm0, rm, sizeof(float) * (size_t)c);
     memcpy(rv0, rv, sizeof(float) * (size_t)c);
 
     for (int ch = 0; ch < c; ch++) {
-        const float *xc = x + (size_t)ch * cnt;
-        double s = 0.0, q = 0.0;
-        for (size_t i = 0; i < cnt; i++) s += xc[i];
-        double m = s / (double)cnt;
-        for (size_t i = 0; i < cnt; i++) q += (xc[i] - m) * (xc[i] - m);
-        double var = q / (double)cnt, inv = 1.0 / sqrt(var + eps);
-        rmean[ch] = m;
-        rinv[ch] = inv;
-        rrm[ch] = (1.0 - momentum) * rm0[ch] + momentum * m;
-        rrv[ch] = (1.0 - momentum) * rv0[ch] + momentum * q / (double)(cnt - 1);
-        for (size_t i = 0; i < cnt; i++)
-            ref[(size_t)ch * cnt + i] = (xc[i] - m) * inv * gamma[ch] + beta[ch];
+        double mean_sum = 0.0, unbiased_sum = 0.0;
+        for (int p = 0; p < splits; p++) {
+            const size_t at = (size_t)ch * plane + (size_t)p * cnt;
+            const float *xc = x + at;
+            double s = 0.0, q = 0.0;
+            for (size_t i = 0; i < cnt; i++) s += xc[i];
+            double m = s / (double)cnt;
+            for (size_t i = 0; i < cnt; i++) q += (xc[i] - m) * (xc[i] - m);
+            double var = q / (double)cnt, inv = 1.0 / sqrt(var + eps);
+            rmean[(size_t)p * c + ch] = m;
+            rinv[(size_t)p * c + ch] = inv;
+            mean_sum += m;
+            unbiased_sum += q / (double)(cnt - 1);
+            for (size_t i = 0; i < cnt; i++)
+                ref[at + i] = (xc[i] - m) * inv * gamma[ch] + beta[ch];
+        }
+        rrm[ch] = (1.0 - momentum) * rm0[ch] + momentum * mean_sum / splits;
+        rrv[ch] = (1.0 - momentum) * rv0[ch] + momentum * unbiased_sum / splits;
     }
-    batchnorm_forward_train_cpu(y, mean, invstd, rm, rv, x, gamma, beta, c, n, (int)hw, eps,
-                                momentum);
-    compare("bn train output", y, ref, NULL, total, 1e-5, 1e-5);
-    compare("bn saved mean", mean, rmean, NULL, (size_t)c, 1e-6, 1e-7);
-    compare("bn saved invstd", invstd, rinv, NULL, (size_t)c, 1e-5, 0);
+    batchnorm_forward_train_cpu(y, mean, invstd, rm, rv, x, gamma, beta, c, n, (int)hw, splits,
+                                eps, momentum);
+    snprintf(what, sizeof what, "bn train output (%d, %d, %d) / %d", c, n, hw, splits);
+    compare(what, y, ref, NULL, total, 1e-5, 1e-5);
+    compare("bn saved mean", mean, rmean, NULL, nsave, 1e-6, 1e-7);
+    compare("bn saved invstd", invstd, rinv, NULL, nsave, 1e-5, 0);
     compare("bn running mean", rm, rrm, NULL, (size_t)c, 1e-6, 1e-7);
     compare("bn running var (unbiased)", rv, rrv, NULL, (size_t)c, 1e-5, 1e-7);
 
@@ -217,7 +229,8 @@ static void test_bn(int c, int n, int hw)
     float *rmb = malloc(sizeof(float) * (size_t)c), *rvb = malloc(sizeof(float) * (size_t)c);
     memcpy(rmb, rm, sizeof(float) * (size_t)c);
     memcpy(rvb, rv, sizeof(float) * (size_t)c);
-    batchnorm_forward_train_cpu(y2, mean, invstd, rm, rv, x, gamma, beta, c, n, (int)hw, eps, 0.0f);
+    batchnorm_forward_train_cpu(y2, mean, invstd, rm, rv, x, gamma, beta, c, n, (int)hw, splits,
+                                eps, 0.0f);
     CHECK(memcmp(y, y2, sizeof(float) * total) == 0);
     CHECK(memcmp(rm, rmb, sizeof(float) * (size_t)c) == 0 &&
           memcmp(rv, rvb, sizeof(float) * (size_t)c) == 0);
@@ -225,8 +238,8 @@ static void test_bn(int c, int n, int hw)
     /* eval mode normalises with the running statistics */
     for (int ch = 0; ch < c; ch++) {
         double inv = 1.0 / sqrt((double)rv[ch] + eps);
-        for (size_t i = 0; i < cnt; i++) {
-            size_t at = (size_t)ch * cnt + i;
+        for (size_t i = 0; i < plane; i++) {
+            size_t at = (size_t)ch * plane + i;
             ref[at] = ((double)x[at] - rm[ch]) * inv * gamma[ch] + beta[ch];
         }
     }
@@ -235,8 +248,8 @@ static void test_bn(int c, int n, int hw)
     double *scale = malloc(sizeof(double) * total);
     for (int ch = 0; ch < c; ch++) {
         double inv = 1.0 / sqrt((double)rv[ch] + eps);
-        for (size_t i = 0; i < cnt; i++) {
-            size_t at = (size_t)ch * cnt + i;
+        for (size_t i = 0; i < plane; i++) {
+            size_t at = (size_t)ch * plane + i;
             scale[at] = fabs((double)x[at] * inv * gamma[ch]) + fabs(ref[at]);
         }
     }
@@ -245,6 +258,76 @@ static void test_bn(int c, int n, int hw)
     free(x); free(y); free(y2); free(gamma); free(beta); free(mean); free(invstd); free(rm);
     free(rv); free(rm0); free(rv0); free(ref); free(rmean); free(rinv); free(rrm); free(rrv);
     free(rmb); free(rvb); free(scale);
+}
+
+/* Ghost batch norm with `splits` parts equals `splits` plain batch norms, one per
+ * sub-batch of n / splits images: the same outputs, saved statistics and input gradients
+ * to the bit; the running statistics equal the mean of the sub-batches' updated running
+ * statistics, and dgamma, dbeta the sums of their gradients (up to rounding). */
+static void test_bn_ghost_vs_plain(int c, int n, int hw, int splits)
+{
+    const int nsub = n / splits;
+    const size_t plane = (size_t)n * hw, cnt = (size_t)nsub * hw, total = (size_t)c * plane;
+    const size_t sub_total = (size_t)c * cnt, nsave = (size_t)splits * c, cb = sizeof(float) * c;
+    const float eps = 1e-5f, momentum = 0.2f;
+    float *x = rand_buf(total, -1, 3), *dy = rand_buf(total, -1, 1);
+    float *gamma = rand_buf((size_t)c, 0.5f, 1.5f), *beta = rand_buf((size_t)c, -1, 1);
+    float *rm0 = rand_buf((size_t)c, -0.5f, 0.5f), *rv0 = rand_buf((size_t)c, 0.5f, 2.0f);
+    float *y = malloc(sizeof(float) * total), *dx = malloc(sizeof(float) * total);
+    float *mean = malloc(sizeof(float) * nsave), *invstd = malloc(sizeof(float) * nsave);
+    float *rm = malloc(cb), *rv = malloc(cb), *dg = malloc(cb), *db = malloc(cb);
+    float *xs = malloc(sizeof(float) * sub_total), *dys = malloc(sizeof(float) * sub_total);
+    float *ys = malloc(sizeof(float) * sub_total), *dxs = malloc(sizeof(float) * sub_total);
+    float *ms = malloc(cb), *is = malloc(cb), *rms = malloc(cb), *rvs = malloc(cb);
+    float *dgs = malloc(cb), *dbs = malloc(cb);
+    double *want_rm = calloc((size_t)c, sizeof(double));
+    double *want_rv = calloc((size_t)c, sizeof(double));
+    double *want_dg = calloc((size_t)c, sizeof(double));
+    double *want_db = calloc((size_t)c, sizeof(double));
+    int y_same = 1, dx_same = 1, stats_same = 1;
+    memcpy(rm, rm0, cb);
+    memcpy(rv, rv0, cb);
+    batchnorm_forward_train_cpu(y, mean, invstd, rm, rv, x, gamma, beta, c, n, hw, splits, eps,
+                                momentum);
+    batchnorm_backward_cpu(dx, dg, db, dy, x, gamma, mean, invstd, c, n, hw, splits, 0);
+    for (int p = 0; p < splits; p++) {
+        /* the sub-batch p as its own (c, n / splits, hw) tensor */
+        for (int ch = 0; ch < c; ch++) {
+            const size_t from = (size_t)ch * plane + (size_t)p * cnt;
+            memcpy(xs + (size_t)ch * cnt, x + from, sizeof(float) * cnt);
+            memcpy(dys + (size_t)ch * cnt, dy + from, sizeof(float) * cnt);
+        }
+        memcpy(rms, rm0, cb);
+        memcpy(rvs, rv0, cb);
+        batchnorm_forward_train_cpu(ys, ms, is, rms, rvs, xs, gamma, beta, c, nsub, hw, 1, eps,
+                                    momentum);
+        batchnorm_backward_cpu(dxs, dgs, dbs, dys, xs, gamma, ms, is, c, nsub, hw, 1, 0);
+        for (int ch = 0; ch < c; ch++) {
+            const size_t from = (size_t)ch * plane + (size_t)p * cnt;
+            y_same &= memcmp(ys + (size_t)ch * cnt, y + from, sizeof(float) * cnt) == 0;
+            dx_same &= memcmp(dxs + (size_t)ch * cnt, dx + from, sizeof(float) * cnt) == 0;
+            want_rm[ch] += (double)rms[ch] / splits;
+            want_rv[ch] += (double)rvs[ch] / splits;
+            want_dg[ch] += dgs[ch];
+            want_db[ch] += dbs[ch];
+        }
+        stats_same &= memcmp(ms, mean + (size_t)p * c, cb) == 0 &&
+                      memcmp(is, invstd + (size_t)p * c, cb) == 0;
+    }
+    CHECK(y_same);
+    CHECK(stats_same);
+    CHECK(dx_same);
+    compare("ghost bn running mean = mean of the parts' running means", rm, want_rm, NULL,
+            (size_t)c, 1e-6, 1e-7);
+    compare("ghost bn running var = mean of the parts' running vars", rv, want_rv, NULL,
+            (size_t)c, 1e-6, 1e-7);
+    compare("ghost bn dgamma = sum of the parts' dgamma", dg, want_dg, NULL, (size_t)c, 1e-5,
+            1e-6);
+    compare("ghost bn dbeta = sum of the parts' dbeta", db, want_db, NULL, (size_t)c, 1e-5, 1e-6);
+    free(x); free(dy); free(gamma); free(beta); free(rm0); free(rv0); free(y); free(dx);
+    free(mean); free(invstd); free(rm); free(rv); free(dg); free(db); free(xs); free(dys);
+    free(ys); free(dxs); free(ms); free(is); free(rms); free(rvs); free(dgs); free(dbs);
+    free(want_rm); free(want_rv); free(want_dg); free(want_db);
 }
 
 /* ------------------------------------------------------------------ activations */
@@ -467,6 +550,34 @@ static void test_sgd(int nesterov)
     free(w); free(v); free(dw); free(ew); free(ev); free(edw);
 }
 
+/* ------------------------------------------------------------------ weight averaging */
+
+static void test_lerp(int copy_back)
+{
+    const size_t n = 70001;
+    const float t = 0.0625f * 3.0f + 1e-3f;
+    float *avg = rand_buf(n, -1, 1), *w = rand_buf(n, -1, 1);
+    float *eavg = malloc(sizeof(float) * n), *ew = malloc(sizeof(float) * n);
+    /* volatile: each operation is its own fp32 rounding, in the rule's order */
+    for (size_t i = 0; i < n; i++) {
+        volatile float s = 1.0f - t;
+        volatile float kept = s * avg[i];
+        volatile float added = t * w[i];
+        eavg[i] = kept + added;
+        ew[i] = copy_back ? eavg[i] : w[i];
+    }
+    param_lerp_cpu(avg, w, t, copy_back, n);
+    CHECK(memcmp(avg, eavg, sizeof(float) * n) == 0);
+    CHECK(memcmp(w, ew, sizeof(float) * n) == 0);
+    /* t = 1 copies w; t = 0 keeps avg */
+    param_lerp_cpu(avg, ew, 1.0f, 0, n);
+    CHECK(memcmp(avg, ew, sizeof(float) * n) == 0);
+    memcpy(eavg, avg, sizeof(float) * n);
+    param_lerp_cpu(avg, w, 0.0f, 0, n);
+    CHECK(memcmp(avg, eavg, sizeof(float) * n) == 0);
+    free(avg); free(w); free(eavg); free(ew);
+}
+
 int main(void)
 {
     /* odd sizes: batches that split unevenly into chunks, odd planes, every path */
@@ -479,8 +590,12 @@ int main(void)
     /* one realistic ResNet-9 shape (layer 2: 128 -> 256 channels on 16x16), forward only */
     test_conv(3, 128, 16, 16, 256, 3, 1, 1, 0, 0);
 
-    test_bn(5, 7, 9);
-    test_bn(3, 130, 16);
+    test_bn(5, 7, 9, 1);
+    test_bn(3, 130, 16, 1);
+    test_bn(5, 8, 9, 4);          /* ghost batch norm: parts of 2 images */
+    test_bn(3, 128, 16, 16);      /* Page's ResNet-9 split of a 512 batch, scaled down */
+    test_bn_ghost_vs_plain(6, 12, 9, 3);
+    test_bn_ghost_vs_plain(4, 64, 16, 16);
     test_activations();
 
     test_pool(POOL_MAX, 10, 8, 8, 2, 2, 2, 2);
@@ -502,5 +617,7 @@ int main(void)
     test_xent_ties();
     test_sgd(1);
     test_sgd(0);
+    test_lerp(0);
+    test_lerp(1);
     return check_finish("test_ops_ref");
 }

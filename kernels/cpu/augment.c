@@ -41,7 +41,7 @@ static void augment_one(float *out, size_t cstride, const uint8_t *img /* (3, 32
             const uint8_t *row = src + sy[y] * S;
             for (int x = 0; x < S; x++) line[x] = sx[x] < 0 ? 0.0f : lut[c][row[sx[x]]];
         }
-        if (p->cutout > 0)
+        if (p->cutout > 0 && !p->view)
             for (int y = a->cut_y; y < a->cut_y + p->cutout; y++)
                 for (int x = a->cut_x; x < a->cut_x + p->cutout; x++) plane[y * S + x] = 0.0f;
     }

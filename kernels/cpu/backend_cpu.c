@@ -248,16 +248,16 @@ static int cpu_bn_forward_train(void *ctx, struct tensor *y, struct tensor *save
                                 const struct tensor *gamma, const struct tensor *beta,
                                 const struct bn_attr *a)
 {
-    int rc = DR_OK;
+    int rc = DR_OK, parts = 1;
     cpu_enter(ctx);
     EXPECT(same_shape(y, x), "bn: output (%d, %d, %d, %d) unlike input", y->n, y->c, y->h, y->w);
-    EXPECT(bn_vec_ok(save_mean, x->c) && bn_vec_ok(save_invstd, x->c) &&
-               bn_vec_ok(running_mean, x->c) && bn_vec_ok(running_var, x->c) &&
+    TRY(backend_check_bn_parts(&parts, x, save_mean, save_invstd, a));
+    EXPECT(bn_vec_ok(running_mean, x->c) && bn_vec_ok(running_var, x->c) &&
                bn_vec_ok(gamma, x->c) && bn_vec_ok(beta, x->c),
            "bn: a statistics or parameter vector is not of %d channels", x->c);
     batchnorm_forward_train_cpu(y->data, save_mean->data, save_invstd->data, running_mean->data,
                                 running_var->data, x->data, gamma->data, beta->data, x->c, x->n,
-                                x->h * x->w, a->eps, a->momentum);
+                                x->h * x->w, parts, a->eps, a->momentum);
 cleanup:
     return rc;
 }
@@ -284,16 +284,16 @@ static int cpu_bn_backward(void *ctx, struct tensor *dx, struct tensor *dgamma,
                            const struct tensor *gamma, const struct tensor *save_mean,
                            const struct tensor *save_invstd, int accumulate)
 {
-    int rc = DR_OK;
+    int rc = DR_OK, parts = 1;
     cpu_enter(ctx);
     EXPECT(same_shape(dy, x) && (!fdata(dx) || same_shape(dx, x)),
            "bn backward: dy or dx unlike x (%d, %d, %d, %d)", x->n, x->c, x->h, x->w);
-    EXPECT(bn_vec_ok(gamma, x->c) && bn_vec_ok(save_mean, x->c) && bn_vec_ok(save_invstd, x->c) &&
-               (!fdata(dgamma) || bn_vec_ok(dgamma, x->c)) &&
+    TRY(backend_check_bn_parts(&parts, x, save_mean, save_invstd, NULL));
+    EXPECT(bn_vec_ok(gamma, x->c) && (!fdata(dgamma) || bn_vec_ok(dgamma, x->c)) &&
                (!fdata(dbeta) || bn_vec_ok(dbeta, x->c)),
            "bn backward: a statistics or parameter vector is not of %d channels", x->c);
     batchnorm_backward_cpu(fdata(dx), fdata(dgamma), fdata(dbeta), dy->data, x->data, gamma->data,
-                           save_mean->data, save_invstd->data, x->c, x->n, x->h * x->w,
+                           save_mean->data, save_invstd->data, x->c, x->n, x->h * x->w, parts,
                            accumulate);
 cleanup:
     return rc;
@@ -481,7 +481,7 @@ cleanup:
     return rc;
 }
 
-/* ------------------------------------------------------------------ linear, loss, sgd */
+/* ------------------------------------------------------------------ linear, loss, optimiser */
 
 static int cpu_linear_forward(void *ctx, struct tensor *y, const struct tensor *x,
                               const struct tensor *w, const struct tensor *b)
@@ -568,6 +568,17 @@ cleanup:
     return rc;
 }
 
+static int cpu_param_lerp(void *ctx, struct tensor *avg, struct tensor *w, float t,
+                          int copy_back)
+{
+    int rc = DR_OK;
+    cpu_enter(ctx);
+    TRY(backend_check_lerp(avg, w));
+    param_lerp_cpu(avg->data, w->data, t, copy_back, tensor_count(avg));
+cleanup:
+    return rc;
+}
+
 /* ------------------------------------------------------------------ the table */
 
 static const struct backend_ops cpu_ops = {
@@ -602,6 +613,7 @@ static const struct backend_ops cpu_ops = {
     .xent_forward = cpu_xent_forward,
     .xent_backward = cpu_xent_backward,
     .sgd_update = cpu_sgd_update,
+    .param_lerp = cpu_param_lerp,
 };
 
 /* Processor model from /proc/cpuinfo ("model name"), or "" when it cannot be read. */

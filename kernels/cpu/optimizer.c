@@ -1,4 +1,5 @@
-/* CPU SGD with momentum in exactly the per-element order of kernels/optimizer.h. */
+/* CPU SGD with momentum and weight averaging in exactly the per-element order of
+ * kernels/optimizer.h. */
 #include "../optimizer.h"
 
 /* Below this many elements the update stays on one thread. */
@@ -26,5 +27,18 @@ void sgd_update_cpu(float *w, float *v, float *dw, float lr, float wd, float mom
             v[i] = vel;
             w[i] += vel;
         }
+    }
+}
+
+void param_lerp_cpu(float *avg, float *w, float t, int copy_back, size_t count)
+{
+    const long cnt = (long)count;
+    const float s = 1.0f - t;
+#pragma omp parallel for schedule(static) if (count >= SGD_PARALLEL_MIN)
+    for (long i = 0; i < cnt; i++) {
+        const float kept = s * avg[i], added = t * w[i];
+        const float a = kept + added;
+        avg[i] = a;
+        if (copy_back) w[i] = a;
     }
 }

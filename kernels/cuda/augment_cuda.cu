@@ -57,8 +57,8 @@ __global__ void augment_kernel(T *x,                   /* (n, 32, 32, 3) */
             const int sx = augment_source(a.crop_x + (a.flip ? AUGMENT_IMAGE - 1 - xx : xx), p.pad,
                                           (int)p.pad_mode);
             const int sy = augment_source(a.crop_y + yy, p.pad, (int)p.pad_mode);
-            const int cut = p.cutout > 0 && yy >= a.cut_y && yy < a.cut_y + p.cutout &&
-                            xx >= a.cut_x && xx < a.cut_x + p.cutout;
+            const int cut = p.cutout > 0 && !p.view && yy >= a.cut_y &&
+                            yy < a.cut_y + p.cutout && xx >= a.cut_x && xx < a.cut_x + p.cutout;
             src = (sx < 0 || sy < 0 || cut) ? -1 : sy * AUGMENT_IMAGE + sx;
         }
         for (int c = 0; c < AUGMENT_CHANNELS; c++)
@@ -75,7 +75,7 @@ int cuda_augment(void *ctx, struct tensor *x, struct tensor *labels, const struc
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
     const size_t dataset_rows = tensor_count(images) / IMAGE_BYTES;
     const size_t count = (size_t)x->n * PIXELS;
-    struct augment_params p = {0, PAD_REFLECT, 0, 0, 0};
+    struct augment_params p = {0, PAD_REFLECT, 0, 0, 0, 0, 0, 0, 0, 0};
     EXPECT(x->c == AUGMENT_CHANNELS && x->h == AUGMENT_IMAGE && x->w == AUGMENT_IMAGE,
            "augment: batch tensor is (%d, %d, %d, %d), not (n, 3, 32, 32)", x->n, x->c, x->h,
            x->w);

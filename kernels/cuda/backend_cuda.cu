@@ -355,6 +355,7 @@ static const struct backend_ops cuda_ops_table = {
     /* .xent_forward = */ cuda_xent_forward,
     /* .xent_backward = */ cuda_xent_backward,
     /* .sgd_update = */ cuda_sgd_update,
+    /* .param_lerp = */ cuda_param_lerp,
 };
 
 /* ------------------------------------------------------------------ creation */

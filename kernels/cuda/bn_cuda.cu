@@ -5,7 +5,12 @@
  * Each pass is: per-channel partial sums (reduce_cuda.cu), a one-thread-per-channel
  * kernel that turns sums into coefficients, and an elementwise kernel. Elementwise
  * arithmetic uses explicit round-to-nearest intrinsics so that no multiply-add is fused
- * where the CPU twin rounds twice. */
+ * where the CPU twin rounds twice.
+ * Ghost batch norm: the S parts of the batch are S consecutive ranges of rows (n / S
+ * images each; "splits" below, "parts" being the reduction's row blocks). The sums are
+ * taken split by split, the coefficient kernel walks a channel's splits in order
+ * (coefficients (S, count, c)), and the elementwise kernels take the split from
+ * blockIdx.y. */
 #include <math.h>
 
 #include "cuda_internal.h"
@@ -18,27 +23,35 @@ enum { COEF_SCALE, COEF_HI, COEF_LO, COEF_SHIFT, COEF_FWD_COUNT };
 /* Coefficients of the elementwise backward: dx = a*dy + b*((x - hi) - lo) + e. */
 enum { BCOEF_A, BCOEF_B, BCOEF_E, BCOEF_HI, BCOEF_LO, COEF_BWD_COUNT };
 
-__global__ void bn_train_finalize_kernel(float *coef,          /* (COEF_FWD_COUNT, c) */
-                                         float *save_mean,     /* (c) */
-                                         float *save_invstd,   /* (c) */
+__global__ void bn_train_finalize_kernel(float *coef,          /* (splits, COEF_FWD_COUNT, c) */
+                                         float *save_mean,     /* (splits, c) */
+                                         float *save_invstd,   /* (splits, c) */
                                          float *running_mean,  /* (c) in/out */
                                          float *running_var,   /* (c) in/out */
-                                         const double *sums,   /* (2, c): sum x, sum x² */
+                                         const double *sums,   /* (splits, 2, c): x, x² */
                                          const float *gamma, const float *beta, int c,
-                                         long cnt, float eps, float momentum)
+                                         int splits, long cnt, float eps, float momentum)
 {
     const int ch = blockIdx.x * blockDim.x + threadIdx.x;
     if (ch >= c) return;
-    double mean, invstd;
-    batchnorm_channel_stats(&mean, &invstd, &save_mean[ch], &save_invstd[ch], &running_mean[ch],
-                            &running_var[ch], sums[ch], sums[c + ch], (size_t)cnt, eps,
-                            momentum);
-    float hi, lo;
-    batchnorm_split(&hi, &lo, mean);
-    coef[COEF_SCALE * c + ch] = (float)((double)gamma[ch] * invstd);
-    coef[COEF_HI * c + ch] = hi;
-    coef[COEF_LO * c + ch] = lo;
-    coef[COEF_SHIFT * c + ch] = beta[ch];
+    double mean_sum = 0.0, unbiased_sum = 0.0;
+    for (int s = 0; s < splits; s++) {
+        const double *ps = sums + (size_t)s * 2 * c;
+        float *pc = coef + (size_t)s * COEF_FWD_COUNT * c;
+        double mean, invstd, unbiased;
+        batchnorm_part_stats(&mean, &invstd, &unbiased, &save_mean[s * c + ch],
+                             &save_invstd[s * c + ch], ps[ch], ps[c + ch], (size_t)cnt, eps);
+        mean_sum += mean;
+        unbiased_sum += unbiased;
+        float hi, lo;
+        batchnorm_split(&hi, &lo, mean);
+        pc[COEF_SCALE * c + ch] = (float)((double)gamma[ch] * invstd);
+        pc[COEF_HI * c + ch] = hi;
+        pc[COEF_LO * c + ch] = lo;
+        pc[COEF_SHIFT * c + ch] = beta[ch];
+    }
+    batchnorm_running_update(&running_mean[ch], &running_var[ch], mean_sum, unbiased_sum,
+                             splits, momentum);
 }
 
 __global__ void bn_eval_coef_kernel(float *coef,  /* (COEF_FWD_COUNT, c) */
@@ -55,57 +68,70 @@ __global__ void bn_eval_coef_kernel(float *coef,  /* (COEF_FWD_COUNT, c) */
     coef[COEF_SHIFT * c + ch] = beta[ch];
 }
 
-/* Block (CH_X, CH_Y), grid cuda_grid_rows. */
+/* Block (CH_X, CH_Y), grid (cuda_grid_rows(rows), splits): blockIdx.y is the ghost
+ * batch-norm part, of `rows` rows each. */
 template <typename T>
-__global__ void bn_apply_kernel(T *y,              /* (rows, c) */
-                                const T *x,        /* (rows, c) */
-                                const float *coef, /* (COEF_FWD_COUNT, c) */
+__global__ void bn_apply_kernel(T *y,              /* (splits, rows, c) */
+                                const T *x,        /* (splits, rows, c) */
+                                const float *coef, /* (splits, COEF_FWD_COUNT, c) */
                                 long rows, int c)
 {
+    const size_t base = (size_t)blockIdx.y * rows * c;
+    coef += (size_t)blockIdx.y * COEF_FWD_COUNT * c;
     FOR_CHANNELS(ch, c)
     {
         const float scale = coef[COEF_SCALE * c + ch], hi = coef[COEF_HI * c + ch];
         const float lo = coef[COEF_LO * c + ch], shift = coef[COEF_SHIFT * c + ch];
         FOR_ROWS(r, rows)
         {
-            const size_t i = (size_t)r * c + ch;
+            const size_t i = base + (size_t)r * c + ch;
             const float t = __fsub_rn(__fsub_rn(cuda_to_f<T>(x[i]), hi), lo);
             y[i] = cuda_from_f<T>(__fadd_rn(__fmul_rn(t, scale), shift));
         }
     }
 }
 
-__global__ void bn_backward_finalize_kernel(float *coef,   /* (COEF_BWD_COUNT, c) */
+__global__ void bn_backward_finalize_kernel(float *coef,   /* (splits, COEF_BWD_COUNT, c) */
                                             float *dgamma, /* (c) or NULL */
                                             float *dbeta,  /* (c) or NULL */
-                                            const double *sums, /* (3, c): x, dy, dy*x */
-                                            const float *gamma, const float *save_invstd,
-                                            int c, long cnt)
+                                            const double *sums, /* (splits, 3, c): x, dy, dy*x */
+                                            const float *gamma,
+                                            const float *save_invstd, /* (splits, c) */
+                                            int c, int splits, long cnt)
 {
     const int ch = blockIdx.x * blockDim.x + threadIdx.x;
     if (ch >= c) return;
-    const double sum_dy = sums[c + ch];
-    double dg;
-    float a, b, e, hi, lo;
-    batchnorm_channel_grad(&dg, &a, &b, &e, &hi, &lo, sums[ch], sum_dy, sums[2 * c + ch],
-                           gamma[ch], save_invstd[ch], (size_t)cnt);
-    if (dgamma) dgamma[ch] = (float)dg;
-    if (dbeta) dbeta[ch] = (float)sum_dy;
-    coef[BCOEF_A * c + ch] = a;
-    coef[BCOEF_B * c + ch] = b;
-    coef[BCOEF_E * c + ch] = e;
-    coef[BCOEF_HI * c + ch] = hi;
-    coef[BCOEF_LO * c + ch] = lo;
+    double dgamma_sum = 0.0, dbeta_sum = 0.0;
+    for (int s = 0; s < splits; s++) {
+        const double *ps = sums + (size_t)s * 3 * c;
+        float *pc = coef + (size_t)s * COEF_BWD_COUNT * c;
+        const double sum_dy = ps[c + ch];
+        double dg;
+        float a, b, e, hi, lo;
+        batchnorm_channel_grad(&dg, &a, &b, &e, &hi, &lo, ps[ch], sum_dy, ps[2 * c + ch],
+                               gamma[ch], save_invstd[s * c + ch], (size_t)cnt);
+        dgamma_sum += dg;
+        dbeta_sum += sum_dy;
+        pc[BCOEF_A * c + ch] = a;
+        pc[BCOEF_B * c + ch] = b;
+        pc[BCOEF_E * c + ch] = e;
+        pc[BCOEF_HI * c + ch] = hi;
+        pc[BCOEF_LO * c + ch] = lo;
+    }
+    if (dgamma) dgamma[ch] = (float)dgamma_sum;
+    if (dbeta) dbeta[ch] = (float)dbeta_sum;
 }
 
-/* Block (CH_X, CH_Y), grid cuda_grid_rows. */
+/* Block (CH_X, CH_Y), grid (cuda_grid_rows(rows), splits), as bn_apply_kernel. */
 template <typename T>
-__global__ void bn_backward_apply_kernel(T *dx,             /* (rows, c) */
-                                         const T *dy,       /* (rows, c) */
-                                         const T *x,        /* (rows, c) */
-                                         const float *coef, /* (COEF_BWD_COUNT, c) */
+__global__ void bn_backward_apply_kernel(T *dx,             /* (splits, rows, c) */
+                                         const T *dy,       /* (splits, rows, c) */
+                                         const T *x,        /* (splits, rows, c) */
+                                         const float *coef, /* (splits, COEF_BWD_COUNT, c) */
                                          long rows, int c, int accumulate)
 {
+    const size_t base = (size_t)blockIdx.y * rows * c;
+    coef += (size_t)blockIdx.y * COEF_BWD_COUNT * c;
     FOR_CHANNELS(ch, c)
     {
         const float a = coef[BCOEF_A * c + ch], b = coef[BCOEF_B * c + ch];
@@ -113,7 +139,7 @@ __global__ void bn_backward_apply_kernel(T *dx,             /* (rows, c) */
         const float lo = coef[BCOEF_LO * c + ch];
         FOR_ROWS(r, rows)
         {
-            const size_t i = (size_t)r * c + ch;
+            const size_t i = base + (size_t)r * c + ch;
             const float xm = __fsub_rn(__fsub_rn(cuda_to_f<T>(x[i]), hi), lo);
             const float g = __fadd_rn(
                 __fadd_rn(__fmul_rn(a, cuda_to_f<T>(dy[i])), __fmul_rn(b, xm)), e);
@@ -150,42 +176,62 @@ cleanup:
     return rc;
 }
 
+/* The per-channel sums of `mode` over each of the splits of a (splits * rows, c) tensor a
+ * (and b), into sums (splits, mode, c); partial holds splits * mode * parts * c doubles. */
+static int bn_split_sums(struct cuda_ctx *ctx, double *sums, double *partial, const void *a,
+                         const void *b, long rows, int c, int splits, int parts,
+                         enum cuda_reduce_mode mode)
+{
+    int rc = DR_OK;
+    const int nq = (int)mode;
+    const size_t stride = (size_t)rows * c * cuda_dt_size(ctx->dt);
+    for (int s = 0; s < splits; s++)
+        TRY(cuda_reduce_partial(ctx, partial + (size_t)s * nq * parts * c,
+                                (const char *)a + s * stride,
+                                b ? (const char *)b + s * stride : NULL, rows, c, parts, mode));
+    /* split s's quantity q is quantity s * nq + q of the whole */
+    TRY(cuda_reduce_finish(ctx, sums, partial, c, parts, splits * nq));
+cleanup:
+    return rc;
+}
+
 int cuda_bn_forward_train(void *ctx, struct tensor *y, struct tensor *save_mean,
                           struct tensor *save_invstd, struct tensor *running_mean,
                           struct tensor *running_var, const struct tensor *x,
                           const struct tensor *gamma, const struct tensor *beta,
                           const struct bn_attr *a)
 {
-    int rc = DR_OK;
+    int rc = DR_OK, splits = 1, parts = 1;
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
     const int ch = x->c;
     const long rows = (long)x->n * x->h * x->w;
-    const size_t count = (size_t)rows * (size_t)ch;
-    const int parts = cuda_reduce_parts(rows);
+    long split_rows = rows;
     double *partial = NULL, *sums = NULL;
     float *coef = NULL;
     EXPECT(cuda_same_shape(y, x), "bn: output (%d, %d, %d, %d) unlike input", y->n, y->c, y->h,
            y->w);
-    EXPECT(bn_vec_ok(save_mean, ch) && bn_vec_ok(save_invstd, ch) &&
-               bn_vec_ok(running_mean, ch) && bn_vec_ok(running_var, ch) &&
-               bn_vec_ok(gamma, ch) && bn_vec_ok(beta, ch),
+    TRY(backend_check_bn_parts(&splits, x, save_mean, save_invstd, a));
+    EXPECT(bn_vec_ok(running_mean, ch) && bn_vec_ok(running_var, ch) && bn_vec_ok(gamma, ch) &&
+               bn_vec_ok(beta, ch),
            "bn: a statistics or parameter vector is not of %d channels", ch);
     if (ch == 0) goto cleanup;
+    split_rows = rows / splits;
+    parts = cuda_reduce_parts(split_rows);
     TRY(cuda_enter(c));
-    TRY(bn_scratch(c, 2, parts, ch, COEF_FWD_COUNT, &partial, &sums, &coef));
-    TRY(cuda_reduce_partial(c, partial, x->data, NULL, rows, ch, parts, REDUCE_SUMSQ));
-    TRY(cuda_reduce_finish(c, sums, partial, ch, parts, 2));
+    TRY(bn_scratch(c, 2 * splits, parts, ch, COEF_FWD_COUNT * splits, &partial, &sums, &coef));
+    TRY(bn_split_sums(c, sums, partial, x->data, NULL, split_rows, ch, splits, parts,
+                      REDUCE_SUMSQ));
     bn_train_finalize_kernel<<<(ch + CUDA_THREADS - 1) / CUDA_THREADS, CUDA_THREADS, 0,
                                c->stream>>>(coef, vec(save_mean), vec(save_invstd),
                                             vec(running_mean), vec(running_var), sums,
-                                            vec(gamma), vec(beta), ch, rows, a->eps,
-                                            a->momentum);
+                                            vec(gamma), vec(beta), ch, splits, split_rows,
+                                            a->eps, a->momentum);
     CHECK_LAUNCH();
-    if (count == 0) goto cleanup;
+    if (split_rows == 0) goto cleanup;
     CUDA_DISPATCH(c->dt, T,
-                  bn_apply_kernel<T><<<cuda_grid_rows(c, rows), dim3(CH_X, CH_Y), 0,
-                                       c->stream>>>((T *)y->data, (const T *)x->data, coef,
-                                                    rows, ch));
+                  bn_apply_kernel<T><<<dim3(cuda_grid_rows(c, split_rows), (unsigned)splits),
+                                       dim3(CH_X, CH_Y), 0, c->stream>>>(
+                      (T *)y->data, (const T *)x->data, coef, split_rows, ch));
     CHECK_LAUNCH();
 cleanup:
     return rc;
@@ -227,35 +273,37 @@ int cuda_bn_backward(void *ctx, struct tensor *dx, struct tensor *dgamma, struct
                      const struct tensor *save_mean, const struct tensor *save_invstd,
                      int accumulate)
 {
-    int rc = DR_OK;
+    int rc = DR_OK, splits = 1, parts = 1;
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
     const int ch = x->c;
     const long rows = (long)x->n * x->h * x->w;
-    const size_t count = (size_t)rows * (size_t)ch;
-    const int parts = cuda_reduce_parts(rows);
+    long split_rows = rows;
     const int want_dx = dx && dx->data;
     double *partial = NULL, *sums = NULL;
     float *coef = NULL;
     EXPECT(cuda_same_shape(dy, x) && (!want_dx || cuda_same_shape(dx, x)),
            "bn backward: dy or dx unlike x (%d, %d, %d, %d)", x->n, x->c, x->h, x->w);
-    EXPECT(bn_vec_ok(gamma, ch) && bn_vec_ok(save_mean, ch) && bn_vec_ok(save_invstd, ch) &&
-               (!vec(dgamma) || bn_vec_ok(dgamma, ch)) && (!vec(dbeta) || bn_vec_ok(dbeta, ch)),
+    TRY(backend_check_bn_parts(&splits, x, save_mean, save_invstd, NULL));
+    EXPECT(bn_vec_ok(gamma, ch) && (!vec(dgamma) || bn_vec_ok(dgamma, ch)) &&
+               (!vec(dbeta) || bn_vec_ok(dbeta, ch)),
            "bn backward: a statistics or parameter vector is not of %d channels", ch);
     if (ch == 0) goto cleanup;
+    split_rows = rows / splits;
+    parts = cuda_reduce_parts(split_rows);
     TRY(cuda_enter(c));
-    TRY(bn_scratch(c, 3, parts, ch, COEF_BWD_COUNT, &partial, &sums, &coef));
-    TRY(cuda_reduce_partial(c, partial, x->data, dy->data, rows, ch, parts, REDUCE_BN_BWD));
-    TRY(cuda_reduce_finish(c, sums, partial, ch, parts, 3));
+    TRY(bn_scratch(c, 3 * splits, parts, ch, COEF_BWD_COUNT * splits, &partial, &sums, &coef));
+    TRY(bn_split_sums(c, sums, partial, x->data, dy->data, split_rows, ch, splits, parts,
+                      REDUCE_BN_BWD));
     bn_backward_finalize_kernel<<<(ch + CUDA_THREADS - 1) / CUDA_THREADS, CUDA_THREADS, 0,
                                   c->stream>>>(coef, vec(dgamma), vec(dbeta), sums, vec(gamma),
-                                               vec(save_invstd), ch, rows);
+                                               vec(save_invstd), ch, splits, split_rows);
     CHECK_LAUNCH();
-    if (!want_dx || count == 0) goto cleanup;
+    if (!want_dx || split_rows == 0) goto cleanup;
     CUDA_DISPATCH(c->dt, T,
-                  bn_backward_apply_kernel<T><<<cuda_grid_rows(c, rows), dim3(CH_X, CH_Y), 0,
-                                                c->stream>>>((T *)dx->data, (const T *)dy->data,
-                                                             (const T *)x->data, coef, rows, ch,
-                                                             accumulate));
+                  bn_backward_apply_kernel<T>
+                  <<<dim3(cuda_grid_rows(c, split_rows), (unsigned)splits), dim3(CH_X, CH_Y), 0,
+                     c->stream>>>((T *)dx->data, (const T *)dy->data, (const T *)x->data, coef,
+                                  split_rows, ch, accumulate));
     CHECK_LAUNCH();
 cleanup:
     return rc;

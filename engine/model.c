@@ -280,7 +280,10 @@ int model_average_update(struct model *m, float t, int copy_back)
     if (!m->avg)
         return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL,
                          "weight averaging used before model_average_start");
-    return average_each(m, t, copy_back);
+    double t0 = prof_start(m);
+    int rc = average_each(m, t, copy_back);
+    if (m->prof) m->prof->optimizer_s += prof_stop(m, t0);   /* part of the update */
+    return rc;
 }
 
 void model_average_swap(struct model *m)

@@ -15,7 +15,7 @@
 struct model_profile {
     double forward_s[LAYER_TYPE_COUNT];
     double backward_s[LAYER_TYPE_COUNT];
-    double loss_s, optimizer_s, augment_s;
+    double loss_s, optimizer_s, augment_s;   /* optimizer_s includes weight averaging */
 };
 
 struct model {

@@ -2,7 +2,8 @@
 # The GPU check in one command, for a machine with an NVIDIA GPU (offline is fine): records
 # the machine (nvidia-smi, driver, CUDA, cuDNN, PyTorch), builds dawnrun with the CUDA
 # engine, runs `dawnrun selfcheck`, benchmarks DAWN_net (page-post3/30ep-cutout) and
-# ResNet-9 (resnet9-24ep) in fp16, times one full fp16 training run of 30ep-cutout, runs
+# ResNet-9 (resnet9-24ep) and the speed recipes (page-final-10ep, airbench94) in fp16,
+# runs the speed recipes for a few seeds, times one full fp16 training run of 30ep-cutout, runs
 # bench/pytorch_reference.py for a side-by-side, then benches again with cuDNN's timed
 # algorithm choice, bf16 and fp32. Most important first: a run cut short by a time limit
 # still leaves the earlier logs. See docs/gpu.md.
@@ -147,7 +148,8 @@ bench() {   # config precision [VAR=value...]: one `dawnrun bench`, appended to 
     echo "---- exit $?"
 }
 : >"$OUT/bench.log"
-for cfg in configs/page-post3/30ep-cutout.cfg configs/resnet9-24ep.cfg; do
+for cfg in configs/page-post3/30ep-cutout.cfg configs/resnet9-24ep.cfg \
+           configs/page-final-10ep.cfg configs/airbench94.cfg; do
     bench "$cfg" fp16 | tee -a "$OUT/bench.log"
 done
 grep -E "^---- bench|ms/step|projected" "$OUT/bench.log" | tee -a "$SUMMARY"
@@ -158,8 +160,8 @@ if [ "${GPU_CHECK_QUICK:-0}" = "1" ]; then
     exit $((SC != 0))
 fi
 
-# ------------------------------------------------------------------ a full run
-section "full run: 30ep-cutout, fp16, seed 0"
+# ------------------------------------------------------------------ data for the runs
+section "data"
 DATA="${DAWNRUN_DATA:-}"
 KIND="CIFAR-10"
 if [ -z "$DATA" ] || [ ! -f "$DATA/test_batch.bin" ]; then
@@ -178,8 +180,22 @@ for name in ["data_batch_%d.bin" % i for i in range(1, 6)] + ["test_batch.bin"]:
 EOF
 fi
 note "full run data: $KIND ($DATA)"
+: >"$OUT/run.log"
+
+# ------------------------------------------------------------------ the speed recipes
+section "speed recipes: airbench94 (5 seeds) and page-final-10ep (3 seeds), fp16"
+for spec in "configs/airbench94.cfg 5" "configs/page-final-10ep.cfg 3"; do
+    set -- $spec
+    DAWNRUN_DATA="$DATA" timeout 150 "$DR" run "$1" --engine cuda --seeds "$2" \
+        --db /tmp/dawnrun-recipes.db --set 'train.precision="fp16"' 2>&1 | tee -a "$OUT/run.log"
+    note "recipe $1: exit ${PIPESTATUS[0]}"
+done
+grep -E "runs reach" "$OUT/run.log" | tee -a "$SUMMARY"
+
+# ------------------------------------------------------------------ a full run
+section "full run: 30ep-cutout, fp16, seed 0"
 DAWNRUN_DATA="$DATA" timeout 300 "$DR" train configs/page-post3/30ep-cutout.cfg --engine cuda \
-    --seed 0 --set 'train.precision="fp16"' 2>&1 | tee "$OUT/run.log"
+    --seed 0 --set 'train.precision="fp16"' 2>&1 | tee -a "$OUT/run.log"
 note "full run: exit ${PIPESTATUS[0]}"
 tail -3 "$OUT/run.log" | tee -a "$SUMMARY"
 

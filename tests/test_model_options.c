@@ -35,42 +35,42 @@ static struct layer_spec *add(struct net_spec *s, const char *name, enum layer_t
     return l;
 }
 
+/* Ends s with linear(10, bias), builds it for 3x32x32 images and frees s. ok = 0: an
+ * earlier add failed (out of memory). */
+static int linear_head(struct net_spec *s, struct graph *g, int ok)
+{
+    char err[256];
+    int rc = DR_ERR_NOMEM;
+    struct layer_spec *l = ok ? add(s, "linear", LAYER_LINEAR) : NULL;
+    if (l) {
+        l->out = 10;
+        l->bias = 1;
+        rc = graph_build(g, s, 3, 32, 32, err, sizeof(err));
+        if (rc != DR_OK) printf("graph_build: %s\n", err);
+    }
+    net_spec_free(s);
+    return rc;
+}
+
 /* conv(4, bias) -> bn -> relu -> global avg pool -> flatten -> linear(10, bias) */
 static int small_net(struct graph *g)
 {
     struct net_spec s = {0};
-    char err[256];
     struct layer_spec *l = add(&s, "conv", LAYER_CONV);
-    if (!l) return DR_ERR_NOMEM;
-    l->out = 4;
-    l->bias = 1;
-    if (!add(&s, "bn", LAYER_BN) || !add(&s, "relu", LAYER_RELU) ||
-        !add(&s, "pool", LAYER_GAVGPOOL) || !add(&s, "flat", LAYER_FLATTEN))
-        return DR_ERR_NOMEM;
-    l = add(&s, "linear", LAYER_LINEAR);
-    if (!l) return DR_ERR_NOMEM;
-    l->out = 10;
-    l->bias = 1;
-    int rc = graph_build(g, &s, 3, 32, 32, err, sizeof(err));
-    if (rc != DR_OK) printf("graph_build: %s\n", err);
-    net_spec_free(&s);
-    return rc;
+    if (l) {
+        l->out = 4;
+        l->bias = 1;
+    }
+    int ok = l && add(&s, "bn", LAYER_BN) && add(&s, "relu", LAYER_RELU) &&
+             add(&s, "pool", LAYER_GAVGPOOL) && add(&s, "flat", LAYER_FLATTEN);
+    return linear_head(&s, g, ok);
 }
 
 /* flatten -> linear(10, bias): logits linear in the image, for the TTA check */
 static int linear_net(struct graph *g)
 {
     struct net_spec s = {0};
-    char err[256];
-    if (!add(&s, "flat", LAYER_FLATTEN)) return DR_ERR_NOMEM;
-    struct layer_spec *l = add(&s, "linear", LAYER_LINEAR);
-    if (!l) return DR_ERR_NOMEM;
-    l->out = 10;
-    l->bias = 1;
-    int rc = graph_build(g, &s, 3, 32, 32, err, sizeof(err));
-    if (rc != DR_OK) printf("graph_build: %s\n", err);
-    net_spec_free(&s);
-    return rc;
+    return linear_head(&s, g, add(&s, "flat", LAYER_FLATTEN) != NULL);
 }
 
 static float *read_all(struct backend *be, const struct tensor *t)

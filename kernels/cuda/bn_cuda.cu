@@ -183,14 +183,9 @@ static int bn_split_sums(struct cuda_ctx *ctx, double *sums, double *partial, co
                          enum cuda_reduce_mode mode)
 {
     int rc = DR_OK;
-    const int nq = (int)mode;
-    const size_t stride = (size_t)rows * c * cuda_dt_size(ctx->dt);
-    for (int s = 0; s < splits; s++)
-        TRY(cuda_reduce_partial(ctx, partial + (size_t)s * nq * parts * c,
-                                (const char *)a + s * stride,
-                                b ? (const char *)b + s * stride : NULL, rows, c, parts, mode));
-    /* split s's quantity q is quantity s * nq + q of the whole */
-    TRY(cuda_reduce_finish(ctx, sums, partial, c, parts, splits * nq));
+    TRY(cuda_reduce_partial(ctx, partial, a, b, rows, c, parts, splits, mode));
+    /* split s's quantity q is quantity s * mode + q of the whole */
+    TRY(cuda_reduce_finish(ctx, sums, partial, c, parts, splits * (int)mode));
 cleanup:
     return rc;
 }

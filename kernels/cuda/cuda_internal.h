@@ -205,10 +205,13 @@ enum cuda_reduce_mode { REDUCE_SUM = 1, REDUCE_SUMSQ = 2, REDUCE_BN_BWD = 3 };
 /* Number of row parts used for `rows` rows. */
 int cuda_reduce_parts(long rows);
 
-/* Launches the partial reduction of a (and b for REDUCE_BN_BWD), both (rows, channels)
- * of the context's dtype; partial holds mode × parts × channels doubles. */
+/* Launches the partial reduction of a (and b for REDUCE_BN_BWD), both (groups, rows,
+ * channels) of the context's dtype, each group reduced on its own in one launch;
+ * partial holds groups × mode × parts × channels doubles (group g's quantity q is
+ * quantity g * mode + q for cuda_reduce_finish). */
 int cuda_reduce_partial(struct cuda_ctx *c, double *partial, const void *a, const void *b,
-                        long rows, int channels, int parts, enum cuda_reduce_mode mode);
+                        long rows, int channels, int parts, int groups,
+                        enum cuda_reduce_mode mode);
 
 /* out[q * channels + ch] = sum over parts of partial[q][part][ch] (fixed order). */
 int cuda_reduce_finish(struct cuda_ctx *c, double *out, const double *partial, int channels,

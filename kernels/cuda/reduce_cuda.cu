@@ -16,16 +16,21 @@ int cuda_reduce_parts(long rows)
     return (int)parts;
 }
 
-/* Block (RED_X, RED_Y), grid (ceil(channels / RED_X), parts). Thread (x, y) of block
- * (bx, by) sums channel bx*RED_X + x over rows by*RED_Y + y + k*parts*RED_Y. */
+/* Block (RED_X, RED_Y), grid (ceil(channels / RED_X), parts, groups). Thread (x, y) of
+ * block (bx, by, bz) sums channel bx*RED_X + x of group bz over rows
+ * by*RED_Y + y + k*parts*RED_Y. */
 template <typename T, int MODE>
-__global__ void reduce_partial_kernel(double *partial,     /* (MODE, parts, channels) */
-                                      const T *a,          /* (rows, channels) */
-                                      const T *b,          /* (rows, channels) or NULL */
+__global__ void reduce_partial_kernel(double *partial,     /* (groups, MODE, parts, channels) */
+                                      const T *a,          /* (groups, rows, channels) */
+                                      const T *b,          /* (groups, rows, channels) or NULL */
                                       long rows, int channels, int parts)
 {
     __shared__ double sh[3][RED_Y][RED_X];
     const int ch = blockIdx.x * RED_X + threadIdx.x;
+    const size_t group_rows = (size_t)blockIdx.z * (size_t)rows * (size_t)channels;
+    a += group_rows;
+    if (MODE == REDUCE_BN_BWD) b += group_rows;
+    partial += (size_t)blockIdx.z * MODE * parts * channels;
     double s0 = 0.0, s1 = 0.0, s2 = 0.0;
     if (ch < channels) {
         for (long r = (long)blockIdx.y * RED_Y + threadIdx.y; r < rows;
@@ -67,13 +72,15 @@ __global__ void reduce_finish_kernel(O *out,                 /* (nq, channels) *
 }
 
 int cuda_reduce_partial(struct cuda_ctx *c, double *partial, const void *a, const void *b,
-                        long rows, int channels, int parts, enum cuda_reduce_mode mode)
+                        long rows, int channels, int parts, int groups,
+                        enum cuda_reduce_mode mode)
 {
     int rc = DR_OK;
     const dim3 block(RED_X, RED_Y), grid((unsigned)((channels + RED_X - 1) / RED_X),
-                                         (unsigned)parts);
-    EXPECT(channels > 0 && parts >= 1 && parts <= RED_MAX_PARTS && rows >= 0,
-           "reduce: %d channels, %d parts, %ld rows", channels, parts, rows);
+                                         (unsigned)parts, (unsigned)groups);
+    EXPECT(channels > 0 && parts >= 1 && parts <= RED_MAX_PARTS && rows >= 0 && groups >= 1 &&
+               groups <= 65535,
+           "reduce: %d channels, %d parts, %ld rows, %d groups", channels, parts, rows, groups);
     CUDA_DISPATCH(c->dt, T, {
         const T *ta = (const T *)a, *tb = (const T *)b;
         if (mode == REDUCE_SUM)
@@ -111,7 +118,7 @@ int cuda_channel_sum(struct cuda_ctx *c, float *out, const void *a, long rows, i
     void *buf = NULL;
     if (channels <= 0) return DR_OK;
     TRY(cuda_scratch(c, SLOT_REDUCE, sizeof(double) * (size_t)parts * channels, &buf));
-    TRY(cuda_reduce_partial(c, (double *)buf, a, NULL, rows, channels, parts, REDUCE_SUM));
+    TRY(cuda_reduce_partial(c, (double *)buf, a, NULL, rows, channels, parts, 1, REDUCE_SUM));
     reduce_finish_kernel<float><<<(channels + CUDA_THREADS - 1) / CUDA_THREADS, CUDA_THREADS, 0,
                                   c->stream>>>(out, (const double *)buf, channels, parts, 1);
     CHECK_LAUNCH();

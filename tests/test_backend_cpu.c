@@ -23,21 +23,10 @@
 #include "../kernels/pool.h"
 #include "../kernels/tensor_ops.h"
 #include "check.h"
+#include "support.h"
 
-static uint64_t rng_state = 0xD1B54A32D192ED03ull;
-
-static float urand(float lo, float hi)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return lo + (hi - lo) * (float)((rng_state >> 40) * (1.0 / 16777216.0));
-}
-
-static void fill(float *p, size_t n, float lo, float hi)
-{
-    for (size_t i = 0; i < n; i++) p[i] = urand(lo, hi);
-}
+/* The one source of this test's random inputs: the same values, in the same order, every run. */
+static struct support_rng rng = {0xD1B54A32D192ED03ull};
 
 static void test_table(void)
 {
@@ -192,14 +181,14 @@ static void test_network(const struct backend *b)
     struct tensor dlw = make(b, TENSOR_PARAM, k, co * 9, 1, 1),
                   dlb = make(b, TENSOR_PARAM, k, 1, 1, 1);
 
-    fill(x.data, tensor_count(&x), -1, 1);
-    fill(w.data, tensor_count(&w), -0.5f, 0.5f);
-    fill(bias.data, tensor_count(&bias), -0.5f, 0.5f);
-    fill(gamma.data, tensor_count(&gamma), 0.5f, 1.5f);
-    fill(beta.data, tensor_count(&beta), -0.5f, 0.5f);
-    fill(rvar.data, tensor_count(&rvar), 1, 1);
-    fill(lw.data, tensor_count(&lw), -0.3f, 0.3f);
-    fill(lb.data, tensor_count(&lb), -0.3f, 0.3f);
+    support_rand_fill(x.data, &rng, -1, 1, tensor_count(&x));
+    support_rand_fill(w.data, &rng, -0.5f, 0.5f, tensor_count(&w));
+    support_rand_fill(bias.data, &rng, -0.5f, 0.5f, tensor_count(&bias));
+    support_rand_fill(gamma.data, &rng, 0.5f, 1.5f, tensor_count(&gamma));
+    support_rand_fill(beta.data, &rng, -0.5f, 0.5f, tensor_count(&beta));
+    support_rand_fill(rvar.data, &rng, 1, 1, tensor_count(&rvar));
+    support_rand_fill(lw.data, &rng, -0.3f, 0.3f, tensor_count(&lw));
+    support_rand_fill(lb.data, &rng, -0.3f, 0.3f, tensor_count(&lb));
     for (int i = 0; i < n; i++) ((int32_t *)labels.data)[i] = (3 * i + 2) % k;
     float *rmean0 = fdup(&rmean), *rvar0 = fdup(&rvar);
 
@@ -308,12 +297,12 @@ static void test_ghost_bn(const struct backend *b)
     struct tensor mean1 = make(b, TENSOR_F32, c, 1, 1, 1);
     struct tensor invstd1 = make(b, TENSOR_F32, c, 1, 1, 1);
     struct tensor rmean = make(b, TENSOR_F32, c, 1, 1, 1), rvar = make(b, TENSOR_F32, c, 1, 1, 1);
-    fill(x.data, count, -1, 2);
-    fill(dy.data, count, -1, 1);
-    fill(gamma.data, (size_t)c, 0.5f, 1.5f);
-    fill(beta.data, (size_t)c, -0.5f, 0.5f);
-    fill(rmean.data, (size_t)c, -0.2f, 0.2f);
-    fill(rvar.data, (size_t)c, 0.8f, 1.2f);
+    support_rand_fill(x.data, &rng, -1, 2, count);
+    support_rand_fill(dy.data, &rng, -1, 1, count);
+    support_rand_fill(gamma.data, &rng, 0.5f, 1.5f, (size_t)c);
+    support_rand_fill(beta.data, &rng, -0.5f, 0.5f, (size_t)c);
+    support_rand_fill(rmean.data, &rng, -0.2f, 0.2f, (size_t)c);
+    support_rand_fill(rvar.data, &rng, 0.8f, 1.2f, (size_t)c);
     float *rm = fdup(&rmean), *rv = fdup(&rvar), *ey = malloc(sizeof(float) * count);
     float *edx = malloc(sizeof(float) * count), *em = malloc(sizeof(float) * parts * c);
     float *ei = malloc(sizeof(float) * parts * c), *eg = malloc(sizeof(float) * c);
@@ -379,8 +368,8 @@ static void test_param_lerp(const struct backend *b)
         for (int copy_back = 0; copy_back < 2; copy_back++) {
             struct tensor avg = make(b, kinds[k], 6, 5, 3, 3), w = make(b, kinds[k], 6, 5, 3, 3);
             const size_t count = tensor_count(&avg);
-            fill(avg.data, count, -1, 1);
-            fill(w.data, count, -1, 1);
+            support_rand_fill(avg.data, &rng, -1, 1, count);
+            support_rand_fill(w.data, &rng, -1, 1, count);
             float *ea = fdup(&avg), *ew = fdup(&w), *w0 = fdup(&w);
             CHECK(o->param_lerp(ctx, &avg, &w, t, copy_back) == DR_OK);
             param_lerp_cpu(ea, ew, t, copy_back, count);
@@ -412,8 +401,8 @@ static void test_concat_null(const struct backend *b)
     struct tensor a = make(b, TENSOR_ACT, 2, 3, 2, 2), c2 = make(b, TENSOR_ACT, 2, 2, 2, 2);
     struct tensor y = make(b, TENSOR_ACT, 2, 5, 2, 2), dc = make(b, TENSOR_ACT, 2, 2, 2, 2);
     const struct tensor *xs[2] = {&a, &c2};
-    fill(a.data, tensor_count(&a), -1, 1);
-    fill(c2.data, tensor_count(&c2), -1, 1);
+    support_rand_fill(a.data, &rng, -1, 1, tensor_count(&a));
+    support_rand_fill(c2.data, &rng, -1, 1, tensor_count(&c2));
     CHECK(o->concat_forward(b->ctx, &y, xs, 2) == DR_OK);
     struct tensor *dxs[2] = {NULL, &dc};
     int acc[2] = {0, 0};

@@ -9,56 +9,18 @@
  * error paths. */
 #include <math.h>
 #include <sqlite3.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "check.h"
+#include "support.h"
 #include "report_check.h"
 #include "results/results.h"
 #include "runner/output.h"
 
 extern const char schema_results_v1_sql[];   /* the frozen version-1 schema */
-
-static char dir[] = "/tmp/dawnrun-test-export-XXXXXX";
-
-static const char *path_of(const char *name)
-{
-    static char bufs[8][512];
-    static int k;
-    char *b = bufs[k++ % 8];
-    snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
-    return b;
-}
-
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    long len;
-    if (!f) return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-        buf = malloc((size_t)len + 1);
-        if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-            free(buf);
-            buf = NULL;
-        }
-        if (buf) buf[len] = '\0';
-    }
-    fclose(f);
-    return buf;
-}
-
-static int exists(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0;
-}
 
 /* ---- the shared writers, in process ------------------------------------------------------ */
 
@@ -124,26 +86,26 @@ static void test_writers(void)
 
     /* the output file: replaced whole on commit, untouched on abort or failure */
     struct output_file o;
-    const char *p = path_of("out.csv");
+    const char *p = support_path("out.csv");
     CHECK(output_file_open(&o, p) == DR_OK);
     fputs("first\n", o.f);
-    CHECK(!exists(p));   /* not before the commit */
+    CHECK(!support_exists(p));   /* not before the commit */
     CHECK(output_file_commit(&o) == DR_OK);
-    text = read_all(p);
+    text = support_read_file(p, NULL);
     CHECK(text && strcmp(text, "first\n") == 0);
     free(text);
     CHECK(output_file_open(&o, p) == DR_OK);
     fputs("second, half written", o.f);
     output_file_abort(&o);
-    text = read_all(p);
+    text = support_read_file(p, NULL);
     CHECK(text && strcmp(text, "first\n") == 0);
     free(text);
     output_file_abort(&o);   /* twice is harmless */
     fflush(stderr);
-    CHECK(output_file_open(&o, path_of("no/such/dir/x.csv")) == DR_ERR_IO);
+    CHECK(output_file_open(&o, support_path("no/such/dir/x.csv")) == DR_ERR_IO);
     CHECK(o.f == NULL && o.tmp == NULL);
     char cmd[700];
-    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q tmp", dir);
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q tmp", support_tmpdir());
     CHECK(system(cmd) != 0);   /* no temporary left behind */
 }
 
@@ -233,27 +195,6 @@ static void build_fixture(const char *path, struct fixture *fx)
 }
 
 /* ---- the command -------------------------------------------------------------------------- */
-
-static const char *dawnrun;
-static char err_text[1 << 14];
-
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-    char args[4096], cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", dawnrun, args, path_of("out.txt"),
-             path_of("err.txt"));
-    int status = system(cmd);
-    char *e = read_all(path_of("err.txt"));
-    snprintf(err_text, sizeof err_text, "%s", e ? e : "");
-    free(e);
-    printf("$ dawnrun %s\n%s", args, err_text);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 /* Record r's field `col` of c (NULL when missing). */
 static const char *field(const struct csv *c, int r, const char *col)
@@ -420,49 +361,46 @@ static void check_json(const char *text, const struct fixture *fx)
 /* A version-1 database (as dawnrun 0.1 wrote it) with one experiment and run. */
 static void make_v1(const char *path)
 {
-    sqlite3 *db = NULL;
-    int rc = sqlite3_open(path, &db);
-    if (rc == SQLITE_OK) rc = sqlite3_exec(db, schema_results_v1_sql, NULL, NULL, NULL);
+    int rc = support_sql_exec(path, schema_results_v1_sql);
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(db,
+        rc = support_sql_exec(path,
             "INSERT INTO experiments(id, name, config_hash, config_text, dawnrun_version,"
             " engine, created_at) VALUES (1, 'old', 'hash-old-0123', 't', '0.1.0', 'cpu', 1);"
             "INSERT INTO runs(experiment_id, seed, status, created_at)"
-            " VALUES (1, 5, 'pending', 1);",
-            NULL, NULL, NULL);
+            " VALUES (1, 5, 'pending', 1);");
     CHECK(rc == SQLITE_OK);
-    sqlite3_close(db);
 }
 
 static void test_command(const char *db, const struct fixture *fx)
 {
+    const char *err_text = support_run_err();   /* rewritten by each support_run */
     char *text;
 
-    CHECK(run("export --db %s --format csv", db) == 0);
-    text = read_all(path_of("out.txt"));
+    CHECK(support_run("export --db %s --format csv", db) == 0);
+    text = support_read_file(support_path("out.txt"), NULL);
     check_csv_epochs(text);
     free(text);
-    CHECK(run("export --db %s", db) == 0);   /* csv, epochs: the default */
-    text = read_all(path_of("out.txt"));
+    CHECK(support_run("export --db %s", db) == 0);   /* csv, epochs: the default */
+    text = support_read_file(support_path("out.txt"), NULL);
     check_csv_epochs(text);
     free(text);
 
-    CHECK(run("export --db %s --format csv --table runs", db) == 0);
-    text = read_all(path_of("out.txt"));
+    CHECK(support_run("export --db %s --format csv --table runs", db) == 0);
+    text = support_read_file(support_path("out.txt"), NULL);
     check_csv_runs(text);
     free(text);
 
-    CHECK(run("export --db %s --format json -o %s", db, path_of("all.json")) == 0);
-    text = read_all(path_of("all.json"));
+    CHECK(support_run("export --db %s --format json -o %s", db, support_path("all.json")) == 0);
+    text = support_read_file(support_path("all.json"), NULL);
     check_json(text, fx);
     free(text);
-    text = read_all(path_of("out.txt"));
+    text = support_read_file(support_path("out.txt"), NULL);
     CHECK(text && text[0] == '\0');   /* -o: nothing on stdout */
     free(text);
 
     /* selection: by id, by hash prefix */
-    CHECK(run("export %lld --db %s --format json", (long long)fx->b, db) == 0);
-    text = read_all(path_of("out.txt"));
+    CHECK(support_run("export %lld --db %s --format json", (long long)fx->b, db) == 0);
+    text = support_read_file(support_path("out.txt"), NULL);
     struct json j;
     const char *err = NULL;
     CHECK(text && json_parse(&j, text, &err) == 0);
@@ -472,8 +410,8 @@ static void test_command(const char *db, const struct fixture *fx)
         json_free(&j);
     }
     free(text);
-    CHECK(run("export hash-a-01 --db %s --table runs", db) == 0);
-    text = read_all(path_of("out.txt"));
+    CHECK(support_run("export hash-a-01 --db %s --table runs", db) == 0);
+    text = support_read_file(support_path("out.txt"), NULL);
     struct csv c;
     CHECK(text && csv_parse(&c, text, &err) == 0);
     if (text && !err) {
@@ -483,10 +421,10 @@ static void test_command(const char *db, const struct fixture *fx)
     free(text);
 
     /* a version-1 database is read as it is (no notes), and not changed */
-    const char *old = path_of("v1.db");
+    const char *old = support_path("v1.db");
     make_v1(old);
-    CHECK(run("export --db %s --format json", old) == 0);
-    text = read_all(path_of("out.txt"));
+    CHECK(support_run("export --db %s --format json", old) == 0);
+    text = support_read_file(support_path("out.txt"), NULL);
     CHECK(text && json_parse(&j, text, &err) == 0);
     if (text && !err) {
         const struct json *x = json_at(json_get(&j, "experiments"), 0);
@@ -497,50 +435,41 @@ static void test_command(const char *db, const struct fixture *fx)
     free(text);
 
     /* errors: exit codes, messages, and nothing written over an existing file */
-    FILE *f = fopen(path_of("keep.csv"), "w");
+    FILE *f = fopen(support_path("keep.csv"), "w");
     if (f) {
         fputs("keep me\n", f);
         fclose(f);
     }
-    CHECK(run("export nosuch --db %s -o %s", db, path_of("keep.csv")) == 2);
+    CHECK(support_run("export nosuch --db %s -o %s", db, support_path("keep.csv")) == 2);
     CHECK(strstr(err_text, "no experiment 'nosuch'") != NULL);
-    text = read_all(path_of("keep.csv"));
+    text = support_read_file(support_path("keep.csv"), NULL);
     CHECK(text && strcmp(text, "keep me\n") == 0);
     free(text);
-    CHECK(run("export --db %s --format xml", db) == 2);
+    CHECK(support_run("export --db %s --format xml", db) == 2);
     CHECK(strstr(err_text, "--format") != NULL);
-    CHECK(run("export --db %s --format json --table runs", db) == 2);
-    CHECK(run("export --db %s --table seeds", db) == 2);
-    CHECK(run("export --db %s -o %s/no/such/dir/x.csv", db, dir) == 1);
+    CHECK(support_run("export --db %s --format json --table runs", db) == 2);
+    CHECK(support_run("export --db %s --table seeds", db) == 2);
+    CHECK(support_run("export --db %s -o %s/no/such/dir/x.csv", db, support_tmpdir()) == 1);
     CHECK(strstr(err_text, "no/such/dir/x.csv") != NULL);
-    CHECK(run("export --db %s", path_of("missing.db")) == 1);
-    CHECK(strstr(err_text, "missing.db") != NULL && !exists(path_of("missing.db")));
-    CHECK(run("export --help") == 0);
+    CHECK(support_run("export --db %s", support_path("missing.db")) == 1);
+    CHECK(strstr(err_text, "missing.db") != NULL && !support_exists(support_path("missing.db")));
+    CHECK(support_run("export --help") == 0);
     char cmd[700];
-    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q tmp", dir);
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q tmp", support_tmpdir());
     CHECK(system(cmd) != 0);   /* no temporary left behind */
 }
 
 int main(int argc, char **argv)
 {
     struct fixture fx = {0, 0};
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (support_tmpdir_make("/tmp/dawnrun-test-export-XXXXXX") != 0) return 1;
     if (argc > 1) {
-        static char db[600];   /* path_of's buffers rotate */
-    snprintf(db, sizeof db, "%s", path_of("fixture.db"));
+        const char *db = support_path("fixture.db");
         build_fixture(db, &fx);
-        dawnrun = argv[1];
+        support_run_program(argv[1], 0);
         test_command(db, &fx);
     } else {
         test_writers();
     }
-    int rc = check_finish(argc > 1 ? "test_export (command)" : "test_export");
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (rc == 0 && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-    if (rc != 0) fprintf(stderr, "test files kept in %s\n", dir);
-    return rc;
+    return support_tmpdir_finish(check_finish(argc > 1 ? "test_export (command)" : "test_export"));
 }

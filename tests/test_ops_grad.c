@@ -28,6 +28,7 @@
 #include "../kernels/pool.h"
 #include "../kernels/tensor_ops.h"
 #include "check.h"
+#include "support.h"
 
 #define EPS_LIN 0.05
 #define TOL_LIN 2e-4
@@ -37,31 +38,16 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-
-/* Uniform in [lo, hi). */
-static float urand(float lo, float hi)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return lo + (hi - lo) * (float)((rng_state >> 40) * (1.0 / 16777216.0));
-}
-
-static float *rand_buf(size_t n, float lo, float hi)
-{
-    float *p = malloc(sizeof(float) * (n ? n : 1));
-    for (size_t i = 0; i < n; i++) p[i] = urand(lo, hi);
-    return p;
-}
+/* The one source of this test's random inputs: the same values, in the same order, every run. */
+static struct support_rng rng = {0x9E3779B97F4A7C15ull};
 
 /* Values with |v| in [0.1, 1): away from relu's kink. */
 static float *rand_away_from_zero(size_t n)
 {
     float *p = malloc(sizeof(float) * (n ? n : 1));
     for (size_t i = 0; i < n; i++) {
-        float v = urand(0.1f, 1.0f);
-        p[i] = urand(0.0f, 1.0f) < 0.5f ? -v : v;
+        float v = support_urand(&rng, 0.1f, 1.0f);
+        p[i] = support_urand(&rng, 0.0f, 1.0f) < 0.5f ? -v : v;
     }
     return p;
 }
@@ -153,14 +139,14 @@ static void test_conv(int n, int ci, int h, int co, int k, int stride, int pad, 
     c.nx = (size_t)ci * n * h * (h + 1);
     c.nw = (size_t)co * ci * k * k;
     c.ny = (size_t)co * n * c.d.ho * c.d.wo;
-    c.x = rand_buf(c.nx, -1, 1);
-    c.w = rand_buf(c.nw, -1, 1);
-    c.b = bias ? rand_buf((size_t)co, -1, 1) : NULL;
+    c.x = support_rand_buf(&rng, -1, 1, c.nx);
+    c.w = support_rand_buf(&rng, -1, 1, c.nw);
+    c.b = bias ? support_rand_buf(&rng, -1, 1, (size_t)co) : NULL;
     c.y = malloc(sizeof(float) * c.ny);
-    c.r = rand_buf(c.ny, -1, 1);
+    c.r = support_rand_buf(&rng, -1, 1, c.ny);
     c.failed = 0;
-    float *dx = rand_buf(c.nx, -9, 9), *dw = rand_buf(c.nw, -9, 9);
-    float *db = rand_buf((size_t)co, -9, 9);
+    float *dx = support_rand_buf(&rng, -9, 9, c.nx), *dw = support_rand_buf(&rng, -9, 9, c.nw);
+    float *db = support_rand_buf(&rng, -9, 9, (size_t)co);
     CHECK(conv2d_backward_cpu(dx, dw, bias ? db : NULL, c.r, c.x, c.w, &c.d, 0) == 0);
 
     snprintf(name, sizeof name, "conv k%d s%d p%d%s dx", k, stride, pad, bias ? " bias" : "");
@@ -174,7 +160,8 @@ static void test_conv(int n, int ci, int h, int co, int k, int stride, int pad, 
     CHECK(!c.failed);
 
     /* accumulate: dx += ..., parameter gradients still overwritten */
-    float *pre = rand_buf(c.nx, -1, 1), *acc = copy_buf(pre, c.nx), *dw2 = rand_buf(c.nw, -9, 9);
+    float *pre = support_rand_buf(&rng, -1, 1, c.nx), *acc = copy_buf(pre, c.nx),
+          *dw2 = support_rand_buf(&rng, -9, 9, c.nw);
     CHECK(conv2d_backward_cpu(acc, dw2, NULL, c.r, c.x, c.w, &c.d, 1) == 0);
     snprintf(name, sizeof name, "conv k%d s%d p%d dx", k, stride, pad);
     check_accumulated(name, acc, pre, dx, c.nx);
@@ -208,17 +195,17 @@ static void test_bn(int c, int n, int hw, int splits)
     struct bn_case b = {c, n, hw, splits, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     const size_t cnt = (size_t)c * n * hw, nsave = (size_t)splits * c;
     char what[64];
-    b.x = rand_buf(cnt, -1, 2);
-    b.gamma = rand_buf((size_t)c, 0.5f, 1.5f);
-    b.beta = rand_buf((size_t)c, -0.5f, 0.5f);
+    b.x = support_rand_buf(&rng, -1, 2, cnt);
+    b.gamma = support_rand_buf(&rng, 0.5f, 1.5f, (size_t)c);
+    b.beta = support_rand_buf(&rng, -0.5f, 0.5f, (size_t)c);
     b.y = malloc(sizeof(float) * cnt);
-    b.r = rand_buf(cnt, -1, 1);
+    b.r = support_rand_buf(&rng, -1, 1, cnt);
     b.mean = malloc(sizeof(float) * nsave);
     b.invstd = malloc(sizeof(float) * nsave);
     b.rm = calloc((size_t)c, sizeof(float));
     b.rv = calloc((size_t)c, sizeof(float));
-    float *dx = rand_buf(cnt, -9, 9), *dg = rand_buf((size_t)c, -9, 9);
-    float *dbeta = rand_buf((size_t)c, -9, 9);
+    float *dx = support_rand_buf(&rng, -9, 9, cnt), *dg = support_rand_buf(&rng, -9, 9, (size_t)c);
+    float *dbeta = support_rand_buf(&rng, -9, 9, (size_t)c);
     bn_loss(&b);
     batchnorm_backward_cpu(dx, dg, dbeta, b.r, b.x, b.gamma, b.mean, b.invstd, c, n, hw, splits,
                            0);
@@ -230,8 +217,9 @@ static void test_bn(int c, int n, int hw, int splits)
     fd_check(what, b.beta, (size_t)c, dbeta, bn_loss, &b, EPS_NL, ATOL_NL, RTOL_NL);
 
     bn_loss(&b);
-    float *pre = rand_buf(cnt, -1, 1), *acc = copy_buf(pre, cnt);
-    float *dg2 = rand_buf((size_t)c, -9, 9), *db2 = rand_buf((size_t)c, -9, 9);
+    float *pre = support_rand_buf(&rng, -1, 1, cnt), *acc = copy_buf(pre, cnt);
+    float *dg2 = support_rand_buf(&rng, -9, 9, (size_t)c),
+          *db2 = support_rand_buf(&rng, -9, 9, (size_t)c);
     batchnorm_backward_cpu(acc, dg2, db2, b.r, b.x, b.gamma, b.mean, b.invstd, c, n, hw, splits,
                            1);
     snprintf(what, sizeof what, "bn/%d dx", splits);
@@ -271,11 +259,11 @@ static void test_act(enum act_kind kind, float alpha, const char *name)
     a.x = rand_away_from_zero(a.n);
     for (size_t i = 0; i < a.n; i++) a.x[i] *= 3.0f;   /* reach the saturated parts too */
     a.y = malloc(sizeof(float) * a.n);
-    a.r = rand_buf(a.n, -1, 1);
-    float *dx = rand_buf(a.n, -9, 9);
+    a.r = support_rand_buf(&rng, -1, 1, a.n);
+    float *dx = support_rand_buf(&rng, -9, 9, a.n);
     activation_backward_cpu(dx, a.r, a.x, kind, alpha, a.n, 0);
     fd_check(name, a.x, a.n, dx, act_loss, &a, EPS_NL, ATOL_NL, RTOL_NL);
-    float *pre = rand_buf(a.n, -1, 1), *acc = copy_buf(pre, a.n);
+    float *pre = support_rand_buf(&rng, -1, 1, a.n), *acc = copy_buf(pre, a.n);
     activation_backward_cpu(acc, a.r, a.x, kind, alpha, a.n, 1);
     check_accumulated(name, acc, pre, dx, a.n);
     free(a.x); free(a.y); free(a.r); free(dx); free(pre); free(acc);
@@ -308,21 +296,21 @@ static void test_pool(enum pool_kind kind, int planes, int h, int w, int kh, int
     c.x = malloc(sizeof(float) * nx);
     for (size_t i = 0; i < nx; i++) c.x[i] = 0.1f * (float)i - 0.05f * (float)nx;
     for (size_t i = nx - 1; i > 0; i--) {
-        size_t j = (size_t)(urand(0.0f, 1.0f) * (float)(i + 1));
+        size_t j = (size_t)(support_urand(&rng, 0.0f, 1.0f) * (float)(i + 1));
         if (j > i) j = i;
         float t = c.x[i];
         c.x[i] = c.x[j];
         c.x[j] = t;
     }
     c.y = malloc(sizeof(float) * ny);
-    c.r = rand_buf(ny, -1, 1);
-    float *dx = rand_buf(nx, -9, 9);
+    c.r = support_rand_buf(&rng, -1, 1, ny);
+    float *dx = support_rand_buf(&rng, -9, 9, nx);
     pool_forward_cpu(c.y, c.x, kind, &c.d);
     pool_backward_cpu(dx, c.r, c.x, c.y, kind, &c.d, 0);
     snprintf(name, sizeof name, "%s pool %dx%d/%dx%d on %dx%d", kind == POOL_MAX ? "max" : "avg",
              kh, kw, sh, sw, h, w);
     fd_check(name, c.x, nx, dx, pool_loss, &c, EPS_LIN / 5, TOL_LIN, TOL_LIN);
-    float *pre = rand_buf(nx, -1, 1), *acc = copy_buf(pre, nx);
+    float *pre = support_rand_buf(&rng, -1, 1, nx), *acc = copy_buf(pre, nx);
     pool_backward_cpu(acc, c.r, c.x, c.y, kind, &c.d, 1);
     check_accumulated(name, acc, pre, dx, nx);
     free(c.x); free(c.y); free(c.r); free(dx); free(pre); free(acc);
@@ -390,11 +378,13 @@ static void test_concat(int count)
     int total = 0, accs[3] = {1, 0, 1};
     float *dxs[3], *pres[3];
     for (int i = 0; i < count; i++) total += c.cs[i];
-    for (int i = 0; i < count; i++) c.xs[i] = rand_buf((size_t)c.cs[i] * c.plane, -1, 1);
+    for (int i = 0; i < count; i++)
+        c.xs[i] = support_rand_buf(&rng, -1, 1, (size_t)c.cs[i] * c.plane);
     c.y = malloc(sizeof(float) * (size_t)total * c.plane);
-    c.r = rand_buf((size_t)total * c.plane, -1, 1);
+    c.r = support_rand_buf(&rng, -1, 1, (size_t)total * c.plane);
     int zeros[3] = {0, 0, 0};
-    for (int i = 0; i < count; i++) dxs[i] = rand_buf((size_t)c.cs[i] * c.plane, -9, 9);
+    for (int i = 0; i < count; i++)
+        dxs[i] = support_rand_buf(&rng, -9, 9, (size_t)c.cs[i] * c.plane);
     concat_backward_cpu(dxs, c.r, c.cs, count, c.plane, zeros);
     for (int i = 0; i < count; i++) {
         char name[64];
@@ -405,7 +395,7 @@ static void test_concat(int count)
     /* mixed accumulate flags; a NULL gradient is skipped */
     float *accd[3];
     for (int i = 0; i < count; i++) {
-        pres[i] = rand_buf((size_t)c.cs[i] * c.plane, -1, 1);
+        pres[i] = support_rand_buf(&rng, -1, 1, (size_t)c.cs[i] * c.plane);
         accd[i] = copy_buf(pres[i], (size_t)c.cs[i] * c.plane);
     }
     float *keep = accd[count - 1];
@@ -448,11 +438,12 @@ static void test_elementwise(void)
 {
     struct ew_case e = {0, 1.0f, 3, 4, 5, NULL, NULL, NULL, NULL};
     const size_t cnt = 60;
-    e.a = rand_buf(cnt, -1, 1);
-    e.b = rand_buf(cnt, -1, 1);
+    e.a = support_rand_buf(&rng, -1, 1, cnt);
+    e.b = support_rand_buf(&rng, -1, 1, cnt);
     e.y = malloc(sizeof(float) * cnt);
-    e.r = rand_buf(cnt, -1, 1);
-    float *g = rand_buf(cnt, -9, 9), *pre = rand_buf(cnt, -1, 1), *acc = copy_buf(pre, cnt);
+    e.r = support_rand_buf(&rng, -1, 1, cnt);
+    float *g = support_rand_buf(&rng, -9, 9, cnt), *pre = support_rand_buf(&rng, -1, 1, cnt),
+          *acc = copy_buf(pre, cnt);
 
     /* add: both inputs get dy (scaled_copy with s = 1) */
     scaled_copy_cpu(g, e.r, 1.0f, cnt, 0);
@@ -499,12 +490,13 @@ static void test_linear(int out, int in, int n, int bias)
 {
     struct linear_case l = {out, in, n, NULL, NULL, NULL, NULL, NULL};
     const size_t nx = (size_t)in * n, nw = (size_t)out * in, ny = (size_t)out * n;
-    l.x = rand_buf(nx, -1, 1);
-    l.w = rand_buf(nw, -1, 1);
-    l.b = bias ? rand_buf((size_t)out, -1, 1) : NULL;
+    l.x = support_rand_buf(&rng, -1, 1, nx);
+    l.w = support_rand_buf(&rng, -1, 1, nw);
+    l.b = bias ? support_rand_buf(&rng, -1, 1, (size_t)out) : NULL;
     l.y = malloc(sizeof(float) * ny);
-    l.r = rand_buf(ny, -1, 1);
-    float *dx = rand_buf(nx, -9, 9), *dw = rand_buf(nw, -9, 9), *db = rand_buf((size_t)out, -9, 9);
+    l.r = support_rand_buf(&rng, -1, 1, ny);
+    float *dx = support_rand_buf(&rng, -9, 9, nx), *dw = support_rand_buf(&rng, -9, 9, nw),
+          *db = support_rand_buf(&rng, -9, 9, (size_t)out);
     linear_backward_cpu(dx, dw, bias ? db : NULL, l.r, l.x, l.w, out, in, n, 0);
     fd_check(bias ? "linear+bias dx" : "linear dx", l.x, nx, dx, linear_loss, &l, EPS_LIN,
              TOL_LIN, TOL_LIN);
@@ -512,7 +504,8 @@ static void test_linear(int out, int in, int n, int bias)
              TOL_LIN, TOL_LIN);
     if (bias)
         fd_check("linear db", l.b, (size_t)out, db, linear_loss, &l, EPS_LIN, TOL_LIN, TOL_LIN);
-    float *pre = rand_buf(nx, -1, 1), *acc = copy_buf(pre, nx), *dw2 = rand_buf(nw, -9, 9);
+    float *pre = support_rand_buf(&rng, -1, 1, nx), *acc = copy_buf(pre, nx),
+          *dw2 = support_rand_buf(&rng, -9, 9, nw);
     linear_backward_cpu(acc, dw2, NULL, l.r, l.x, l.w, out, in, n, 1);
     check_accumulated("linear dx", acc, pre, dx, nx);
     CHECK(memcmp(dw2, dw, sizeof(float) * nw) == 0);
@@ -542,11 +535,11 @@ static void test_xent(float smoothing, float scale)
     struct xent_case x = {7, 6, smoothing, scale, NULL, NULL, NULL};
     const size_t cnt = (size_t)x.k * x.n;
     char name[80];
-    x.logits = rand_buf(cnt, -2, 2);
+    x.logits = support_rand_buf(&rng, -2, 2, cnt);
     x.probs = malloc(sizeof(float) * cnt);
     x.labels = malloc(sizeof(int32_t) * (size_t)x.n);
     for (int i = 0; i < x.n; i++) x.labels[i] = (i * 3 + 1) % x.k;
-    float *g = rand_buf(cnt, -9, 9);
+    float *g = support_rand_buf(&rng, -9, 9, cnt);
     xent_loss(&x);
     xent_backward_cpu(g, x.probs, x.labels, x.k, x.n, smoothing, scale);
     snprintf(name, sizeof name, "softmax cross-entropy (smoothing %.1f, scale %.3f)",

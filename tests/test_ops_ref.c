@@ -23,23 +23,10 @@
 #include "../kernels/pool.h"
 #include "../kernels/tensor_ops.h"
 #include "check.h"
+#include "support.h"
 
-static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
-
-static float urand(float lo, float hi)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return lo + (hi - lo) * (float)((rng_state >> 40) * (1.0 / 16777216.0));
-}
-
-static float *rand_buf(size_t n, float lo, float hi)
-{
-    float *p = malloc(sizeof(float) * (n ? n : 1));
-    for (size_t i = 0; i < n; i++) p[i] = urand(lo, hi);
-    return p;
-}
+/* The one source of this test's random inputs: the same values, in the same order, every run. */
+static struct support_rng rng = {0x2545F4914F6CDD1Dull};
 
 /* Counts elements with |got - want| > rel * scale[i] + abs_tol and records one check. */
 static void compare(const char *what, const float *got, const double *want, const double *scale,
@@ -131,8 +118,8 @@ static void test_conv(int n, int c, int h, int w, int co, int k, int stride, int
     conv2d_dims_finish(&d);
     const size_t nx = (size_t)c * n * h * w, nw = (size_t)co * c * k * k;
     const size_t ny = (size_t)co * n * d.ho * d.wo;
-    float *x = rand_buf(nx, -1, 1), *wt = rand_buf(nw, -0.5f, 0.5f);
-    float *b = bias ? rand_buf((size_t)co, -1, 1) : NULL;
+    float *x = support_rand_buf(&rng, -1, 1, nx), *wt = support_rand_buf(&rng, -0.5f, 0.5f, nw);
+    float *b = bias ? support_rand_buf(&rng, -1, 1, (size_t)co) : NULL;
     float *y = malloc(sizeof(float) * ny), *y2 = malloc(sizeof(float) * ny);
     double *ref = malloc(sizeof(double) * ny), *sabs = malloc(sizeof(double) * ny);
     snprintf(name, sizeof name, "conv n%d %d->%d %dx%d k%d s%d p%d%s", n, c, co, h, w, k, stride,
@@ -145,7 +132,7 @@ static void test_conv(int n, int c, int h, int w, int co, int k, int stride, int
     CHECK(memcmp(y, y2, sizeof(float) * ny) == 0);
 
     if (backward) {
-        float *g = rand_buf(ny, -1, 1), *dx = malloc(sizeof(float) * nx);
+        float *g = support_rand_buf(&rng, -1, 1, ny), *dx = malloc(sizeof(float) * nx);
         float *dw = malloc(sizeof(float) * nw), *db = malloc(sizeof(float) * (size_t)co);
         float *dx2 = malloc(sizeof(float) * nx), *dw2 = malloc(sizeof(float) * nw);
         float *db2 = malloc(sizeof(float) * (size_t)co);
@@ -181,11 +168,13 @@ static void test_bn(int c, int n, int hw, int splits)
     const size_t plane = (size_t)n * hw, cnt = plane / (size_t)splits, total = (size_t)c * plane;
     const size_t nsave = (size_t)splits * c;
     const float eps = 1e-5f, momentum = 0.1f;
-    float *x = rand_buf(total, -2, 3), *y = malloc(sizeof(float) * total);
+    float *x = support_rand_buf(&rng, -2, 3, total), *y = malloc(sizeof(float) * total);
     float *y2 = malloc(sizeof(float) * total);
-    float *gamma = rand_buf((size_t)c, 0.5f, 1.5f), *beta = rand_buf((size_t)c, -1, 1);
+    float *gamma = support_rand_buf(&rng, 0.5f, 1.5f, (size_t)c),
+          *beta = support_rand_buf(&rng, -1, 1, (size_t)c);
     float *mean = malloc(sizeof(float) * nsave), *invstd = malloc(sizeof(float) * nsave);
-    float *rm = rand_buf((size_t)c, -0.1f, 0.1f), *rv = rand_buf((size_t)c, 0.9f, 1.1f);
+    float *rm = support_rand_buf(&rng, -0.1f, 0.1f, (size_t)c),
+          *rv = support_rand_buf(&rng, 0.9f, 1.1f, (size_t)c);
     float *rm0 = malloc(sizeof(float) * (size_t)c), *rv0 = malloc(sizeof(float) * (size_t)c);
     double *ref = malloc(sizeof(double) * total), *rmean = malloc(sizeof(double) * nsave);
     double *rinv = malloc(sizeof(double) * nsave), *rrm = malloc(sizeof(double) * (size_t)c);
@@ -270,9 +259,11 @@ static void test_bn_ghost_vs_plain(int c, int n, int hw, int splits)
     const size_t plane = (size_t)n * hw, cnt = (size_t)nsub * hw, total = (size_t)c * plane;
     const size_t sub_total = (size_t)c * cnt, nsave = (size_t)splits * c, cb = sizeof(float) * c;
     const float eps = 1e-5f, momentum = 0.2f;
-    float *x = rand_buf(total, -1, 3), *dy = rand_buf(total, -1, 1);
-    float *gamma = rand_buf((size_t)c, 0.5f, 1.5f), *beta = rand_buf((size_t)c, -1, 1);
-    float *rm0 = rand_buf((size_t)c, -0.5f, 0.5f), *rv0 = rand_buf((size_t)c, 0.5f, 2.0f);
+    float *x = support_rand_buf(&rng, -1, 3, total), *dy = support_rand_buf(&rng, -1, 1, total);
+    float *gamma = support_rand_buf(&rng, 0.5f, 1.5f, (size_t)c),
+          *beta = support_rand_buf(&rng, -1, 1, (size_t)c);
+    float *rm0 = support_rand_buf(&rng, -0.5f, 0.5f, (size_t)c),
+          *rv0 = support_rand_buf(&rng, 0.5f, 2.0f, (size_t)c);
     float *y = malloc(sizeof(float) * total), *dx = malloc(sizeof(float) * total);
     float *mean = malloc(sizeof(float) * nsave), *invstd = malloc(sizeof(float) * nsave);
     float *rm = malloc(cb), *rv = malloc(cb), *dg = malloc(cb), *db = malloc(cb);
@@ -335,7 +326,7 @@ static void test_bn_ghost_vs_plain(int c, int n, int hw, int splits)
 static void test_activations(void)
 {
     const size_t n = 70001;   /* above the parallel threshold, odd */
-    float *x = rand_buf(n, -6, 6), *y = malloc(sizeof(float) * n);
+    float *x = support_rand_buf(&rng, -6, 6, n), *y = malloc(sizeof(float) * n);
     double *ref = malloc(sizeof(double) * n);
     const float alphas[2] = {0.3f, 1.0f};
     activation_forward_cpu(y, x, ACT_RELU, 0.0f, n);
@@ -360,7 +351,7 @@ static void test_pool(enum pool_kind kind, int planes, int h, int w, int kh, int
 {
     struct pool_dims d = {planes, h, w, kh, kw, sh, sw, (h - kh) / sh + 1, (w - kw) / sw + 1};
     const size_t nx = (size_t)planes * h * w, ny = (size_t)planes * d.ho * d.wo;
-    float *x = rand_buf(nx, -3, 3), *y = malloc(sizeof(float) * ny);
+    float *x = support_rand_buf(&rng, -3, 3, nx), *y = malloc(sizeof(float) * ny);
     double *ref = malloc(sizeof(double) * ny);
     char name[96];
     for (int p = 0; p < planes; p++)
@@ -389,7 +380,7 @@ static void test_structural(void)
     const int n = 3, hw = 5, cs[3] = {2, 4, 1};
     const size_t plane = (size_t)n * hw;
     float *xs[3];
-    for (int i = 0; i < 3; i++) xs[i] = rand_buf((size_t)cs[i] * plane, -1, 1);
+    for (int i = 0; i < 3; i++) xs[i] = support_rand_buf(&rng, -1, 1, (size_t)cs[i] * plane);
     float *y = malloc(sizeof(float) * 7 * plane);
     concat_forward_cpu(y, (const float *const *)xs, cs, 3, plane);
     CHECK(memcmp(y, xs[0], sizeof(float) * 2 * plane) == 0);
@@ -410,7 +401,8 @@ static void test_structural(void)
 
     /* add, scale, scaled copy */
     const size_t cnt = 100003;
-    float *a = rand_buf(cnt, -1, 1), *b = rand_buf(cnt, -1, 1), *o = malloc(sizeof(float) * cnt);
+    float *a = support_rand_buf(&rng, -1, 1, cnt), *b = support_rand_buf(&rng, -1, 1, cnt),
+          *o = malloc(sizeof(float) * cnt);
     add_forward_cpu(o, a, b, cnt);
     ok = 1;
     for (size_t i = 0; i < cnt; i++) ok &= o[i] == a[i] + b[i];
@@ -433,8 +425,8 @@ static void test_structural(void)
 static void test_linear(int out, int in, int n, int bias)
 {
     const size_t nx = (size_t)in * n, nw = (size_t)out * in, ny = (size_t)out * n;
-    float *x = rand_buf(nx, -1, 1), *w = rand_buf(nw, -1, 1);
-    float *b = bias ? rand_buf((size_t)out, -1, 1) : NULL;
+    float *x = support_rand_buf(&rng, -1, 1, nx), *w = support_rand_buf(&rng, -1, 1, nw);
+    float *b = bias ? support_rand_buf(&rng, -1, 1, (size_t)out) : NULL;
     float *y = malloc(sizeof(float) * ny), *y2 = malloc(sizeof(float) * ny);
     double *ref = malloc(sizeof(double) * ny), *sabs = malloc(sizeof(double) * ny);
     for (int o = 0; o < out; o++)
@@ -460,7 +452,8 @@ static void test_linear(int out, int in, int n, int bias)
 static void test_xent(float smoothing)
 {
     const int k = 10, n = 37;
-    float *logits = rand_buf((size_t)k * n, -4, 4), *probs = malloc(sizeof(float) * k * n);
+    float *logits = support_rand_buf(&rng, -4, 4, (size_t)k * n),
+          *probs = malloc(sizeof(float) * k * n);
     int32_t labels[37];
     double ref_loss = 0.0, ref_probs[370];
     int ref_correct = 0;
@@ -527,7 +520,8 @@ static void test_sgd(int nesterov)
 {
     const size_t n = 70001;
     const float lr = 0.4f, wd = 5e-4f * 512, momentum = 0.9f;
-    float *w = rand_buf(n, -1, 1), *v = rand_buf(n, -0.1f, 0.1f), *dw = rand_buf(n, -1, 1);
+    float *w = support_rand_buf(&rng, -1, 1, n), *v = support_rand_buf(&rng, -0.1f, 0.1f, n),
+          *dw = support_rand_buf(&rng, -1, 1, n);
     float *ew = malloc(sizeof(float) * n), *ev = malloc(sizeof(float) * n);
     float *edw = malloc(sizeof(float) * n);
     /* volatile: each operation is its own fp32 rounding, in the rule's order */
@@ -556,7 +550,7 @@ static void test_lerp(int copy_back)
 {
     const size_t n = 70001;
     const float t = 0.0625f * 3.0f + 1e-3f;
-    float *avg = rand_buf(n, -1, 1), *w = rand_buf(n, -1, 1);
+    float *avg = support_rand_buf(&rng, -1, 1, n), *w = support_rand_buf(&rng, -1, 1, n);
     float *eavg = malloc(sizeof(float) * n), *ew = malloc(sizeof(float) * n);
     /* volatile: each operation is its own fp32 rounding, in the rule's order */
     for (size_t i = 0; i < n; i++) {

@@ -10,48 +10,15 @@
  * name, id or config, --target, -o, and its error paths. */
 #include <ctype.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "check.h"
+#include "support.h"
 #include "results/results.h"
 #include "runner/plot_svg.h"
-
-static char dir[] = "/tmp/dawnrun-test-plot-XXXXXX";
-
-static const char *path_of(const char *name)
-{
-    static char bufs[8][512];
-    static int k;
-    char *b = bufs[k++ % 8];
-    snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
-    return b;
-}
-
-/* The whole file, malloc'd and NUL-terminated (NULL if unreadable). */
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    long len;
-    if (!f) return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-        buf = malloc((size_t)len + 1);
-        if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-            free(buf);
-            buf = NULL;
-        }
-        if (buf) buf[len] = '\0';
-    }
-    fclose(f);
-    return buf;
-}
 
 /* ---- a small XML well-formedness checker ------------------------------------------------ */
 
@@ -471,7 +438,7 @@ static void test_render(const char *db_path, const struct fixture *fx)
     char *svg = render(&c, &rc);
     CHECK(rc == DR_OK);
     check_fixture_svg(svg, 2);
-    FILE *f = fopen(path_of("inprocess.svg"), "w");   /* kept on failure, to look at */
+    FILE *f = fopen(support_path("inprocess.svg"), "w");   /* kept on failure, to look at */
     if (f && svg) fputs(svg, f);
     if (f) fclose(f);
     free(svg);
@@ -523,113 +490,76 @@ static void test_checker(void)
 
 /* ---- the command ------------------------------------------------------------------------- */
 
-static const char *dawnrun;
-static char err_text[1 << 14];
-
-/* Runs `dawnrun ARGS` with stdout and stderr to files; returns its exit code. */
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-    char args[4096], cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", dawnrun, args, path_of("out.txt"),
-             path_of("err.txt"));
-    int status = system(cmd);
-    char *e = read_all(path_of("err.txt"));
-    snprintf(err_text, sizeof err_text, "%s", e ? e : "");
-    free(e);
-    printf("$ dawnrun %s\n%s", args, err_text);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-static int exists(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0;
-}
-
 static void test_command(const char *db, const struct fixture *fx)
 {
-    char svg_path[600];
-    snprintf(svg_path, sizeof svg_path, "%s", path_of("all.svg"));
+    const char *err_text = support_run_err();   /* rewritten by each support_run */
+    const char *svg_path = support_path("all.svg"), *x_svg = support_path("x.svg");
 
     /* every experiment */
-    CHECK(run("plot --db %s -o %s", db, svg_path) == 0);
-    char *svg = read_all(svg_path);
+    CHECK(support_run("plot --db %s -o %s", db, svg_path) == 0);
+    char *svg = support_read_file(svg_path, NULL);
     check_fixture_svg(svg, 2);
     free(svg);
-    char *out = read_all(path_of("out.txt"));
+    char *out = support_read_file(support_path("out.txt"), NULL);
     CHECK(out && strstr(out, "2 experiments, 6 runs with epochs") != NULL);
     free(out);
 
     /* one experiment by id, one by hash prefix; --target; output to stdout */
-    CHECK(run("plot %lld hash-b-01 --target 0.9 --db %s -o -", (long long)fx->a, db) == 0);
-    svg = read_all(path_of("out.txt"));
+    CHECK(support_run("plot %lld hash-b-01 --target 0.9 --db %s -o -", (long long)fx->a, db) == 0);
+    svg = support_read_file(support_path("out.txt"), NULL);
     int n = 0;
     CHECK(svg && xml_check(svg, &n) == NULL);
     CHECK(svg && count_of(svg, "<polyline") == 16 && count_of(svg, "class=\"target\"") == 1);
     free(svg);
     CHECK(strstr(err_text, "-: 2 experiments") != NULL);
-    CHECK(run("plot hash-b-01 --db %s -o %s", db, path_of("b.svg")) == 0);
-    svg = read_all(path_of("b.svg"));
+    CHECK(support_run("plot hash-b-01 --db %s -o %s", db, support_path("b.svg")) == 0);
+    svg = support_read_file(support_path("b.svg"), NULL);
     CHECK(svg && count_of(svg, "<polyline") == 7 && lines_of(svg, 0, NULL, NULL) == 7);
     free(svg);
 
     /* errors: nothing written */
-    CHECK(run("plot nosuch --db %s -o %s", db, path_of("x.svg")) == 2);
-    CHECK(strstr(err_text, "no experiment 'nosuch'") != NULL && !exists(path_of("x.svg")));
-    CHECK(run("plot --db %s -o %s", path_of("missing.db"), path_of("x.svg")) == 1);
-    CHECK(strstr(err_text, "missing.db") != NULL && !exists(path_of("x.svg")));
-    CHECK(run("plot --db %s -o %s/no/such/dir/x.svg", db, dir) == 1);
+    CHECK(support_run("plot nosuch --db %s -o %s", db, x_svg) == 2);
+    CHECK(strstr(err_text, "no experiment 'nosuch'") != NULL && !support_exists(x_svg));
+    CHECK(support_run("plot --db %s -o %s", support_path("missing.db"), x_svg) == 1);
+    CHECK(strstr(err_text, "missing.db") != NULL && !support_exists(x_svg));
+    CHECK(support_run("plot --db %s -o %s/no/such/dir/x.svg", db, support_tmpdir()) == 1);
     CHECK(strstr(err_text, "no/such/dir/x.svg") != NULL);
-    CHECK(run("plot --db %s --target 94 -o %s", db, path_of("x.svg")) == 2);
-    CHECK(strstr(err_text, "--target") != NULL && !exists(path_of("x.svg")));
-    CHECK(run("plot --db %s --frobnicate", db) == 2);
-    CHECK(run("plot --db %s -o", db) == 2);
-    CHECK(run("plot --db %s --set train.epochs=2 -o %s", db, path_of("x.svg")) == 2);
-    CHECK(!exists(path_of("x.svg")));
-    CHECK(run("plot --help") == 0);
+    CHECK(support_run("plot --db %s --target 94 -o %s", db, x_svg) == 2);
+    CHECK(strstr(err_text, "--target") != NULL && !support_exists(x_svg));
+    CHECK(support_run("plot --db %s --frobnicate", db) == 2);
+    CHECK(support_run("plot --db %s -o", db) == 2);
+    CHECK(support_run("plot --db %s --set train.epochs=2 -o %s", db, x_svg) == 2);
+    CHECK(!support_exists(x_svg));
+    CHECK(support_run("plot --help") == 0);
 
     /* a config that is not in the database */
     const char *src = getenv("DAWNRUN_SOURCE_DIR");
     if (src) {
-        CHECK(run("plot %s/tests/e2e/tiny.cfg --db %s -o %s", src, db, path_of("x.svg")) == 2);
-        CHECK(strstr(err_text, "tiny.cfg") != NULL && !exists(path_of("x.svg")));
+        CHECK(support_run("plot %s/tests/e2e/tiny.cfg --db %s -o %s", src, db, x_svg) == 2);
+        CHECK(strstr(err_text, "tiny.cfg") != NULL && !support_exists(x_svg));
     }
     /* the file written before is replaced whole, and no temporary is left behind */
-    CHECK(run("plot %lld --db %s -o %s", (long long)fx->a, db, svg_path) == 0);
-    svg = read_all(svg_path);
+    CHECK(support_run("plot %lld --db %s -o %s", (long long)fx->a, db, svg_path) == 0);
+    svg = support_read_file(svg_path, NULL);
     CHECK(svg && count_of(svg, "<polyline") == 9);
     free(svg);
     char cmd[700];
-    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q tmp", dir);
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q tmp", support_tmpdir());
     CHECK(system(cmd) != 0);
 }
 
 int main(int argc, char **argv)
 {
     struct fixture fx = {0, 0};
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    static char db[600];   /* path_of's buffers rotate */
-    snprintf(db, sizeof db, "%s", path_of("fixture.db"));
+    if (support_tmpdir_make("/tmp/dawnrun-test-plot-XXXXXX") != 0) return 1;
+    const char *db = support_path("fixture.db");
     build_fixture(db, &fx);
     if (argc > 1) {
-        dawnrun = argv[1];
+        support_run_program(argv[1], 0);
         test_command(db, &fx);
     } else {
         test_checker();
         test_render(db, &fx);
     }
-    int rc = check_finish(argc > 1 ? "test_plot (command)" : "test_plot");
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (rc == 0 && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-    if (rc != 0) fprintf(stderr, "test files kept in %s\n", dir);
-    return rc;
+    return support_tmpdir_finish(check_finish(argc > 1 ? "test_plot (command)" : "test_plot"));
 }

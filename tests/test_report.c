@@ -9,72 +9,18 @@
  * --format, bad --target, bad merge inputs, a locked output. */
 #include <math.h>
 #include <sqlite3.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "check.h"
+#include "support.h"
 #include "engine/experiment.h"
 #include "report_check.h"
 #include "results/results.h"
 #include "runner/cli.h"
 #include "runner/report.h"
 #include "runner/report_internal.h"
-
-static char dir[] = "/tmp/dawnrun-test-report-XXXXXX";
-
-/* dir/name, in a buffer of its own that lives as long as the test (one per name). */
-static const char *path_of(const char *name)
-{
-    static char bufs[64][512];
-    static int used;
-    char b[512];
-    snprintf(b, sizeof b, "%s/%s", dir, name);
-    for (int i = 0; i < used; i++)
-        if (!strcmp(bufs[i], b)) return bufs[i];
-    if (used == 64) return "/nonexistent/too-many-test-paths";
-    memcpy(bufs[used], b, sizeof b);
-    return bufs[used++];
-}
-
-/* The whole file, malloc'd and NUL-terminated (NULL if unreadable); *len its size. */
-static char *read_all(const char *path, long *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    *len = -1;
-    if (!f) return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (*len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-        buf = malloc((size_t)*len + 1);
-        if (buf && fread(buf, 1, (size_t)*len, f) != (size_t)*len) {
-            free(buf);
-            buf = NULL;
-        }
-        if (buf) buf[*len] = '\0';
-    }
-    fclose(f);
-    return buf;
-}
-
-/* Does the file still hold exactly `before` (len bytes)? */
-static int unchanged(const char *path, const char *before, long len)
-{
-    long n = 0;
-    char *now = read_all(path, &n);
-    int same = before && now && n == len && memcmp(before, now, (size_t)len) == 0;
-    free(now);
-    return same;
-}
-
-static int exists(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0;
-}
 
 /* ---- the fixture ------------------------------------------------------------------------ */
 
@@ -514,7 +460,7 @@ static void test_order_independence(const char *db_path)
 {
     struct fixture fx;
     struct results *d1 = NULL, *d2 = NULL;
-    const char *rev = path_of("reverse.db");
+    const char *rev = support_path("reverse.db");
     build_fixture(rev, &fx, 1);
     const int64_t ids[3] = {fx.a, fx.b, fx.c};
     CHECK(results_open_readonly(&d1, db_path) == DR_OK);
@@ -538,7 +484,7 @@ static void test_edge_cases(void)
     struct results_experiment x1 = experiment_row("no-target", "aaaaaaaaaaaa", "a = 1;");
     struct results_experiment x2 = experiment_row("one-run", "bbbbbbbbbbbb", "b = 1;");
     x1.target_accuracy = NAN;
-    CHECK(results_open(&db, path_of("edge.db")) == DR_OK);
+    CHECK(results_open(&db, support_path("edge.db")) == DR_OK);
     if (!db) return;
     CHECK(results_experiment_register(db, &ids[0], NULL, &x1) == DR_OK);
     CHECK(results_experiment_register(db, &ids[1], NULL, &x2) == DR_OK);
@@ -595,49 +541,24 @@ static void test_edge_cases(void)
 
 /* ---- the commands ---------------------------------------------------------------------- */
 
-static const char *dawnrun;   /* the executable, from argv[1] */
-static char out_text[1 << 16], err_text[1 << 14];
-
-/* Runs `dawnrun ARGS` (a shell fragment) with stdout and stderr captured into out_text
- * and err_text; returns its exit code. */
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-    char args[4096], cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", dawnrun, args, path_of("out.txt"),
-             path_of("err.txt"));
-    int status = system(cmd);
-    long n;
-    char *o = read_all(path_of("out.txt"), &n), *e = read_all(path_of("err.txt"), &n);
-    snprintf(out_text, sizeof out_text, "%s", o ? o : "");
-    snprintf(err_text, sizeof err_text, "%s", e ? e : "");
-    free(o);
-    free(e);
-    printf("$ dawnrun %s\n%s%s", args, out_text, err_text);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static void test_cli_queries(const char *db, const struct fixture *fx)
 {
+    const char *out_text = support_run_out(), *err_text = support_run_err();   /* per run */
     long len = 0;
-    char *before = read_all(db, &len);
+    char *before = support_read_file(db, &len);
 
-    CHECK(run("experiments --db %s", db) == 0);
+    CHECK(support_run("experiments --db %s", db) == 0);
     CHECK(strstr(out_text, "dawn-512") && strstr(out_text, "5/7") && strstr(out_text, "0/2"));
     CHECK(strstr(out_text, "runs done/total") && strstr(out_text, "created (UTC)"));
 
-    CHECK(run("runs dawn-768 --db %s", db) == 0);
+    CHECK(support_run("runs dawn-768 --db %s", db) == 0);
     CHECK(strstr(out_text, "diverged") && strstr(out_text, "failed") &&
           strstr(out_text, "94.02 %") && strstr(out_text, "loss became NaN at epoch 2"));
-    CHECK(run("runs nosuch --db %s", db) == 2);
+    CHECK(support_run("runs nosuch --db %s", db) == 2);
     CHECK(strstr(err_text, "no experiment 'nosuch'") != NULL);
 
     /* show: the epoch table as `dawnrun train` prints it, row for row */
-    CHECK(run("show %lld --db %s", (long long)fx->a_seed0_run, db) == 0);
+    CHECK(support_run("show %lld --db %s", (long long)fx->a_seed0_run, db) == 0);
     {
         char *expect = NULL;
         size_t size = 0;
@@ -657,15 +578,15 @@ static void test_cli_queries(const char *db, const struct fixture *fx)
     CHECK(strstr(out_text, "experiment dawn-512  seed 0  engine cpu") != NULL);
     CHECK(strstr(out_text, "final test acc 0.9413 after 4 epochs") != NULL);
     CHECK(strstr(out_text, "target 94 % reached at epoch 3") != NULL);
-    CHECK(run("show 9999 --db %s", db) == 2 && strstr(err_text, "no run 9999"));
-    CHECK(run("show abc --db %s", db) == 2 && strstr(err_text, "RUN must be a run id"));
-    CHECK(run("show --db %s", db) == 2);
+    CHECK(support_run("show 9999 --db %s", db) == 2 && strstr(err_text, "no run 9999"));
+    CHECK(support_run("show abc --db %s", db) == 2 && strstr(err_text, "RUN must be a run id"));
+    CHECK(support_run("show --db %s", db) == 2);
 
     /* report: everything, by name, by id, by hash prefix, by config (+ --set) */
-    CHECK(run("report --db %s", db) == 0);
+    CHECK(support_run("report --db %s", db) == 0);
     CHECK(strstr(out_text, "dawn-512: 4/5 runs reach 94 %, median 94.13 %, 161 s") != NULL);
     CHECK(strstr(out_text, "dawn-768: 2/6 runs reach 94 %") != NULL);
-    CHECK(run("report dawn-512 %lld --format csv --db %s", (long long)fx->b, db) == 0);
+    CHECK(support_run("report dawn-512 %lld --format csv --db %s", (long long)fx->b, db) == 0);
     {
         struct csv c;
         const char *err = NULL;
@@ -676,43 +597,43 @@ static void test_cli_queries(const char *db, const struct fixture *fx)
             csv_free(&c);
         }
     }
-    CHECK(run("report c0ffee01 --format markdown --db %s", db) == 0);
+    CHECK(support_run("report c0ffee01 --format markdown --db %s", db) == 0);
     CHECK(strstr(out_text, "| #1 res\\|net9") != NULL);
     char cfg[1024];
     const char *src = getenv("DAWNRUN_SOURCE_DIR");
     snprintf(cfg, sizeof cfg, "%s/tests/e2e/tiny.cfg", src ? src : ".");
-    CHECK(run("report %s --db %s", cfg, db) == 0 && strstr(out_text, "#1 dawn-512") &&
+    CHECK(support_run("report %s --db %s", cfg, db) == 0 && strstr(out_text, "#1 dawn-512") &&
           !strstr(out_text, "dawn-768"));
-    CHECK(run("report %s --set train.batch_size=256 --db %s", cfg, db) == 0 &&
+    CHECK(support_run("report %s --set train.batch_size=256 --db %s", cfg, db) == 0 &&
           strstr(out_text, "#1 dawn-768"));
     /* C is registered under another hash: found by its resolved text */
-    CHECK(run("report %s --set train.epochs=2 --db %s", cfg, db) == 0 &&
+    CHECK(support_run("report %s --set train.epochs=2 --db %s", cfg, db) == 0 &&
           strstr(out_text, "#1 res|net9"));
-    CHECK(run("report %s --set train.epochs=3 --db %s", cfg, db) == 2 &&
+    CHECK(support_run("report %s --set train.epochs=3 --db %s", cfg, db) == 2 &&
           strstr(err_text, "no experiment in") && strstr(err_text, "tiny.cfg"));
-    CHECK(run("report %s --set train.nosuchkey=3 --db %s", cfg, db) == 3);
+    CHECK(support_run("report %s --set train.nosuchkey=3 --db %s", cfg, db) == 3);
     /* a sweep, as `dawnrun run` expands it: one experiment per combination */
-    CHECK(run("report %s --sweep train.batch_size=128,256 --db %s", cfg, db) == 0 &&
+    CHECK(support_run("report %s --sweep train.batch_size=128,256 --db %s", cfg, db) == 0 &&
           strstr(out_text, "#1 dawn-512") && strstr(out_text, "#2 dawn-768"));
-    CHECK(run("report %s --sweep train.batch_size=256,512 --db %s", cfg, db) == 0 &&
+    CHECK(support_run("report %s --sweep train.batch_size=256,512 --db %s", cfg, db) == 0 &&
           strstr(out_text, "#1 dawn-768") && !strstr(out_text, "dawn-512") &&
           strstr(err_text, "train.batch_size=512: not in"));
-    CHECK(run("report %s --sweep train.batch_size=998,999 --db %s", cfg, db) == 2 &&
+    CHECK(support_run("report %s --sweep train.batch_size=998,999 --db %s", cfg, db) == 2 &&
           strstr(err_text, "none of its 2 sweep combinations"));
     {   /* the config's own sweep section */
         long n = 0;
-        char *text = read_all(cfg, &n);
-        FILE *f = fopen(path_of("swept.cfg"), "w");
+        char *text = support_read_file(cfg, &n);
+        FILE *f = fopen(support_path("swept.cfg"), "w");
         if (f && text) fprintf(f, "%s\nsweep = [\"train.batch_size=256,128\"];\n", text);
         if (f) fclose(f);
         free(text);
-        CHECK(run("report %s --db %s", path_of("swept.cfg"), db) == 0 &&
+        CHECK(support_run("report %s --db %s", support_path("swept.cfg"), db) == 0 &&
               strstr(out_text, "#1 dawn-768") && strstr(out_text, "#2 dawn-512"));
     }
 
     /* the default database comes from $DAWNRUN_DB */
     setenv("DAWNRUN_DB", db, 1);
-    CHECK(run("report --format json --target 0.942") == 0);
+    CHECK(support_run("report --format json --target 0.942") == 0);
     unsetenv("DAWNRUN_DB");
     {
         struct json j;
@@ -728,29 +649,29 @@ static void test_cli_queries(const char *db, const struct fixture *fx)
     }
 
     /* error paths: each a clear message and exit 2, or 1 for the database */
-    CHECK(run("report nosuch --db %s", db) == 2);
+    CHECK(support_run("report nosuch --db %s", db) == 2);
     CHECK(strstr(err_text, "no experiment 'nosuch'") && strstr(err_text, db));
-    CHECK(run("report --format xml --db %s", db) == 2 && strstr(err_text, "--format"));
-    CHECK(run("report --target 94 --db %s", db) == 2 && strstr(err_text, "--target"));
-    CHECK(run("report --target abc --db %s", db) == 2 && strstr(err_text, "--target"));
-    CHECK(run("report --target 0 --db %s", db) == 2 && strstr(err_text, "--target"));
-    CHECK(run("report --db %s --target", db) == 2 && strstr(err_text, "needs a value"));
-    CHECK(run("report --db %s --frobnicate", db) == 2 && strstr(err_text, "unknown flag"));
-    CHECK(run("report dawn-512 --set train.epochs=2 --db %s", db) == 2 &&
+    CHECK(support_run("report --format xml --db %s", db) == 2 && strstr(err_text, "--format"));
+    CHECK(support_run("report --target 94 --db %s", db) == 2 && strstr(err_text, "--target"));
+    CHECK(support_run("report --target abc --db %s", db) == 2 && strstr(err_text, "--target"));
+    CHECK(support_run("report --target 0 --db %s", db) == 2 && strstr(err_text, "--target"));
+    CHECK(support_run("report --db %s --target", db) == 2 && strstr(err_text, "needs a value"));
+    CHECK(support_run("report --db %s --frobnicate", db) == 2 && strstr(err_text, "unknown flag"));
+    CHECK(support_run("report dawn-512 --set train.epochs=2 --db %s", db) == 2 &&
           strstr(err_text, "--set and --sweep apply to CONFIG"));
-    CHECK(run("report --sweep train.epochs=2,3 --db %s", db) == 2 &&
+    CHECK(support_run("report --sweep train.epochs=2,3 --db %s", db) == 2 &&
           strstr(err_text, "--set and --sweep apply to CONFIG"));
-    CHECK(run("report %s --sweep train.epochs --db %s", cfg, db) == 2 &&
+    CHECK(support_run("report %s --sweep train.epochs --db %s", cfg, db) == 2 &&
           strstr(err_text, "--sweep needs"));
-    const char *missing = path_of("no-such.db");
-    CHECK(run("report --db %s", missing) == 1 && strstr(err_text, missing));
-    CHECK(!exists(missing));
-    CHECK(run("experiments --db %s", missing) == 1 && !exists(missing));
-    CHECK(run("runs dawn-512 --db %s", missing) == 1 && !exists(missing));
-    CHECK(run("show 1 --db %s", missing) == 1 && !exists(missing));
+    const char *missing = support_path("no-such.db");
+    CHECK(support_run("report --db %s", missing) == 1 && strstr(err_text, missing));
+    CHECK(!support_exists(missing));
+    CHECK(support_run("experiments --db %s", missing) == 1 && !support_exists(missing));
+    CHECK(support_run("runs dawn-512 --db %s", missing) == 1 && !support_exists(missing));
+    CHECK(support_run("show 1 --db %s", missing) == 1 && !support_exists(missing));
 
     /* none of the above wrote to the database */
-    CHECK(unchanged(db, before, len));
+    CHECK(support_file_unchanged(db, before, len));
     free(before);
 }
 
@@ -774,94 +695,83 @@ static void build_task(const char *path, uint64_t seed, double acc, double t)
     experiment_free(&ea);
 }
 
-static long long count_rows(const char *db_path, const char *sql)
-{
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    long long v = -1;
-    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
 static void test_cli_merge(const char *fixture_db)
 {
-    const char *t1 = path_of("task-7.db"), *t2 = path_of("task-8.db");
-    const char *out = path_of("merged.db");
+    const char *out_text = support_run_out(), *err_text = support_run_err();   /* per run */
+    const char *t1 = support_path("task-7.db"), *t2 = support_path("task-8.db");
+    const char *out = support_path("merged.db");
     long l1, l2, l3, lo;
     build_task(t1, 7, 0.9412, 160.0);
     build_task(t2, 8, 0.9391, 161.0);
-    char *b1 = read_all(t1, &l1), *b2 = read_all(t2, &l2), *b3 = read_all(fixture_db, &l3);
+    char *b1 = support_read_file(t1, &l1), *b2 = support_read_file(t2, &l2);
+    char *b3 = support_read_file(fixture_db, &l3);
 
-    CHECK(run("merge %s %s %s %s", out, fixture_db, t1, t2) == 0);
+    CHECK(support_run("merge %s %s %s %s", out, fixture_db, t1, t2) == 0);
     CHECK(strstr(out_text, "3 experiments added; runs: 16 added, 0 replaced, 0 kept") != NULL);
     CHECK(strstr(out_text, "0 experiments added; runs: 1 added, 0 replaced, 0 kept; 4 epochs") !=
           NULL);
-    CHECK(count_rows(out, "SELECT count(*) FROM experiments") == 3);
-    CHECK(count_rows(out, "SELECT count(*) FROM runs") == 18);
-    CHECK(count_rows(out, "SELECT count(*) FROM runs WHERE status = 'done'") == 12);
+    CHECK(support_sql_int_readonly(out, "SELECT count(*) FROM experiments") == 3);
+    CHECK(support_sql_int_readonly(out, "SELECT count(*) FROM runs") == 18);
+    CHECK(support_sql_int_readonly(out, "SELECT count(*) FROM runs WHERE status = 'done'") == 12);
     /* the running run of the fixture arrives as interrupted: its lease stayed behind */
-    CHECK(count_rows(out, "SELECT count(*) FROM runs WHERE status = 'interrupted'") == 1);
-    long long epochs = count_rows(out, "SELECT count(*) FROM epochs");
+    CHECK(support_sql_int_readonly(out, "SELECT count(*) FROM runs"
+                                        " WHERE status = 'interrupted'") == 1);
+    long long epochs = support_sql_int_readonly(out, "SELECT count(*) FROM epochs");
 
     /* twice: nothing changes */
-    CHECK(run("merge %s %s %s %s", out, fixture_db, t1, t2) == 0);
+    CHECK(support_run("merge %s %s %s %s", out, fixture_db, t1, t2) == 0);
     CHECK(strstr(out_text, "0 experiments added; runs: 0 added, 0 replaced, 16 kept") != NULL);
     CHECK(strstr(out_text, "3 inputs merged: 0 experiments added; runs: 0 added, 0 replaced, "
                            "18 kept; 0 epochs copied") != NULL);
-    CHECK(count_rows(out, "SELECT count(*) FROM runs") == 18);
-    CHECK(count_rows(out, "SELECT count(*) FROM epochs") == epochs);
-    CHECK(unchanged(t1, b1, l1) && unchanged(t2, b2, l2) && unchanged(fixture_db, b3, l3));
+    CHECK(support_sql_int_readonly(out, "SELECT count(*) FROM runs") == 18);
+    CHECK(support_sql_int_readonly(out, "SELECT count(*) FROM epochs") == epochs);
+    CHECK(support_file_unchanged(t1, b1, l1) && support_file_unchanged(t2, b2, l2) &&
+          support_file_unchanged(fixture_db, b3, l3));
 
     /* the merged database reports the new seeds */
-    CHECK(run("report dawn-512 --db %s", out) == 0);
+    CHECK(support_run("report dawn-512 --db %s", out) == 0);
     CHECK(strstr(out_text, "runs done / total") && strstr(out_text, "7/9"));
 
     /* a file into itself is skipped */
-    CHECK(run("merge %s %s", out, out) == 0 && strstr(out_text, "itself"));
+    CHECK(support_run("merge %s %s", out, out) == 0 && strstr(out_text, "itself"));
 
     /* bad inputs: named, exit 1, the output untouched (or not even created) */
-    char *bo = read_all(out, &lo);
-    const char *junk = path_of("junk.db"), *foreign = path_of("foreign.db");
+    char *bo = support_read_file(out, &lo);
+    const char *junk = support_path("junk.db"), *foreign = support_path("foreign.db");
     FILE *f = fopen(junk, "w");
     if (f) {
         fputs("this is not a database\n", f);
         fclose(f);
     }
-    sqlite3 *fdb = NULL;
-    CHECK(sqlite3_open(foreign, &fdb) == SQLITE_OK &&
-          sqlite3_exec(fdb, "CREATE TABLE t(x); INSERT INTO t VALUES (1)", NULL, NULL, NULL) ==
-              SQLITE_OK);
-    sqlite3_close(fdb);
-    CHECK(run("merge %s %s", out, junk) == 1 && strstr(err_text, junk) &&
+    CHECK(support_sql_exec(foreign, "CREATE TABLE t(x); INSERT INTO t VALUES (1)") == SQLITE_OK);
+    CHECK(support_run("merge %s %s", out, junk) == 1 && strstr(err_text, junk) &&
           strstr(err_text, "not merged"));
-    CHECK(run("merge %s %s", out, foreign) == 1 && strstr(err_text, foreign));
-    CHECK(run("merge %s %s", out, path_of("absent.db")) == 1 && strstr(err_text, "absent.db"));
-    CHECK(unchanged(out, bo, lo));
-    const char *fresh = path_of("fresh.db");
-    CHECK(run("merge %s %s", fresh, junk) == 1 && !exists(fresh));
+    CHECK(support_run("merge %s %s", out, foreign) == 1 && strstr(err_text, foreign));
+    CHECK(support_run("merge %s %s", out, support_path("absent.db")) == 1 &&
+          strstr(err_text, "absent.db"));
+    CHECK(support_file_unchanged(out, bo, lo));
+    const char *fresh = support_path("fresh.db");
+    CHECK(support_run("merge %s %s", fresh, junk) == 1 && !support_exists(fresh));
     /* a bad input among good ones: the good ones are merged, the exit code says 1 */
-    CHECK(run("merge %s %s %s", fresh, junk, t1) == 1 && exists(fresh));
-    CHECK(count_rows(fresh, "SELECT count(*) FROM runs") == 1);
+    CHECK(support_run("merge %s %s %s", fresh, junk, t1) == 1 && support_exists(fresh));
+    CHECK(support_sql_int_readonly(fresh, "SELECT count(*) FROM runs") == 1);
     /* an output that is not ours */
-    CHECK(run("merge %s %s", foreign, t1) == 1 && strstr(err_text, foreign));
-    CHECK(run("merge %s", out) == 2 && strstr(err_text, "usage"));
-    CHECK(run("merge --bogus %s %s", out, t1) == 2);
+    CHECK(support_run("merge %s %s", foreign, t1) == 1 && strstr(err_text, foreign));
+    CHECK(support_run("merge %s", out) == 2 && strstr(err_text, "usage"));
+    CHECK(support_run("merge --bogus %s %s", out, t1) == 2);
 
     /* a locked output: merge waits the busy timeout, then fails clearly, nothing merged */
     sqlite3 *lock = NULL;
     CHECK(sqlite3_open(out, &lock) == SQLITE_OK &&
           sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK);
-    CHECK(run("merge %s %s", out, path_of("task-9.db")) == 1);   /* absent: fails at once */
-    build_task(path_of("task-9.db"), 9, 0.95, 150.0);
-    CHECK(run("merge %s %s", out, path_of("task-9.db")) == 1);
+    /* absent: fails at once */
+    CHECK(support_run("merge %s %s", out, support_path("task-9.db")) == 1);
+    build_task(support_path("task-9.db"), 9, 0.95, 150.0);
+    CHECK(support_run("merge %s %s", out, support_path("task-9.db")) == 1);
     CHECK(strstr(err_text, "locked") && strstr(err_text, out) && strstr(err_text, "not merged"));
     sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close(lock);
-    CHECK(count_rows(out, "SELECT count(*) FROM runs") == 18);
+    CHECK(support_sql_int_readonly(out, "SELECT count(*) FROM runs") == 18);
 
     free(b1);
     free(b2);
@@ -869,24 +779,14 @@ static void test_cli_merge(const char *fixture_db)
     free(bo);
 }
 
-static void cleanup_dir(void)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-}
-
 int main(int argc, char **argv)
 {
     struct fixture fx;
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    const char *db = path_of("fixture.db");
+    if (support_tmpdir_make("/tmp/dawnrun-test-report-XXXXXX") != 0) return 1;
+    const char *db = support_path("fixture.db");
     build_fixture(db, &fx, 0);
     if (argc > 1) {
-        dawnrun = argv[1];
+        support_run_program(argv[1], 1);
         test_cli_queries(db, &fx);
         test_cli_merge(db);
     } else {
@@ -895,8 +795,5 @@ int main(int argc, char **argv)
         test_order_independence(db);
         test_edge_cases();
     }
-    int rc = check_finish(argc > 1 ? "test_report (commands)" : "test_report");
-    if (rc == 0) cleanup_dir();
-    else fprintf(stderr, "test files kept in %s\n", dir);
-    return rc;
+    return support_tmpdir_finish(check_finish(argc > 1 ? "test_report (commands)" : "test_report"));
 }

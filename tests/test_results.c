@@ -14,105 +14,14 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "support.h"
 #include "results/results.h"
 #include "results/stats.h"
-
-static char dir[] = "/tmp/dawnrun-test-results-XXXXXX";
-
-/* dir/name in a static rotating buffer. */
-static const char *path_of(const char *name)
-{
-    static char bufs[8][512];
-    static int k;
-    char *b = bufs[k++ % 8];
-    snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
-    return b;
-}
 
 static void sleep_s(double s)
 {
     struct timespec ts = {(time_t)s, (long)((s - (time_t)s) * 1e9)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
-}
-
-/* ---- stderr capture, to check that messages name the file ------------------------- */
-
-static int saved_stderr = -1;
-
-static void capture_begin(void)
-{
-    fflush(stderr);
-    saved_stderr = dup(2);
-    int fd = open(path_of("stderr.txt"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 2);
-    close(fd);
-}
-
-/* Restores stderr; returns what was written (static buffer) and echoes it. */
-static const char *capture_end(void)
-{
-    static char buf[4096];
-    fflush(stderr);
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
-    FILE *f = fopen(path_of("stderr.txt"), "r");
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    buf[n] = '\0';
-    if (f) fclose(f);
-    fprintf(stderr, "  (captured) %s", buf);
-    return buf;
-}
-
-/* ---- raw SQL helpers for fault setup and inspection -------------------------------- */
-
-static long long sql_int(const char *db_path, const char *sql)
-{
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    long long v = -1;
-    if (sqlite3_open(db_path, &db) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
-static int sql_exec(const char *db_path, const char *sql)
-{
-    sqlite3 *db = NULL;
-    int rc = sqlite3_open(db_path, &db);
-    if (rc == SQLITE_OK) rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
-    sqlite3_close(db);
-    return rc;
-}
-
-/* The whole file, malloc'd (NULL if unreadable); *len its size. */
-static char *read_all(const char *path, long *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    *len = -1;
-    if (!f) return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (*len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-        buf = malloc((size_t)*len + 1);
-        if (buf && fread(buf, 1, (size_t)*len, f) != (size_t)*len) {
-            free(buf);
-            buf = NULL;
-        }
-    }
-    fclose(f);
-    return buf;
-}
-
-/* Does the file still hold exactly `before` (len bytes)? */
-static int unchanged(const char *path, const char *before, long len)
-{
-    long n = 0;
-    char *now = read_all(path, &n);
-    int same = before && now && n == len && memcmp(before, now, (size_t)len) == 0;
-    free(now);
-    return same;
 }
 
 /* ---- fixtures ---------------------------------------------------------------------- */
@@ -202,17 +111,17 @@ static int run_status(struct results *db, int64_t run_id)
 
 static void test_schema(void)
 {
-    const char *p = path_of("schema.db");
+    const char *p = support_path("schema.db");
     struct results *db = NULL;
     CHECK(results_open(&db, p) == DR_OK);
     CHECK(db != NULL);
     CHECK(results_check_integrity(db) == DR_OK);
     CHECK(strcmp(results_path(db), p) == 0);
     results_close(db);
-    CHECK(sql_int(p, "PRAGMA user_version") == RESULTS_SCHEMA_VERSION);
-    CHECK(sql_int(p, "PRAGMA application_id") == 0x44524e52);
-    CHECK(sql_int(p, "SELECT count(*) FROM sqlite_schema WHERE name IN ('experiments',"
-                     " 'runs', 'epochs', 'experiment_summary', 'run_summary')") == 5);
+    CHECK(support_sql_int(p, "PRAGMA user_version") == RESULTS_SCHEMA_VERSION);
+    CHECK(support_sql_int(p, "PRAGMA application_id") == 0x44524e52);
+    CHECK(support_sql_int(p, "SELECT count(*) FROM sqlite_schema WHERE name IN ('experiments',"
+                             " 'runs', 'epochs', 'experiment_summary', 'run_summary')") == 5);
     char mode[16] = "";
     sqlite3 *raw = NULL;
     sqlite3_stmt *st = NULL;
@@ -230,11 +139,11 @@ static void test_schema(void)
     CHECK(results_open_readonly(&db, p) == DR_OK);
     int64_t id = 0;
     struct results_experiment e = experiment("ro", "hash-ro", "text");
-    capture_begin();
+    support_capture_begin();
     CHECK(results_experiment_register(db, &id, NULL, &e) == DR_ERR_DB);
-    capture_end();
+    support_capture_end();
     results_close(db);
-    CHECK(sql_int(p, "SELECT count(*) FROM experiments") == 0);
+    CHECK(support_sql_int(p, "SELECT count(*) FROM experiments") == 0);
     results_close(NULL);
 }
 
@@ -243,7 +152,7 @@ static void test_register(void)
     struct results *db = NULL;
     int64_t id1 = 0, id2 = 0, id3 = 0;
     int created = -1;
-    CHECK(results_open(&db, path_of("register.db")) == DR_OK);
+    CHECK(results_open(&db, support_path("register.db")) == DR_OK);
     struct results_experiment e = experiment("dawn", "0123456789abcdef", "net = dawn;");
     CHECK(results_experiment_register(db, &id1, &created, &e) == DR_OK);
     CHECK(created == 1 && id1 > 0);
@@ -252,15 +161,15 @@ static void test_register(void)
 
     /* same hash, different text: refused, nothing changed */
     struct results_experiment bad = experiment("dawn", "0123456789abcdef", "net = other;");
-    capture_begin();
+    support_capture_begin();
     CHECK(results_experiment_register(db, &id3, &created, &bad) == DR_ERR_DB);
-    capture_end();
+    support_capture_end();
 
     /* missing required field */
     struct results_experiment empty = experiment("", "h", "t");
-    capture_begin();
+    support_capture_begin();
     CHECK(results_experiment_register(db, &id3, NULL, &empty) == DR_ERR_USAGE);
-    capture_end();
+    support_capture_end();
 
     struct results_experiment e2 = experiment("dawn", "fedcba9876543210", "net = dawn; x = 1;");
     e2.target_accuracy = NAN;
@@ -309,9 +218,9 @@ static void test_register(void)
     CHECK(results_runs_ensure(db, &added, id1, seeds, 5, 3) == DR_OK && added == 5);
     CHECK(results_runs_ensure(db, &added, id1, seeds, 5, 3) == DR_OK && added == 0);
     CHECK(results_runs_ensure(db, &added, id1, more, 3, 3) == DR_OK && added == 2);
-    capture_begin();
+    support_capture_begin();
     CHECK(results_runs_ensure(db, &added, 9999, seeds, 5, 3) == DR_ERR_DB);
-    capture_end();
+    support_capture_end();
     struct results_run *runs = NULL;
     CHECK(results_runs_list(db, &runs, &n, id1) == DR_OK && n == 7);
     int has_max = 0;
@@ -330,7 +239,7 @@ static void test_claim_order(void)
     struct results *db = NULL;
     int64_t a = 0, b = 0;
     struct results_lease l;
-    CHECK(results_open(&db, path_of("order.db")) == DR_OK);
+    CHECK(results_open(&db, support_path("order.db")) == DR_OK);
     struct results_experiment ea = experiment("a", "hash-a", "a");
     struct results_experiment eb = experiment("b", "hash-b", "b");
     CHECK(results_experiment_register(db, &a, NULL, &ea) == DR_OK);
@@ -384,9 +293,9 @@ static void test_claim_order(void)
 
     /* bad lease length */
     any.lease_seconds = 0;
-    capture_begin();
+    support_capture_begin();
     CHECK(results_claim_run(db, &l, &any) == DR_ERR_USAGE && l.run_id == 0);
-    capture_end();
+    support_capture_end();
     results_close(db);
 }
 
@@ -397,7 +306,7 @@ static void test_fencing(void)
     struct results_lease old, cur;
     struct results_epoch *eps = NULL;
     int n = 0;
-    const char *p = path_of("fence.db");
+    const char *p = support_path("fence.db");
     CHECK(results_open(&db, p) == DR_OK);
     struct results_experiment e = experiment("x", "hash-x", "x");
     CHECK(results_experiment_register(db, &x, NULL, &e) == DR_OK);
@@ -458,7 +367,7 @@ static void test_fencing(void)
         CHECK(eps[2].recorded_at > 1.6e9);
     }
     free(eps);
-    CHECK(sql_int(p, "SELECT count(*) FROM epochs") == 3);
+    CHECK(support_sql_int(p, "SELECT count(*) FROM epochs") == 3);
 
     CHECK(fin(db, &cur, RUN_DONE, 0.945) == DR_OK);
     CHECK(fin(db, &cur, RUN_DONE, 0.945) == DR_ERR_FENCED);
@@ -471,10 +380,10 @@ static void test_fencing(void)
     results_run_clear(&r);
 
     /* finishing with a non-final status is a bug */
-    capture_begin();
+    support_capture_begin();
     CHECK(results_run_finish(db, &cur, &(struct results_outcome){.status = RUN_PENDING}) ==
           DR_ERR_INTERNAL);
-    capture_end();
+    support_capture_end();
 
     /* a done run is never claimed again */
     struct results_lease none;
@@ -489,7 +398,7 @@ static void test_stale_and_limits(void)
     struct results *db = NULL;
     int64_t x = 0;
     struct results_lease l1, l2;
-    CHECK(results_open(&db, path_of("stale.db")) == DR_OK);
+    CHECK(results_open(&db, support_path("stale.db")) == DR_OK);
     struct results_experiment e = experiment("s", "hash-s", "s");
     CHECK(results_experiment_register(db, &x, NULL, &e) == DR_OK);
     uint64_t s0[] = {0};
@@ -507,7 +416,7 @@ static void test_stale_and_limits(void)
     struct results_run r;
     int found = 0;
     struct results *db2 = NULL;
-    CHECK(results_open(&db2, path_of("stale.db")) == DR_OK);
+    CHECK(results_open(&db2, support_path("stale.db")) == DR_OK);
     struct results_claim dead = claim_req("samehost", (int)child, 600);
     /* hand the run to the dead pid: finish as interrupted, reclaim as the dead worker */
     CHECK(fin(db, &l1, RUN_INTERRUPTED, NAN) == DR_OK);
@@ -539,7 +448,7 @@ static void test_values(void)
     struct results *db = NULL;
     int64_t x = 0;
     struct results_lease l;
-    CHECK(results_open(&db, path_of("values.db")) == DR_OK);
+    CHECK(results_open(&db, support_path("values.db")) == DR_OK);
     struct results_experiment e = experiment("v", "hash-v", "v");
     CHECK(results_experiment_register(db, &x, NULL, &e) == DR_OK);
     uint64_t seeds[] = {0, 1, 2, 3, 4};
@@ -567,11 +476,12 @@ static void test_values(void)
     results_close(db);
 
     /* the SQL view agrees: 4 done, 3 hits, median of 0.9398 0.9405 0.9412 0.9431 */
-    const char *p = path_of("values.db");
-    CHECK(sql_int(p, "SELECT done FROM experiment_summary") == 4);
-    CHECK(sql_int(p, "SELECT hits FROM experiment_summary") == 3);
-    CHECK(sql_int(p, "SELECT round(median_acc * 1000000) FROM experiment_summary") == 940850);
-    CHECK(sql_int(p, "SELECT count(*) FROM run_summary WHERE status = 'diverged'") == 1);
+    const char *p = support_path("values.db");
+    CHECK(support_sql_int(p, "SELECT done FROM experiment_summary") == 4);
+    CHECK(support_sql_int(p, "SELECT hits FROM experiment_summary") == 3);
+    CHECK(support_sql_int(p, "SELECT round(median_acc * 1000000) FROM experiment_summary")
+          == 940850);
+    CHECK(support_sql_int(p, "SELECT count(*) FROM run_summary WHERE status = 'diverged'") == 1);
 }
 
 /* Builds a run in db: claim seed `seed` of experiment `exp`, `epochs` epochs, finish. */
@@ -625,8 +535,8 @@ static void test_merge(void)
     int64_t ax = 0, bx = 0, by = 0;
     struct results_merge_stats st;
     char d1[2048], d2[2048], d3[2048];
-    CHECK(results_open(&a, path_of("task-a.db")) == DR_OK);
-    CHECK(results_open(&b, path_of("task-b.db")) == DR_OK);
+    CHECK(results_open(&a, support_path("task-a.db")) == DR_OK);
+    CHECK(results_open(&b, support_path("task-b.db")) == DR_OK);
     struct results_experiment ex = experiment("x", "hash-merge-x", "x");
     struct results_experiment ey = experiment("y", "hash-merge-y", "y");
     CHECK(results_experiment_register(a, &ax, NULL, &ex) == DR_OK);
@@ -645,11 +555,11 @@ static void test_merge(void)
     results_close(a);
     results_close(b);
 
-    CHECK(results_open(&out, path_of("merged.db")) == DR_OK);
-    CHECK(results_merge(out, &st, path_of("task-a.db")) == DR_OK);
+    CHECK(results_open(&out, support_path("merged.db")) == DR_OK);
+    CHECK(results_merge(out, &st, support_path("task-a.db")) == DR_OK);
     CHECK(st.experiments_added == 1 && st.runs_added == 3 && st.runs_replaced == 0);
     CHECK(st.epochs_copied == 6);
-    CHECK(results_merge(out, &st, path_of("task-b.db")) == DR_OK);
+    CHECK(results_merge(out, &st, support_path("task-b.db")) == DR_OK);
     CHECK(st.experiments_added == 1 && st.runs_added == 2 && st.runs_replaced == 2);
     CHECK(st.runs_kept == 0 && st.epochs_copied == 3 + 3 + 2);
     describe(d1, sizeof d1, out, "hash-merge-x");
@@ -658,15 +568,15 @@ static void test_merge(void)
     fprintf(stderr, "merged: %s\n", d1);
 
     /* idempotent: merging either input again changes nothing */
-    CHECK(results_merge(out, &st, path_of("task-b.db")) == DR_OK);
+    CHECK(results_merge(out, &st, support_path("task-b.db")) == DR_OK);
     CHECK(st.experiments_added == 0 && st.runs_added == 0 && st.runs_replaced == 0);
     CHECK(st.runs_kept == 4 && st.epochs_copied == 0);
-    CHECK(results_merge(out, &st, path_of("task-a.db")) == DR_OK);
+    CHECK(results_merge(out, &st, support_path("task-a.db")) == DR_OK);
     CHECK(st.runs_added == 0 && st.runs_replaced == 0 && st.runs_kept == 3);
     describe(d2, sizeof d2, out, "hash-merge-x");
     CHECK(strcmp(d1, d2) == 0);
     /* merging a database into itself is a no-op */
-    CHECK(results_merge(out, &st, path_of("merged.db")) == DR_OK);
+    CHECK(results_merge(out, &st, support_path("merged.db")) == DR_OK);
     CHECK(st.experiments_added == 0 && st.runs_added == 0 && st.runs_replaced == 0);
     CHECK(st.runs_kept == 5);
     describe(d2, sizeof d2, out, "hash-merge-x");
@@ -674,9 +584,9 @@ static void test_merge(void)
     CHECK(results_check_integrity(out) == DR_OK);
 
     /* the other order gives the same runs */
-    CHECK(results_open(&out2, path_of("merged2.db")) == DR_OK);
-    CHECK(results_merge(out2, NULL, path_of("task-b.db")) == DR_OK);
-    CHECK(results_merge(out2, NULL, path_of("task-a.db")) == DR_OK);
+    CHECK(results_open(&out2, support_path("merged2.db")) == DR_OK);
+    CHECK(results_merge(out2, NULL, support_path("task-b.db")) == DR_OK);
+    CHECK(results_merge(out2, NULL, support_path("task-a.db")) == DR_OK);
     describe(d3, sizeof d3, out2, "hash-merge-x");
     CHECK(strcmp(d1, d3) == 0);
     describe(d2, sizeof d2, out, "hash-merge-y");
@@ -685,15 +595,15 @@ static void test_merge(void)
     results_close(out2);
 
     /* the running run of A arrives as interrupted when nothing better exists */
-    CHECK(results_open(&out2, path_of("merged3.db")) == DR_OK);
-    CHECK(results_merge(out2, NULL, path_of("task-a.db")) == DR_OK);
+    CHECK(results_open(&out2, support_path("merged3.db")) == DR_OK);
+    CHECK(results_merge(out2, NULL, support_path("task-a.db")) == DR_OK);
     describe(d3, sizeof d3, out2, "hash-merge-x");
     CHECK(strstr(d3, "2:interrupted:") != NULL);
 
     /* bad inputs: missing file, not a database; nothing merged */
-    capture_begin();
-    CHECK(results_merge(out2, NULL, path_of("missing.db")) == DR_ERR_DB);
-    const char *msg = capture_end();
+    support_capture_begin();
+    CHECK(results_merge(out2, NULL, support_path("missing.db")) == DR_ERR_DB);
+    const char *msg = support_capture_end();
     CHECK(strstr(msg, "missing.db") != NULL);
     results_close(out2);
     results_close(out);
@@ -707,79 +617,79 @@ static void test_bad_files(void)
     const char *msg;
 
     /* a text file */
-    const char *junk = path_of("junk.db");
+    const char *junk = support_path("junk.db");
     FILE *f = fopen(junk, "w");
     for (int i = 0; i < 100; i++) fputs("this is a text file, not a database\n", f);
     fclose(f);
-    before = read_all(junk, &len);
-    capture_begin();
+    before = support_read_file(junk, &len);
+    support_capture_begin();
     CHECK(results_open(&db, junk) == DR_ERR_DB && db == NULL);
-    msg = capture_end();
+    msg = support_capture_end();
     CHECK(strstr(msg, junk) != NULL && strstr(msg, "not a database") != NULL);
-    capture_begin();
+    support_capture_begin();
     CHECK(results_open_readonly(&db, junk) == DR_ERR_DB && db == NULL);
-    capture_end();
-    CHECK(unchanged(junk, before, len));
+    support_capture_end();
+    CHECK(support_file_unchanged(junk, before, len));
     free(before);
 
     /* an SQLite database of somebody else: not even switched to WAL */
-    const char *other = path_of("other.db");
-    CHECK(sql_exec(other, "CREATE TABLE t(x); INSERT INTO t VALUES (42);") == SQLITE_OK);
-    before = read_all(other, &len);
-    capture_begin();
+    const char *other = support_path("other.db");
+    CHECK(support_sql_exec(other, "CREATE TABLE t(x); INSERT INTO t VALUES (42);") == SQLITE_OK);
+    before = support_read_file(other, &len);
+    support_capture_begin();
     CHECK(results_open(&db, other) == DR_ERR_DB);
-    msg = capture_end();
+    msg = support_capture_end();
     CHECK(strstr(msg, other) != NULL && strstr(msg, "not a dawnrun results database") != NULL);
-    CHECK(unchanged(other, before, len));
-    CHECK(sql_int(other, "SELECT x FROM t") == 42);
+    CHECK(support_file_unchanged(other, before, len));
+    CHECK(support_sql_int(other, "SELECT x FROM t") == 42);
     free(before);
 
     /* a results database from a newer dawnrun */
-    const char *newer = path_of("newer.db");
+    const char *newer = support_path("newer.db");
     CHECK(results_open(&db, newer) == DR_OK);
     results_close(db);
-    CHECK(sql_exec(newer, "PRAGMA user_version = 99") == SQLITE_OK);
-    before = read_all(newer, &len);
-    capture_begin();
+    CHECK(support_sql_exec(newer, "PRAGMA user_version = 99") == SQLITE_OK);
+    before = support_read_file(newer, &len);
+    support_capture_begin();
     CHECK(results_open(&db, newer) == DR_ERR_DB);
-    msg = capture_end();
+    msg = support_capture_end();
     CHECK(strstr(msg, newer) != NULL && strstr(msg, "newer dawnrun") != NULL);
-    capture_begin();
+    support_capture_begin();
     CHECK(results_open_readonly(&db, newer) == DR_ERR_DB);
-    capture_end();
-    CHECK(unchanged(newer, before, len));
-    CHECK(sql_int(newer, "PRAGMA user_version") == 99);
+    support_capture_end();
+    CHECK(support_file_unchanged(newer, before, len));
+    CHECK(support_sql_int(newer, "PRAGMA user_version") == 99);
     free(before);
 
     /* missing file for reading, a directory, a path in a missing directory */
-    capture_begin();
-    CHECK(results_open_readonly(&db, path_of("nope.db")) == DR_ERR_DB);
-    CHECK(results_open(&db, dir) == DR_ERR_DB);
-    CHECK(results_open(&db, path_of("no/such/dir.db")) == DR_ERR_DB);
-    msg = capture_end();
+    support_capture_begin();
+    CHECK(results_open_readonly(&db, support_path("nope.db")) == DR_ERR_DB);
+    CHECK(results_open(&db, support_tmpdir()) == DR_ERR_DB);
+    CHECK(results_open(&db, support_path("no/such/dir.db")) == DR_ERR_DB);
+    msg = support_capture_end();
     CHECK(strstr(msg, "no/such/dir.db") != NULL);
-    CHECK(access(path_of("nope.db"), F_OK) != 0);
+    CHECK(access(support_path("nope.db"), F_OK) != 0);
 
     /* a damaged header: reported, not rewritten */
-    const char *cut = path_of("cut.db");
+    const char *cut = support_path("cut.db");
     CHECK(results_open(&db, cut) == DR_OK);
     results_close(db);
     int fd = open(cut, O_WRONLY);
     CHECK(fd >= 0 && write(fd, "garbage garbage garbage garbage", 31) == 31);
     close(fd);
-    before = read_all(cut, &len);
-    capture_begin();
+    before = support_read_file(cut, &len);
+    support_capture_begin();
     CHECK(results_open(&db, cut) == DR_ERR_DB);
-    msg = capture_end();
+    msg = support_capture_end();
     CHECK(strstr(msg, cut) != NULL);
-    CHECK(unchanged(cut, before, len));
+    CHECK(support_file_unchanged(cut, before, len));
     free(before);
 }
 
 static void test_locked(void)
 {
     struct results *db = NULL;
-    const char *p = path_of("locked.db");
+    const char *p = support_path("locked.db");
     int64_t x = 0;
     CHECK(results_open(&db, p) == DR_OK);
     struct results_experiment e = experiment("l", "hash-l", "l");
@@ -790,9 +700,9 @@ static void test_locked(void)
     CHECK(results_set_busy_timeout(db, 100) == DR_OK);
     uint64_t seeds[] = {0, 1};
     int added = -1;
-    capture_begin();
+    support_capture_begin();
     CHECK(results_runs_ensure(db, &added, x, seeds, 2, 3) == DR_ERR_DB);
-    const char *msg = capture_end();
+    const char *msg = support_capture_end();
     CHECK(strstr(msg, p) != NULL && strstr(msg, "locked") != NULL);
     CHECK(added == -1);
     /* reading still works under another writer (WAL) */
@@ -810,7 +720,7 @@ static void test_fork_guard(void)
 {
     struct results *db = NULL;
     int64_t x = 0;
-    CHECK(results_open(&db, path_of("fork.db")) == DR_OK);
+    CHECK(results_open(&db, support_path("fork.db")) == DR_OK);
     struct results_experiment e = experiment("f", "hash-f", "f");
     CHECK(results_experiment_register(db, &x, NULL, &e) == DR_OK);
     fflush(NULL);
@@ -823,7 +733,7 @@ static void test_fork_guard(void)
         if (results_runs_ensure(db, NULL, x, (uint64_t[]){1}, 1, 3) != DR_ERR_INTERNAL) code = 1;
         results_close(db);
         struct results *mine = NULL;
-        if (results_open(&mine, path_of("fork.db")) != DR_OK) code = 2;
+        if (results_open(&mine, support_path("fork.db")) != DR_OK) code = 2;
         if (results_runs_ensure(mine, NULL, x, (uint64_t[]){2}, 1, 3) != DR_OK) code = 3;
         results_close(mine);
         _exit(code);
@@ -910,9 +820,9 @@ static void test_stats(void)
     CHECK_NEAR(t.p, 0.023712769599961523, 1e-12);
     const double c1[] = {1, 1, 1};
     CHECK(stats_welch(&t, c1, 3, c1, 3) == DR_OK && isnan(t.p));
-    capture_begin();
+    support_capture_begin();
     CHECK(stats_welch(&t, a, 1, b, 6) == DR_ERR_USAGE);
-    capture_end();
+    support_capture_end();
 
     CHECK(stats_mann_whitney(&t, a, 5, b, 6, STATS_MWU_EXACT) == DR_OK);
     CHECK(t.statistic == 27 && t.exact == 1);
@@ -926,9 +836,9 @@ static void test_stats(void)
     CHECK(stats_mann_whitney(&t, c, 8, d, 7, STATS_MWU_AUTO) == DR_OK);   /* ties */
     CHECK(t.statistic == 14.5 && t.exact == 0);
     CHECK_NEAR(t.p, 0.12725393975018059, 1e-12);
-    capture_begin();
+    support_capture_begin();
     CHECK(stats_mann_whitney(&t, c, 8, d, 7, STATS_MWU_EXACT) == DR_ERR_USAGE);
-    capture_end();
+    support_capture_end();
     const double e[] = {1.1, 2.3, 0.7};
     const double f[] = {3.1, 4.4, 2.9, 5.0};
     CHECK(stats_mann_whitney(&t, e, 3, f, 4, STATS_MWU_AUTO) == DR_OK);
@@ -939,20 +849,9 @@ static void test_stats(void)
     CHECK_NEAR(t.p, 0.057142857142857141, 1e-12);
 }
 
-/* Removes the test directory's files (no recursion needed: flat). */
-static void cleanup_dir(void)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-}
-
 int main(void)
 {
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (support_tmpdir_make("/tmp/dawnrun-test-results-XXXXXX") != 0) return 1;
     test_schema();
     test_register();
     test_claim_order();
@@ -964,8 +863,5 @@ int main(void)
     test_locked();
     test_fork_guard();
     test_stats();
-    int rc = check_finish("test_results");
-    if (rc == 0) cleanup_dir();
-    else fprintf(stderr, "test files kept in %s\n", dir);
-    return rc;
+    return support_tmpdir_finish(check_finish("test_results"));
 }

@@ -16,14 +16,13 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "support.h"
 #include "results/results.h"
 
 #define N_WORKERS 6
 #define N_SEEDS 48
 #define N_ROUNDS 3
 #define EPOCHS_PER_RUN 2
-
-static char dir[] = "/tmp/dawnrun-test-concurrency-XXXXXX";
 
 /* Exit codes of a worker, one per step that can fail. */
 enum { WORKER_OK = 0, WORKER_OPEN = 10, WORKER_REGISTER, WORKER_ENSURE, WORKER_CLAIM, WORKER_EPOCH, WORKER_FINISH, WORKER_REPORT };
@@ -83,7 +82,7 @@ static void round_once(int round)
     pid_t pids[N_WORKERS];
     int claims[N_SEEDS] = {0};
 
-    snprintf(path, sizeof path, "%s/round-%d.db", dir, round);
+    snprintf(path, sizeof path, "%s/round-%d.db", support_tmpdir(), round);
     if (pipe(gate) != 0 || pipe(report) != 0) {
         perror("pipe");
         CHECK(0);
@@ -210,9 +209,8 @@ static int paused_worker(const char *path)
 
 static void test_paused_worker(void)
 {
-    char path[512];
+    const char *path = support_path("paused.db");
     int status = -1;
-    snprintf(path, sizeof path, "%s/paused.db", dir);
     fflush(NULL);
     pid_t child = fork();
     if (child == 0) _exit(paused_worker(path));
@@ -263,19 +261,8 @@ static void test_paused_worker(void)
 
 int main(void)
 {
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (support_tmpdir_make("/tmp/dawnrun-test-concurrency-XXXXXX") != 0) return 1;
     for (int r = 0; r < N_ROUNDS; r++) round_once(r);
     test_paused_worker();
-    int rc = check_finish("test_results_concurrency");
-    if (rc == 0) {
-        char cmd[600];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-    } else {
-        fprintf(stderr, "test files kept in %s\n", dir);
-    }
-    return rc;
+    return support_tmpdir_finish(check_finish("test_results_concurrency"));
 }

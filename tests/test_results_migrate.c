@@ -7,7 +7,6 @@
  * exactly once, a migration that fails changes nothing, and a file from a newer dawnrun
  * is refused with a message naming it. */
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -17,76 +16,14 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "support.h"
 #include "results/results.h"
 
 /* The frozen version-1 schema and the current one, embedded by the build. */
 extern const char schema_results_v1_sql[];
 extern const char schema_results_sql[];
 
-static char dir[] = "/tmp/dawnrun-test-migrate-XXXXXX";
-
-/* dir/name in a static rotating buffer. */
-static const char *path_of(const char *name)
-{
-    static char bufs[8][512];
-    static int k;
-    char *b = bufs[k++ % 8];
-    snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
-    return b;
-}
-
-/* ---- stderr capture, to check that messages name the file ------------------------- */
-
-static int saved_stderr = -1;
-
-static void capture_begin(void)
-{
-    fflush(stderr);
-    saved_stderr = dup(2);
-    int fd = open(path_of("stderr.txt"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 2);
-    close(fd);
-}
-
-/* Restores stderr; returns what was written (static buffer) and echoes it. */
-static const char *capture_end(void)
-{
-    static char buf[4096];
-    fflush(stderr);
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
-    FILE *f = fopen(path_of("stderr.txt"), "r");
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    buf[n] = '\0';
-    if (f) fclose(f);
-    fprintf(stderr, "  (captured) %s", buf);
-    return buf;
-}
-
 /* ---- raw SQL helpers ----------------------------------------------------------------- */
-
-static long long sql_int(const char *db_path, const char *sql)
-{
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    long long v = -1;
-    if (sqlite3_open(db_path, &db) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
-static int sql_exec(const char *db_path, const char *sql)
-{
-    sqlite3 *db = NULL;
-    int rc = sqlite3_open(db_path, &db);
-    if (rc == SQLITE_OK) rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
-    if (rc != SQLITE_OK) fprintf(stderr, "  sql: %s\n", sqlite3_errmsg(db));
-    sqlite3_close(db);
-    return rc;
-}
 
 /* Every row of a query as text ("a|b|NULL\n" per row), malloc'd; NULL on error. */
 static char *sql_dump(const char *db_path, const char *sql)
@@ -128,33 +65,6 @@ static char *sql_dump(const char *db_path, const char *sql)
 static int same_text(const char *a, const char *b)
 {
     return a && b && strcmp(a, b) == 0;
-}
-
-/* The whole file, malloc'd (NULL if unreadable); *len its size. */
-static char *read_all(const char *path, long *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    *len = -1;
-    if (!f) return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (*len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-        buf = malloc((size_t)*len + 1);
-        if (buf && fread(buf, 1, (size_t)*len, f) != (size_t)*len) {
-            free(buf);
-            buf = NULL;
-        }
-    }
-    fclose(f);
-    return buf;
-}
-
-static int unchanged(const char *path, const char *before, long len)
-{
-    long n = 0;
-    char *now = read_all(path, &n);
-    int same = before && now && n == len && memcmp(before, now, (size_t)len) == 0;
-    free(now);
-    return same;
 }
 
 /* ---- fixtures -------------------------------------------------------------------------- */
@@ -258,24 +168,25 @@ static void test_texts(void)
 
 static void test_migrate(void)
 {
-    const char *old = path_of("old.db");
-    const char *fresh = path_of("fresh.db");
+    const char *old = support_path("old.db");
+    const char *fresh = support_path("fresh.db");
     char *before[N_V1_QUERIES];
     struct results *db = NULL;
     long len = 0;
 
     CHECK(make_v1(old) == SQLITE_OK);
-    CHECK(sql_int(old, "PRAGMA user_version") == 1);
+    CHECK(support_sql_int(old, "PRAGMA user_version") == 1);
     for (int q = 0; q < N_V1_QUERIES; q++) {
         before[q] = sql_dump(old, v1_queries[q]);
         CHECK(before[q] != NULL && before[q][0] != '\0');
     }
     /* the README query on the version-1 file, for comparison below */
-    CHECK(sql_int(old, "SELECT count(*) FROM pragma_table_info('experiment_summary')") == 11);
+    CHECK(support_sql_int(old, "SELECT count(*) FROM pragma_table_info('experiment_summary')")
+          == 11);
 
     /* read-only: the old file is read as it is, and not changed */
-    CHECK(sql_exec(old, "PRAGMA wal_checkpoint(TRUNCATE)") == SQLITE_OK);
-    char *bytes = read_all(old, &len);
+    CHECK(support_sql_exec(old, "PRAGMA wal_checkpoint(TRUNCATE)") == SQLITE_OK);
+    char *bytes = support_read_file(old, &len);
     CHECK(results_open_readonly(&db, old) == DR_OK);
     struct results_experiment *xs = NULL;
     int n = 0;
@@ -291,8 +202,8 @@ static void test_migrate(void)
     results_runs_free(runs, n);
     results_close(db);
     db = NULL;
-    CHECK(unchanged(old, bytes, len));
-    CHECK(sql_int(old, "PRAGMA user_version") == 1);
+    CHECK(support_file_unchanged(old, bytes, len));
+    CHECK(support_sql_int(old, "PRAGMA user_version") == 1);
     free(bytes);
 
     /* read-write: migrated */
@@ -300,14 +211,14 @@ static void test_migrate(void)
     CHECK(db && results_check_integrity(db) == DR_OK);
     results_close(db);
     db = NULL;
-    CHECK(sql_int(old, "PRAGMA user_version") == RESULTS_SCHEMA_VERSION);
-    CHECK(sql_int(old, "PRAGMA application_id") == 0x44524e52);
+    CHECK(support_sql_int(old, "PRAGMA user_version") == RESULTS_SCHEMA_VERSION);
+    CHECK(support_sql_int(old, "PRAGMA application_id") == 0x44524e52);
     for (int q = 0; q < N_V1_QUERIES; q++) {
         char *after = sql_dump(old, v1_queries[q]);
         CHECK(same_text(before[q], after));
         free(after);
     }
-    CHECK(sql_int(old, "SELECT count(*) FROM experiments WHERE notes IS NULL") == 2);
+    CHECK(support_sql_int(old, "SELECT count(*) FROM experiments WHERE notes IS NULL") == 2);
 
     /* the new experiment_summary, against hand-computed figures */
     char *summary = sql_dump(old,
@@ -320,7 +231,7 @@ static void test_migrate(void)
     CHECK(results_open(&db, fresh) == DR_OK);
     results_close(db);
     db = NULL;
-    CHECK(sql_exec(fresh, v1_rows) == SQLITE_OK);
+    CHECK(support_sql_exec(fresh, v1_rows) == SQLITE_OK);
     char *shape_old = schema_shape(old), *shape_fresh = schema_shape(fresh);
     CHECK(shape_old && strstr(shape_old, "|notes|TEXT|") != NULL);
     CHECK(same_text(shape_old, shape_fresh));
@@ -337,9 +248,9 @@ static void test_migrate(void)
     /* notes: set through the API, shown by the summary, cleared with "" */
     CHECK(results_open(&db, old) == DR_OK);
     CHECK(results_experiment_set_notes(db, 1, "baseline, before the cutout fix") == DR_OK);
-    capture_begin();
+    support_capture_begin();
     CHECK(results_experiment_set_notes(db, 77, "x") == DR_ERR_USAGE);
-    const char *msg = capture_end();
+    const char *msg = support_capture_end();
     CHECK(strstr(msg, old) != NULL && strstr(msg, "77") != NULL);
     struct results_experiment x;
     int found = 0;
@@ -349,17 +260,18 @@ static void test_migrate(void)
     CHECK(results_experiment_set_notes(db, 2, "") == DR_OK);
     results_close(db);
     db = NULL;
-    CHECK(sql_int(old, "SELECT count(*) FROM experiment_summary WHERE notes LIKE 'baseline%'")
-          == 1);
-    CHECK(sql_int(old, "SELECT count(*) FROM experiments WHERE id = 2 AND notes IS NULL") == 1);
+    CHECK(support_sql_int(old, "SELECT count(*) FROM experiment_summary"
+                               " WHERE notes LIKE 'baseline%'") == 1);
+    CHECK(support_sql_int(old, "SELECT count(*) FROM experiments"
+                               " WHERE id = 2 AND notes IS NULL") == 1);
 
     /* reopening changes nothing: same schema cookie, same rows */
-    long long cookie = sql_int(old, "PRAGMA schema_version");
+    long long cookie = support_sql_int(old, "PRAGMA schema_version");
     char *rows = sql_dump(old, v1_queries[1]);
     CHECK(results_open(&db, old) == DR_OK);
     results_close(db);
     db = NULL;
-    CHECK(sql_int(old, "PRAGMA schema_version") == cookie);
+    CHECK(support_sql_int(old, "PRAGMA schema_version") == cookie);
     char *rows2 = sql_dump(old, v1_queries[1]);
     CHECK(same_text(rows, rows2));
     free(rows);
@@ -371,7 +283,7 @@ static void test_migrate(void)
  * once (a second ALTER TABLE would fail), and no row is lost. */
 static void test_concurrent(void)
 {
-    const char *p = path_of("race.db");
+    const char *p = support_path("race.db");
     int gate[2];
     pid_t pids[5];
     CHECK(make_v1(p) == SQLITE_OK);
@@ -397,11 +309,11 @@ static void test_concurrent(void)
         waitpid(pids[i], &status, 0);
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     }
-    CHECK(sql_int(p, "PRAGMA user_version") == RESULTS_SCHEMA_VERSION);
-    CHECK(sql_int(p, "SELECT count(*) FROM pragma_table_info('experiments')"
-                     " WHERE name = 'notes'") == 1);
-    CHECK(sql_int(p, "SELECT (SELECT count(*) FROM experiments) * 10000"
-                     " + (SELECT count(*) FROM runs) * 100 + (SELECT count(*) FROM epochs)")
+    CHECK(support_sql_int(p, "PRAGMA user_version") == RESULTS_SCHEMA_VERSION);
+    CHECK(support_sql_int(p, "SELECT count(*) FROM pragma_table_info('experiments')"
+                             " WHERE name = 'notes'") == 1);
+    CHECK(support_sql_int(p, "SELECT (SELECT count(*) FROM experiments) * 10000"
+                             " + (SELECT count(*) FROM runs) * 100 + (SELECT count(*) FROM epochs)")
           == 20608);
 }
 
@@ -409,20 +321,20 @@ static void test_concurrent(void)
  * new column's name) fails naming the file and leaves the database as it was. */
 static void test_failed_migration(void)
 {
-    const char *p = path_of("clash.db");
+    const char *p = support_path("clash.db");
     struct results *db = NULL;
     CHECK(make_v1(p) == SQLITE_OK);
-    CHECK(sql_exec(p, "ALTER TABLE experiments ADD COLUMN notes INTEGER") == SQLITE_OK);
+    CHECK(support_sql_exec(p, "ALTER TABLE experiments ADD COLUMN notes INTEGER") == SQLITE_OK);
     char *view = sql_dump(p, "SELECT sql FROM sqlite_schema WHERE name = 'experiment_summary'");
-    capture_begin();
+    support_capture_begin();
     CHECK(results_open(&db, p) == DR_ERR_DB && db == NULL);
-    const char *msg = capture_end();
+    const char *msg = support_capture_end();
     CHECK(strstr(msg, p) != NULL && strstr(msg, "notes") != NULL &&
           strstr(msg, "from version 1 to 2 failed") != NULL);
-    CHECK(sql_int(p, "PRAGMA user_version") == 1);
+    CHECK(support_sql_int(p, "PRAGMA user_version") == 1);
     char *view2 = sql_dump(p, "SELECT sql FROM sqlite_schema WHERE name = 'experiment_summary'");
     CHECK(same_text(view, view2));   /* the view was not dropped: all or nothing */
-    CHECK(sql_int(p, "SELECT count(*) FROM runs") == 6);
+    CHECK(support_sql_int(p, "SELECT count(*) FROM runs") == 6);
     char *check = sql_dump(p, "PRAGMA integrity_check");
     CHECK(same_text(check, "ok\n"));
     free(check);
@@ -434,7 +346,7 @@ static void test_failed_migration(void)
  * and both versions, and left byte for byte as it was. */
 static void test_newer(void)
 {
-    const char *p = path_of("newer.db");
+    const char *p = support_path("newer.db");
     struct results *db = NULL;
     long len = 0;
     char want[64];
@@ -442,36 +354,36 @@ static void test_newer(void)
     results_close(db);
     db = NULL;
     snprintf(want, sizeof want, "PRAGMA user_version = %d", RESULTS_SCHEMA_VERSION + 1);
-    CHECK(sql_exec(p, want) == SQLITE_OK);
-    CHECK(sql_exec(p, "PRAGMA wal_checkpoint(TRUNCATE)") == SQLITE_OK);
-    char *bytes = read_all(p, &len);
-    capture_begin();
+    CHECK(support_sql_exec(p, want) == SQLITE_OK);
+    CHECK(support_sql_exec(p, "PRAGMA wal_checkpoint(TRUNCATE)") == SQLITE_OK);
+    char *bytes = support_read_file(p, &len);
+    support_capture_begin();
     CHECK(results_open(&db, p) == DR_ERR_DB && db == NULL);
-    const char *msg = capture_end();
+    const char *msg = support_capture_end();
     snprintf(want, sizeof want, "version %d", RESULTS_SCHEMA_VERSION + 1);
     CHECK(strstr(msg, p) != NULL && strstr(msg, "newer dawnrun") != NULL &&
           strstr(msg, want) != NULL);
-    capture_begin();
+    support_capture_begin();
     CHECK(results_open_readonly(&db, p) == DR_ERR_DB && db == NULL);
-    capture_end();
-    CHECK(unchanged(p, bytes, len));
+    support_capture_end();
+    CHECK(support_file_unchanged(p, bytes, len));
     free(bytes);
 }
 
 /* The README's query through the sqlite3 shell, when there is one. */
 static void test_readme_query(void)
 {
-    const char *p = path_of("old.db");
+    const char *p = support_path("old.db");
     char cmd[1024];
     if (system("command -v sqlite3 >/dev/null 2>&1") != 0) {
         printf("sqlite3 shell not found: README query not run\n");
         return;
     }
     snprintf(cmd, sizeof cmd, "sqlite3 -header '%s' 'select * from experiment_summary' >'%s'",
-             p, path_of("readme.txt"));
+             p, support_path("readme.txt"));
     CHECK(system(cmd) == 0);
     long len = 0;
-    char *out = read_all(path_of("readme.txt"), &len);
+    char *out = support_read_file(support_path("readme.txt"), &len);
     CHECK(out && len > 0);
     if (out) {
         out[len] = '\0';
@@ -485,20 +397,12 @@ static void test_readme_query(void)
 
 int main(void)
 {
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (support_tmpdir_make("/tmp/dawnrun-test-migrate-XXXXXX") != 0) return 1;
     test_texts();
     test_migrate();
     test_concurrent();
     test_failed_migration();
     test_newer();
     test_readme_query();
-    int rc = check_finish("test_results_migrate");
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (rc == 0 && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-    if (rc != 0) fprintf(stderr, "test files kept in %s\n", dir);
-    return rc;
+    return support_tmpdir_finish(check_finish("test_results_migrate"));
 }

@@ -1,9 +1,11 @@
 # Every tests/test_*.c is one executable and one ctest case. Exit code 77 = skipped
-# (no device / no data). Data-dependent tests read DAWNRUN_DATA.
+# (no device / no data). Data-dependent tests read DAWNRUN_DATA. Each is linked with the
+# assertion helpers (check.c) and the shared test support (support.c).
 file(GLOB TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/test_*.c)
 foreach(src ${TEST_SOURCES})
   get_filename_component(name ${src} NAME_WE)
-  add_executable(${name} ${src} ${CMAKE_SOURCE_DIR}/tests/check.c)
+  add_executable(${name} ${src} ${CMAKE_SOURCE_DIR}/tests/check.c
+    ${CMAKE_SOURCE_DIR}/tests/support.c)
   target_compile_options(${name} PRIVATE ${DAWNRUN_WARNINGS})
   target_link_libraries(${name} PRIVATE dawnrun_engines)
   add_test(NAME ${name} COMMAND ${name})

@@ -1,22 +1,84 @@
 /* CPU activations: relu, celu, gelu (erf form) and their derivatives, elementwise over
- * static OpenMP blocks. */
+ * static OpenMP blocks. exp, expm1 and erfc come from vmath.h, branch-free, so every loop
+ * here vectorises; each element's bits depend on nothing but its inputs. */
 #include "../activation.h"
 
+#include <float.h>
 #include <math.h>
+
+#include "vmath.h"
 
 /* Below this many elements the loops stay on one thread. */
 #define ACT_PARALLEL_MIN 32768
 
-#define ACT_SQRT1_2 0.70710678118654752440      /* 1 / sqrt(2) */
-#define ACT_INV_SQRT_2PI 0.39894228040143267794 /* 1 / sqrt(2 pi) */
+#define ACT_SQRT1_2_HI 0x1.6a09e6p-1f    /* 1 / sqrt(2) = HI + LO */
+#define ACT_SQRT1_2_LO 0x1.9fcef4p-27f
+#define ACT_INV_SQRT_2PI 0x1.988454p-2f  /* 1 / sqrt(2 pi) */
+#define ACT_GELU_CLAMP 15.0f             /* erfc(15 / sqrt 2) and exp(-15^2 / 2) are 0 in fp32 */
 
-/* dx[i] = g, or dx[i] += g; the branch is loop-invariant and hoisted by the compiler. */
-static inline void act_store(float *dx, long i, float g, int accumulate)
+/* x / alpha as q + *lo, q = x * inv rounded and *lo its remainder (0 when q is infinite,
+ * where the remainder would be inf or NaN; NaN x gives NaN q). */
+static inline float act_celu_arg(float *lo, float x, float alpha, float inv)
 {
-    if (accumulate)
-        dx[i] += g;
-    else
-        dx[i] = g;
+    const float q = x * inv;
+    const float r = fmaf(-q, alpha, x) * inv;
+    *lo = vm_select(fabsf(q) <= FLT_MAX, r, 0.0f);
+    return q;
+}
+
+/* gelu at x from one erfc(|x| / sqrt 2) and one exp(-x^2 / 2): returns x Phi(x) and stores
+ * Phi(x) = erfc(-x / sqrt 2) / 2 and x phi(x) = x exp(-x^2 / 2) / sqrt(2 pi). For x < 0 the
+ * result is (x / 2) erfc(|x| / sqrt 2) with x / 2 applied before the final power-of-two
+ * scaling, and x phi(x) likewise, so both keep their relative accuracy down the negative
+ * tail, subnormal results included. Past |x| = 15 the products take the clamped |x|: the
+ * factors they scale are 0 there, so x = -inf gives gelu -0 and slope 0, x = +inf gives
+ * inf and slope 1 (the limits), and NaN stays NaN. */
+static inline float act_gelu_parts(float *cdf, float *xpdf, float x)
+{
+    const float xa = vm_at_most(fabsf(x), ACT_GELU_CLAMP);
+    const float a = xa * ACT_SQRT1_2_HI;
+    const float a_lo = fmaf(xa, ACT_SQRT1_2_HI, -a) + xa * ACT_SQRT1_2_LO;
+    const float sq = xa * xa;
+    const float e_hi = -0.5f * sq;
+    const float e_lo = -0.5f * fmaf(xa, xa, -sq);
+    const float half = vm_erfc_mul(a, a_lo, e_hi, e_lo, 0.5f);
+    const float xc = copysignf(xa, x);
+    const float y_neg = vm_erfc_mul(a, a_lo, e_hi, e_lo, 0.5f * xc);
+    const int neg = x < 0.0f;
+    *cdf = vm_select(neg, half, 1.0f - half);
+    *xpdf = vm_exp_mul(e_hi, e_lo, xc * ACT_INV_SQRT_2PI);
+    return vm_select(neg, y_neg, fmaf(-xc, half, x));   /* x (1 - half), rounded once */
+}
+
+/* celu(x) = x > 0 ? x : alpha expm1(x / alpha), inv = 1 / alpha. */
+static inline float act_celu(float x, float alpha, float inv)
+{
+    float lo;
+    const float q = act_celu_arg(&lo, x, alpha, inv);
+    return vm_select(x > 0.0f, x, alpha * vm_expm1_hl(q, lo));
+}
+
+/* dy * celu'(x), inv = 1 / alpha. */
+static inline float act_celu_grad(float x, float dy, float alpha, float inv)
+{
+    float lo;
+    const float q = act_celu_arg(&lo, x, alpha, inv);
+    return vm_select(x > 0.0f, dy, dy * vm_exp_mul(q, lo, 1.0f));
+}
+
+/* gelu(x) = x Phi(x). */
+static inline float act_gelu(float x)
+{
+    float cdf, xpdf;
+    return act_gelu_parts(&cdf, &xpdf, x);
+}
+
+/* dy * gelu'(x) = dy (Phi(x) + x phi(x)). */
+static inline float act_gelu_grad(float x, float dy)
+{
+    float cdf, xpdf;
+    act_gelu_parts(&cdf, &xpdf, x);
+    return dy * (cdf + xpdf);
 }
 
 void activation_forward_cpu(float *y, const float *x, enum act_kind kind, float alpha,
@@ -31,18 +93,12 @@ void activation_forward_cpu(float *y, const float *x, enum act_kind kind, float 
     case ACT_CELU: {
         const float inv = 1.0f / alpha;
 #pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
-        for (long i = 0; i < cnt; i++) {
-            const float v = x[i];
-            y[i] = v > 0.0f ? v : alpha * (expf(v * inv) - 1.0f);
-        }
+        for (long i = 0; i < cnt; i++) y[i] = act_celu(x[i], alpha, inv);
         break;
     }
     case ACT_GELU:
 #pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
-        for (long i = 0; i < cnt; i++) {
-            const float v = x[i];
-            y[i] = 0.5f * v * (1.0f + erff(v * (float)ACT_SQRT1_2));
-        }
+        for (long i = 0; i < cnt; i++) y[i] = act_gelu(x[i]);
         break;
     }
 }
@@ -63,24 +119,23 @@ void activation_backward_cpu(float *dx, const float *dy, const float *x, enum ac
         break;
     case ACT_CELU: {
         const float inv = 1.0f / alpha;
+        if (accumulate_dx) {
 #pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
-        for (long i = 0; i < cnt; i++) {
-            const float v = x[i];
-            const float g = v > 0.0f ? dy[i] : dy[i] * expf(v * inv);
-            act_store(dx, i, g, accumulate_dx);
+            for (long i = 0; i < cnt; i++) dx[i] += act_celu_grad(x[i], dy[i], alpha, inv);
+        } else {
+#pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
+            for (long i = 0; i < cnt; i++) dx[i] = act_celu_grad(x[i], dy[i], alpha, inv);
         }
         break;
     }
-    case ACT_GELU: {
-        const float c = (float)ACT_INV_SQRT_2PI;
+    case ACT_GELU:
+        if (accumulate_dx) {
 #pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
-        for (long i = 0; i < cnt; i++) {
-            const float v = x[i];
-            const float cdf = 0.5f * (1.0f + erff(v * (float)ACT_SQRT1_2));
-            const float g = dy[i] * (cdf + v * c * expf(-0.5f * v * v));
-            act_store(dx, i, g, accumulate_dx);
+            for (long i = 0; i < cnt; i++) dx[i] += act_gelu_grad(x[i], dy[i]);
+        } else {
+#pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
+            for (long i = 0; i < cnt; i++) dx[i] = act_gelu_grad(x[i], dy[i]);
         }
         break;
-    }
     }
 }

@@ -1,4 +1,6 @@
-/* Elementwise activations: relu, celu(alpha), gelu (exact, erf form). Layout-free. */
+/* Elementwise activations: relu, celu(alpha), gelu (exact: x Phi(x), Phi the normal
+ * distribution function). Layout-free. NaN passes through; at +-inf every engine gives
+ * the limits (gelu: -0 with slope 0 at -inf, +inf with slope 1 at +inf). */
 #ifndef DAWNRUN_KERNELS_ACTIVATION_H
 #define DAWNRUN_KERNELS_ACTIVATION_H
 

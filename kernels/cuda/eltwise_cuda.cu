@@ -28,9 +28,10 @@ __global__ void act_forward_kernel(T *y, const T *x, int kind, float alpha, size
             r = v < 0.0f ? 0.0f : v;   /* NaN passes through, as on the CPU */
         else if (kind == ACT_CELU)
             r = v > 0.0f ? v : __fmul_rn(alpha, __fsub_rn(expf(__fmul_rn(v, inv)), 1.0f));
-        else
-            r = __fmul_rn(__fmul_rn(0.5f, v),
-                          __fadd_rn(1.0f, erff(__fmul_rn(v, (float)ACT_SQRT1_2))));
+        else   /* x Phi(x), Phi from erfc as on the CPU (accurate in the negative tail) */
+            r = isinf(v) ? (v > 0.0f ? v : -0.0f)
+                         : __fmul_rn(__fmul_rn(0.5f, v),
+                                     erfcf(__fmul_rn(-v, (float)ACT_SQRT1_2)));
         y[i] = cuda_from_f<T>(r);
     }
 }
@@ -49,10 +50,10 @@ __global__ void act_backward_kernel(T *dx, const T *dy, const T *x, int kind, fl
         } else if (kind == ACT_CELU) {
             g = v > 0.0f ? d : __fmul_rn(d, expf(__fmul_rn(v, inv)));
         } else {
-            const float cdf =
-                __fmul_rn(0.5f, __fadd_rn(1.0f, erff(__fmul_rn(v, (float)ACT_SQRT1_2))));
-            const float pdf = __fmul_rn(__fmul_rn(v, (float)ACT_INV_SQRT_2PI),
-                                        expf(__fmul_rn(__fmul_rn(-0.5f, v), v)));
+            const float cdf = __fmul_rn(0.5f, erfcf(__fmul_rn(-v, (float)ACT_SQRT1_2)));
+            const float pdf = isinf(v) ? 0.0f   /* the limit: slope 0 at -inf, 1 at +inf */
+                                       : __fmul_rn(__fmul_rn(v, (float)ACT_INV_SQRT_2PI),
+                                                   expf(__fmul_rn(__fmul_rn(-0.5f, v), v)));
             g = __fmul_rn(d, __fadd_rn(cdf, pdf));
         }
         dx[i] = cuda_from_f<T>(accumulate ? __fadd_rn(cuda_to_f<T>(dx[i]), g) : g);

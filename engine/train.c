@@ -71,12 +71,6 @@ int trainer_create(struct trainer *t, const struct experiment *e, const struct g
     if (t->total_steps < 1) t->total_steps = 1;
     t->n_epochs = (int)((t->total_steps + t->steps_per_epoch - 1) / t->steps_per_epoch);
 
-    for (int i = 0; i < g->count; i++) {
-        int s = g->layers[i].spec.type == LAYER_BN ? g->layers[i].spec.splits : 1;
-        if (s > 1 && batch % s != 0)
-            FAIL(DR_ERR_CONFIG, "%s: layer '%s': splits %d does not divide train.batch_size %d",
-                 e->path, g->layers[i].spec.name, s, batch);
-    }
     TRY(model_create(&t->model, g, be, batch > eval_batch ? batch : eval_batch));
     TRY(model_init_params(&t->model, seed));
     TRY(model_init_whiten(&t->model, train));
@@ -128,11 +122,12 @@ cleanup:
     return rc;
 }
 
-/* The test-time views of eval.tta with their weights (see engine/experiment.h). */
-static int tta_views(struct augment_params *views, float *weights, enum tta_kind kind)
+int train_tta_views(struct augment_params *views, float *weights, enum tta_kind kind)
 {
     static const int shift[3][2] = {{0, 0}, {-1, -1}, {1, 1}};
+    if (kind == TTA_NONE) return 1;
     int nshift = kind == TTA_FLIP_TRANSLATE ? 3 : 1, n = 0;
+    if (!views) return 2 * nshift;
     for (int s = 0; s < nshift; s++)
         for (int f = 0; f < 2; f++) {
             views[n] = (struct augment_params){0};
@@ -156,8 +151,8 @@ static int evaluate_batch(struct trainer *t, int n)
     struct model *m = &t->model;
     const struct backend_ops *ops = t->be->ops;
     void *ctx = t->be->ctx;
-    struct augment_params views[6];
-    float weights[6];
+    struct augment_params views[TRAIN_TTA_MAX_VIEWS];
+    float weights[TRAIN_TTA_MAX_VIEWS];
     if (t->e->eval.tta == TTA_NONE) {
         TRY(ops->augment(ctx, &m->y[0], &m->labels, &t->test_images, &t->test_labels, &t->rows,
                          NULL, t->seed, 0));
@@ -165,7 +160,7 @@ static int evaluate_batch(struct trainer *t, int n)
         TRY(model_loss(m, 0.0f));
         goto cleanup;
     }
-    int nv = tta_views(views, weights, t->e->eval.tta);
+    int nv = train_tta_views(views, weights, t->e->eval.tta);
     t->tta_logits.n = n;
     for (int v = 0; v < nv; v++) {
         TRY(ops->augment(ctx, &m->y[0], &m->labels, &t->test_images, &t->test_labels, &t->rows,

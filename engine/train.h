@@ -95,6 +95,14 @@ int trainer_evaluate(struct trainer *t, double *loss, double *acc);
  * Returns DR_OK, DR_ERR_DIVERGED, DR_ERR_INTERRUPTED or an engine error. */
 int trainer_run(struct trainer *t, const struct train_hooks *hooks, struct train_result *res);
 
+#define TRAIN_TTA_MAX_VIEWS 6
+
+/* The views of test-time augmentation `kind` (engine/experiment.h) as fixed augment
+ * parameters with their weights, views and weights each of TRAIN_TTA_MAX_VIEWS entries;
+ * returns how many. views NULL: only the count. TTA_NONE: 1, and nothing is written (the
+ * plain test batch is the one view). */
+int train_tta_views(struct augment_params *views, float *weights, enum tta_kind kind);
+
 /* The lr and weight decay actually applied at a global step, with Page's scaling for a
  * summed loss (lr / batch, wd * batch), and the loss-gradient scale. */
 void train_step_hparams(const struct experiment *e, long step, int steps_per_epoch, float *lr,

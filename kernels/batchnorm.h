@@ -58,20 +58,6 @@ BN_FN void batchnorm_running_update(float *running_mean, float *running_var, dou
     *running_var = (float)((1.0 - momentum) * *running_var + momentum * unbiased);
 }
 
-/* Train-mode statistics of one channel from sum x and sum x² over cnt values: returns the
- * mean and 1/sqrt(var + eps) (biased variance), saves both in fp32, and updates the
- * running statistics with the unbiased variance (skipped when momentum == 0). The
- * one-part case of the two helpers above. */
-BN_FN void batchnorm_channel_stats(double *mean, double *invstd, float *save_mean,
-                                   float *save_invstd, float *running_mean, float *running_var,
-                                   double sum, double sumsq, size_t cnt, float eps,
-                                   float momentum)
-{
-    double unbiased;
-    batchnorm_part_stats(mean, invstd, &unbiased, save_mean, save_invstd, sum, sumsq, cnt, eps);
-    batchnorm_running_update(running_mean, running_var, *mean, unbiased, 1, momentum);
-}
-
 /* Backward coefficients of one channel from sum x, sum dy and sum dy*x over cnt values
  * (all zero when cnt is 0): dgamma = sum dy * xhat (dbeta is sum dy itself), and
  * dx = a*dy + b*((x - hi) - lo) + e. */

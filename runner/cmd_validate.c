@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "engine/status.h"
+#include "engine/train.h"
 #include "load.h"
 
 /* Prints n with thousands separators. */
@@ -56,7 +57,7 @@ static void print_network(const struct experiment *e, const struct graph *g)
     long steps = lround(e->train.epochs * (double)steps_per_epoch);
     long epochs = steps_per_epoch ? (steps + steps_per_epoch - 1) / steps_per_epoch : 0;
     double train_flops = (double)graph_train_flops(g) * (double)e->train.batch_size * (double)steps;
-    int views = e->eval.tta == TTA_FLIP ? 2 : e->eval.tta == TTA_FLIP_TRANSLATE ? 6 : 1;
+    int views = train_tta_views(NULL, NULL, e->eval.tta);
     double eval_flops =
         (double)g->flops_forward * (double)test_count * (double)epochs * (double)views;
     long long fixed = 0;

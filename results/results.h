@@ -22,7 +22,7 @@
 
 #include "../engine/status.h"
 
-#define RESULTS_SCHEMA_VERSION 2    /* schemas/results.sql; see docs/results.md, Versioning */
+#define RESULTS_SCHEMA_VERSION 3    /* schemas/results.sql; see docs/results.md, Versioning */
 #define RESULTS_DEFAULT_BUSY_MS 15000     /* wait this long for another writer's lock */
 #define RESULTS_DEFAULT_LEASE_S 60.0      /* a claim is stale after this without heartbeat */
 #define RESULTS_DEFAULT_MAX_ATTEMPTS 3
@@ -136,7 +136,7 @@ struct results_claim {
     int n_experiments;               /* ... or of any experiment when 0 */
     const uint64_t *seeds;           /* claim only runs of these seeds ... */
     int n_seeds;                     /* ... or of any seed when 0 */
-    int retry_failed;                /* also claim failed runs below their retry limit */
+    int retry_failed;                /* also claim failed runs (their stall count restarts) */
     double lease_seconds;            /* lease length; > 0 */
     char host[256];                  /* lease owner */
     int pid;
@@ -158,18 +158,47 @@ struct results_lease {
 
 /* Claims one run in a BEGIN IMMEDIATE transaction. Candidates, among req's experiments
  * and seeds, ordered by seed then experiment id: pending and interrupted runs; failed
- * runs with attempt < max_attempts when req->retry_failed; running runs whose lease has
- * expired on the database's clock, or whose owner is on req->host and whose pid no
- * longer exists. A stale running run that has used all its attempts is marked failed
- * instead of claimed. The claimed run becomes running, attempt += 1, owner and lease
- * set. lease->run_id = 0 when no run is claimable (still DR_OK). */
+ * runs when req->retry_failed (a caller looping over claims gets a run that fails again
+ * back at once: runner code requeues instead, see results_runs_requeue_failed); running
+ * runs whose lease has expired on the database's clock, or whose owner is on req->host
+ * and whose pid no longer exists (stale).
+ * A stale run's vanished attempt is a stall when the run's progress point (latest
+ * recorded epoch + runs.checkpoint_epoch) did not grow since that attempt's claim; any
+ * growth resets the count. A stale run whose stalls reach max_attempts is marked failed,
+ * its error saying where it kept stopping (epoch and step of the last heartbeat, epochs
+ * recorded, checkpoint), instead of claimed. The claimed run becomes running, attempt
+ * += 1 (the fencing token), owner and lease set, its progress point stored.
+ * lease->run_id = 0 when no run is claimable (still DR_OK). */
 int results_claim_run(struct results *db, struct results_lease *lease,
                       const struct results_claim *req);
+
+/* What a claim with req would do with the runs of its selection, right now. */
+struct results_census {
+    int total;
+    int finished;                    /* done or diverged */
+    int failed;                      /* failed and not retried, or about to be abandoned */
+    int running_elsewhere;           /* running under a live owner */
+    int to_run;                      /* claimable */
+};
+
+/* Classifies req's runs exactly as results_claim_run would, changing nothing. */
+int results_claim_census(struct results *db, struct results_census *out,
+                         const struct results_claim *req);
+
+/* Makes req's failed runs pending again with their stall count at 0 (a fresh budget),
+ * in one statement; *requeued (may be NULL) gets how many. */
+int results_runs_requeue_failed(struct results *db, int *requeued,
+                                const struct results_claim *req);
 
 /* Extends the lease by lease->lease_seconds from now (database clock). Returns
  * DR_ERR_FENCED, changing nothing, when the run is no longer running under this attempt
  * (it was reclaimed, finished, or merged over): the caller must stop working on it. */
 int results_heartbeat(struct results *db, const struct results_lease *lease);
+
+/* results_heartbeat that also records where the attempt is: epoch (1-based, the one in
+ * progress) and step within it (runs.at_epoch, at_step; epoch < 1 records nothing). */
+int results_heartbeat_at(struct results *db, const struct results_lease *lease, int epoch,
+                         int step);
 
 /* One finished epoch of a run. Field for field the engine's epoch record. */
 struct results_epoch {
@@ -195,6 +224,17 @@ int results_epoch_record(struct results *db, const struct results_lease *lease,
  * checkpoint do not linger. */
 int results_epochs_discard_from(struct results *db, const struct results_lease *lease,
                                 int first_epoch);
+
+/* A claimed attempt's start point, in one fenced transaction: it resumes after `epoch`
+ * epochs (0: from scratch) from a checkpoint holding them, so the epochs numbered above
+ * it are discarded and runs.checkpoint_epoch is set to it. When the point is below the
+ * one stored at the claim (a checkpoint was lost or unusable), the claim's point is
+ * lowered with it, so that redoing lost work counts as progress. */
+int results_run_resume_at(struct results *db, const struct results_lease *lease, int epoch);
+
+/* Records that a checkpoint holding `epoch` epochs is durably written
+ * (runs.checkpoint_epoch). Fenced as above. */
+int results_run_checkpointed(struct results *db, const struct results_lease *lease, int epoch);
 
 /* How an attempt ended. */
 struct results_outcome {

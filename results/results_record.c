@@ -4,6 +4,8 @@
 
 #include <math.h>
 
+#include "../engine/crashpoint.h"
+
 /* Inside a write transaction: DR_ERR_FENCED (quietly) unless the run is still running
  * under this lease's attempt. */
 static int fence(struct results *db, const struct results_lease *lease)
@@ -77,6 +79,7 @@ int results_epoch_record(struct results *db, const struct results_lease *lease,
         goto cleanup;
     }
     TRY(extend_lease(db, lease));
+    crashpoint("epoch-commit");   /* the epoch's transaction open, not yet committed */
     TX_COMMIT(db);
 cleanup:
     sqlite3_finalize(st);
@@ -102,6 +105,63 @@ int results_epochs_discard_from(struct results *db, const struct results_lease *
 cleanup:
     sqlite3_finalize(st);
     if (rc != DR_OK) results_tx_rollback(db);
+    return rc;
+}
+
+int results_run_resume_at(struct results *db, const struct results_lease *lease, int epoch)
+{
+    int rc = DR_OK;
+    sqlite3_stmt *del = NULL, *up = NULL;
+
+    CHECK_HANDLE(db);
+    TX_BEGIN(db);
+    TRY(fence(db, lease));
+    CHECK_SQLITE(db, RESULTS_PREPARE(db, &del,
+        "DELETE FROM epochs WHERE run_id = ?1 AND epoch > ?2"));
+    CHECK_SQLITE(db, sqlite3_bind_int64(del, 1, lease->run_id));
+    CHECK_SQLITE(db, sqlite3_bind_int(del, 2, epoch));
+    CHECK_SQLITE(db, sqlite3_step(del));
+    /* the point before this attempt's own work: the epochs kept plus the checkpoint */
+    CHECK_SQLITE(db, RESULTS_PREPARE(db, &up,
+        "UPDATE runs SET checkpoint_epoch = ?2,"
+        " claim_progress = min(claim_progress,"
+        "   coalesce((SELECT max(epoch) FROM epochs e WHERE e.run_id = ?1), 0) + ?2)"
+        " WHERE id = ?1 AND checkpoint_epoch > ?2"));
+    CHECK_SQLITE(db, sqlite3_bind_int64(up, 1, lease->run_id));
+    CHECK_SQLITE(db, sqlite3_bind_int(up, 2, epoch));
+    CHECK_SQLITE(db, sqlite3_step(up));
+    sqlite3_finalize(up);
+    up = NULL;
+    CHECK_SQLITE(db, RESULTS_PREPARE(db, &up,
+        "UPDATE runs SET checkpoint_epoch = ?2 WHERE id = ?1"));
+    CHECK_SQLITE(db, sqlite3_bind_int64(up, 1, lease->run_id));
+    CHECK_SQLITE(db, sqlite3_bind_int(up, 2, epoch));
+    CHECK_SQLITE(db, sqlite3_step(up));
+    TX_COMMIT(db);
+cleanup:
+    sqlite3_finalize(del);
+    sqlite3_finalize(up);
+    if (rc != DR_OK) results_tx_rollback(db);
+    return rc;
+}
+
+int results_run_checkpointed(struct results *db, const struct results_lease *lease, int epoch)
+{
+    int rc = DR_OK;
+    sqlite3_stmt *st = NULL;
+
+    CHECK_HANDLE(db);
+    TRY(results_writable(db, __FILE__, __LINE__));
+    CHECK_SQLITE(db, RESULTS_PREPARE(db, &st,
+        "UPDATE runs SET checkpoint_epoch = ?3"
+        " WHERE id = ?1 AND attempt = ?2 AND status = 'running'"));
+    CHECK_SQLITE(db, sqlite3_bind_int64(st, 1, lease->run_id));
+    CHECK_SQLITE(db, sqlite3_bind_int(st, 2, lease->attempt));
+    CHECK_SQLITE(db, sqlite3_bind_int(st, 3, epoch));
+    CHECK_SQLITE(db, sqlite3_step(st));
+    if (sqlite3_changes(db->db) == 0) rc = DR_ERR_FENCED;
+cleanup:
+    sqlite3_finalize(st);
     return rc;
 }
 

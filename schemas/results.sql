@@ -1,9 +1,9 @@
--- dawnrun results store, schema version 2.
+-- dawnrun results store, schema version 3.
 --
 -- Embedded at build time and executed by results_open() inside one BEGIN IMMEDIATE
 -- transaction when a database has user_version 0 and no tables; an older database is
--- brought to this version by schemas/results-migrate-N.sql (run by results_open; version
--- 1 is kept as schemas/results-v1.sql). Every timestamp is Unix seconds (REAL) read from
+-- brought to this version by schemas/results-migrate-N.sql (run by results_open; versions
+-- 1 and 2 are kept as schemas/results-v1.sql and schemas/results-v2.sql). Every timestamp is Unix seconds (REAL) read from
 -- the database's clock:
 --     (julianday('now') - 2440587.5) * 86400.0
 -- and every unknown number (not measured, not reached, NaN) is NULL.
@@ -41,7 +41,7 @@ CREATE TABLE runs (
                     CHECK (status IN ('pending', 'running', 'done', 'failed',
                                       'diverged', 'interrupted')),
     attempt         INTEGER NOT NULL DEFAULT 0,   -- claims so far: the fencing token
-    max_attempts    INTEGER NOT NULL DEFAULT 3 CHECK (max_attempts >= 1),
+    max_attempts    INTEGER NOT NULL DEFAULT 3 CHECK (max_attempts >= 1), -- stalls that fail it
     host            TEXT,            -- owner of the latest claim
     pid             INTEGER,
     device          TEXT,
@@ -56,6 +56,16 @@ CREATE TABLE runs (
     target_time     REAL,            -- cumulative train time when the target was first reached
     target_epoch    INTEGER,         -- epoch at which it was first reached
     error           TEXT,            -- why the latest attempt failed / diverged / stopped
+    -- Progress (version 3). The progress point of a run is the number of its latest
+    -- recorded epoch plus checkpoint_epoch: it grows with every epoch committed and every
+    -- checkpoint recorded. An attempt whose owner vanished counts as a stall only when the
+    -- point did not grow between its claim and its reclaim; max_attempts stalls in a row
+    -- fail the run.
+    checkpoint_epoch INTEGER NOT NULL DEFAULT 0,  -- epochs in the newest recorded checkpoint
+    claim_progress  INTEGER NOT NULL DEFAULT 0,   -- the progress point at the latest claim
+    stalls          INTEGER NOT NULL DEFAULT 0,   -- attempts in a row that vanished without progress
+    at_epoch        INTEGER,         -- where the latest attempt was last seen: epoch (1-based)
+    at_step         INTEGER,         -- and step within it, from its heartbeats
     UNIQUE (experiment_id, seed)
 );
 CREATE INDEX runs_by_status ON runs(status, seed);
@@ -135,4 +145,4 @@ SELECT e.id AS experiment_id, e.name, substr(e.config_hash, 1, 12) AS hash, e.en
        e.notes
 FROM experiments e;
 
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;

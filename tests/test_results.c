@@ -423,23 +423,120 @@ static void test_stale_and_limits(void)
     CHECK(results_claim_run(db2, &l1, &dead) == DR_OK && l1.attempt == 2);
     struct results_claim other_host = claim_req("otherhost", (int)getpid(), 600);
     CHECK(results_claim_run(db, &l2, &other_host) == DR_OK && l2.run_id == 0);
-    /* attempt 2 of max 2 is stale: marked failed instead of claimed */
+    /* attempt 2 vanished without progress: stall 1 of 2, reclaimed */
+    CHECK(results_claim_run(db, &l2, &me) == DR_OK && l2.run_id == l1.run_id);
+    CHECK(l2.attempt == 3);
+    const char *sp = support_path("stale.db");
+    CHECK(support_sql_int(sp, "SELECT stalls FROM runs WHERE seed = 0") == 1);
+    /* an interrupted attempt is no stall: the count stays; the next vanished one, still
+     * without progress, is stall 2 of 2: marked failed instead of claimed */
+    CHECK(fin(db, &l2, RUN_INTERRUPTED, NAN) == DR_OK);
+    CHECK(results_claim_run(db2, &l1, &dead) == DR_OK && l1.attempt == 4);
+    CHECK(support_sql_int(sp, "SELECT stalls FROM runs WHERE seed = 0") == 1);
+    struct results_census census;
+    CHECK(results_claim_census(db, &census, &me) == DR_OK);
+    CHECK(census.total == 1 && census.failed == 1 && census.to_run == 0);
     CHECK(results_claim_run(db, &l2, &me) == DR_OK && l2.run_id == 0);
     CHECK(results_run_get(db, &r, &found, l1.run_id) == DR_OK && found);
-    CHECK(r.status == RUN_FAILED && r.error && strstr(r.error, "abandoned") != NULL);
+    CHECK(r.status == RUN_FAILED && r.error &&
+          strstr(r.error, "abandoned: 2 attempts in a row stopped at the same point") != NULL &&
+          strstr(r.error, "never seen training") != NULL && strstr(r.error, "attempt 4") != NULL);
     results_run_clear(&r);
+    CHECK(results_claim_census(db, &census, &me) == DR_OK);
+    CHECK(census.failed == 1 && census.to_run == 0);
+    /* a retry always reruns it, with a fresh budget */
     me.retry_failed = 1;
-    CHECK(results_claim_run(db, &l2, &me) == DR_OK && l2.run_id == 0);   /* at the limit */
+    CHECK(results_claim_census(db, &census, &me) == DR_OK);
+    CHECK(census.failed == 0 && census.to_run == 1);
+    CHECK(results_claim_run(db, &l2, &me) == DR_OK && l2.run_id == l1.run_id);
+    CHECK(l2.attempt == 5 && support_sql_int(sp, "SELECT stalls FROM runs WHERE seed = 0") == 0);
+    CHECK(results_claim_census(db, &census, &me) == DR_OK);
+    CHECK(census.running_elsewhere == 1 && census.to_run == 0);   /* a live owner holds it */
+    me.retry_failed = 0;
     results_close(db2);
 
     /* below the limit the same situation is reclaimed */
     uint64_t s1[] = {1};
     CHECK(results_runs_ensure(db, NULL, x, s1, 1, 3) == DR_OK);
     CHECK(results_claim_run(db, &l1, &dead) == DR_OK && l1.seed == 1 && l1.attempt == 1);
-    me.retry_failed = 0;
     CHECK(results_claim_run(db, &l2, &me) == DR_OK);
     CHECK(l2.run_id == l1.run_id && l2.attempt == 2);
     CHECK(results_heartbeat(db, &l1) == DR_ERR_FENCED);
+    results_close(db);
+}
+
+/* Progress: a run whose vanished attempts each recorded an epoch or a checkpoint is
+ * reclaimed however often that happens, even with a limit of one; one that vanished at
+ * the same point fails, naming the point; failed runs are requeued with a fresh budget;
+ * a lost checkpoint lowers the claim's point so that redoing the work counts. */
+static void test_progress(void)
+{
+    struct results *db = NULL;
+    int64_t x = 0;
+    struct results_lease gone, me_l;
+    struct results_run r;
+    int found = 0;
+    const char *p = support_path("progress.db");
+    CHECK(results_open(&db, p) == DR_OK);
+    struct results_experiment e = experiment("p", "hash-p", "p");
+    CHECK(results_experiment_register(db, &x, NULL, &e) == DR_OK);
+    uint64_t s0[] = {0};
+    CHECK(results_runs_ensure(db, NULL, x, s0, 1, 1) == DR_OK);
+    pid_t child = fork();
+    if (child == 0) _exit(0);
+    waitpid(child, NULL, 0);
+    struct results_claim dead = claim_req("h", (int)child, 600);
+    struct results_claim me = claim_req("h", (int)getpid(), 600);
+
+    /* five vanished attempts, each one step further: an epoch, then its checkpoint */
+    for (int i = 0; i < 5; i++) {
+        CHECK(results_claim_run(db, &gone, &dead) == DR_OK && gone.attempt == i + 1);
+        /* resumed from the checkpoint after epoch i / 2, it records the next epoch, and
+         * every second attempt also its checkpoint */
+        int epoch = i / 2 + 1;
+        CHECK(results_run_resume_at(db, &gone, i / 2) == DR_OK);
+        CHECK(rec(db, &gone, epoch, 0.5) == DR_OK);
+        if (i % 2 == 1) CHECK(results_run_checkpointed(db, &gone, epoch) == DR_OK);
+        CHECK(results_heartbeat_at(db, &gone, epoch + 1, 3) == DR_OK);
+        CHECK(support_sql_int(p, "SELECT stalls FROM runs") == 0);
+    }
+    CHECK(support_sql_int(p, "SELECT count(*) FROM epochs") == 3);
+    CHECK(support_sql_int(p, "SELECT checkpoint_epoch FROM runs") == 2);
+    /* the sixth resumes at the checkpoint (epoch 3 recorded, its checkpoint not), redoes
+     * epoch 3 and vanishes before the checkpoint: the same point, a stall */
+    CHECK(results_claim_run(db, &gone, &dead) == DR_OK && gone.attempt == 6);
+    CHECK(results_run_resume_at(db, &gone, 2) == DR_OK);
+    CHECK(support_sql_int(p, "SELECT count(*) FROM epochs") == 2);
+    CHECK(rec(db, &gone, 3, 0.5) == DR_OK);
+    CHECK(results_heartbeat_at(db, &gone, 3, 10) == DR_OK);
+    CHECK(results_claim_run(db, &me_l, &me) == DR_OK && me_l.run_id == 0);
+    CHECK(results_run_get(db, &r, &found, gone.run_id) == DR_OK && found);
+    CHECK(r.status == RUN_FAILED && r.error);
+    if (r.error) {
+        CHECK(strstr(r.error, "abandoned: 1 attempt in a row stopped at the same point") != NULL);
+        CHECK(strstr(r.error, "last seen in epoch 3 at step 10, with 3 epochs recorded and a "
+                              "checkpoint after epoch 2 (last: attempt 6, host h, pid") != NULL);
+    }
+    results_run_clear(&r);
+
+    /* requeued: pending with a fresh budget; the epochs stay for the resume */
+    struct results_claim all = claim_req("h", (int)getpid(), 600);
+    int requeued = 0;
+    CHECK(results_runs_requeue_failed(db, &requeued, &all) == DR_OK && requeued == 1);
+    CHECK(run_status(db, gone.run_id) == RUN_PENDING);
+    CHECK(support_sql_int(p, "SELECT stalls FROM runs") == 0);
+    CHECK(results_claim_run(db, &me_l, &me) == DR_OK && me_l.attempt == 7);
+    CHECK(results_runs_requeue_failed(db, &requeued, &all) == DR_OK && requeued == 0);
+
+    /* the checkpoint is lost: a restart from scratch lowers the claim's point, so the
+     * first epoch it records again is progress */
+    CHECK(support_sql_int(p, "SELECT claim_progress FROM runs") == 5);
+    CHECK(results_run_resume_at(db, &me_l, 0) == DR_OK);
+    CHECK(support_sql_int(p, "SELECT claim_progress FROM runs") == 0);
+    CHECK(support_sql_int(p, "SELECT checkpoint_epoch FROM runs") == 0);
+    CHECK(support_sql_int(p, "SELECT count(*) FROM epochs") == 0);
+    CHECK(results_run_checkpointed(db, &gone, 1) == DR_ERR_FENCED);   /* an old attempt's */
+    CHECK(results_run_resume_at(db, &gone, 0) == DR_ERR_FENCED);
     results_close(db);
 }
 
@@ -857,6 +954,7 @@ int main(void)
     test_claim_order();
     test_fencing();
     test_stale_and_limits();
+    test_progress();
     test_values();
     test_merge();
     test_bad_files();

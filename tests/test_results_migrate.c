@@ -1,8 +1,10 @@
 /* Schema versioning of the results store: a version-1 database, built from the frozen
  * version-1 schema text (schemas/results-v1.sql) with data in it, is read as it is by a
  * read-only opener, then migrated by results_open to the current version: every row
- * survives, the new column and views are in place and match a database created fresh
- * (columns, indexes, view columns and the experiment_summary rows for the same data),
+ * survives, the new columns and views are in place and match a database created fresh
+ * (columns, indexes, view columns and the experiment_summary rows for the same data); a
+ * version-2 database (schemas/results-v2.sql) is migrated to the same shape, its runs
+ * starting with no recorded progress and no stalls, and its stale run is claimable;
  * reopening changes nothing, five processes opening one old file at once migrate it
  * exactly once, a migration that fails changes nothing, and a file from a newer dawnrun
  * is refused with a message naming it. */
@@ -21,6 +23,7 @@
 
 /* The frozen version-1 schema and the current one, embedded by the build. */
 extern const char schema_results_v1_sql[];
+extern const char schema_results_v2_sql[];
 extern const char schema_results_sql[];
 
 /* ---- raw SQL helpers ----------------------------------------------------------------- */
@@ -106,20 +109,25 @@ static const char v1_rows[] =
     " (4, 1, 1, 0.4, NULL, NULL, NULL, NULL, 2, NULL, 2, 1700000051),"
     " (6, 1, 1, 0.2, 2.0, 0.3, 1.9, 0.35, 3, 1, 4, 1700000150);";
 
-/* Creates a version-1 results database at path, as dawnrun 0.1 did (WAL, the frozen
- * schema in one transaction), with v1_rows in it. */
-static int make_v1(const char *path)
+/* Creates a results database at path from a frozen schema text, as that version of
+ * dawnrun did (WAL, the schema in one transaction), with v1_rows in it. */
+static int make_old(const char *path, const char *schema)
 {
     sqlite3 *db = NULL;
     int rc = sqlite3_open(path, &db);
     if (rc == SQLITE_OK) rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-    if (rc == SQLITE_OK) rc = sqlite3_exec(db, schema_results_v1_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, schema, NULL, NULL, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_exec(db, v1_rows, NULL, NULL, NULL);
-    if (rc != SQLITE_OK) fprintf(stderr, "make_v1: %s\n", sqlite3_errmsg(db));
+    if (rc != SQLITE_OK) fprintf(stderr, "make_old: %s\n", sqlite3_errmsg(db));
     sqlite3_close(db);
     return rc;
+}
+
+static int make_v1(const char *path)
+{
+    return make_old(path, schema_results_v1_sql);
 }
 
 /* The data a version-1 file holds, column by column, in a stable order. */
@@ -163,7 +171,8 @@ static void test_texts(void)
     char want[64];
     snprintf(want, sizeof want, "PRAGMA user_version = %d;", RESULTS_SCHEMA_VERSION);
     CHECK(strstr(schema_results_sql, want) != NULL);
-    CHECK(RESULTS_SCHEMA_VERSION == 2);
+    CHECK(strstr(schema_results_v2_sql, "PRAGMA user_version = 2;") != NULL);
+    CHECK(RESULTS_SCHEMA_VERSION == 3);
 }
 
 static void test_migrate(void)
@@ -277,6 +286,60 @@ static void test_migrate(void)
     free(rows);
     free(rows2);
     for (int q = 0; q < N_V1_QUERIES; q++) free(before[q]);
+}
+
+/* A version-2 file is migrated to the shape of a fresh one; its rows survive, its runs
+ * start with no recorded progress and no stalls, and the claim reads the new columns:
+ * the expired run, which recorded an epoch, is reclaimed without a stall. */
+static void test_migrate_v2(void)
+{
+    const char *old = support_path("old2.db");
+    const char *fresh = support_path("fresh2.db");
+    struct results *db = NULL;
+    char *before[N_V1_QUERIES];
+    CHECK(make_old(old, schema_results_v2_sql) == SQLITE_OK);
+    CHECK(support_sql_exec(old, "UPDATE experiments SET notes = 'kept' WHERE id = 2") == SQLITE_OK);
+    CHECK(support_sql_int(old, "PRAGMA user_version") == 2);
+    for (int q = 0; q < N_V1_QUERIES; q++) before[q] = sql_dump(old, v1_queries[q]);
+    CHECK(results_open(&db, old) == DR_OK);
+    results_close(db);
+    db = NULL;
+    CHECK(support_sql_int(old, "PRAGMA user_version") == RESULTS_SCHEMA_VERSION);
+    for (int q = 0; q < N_V1_QUERIES; q++) {
+        char *after = sql_dump(old, v1_queries[q]);
+        CHECK(same_text(before[q], after));
+        free(after);
+        free(before[q]);
+    }
+    CHECK(support_sql_int(old, "SELECT count(*) FROM experiments WHERE notes = 'kept'") == 1);
+    CHECK(support_sql_int(old, "SELECT count(*) FROM runs WHERE checkpoint_epoch = 0 AND"
+                               " claim_progress = 0 AND stalls = 0 AND at_epoch IS NULL"
+                               " AND at_step IS NULL") == 6);
+
+    CHECK(results_open(&db, fresh) == DR_OK);
+    results_close(db);
+    db = NULL;
+    char *shape_old = schema_shape(old), *shape_fresh = schema_shape(fresh);
+    CHECK(shape_old && strstr(shape_old, "|stalls|INTEGER|1|0|0") != NULL);
+    CHECK(same_text(shape_old, shape_fresh));
+    if (!same_text(shape_old, shape_fresh))
+        fprintf(stderr, "migrated:\n%s\nfresh:\n%s\n", shape_old, shape_fresh);
+    free(shape_old);
+    free(shape_fresh);
+
+    /* run 6 (experiment 2) is running under an expired lease with one epoch recorded */
+    struct results_claim req;
+    struct results_lease lease;
+    const int64_t ids[] = {2};
+    results_claim_init(&req);
+    req.experiment_ids = ids;
+    req.n_experiments = 1;
+    CHECK(results_open(&db, old) == DR_OK);
+    CHECK(results_claim_run(db, &lease, &req) == DR_OK && lease.run_id == 6);
+    CHECK(lease.attempt == 2);
+    results_close(db);
+    CHECK(support_sql_int(old, "SELECT stalls * 100 + claim_progress FROM runs WHERE id = 6")
+          == 1);
 }
 
 /* Five processes released at once on one version-1 file: all open it, it is migrated
@@ -400,6 +463,7 @@ int main(void)
     if (support_tmpdir_make("/tmp/dawnrun-test-migrate-XXXXXX") != 0) return 1;
     test_texts();
     test_migrate();
+    test_migrate_v2();
     test_concurrent();
     test_failed_migration();
     test_newer();

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crashpoint.h"
 #include "status.h"
 
 #define CKPT_MAGIC "DAWNCKPT"
@@ -164,6 +165,7 @@ static int write_atomically(const char *path, const unsigned char *buf, size_t n
         rc = ckpt_error(DR_ERR_IO, path, "cannot write %s: %s", tmp, strerror(errno));
         goto cleanup;
     }
+    crashpoint("checkpoint-written");   /* a complete temporary file, not yet renamed */
     if (rename(tmp, path) != 0) {
         rc = ckpt_error(DR_ERR_IO, path, "cannot rename %s over it: %s", tmp, strerror(errno));
         goto cleanup;
@@ -409,16 +411,17 @@ cleanup:
     return rc;
 }
 
-int checkpoint_remove(const char *path)
+/* Deletes the temporary files (path.tmp.PID) killed writers left beside path, and this
+ * process's own too unless keep_own. */
+static int remove_leftovers(const char *path, int keep_own)
 {
     int rc = DR_OK;
-    char *dir = NULL;
+    char *dir = NULL, own[32];
     DIR *d = NULL;
-    if (unlink(path) != 0 && errno != ENOENT)
-        return ckpt_error(DR_ERR_IO, path, "cannot remove it: %s", strerror(errno));
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
     size_t dlen = slash ? (size_t)(slash - path) : 1;
+    snprintf(own, sizeof(own), ".tmp.%ld", (long)getpid());
     dir = malloc(dlen + 1);
     CHECK_ALLOC(dir, "a directory name");
     memcpy(dir, slash ? path : ".", dlen);
@@ -428,6 +431,7 @@ int checkpoint_remove(const char *path)
     size_t blen = strlen(base);
     for (struct dirent *ent; (ent = readdir(d)) != NULL;) {
         if (strncmp(ent->d_name, base, blen) || strncmp(ent->d_name + blen, ".tmp.", 5)) continue;
+        if (keep_own && !strcmp(ent->d_name + blen, own)) continue;
         size_t n = dlen + 1 + strlen(ent->d_name) + 1;
         char *leftover = malloc(n);
         CHECK_ALLOC(leftover, "a file name");
@@ -440,4 +444,16 @@ cleanup:
     if (d) closedir(d);
     free(dir);
     return rc;
+}
+
+int checkpoint_remove(const char *path)
+{
+    if (unlink(path) != 0 && errno != ENOENT)
+        return ckpt_error(DR_ERR_IO, path, "cannot remove it: %s", strerror(errno));
+    return remove_leftovers(path, 0);
+}
+
+int checkpoint_remove_leftovers(const char *path)
+{
+    return remove_leftovers(path, 1);
 }

@@ -40,4 +40,9 @@ int checkpoint_load(struct trainer *t, struct checkpoint_progress *p, int *found
  * (path.tmp.PID). Returns DR_OK (also when there was nothing to delete) or DR_ERR_IO. */
 int checkpoint_remove(const char *path);
 
+/* Deletes only the temporary files other processes' writers left beside path (a writer
+ * killed between creating path.tmp.PID and renaming it); path itself is kept. The caller
+ * must own the run, so that no live writer's file is taken. Returns DR_OK or DR_ERR_IO. */
+int checkpoint_remove_leftovers(const char *path);
+
 #endif

@@ -424,27 +424,24 @@ static int ensure_parent_dir(const char *path)
     return DR_ERR_IO;
 }
 
-/* The batch's runs: how many there are, finished (done or diverged), and failed. */
-static int batch_counts(struct results *db, const struct sched_batch *b, int *total, int *done,
-                        int *failed)
+/* Says what is left of the batch once its workers have stopped: returns the count of
+ * runs neither finished nor running elsewhere (failed, or left to run), after saying
+ * which; -1 when the store cannot tell. */
+static int batch_left(const char *db_path, const struct sched_batch *b)
 {
-    int rc = DR_OK;
-    *total = *done = *failed = 0;
-    for (int i = 0; i < b->n; i++) {
-        struct results_run *runs = NULL;
-        int n = 0;
-        TRY(results_runs_list(db, &runs, &n, b->x[i].id));
-        for (int r = 0; r < n; r++)
-            for (int s = 0; s < b->x[i].n_seeds; s++)
-                if (runs[r].seed == b->x[i].seeds[s]) {
-                    (*total)++;
-                    *done += runs[r].status == RUN_DONE || runs[r].status == RUN_DIVERGED;
-                    *failed += runs[r].status == RUN_FAILED;
-                }
-        results_runs_free(runs, n);
+    struct results *db = NULL;
+    struct results_census c;
+    int left = -1;
+    if (results_open(&db, db_path) == DR_OK && scheduler_census(db, &c, NULL, b, 0) == DR_OK) {
+        left = c.failed + c.to_run;
+        if (left > 0)
+            fprintf(stderr, "dawnrun: the batch ends with %d of its %d run%s unfinished (%d "
+                            "failed, %d not run)%s\n", left, c.total, c.total == 1 ? "" : "s",
+                    c.failed, c.to_run,
+                    c.failed ? "; --retry-failed runs the failed ones again" : "");
     }
-cleanup:
-    return rc;
+    results_close(db);
+    return left;
 }
 
 static int print_report(const char *db_path, const struct sched_batch *b)
@@ -513,21 +510,27 @@ int cmd_run(int argc, char **argv)
     TRY(ensure_parent_dir(a.db));
     TRY(results_open(&db, a.db));
     TRY(scheduler_register(db, &b, &prov, RESULTS_DEFAULT_MAX_ATTEMPTS));
-    int total = 0, done = 0, failed = 0;
-    TRY(batch_counts(db, &b, &total, &done, &failed));
-    printf("batch: %d experiment%s, %d run%s in %s: %d finished, %d failed%s, %d to run\n", b.n,
-           b.n == 1 ? "" : "s", total, total == 1 ? "" : "s", a.db, done, failed,
-           failed && !a.retry_failed ? " (rerun with --retry-failed)" : "",
-           total - done - (a.retry_failed ? 0 : failed));
+    snprintf(ckpt_dir, sizeof(ckpt_dir), "%s-checkpoints", a.db);
+    TRY(scheduler_tidy(db, &b, ckpt_dir, a.keep_checkpoints));
+    /* the line counts what this command will do: --retry-failed requeues the failed runs
+     * first (a fresh budget), and runs live workers hold elsewhere are not "to run" */
+    struct results_census census;
+    int requeued = 0;
+    TRY(scheduler_census(db, &census, &requeued, &b, a.retry_failed));
+    printf("batch: %d experiment%s, %d run%s in %s: %d finished, ", b.n, b.n == 1 ? "" : "s",
+           census.total, census.total == 1 ? "" : "s", a.db, census.finished);
+    if (requeued) printf("%d failed (requeued by --retry-failed), ", census.failed + requeued);
+    else printf("%d failed%s, ", census.failed,
+                census.failed && !a.retry_failed ? " (rerun with --retry-failed)" : "");
+    if (census.running_elsewhere) printf("%d running elsewhere, ", census.running_elsewhere);
+    printf("%d to run\n", census.to_run);
     fflush(stdout);
 
     /* work the queue */
-    snprintf(ckpt_dir, sizeof(ckpt_dir), "%s-checkpoints", a.db);
     struct sched_options o = {
         .db_path = a.db,
         .checkpoint_dir = ckpt_dir,
         .lease_s = a.lease,
-        .retry_failed = a.retry_failed,
         .keep_checkpoints = a.keep_checkpoints,
         .device = engine,
         .prefix = "",
@@ -556,7 +559,10 @@ int cmd_run(int argc, char **argv)
         struct sched_tally tally;
         code = scheduler_exit_code(scheduler_work(&tally, &b, &eng, &o), &tally);
     }
-    if (code == EXIT_FAILURE_OTHER)
+    /* runs of the batch left neither finished nor running elsewhere make the exit non-zero
+     * (a signal's code stands) */
+    if (code == EXIT_OK && batch_left(a.db, &b) != 0) code = EXIT_FAILURE_OTHER;
+    else if (code == EXIT_FAILURE_OTHER)
         fprintf(stderr, "dawnrun: the batch did not end cleanly (see above); failed runs keep "
                         "their error in the results store, and --retry-failed runs them again\n");
 

@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "engine/checkpoint.h"
+#include "engine/crashpoint.h"
 #include "engine/sha256.h"
 #include "engine/status.h"
 #include "engine/train.h"
@@ -183,6 +184,29 @@ void scheduler_checkpoint_path(char *buf, size_t n, const char *dir,
     snprintf(buf, n, "%s/%.16s-seed%llu.ckpt", dir, x->identity, (unsigned long long)seed);
 }
 
+int scheduler_tidy(struct results *db, const struct sched_batch *b, const char *checkpoint_dir,
+                   int keep_checkpoints)
+{
+    int rc = DR_OK;
+    char path[EXPERIMENT_PATH_MAX + 128];
+    for (int i = 0; i < b->n; i++) {
+        struct results_run *runs = NULL;
+        int n = 0;
+        TRY(results_runs_list(db, &runs, &n, b->x[i].id));
+        for (int r = 0; r < n; r++) {
+            if (runs[r].status != RUN_DONE && runs[r].status != RUN_DIVERGED) continue;
+            scheduler_checkpoint_path(path, sizeof(path), checkpoint_dir, &b->x[i], runs[r].seed);
+            if ((keep_checkpoints ? checkpoint_remove_leftovers(path) : checkpoint_remove(path)) !=
+                DR_OK)
+                fprintf(stderr, "dawnrun: warning: the checkpoint files above were left in "
+                                "place\n");
+        }
+        results_runs_free(runs, n);
+    }
+cleanup:
+    return rc;
+}
+
 /* ---- one run --------------------------------------------------------------------------- */
 
 /* The run a worker holds, as the training hooks see it. */
@@ -205,12 +229,13 @@ static void run_on_step(void *user, int epoch, int step, int steps)
         if (step == steps) printf("\r%*s\r", width + 24, "");
         fflush(stdout);
     }
-    /* every few seconds, and after the epoch's last step, so that the evaluation and the
-     * checkpoint that follow start with a full lease */
+    /* every few seconds, after the epoch's first step (so the store knows which epoch an
+     * attempt was in when it stopped), and after its last step, so that the evaluation and
+     * the checkpoint that follow start with a full lease */
     double now = mono_now();
-    if (c->fenced || (step < steps && now - c->last_beat < c->beat_every)) return;
+    if (c->fenced || (step > 1 && step < steps && now - c->last_beat < c->beat_every)) return;
     c->last_beat = now;
-    int rc = results_heartbeat(c->db, &c->lease);
+    int rc = results_heartbeat_at(c->db, &c->lease, epoch, step);
     if (rc == DR_ERR_FENCED) {
         c->fenced = 1;
     } else if (rc != DR_OK && !c->beat_warned) {
@@ -323,7 +348,10 @@ static int run_one(struct run_ctx *c, const struct sched_experiment *x, struct s
         status = RUN_FAILED;
         goto record_end;
     }
-    rc = results_epochs_discard_from(c->db, &c->lease, p.epoch + 1);
+    /* the run is ours: temporary files of killed writers go, and the store learns the
+     * point this attempt starts from (epochs past it are discarded) */
+    (void)checkpoint_remove_leftovers(ckpt);
+    rc = results_run_resume_at(c->db, &c->lease, p.epoch);
     if (rc == DR_ERR_FENCED) c->fenced = 1;
     if (rc != DR_OK) goto drop;
 
@@ -349,11 +377,19 @@ static int run_one(struct run_ctx *c, const struct sched_experiment *x, struct s
         rc = results_epoch_record(c->db, &c->lease, &row);
         if (rc == DR_ERR_FENCED) c->fenced = 1;
         if (rc != DR_OK) goto drop;
+        crashpoint("epoch-committed");
         say_table(o, &r);
         if (train_rc == DR_ERR_DIVERGED) break;
-        if ((p.epoch < t.n_epochs || o->keep_checkpoints) && checkpoint_save(ckpt, &t, &p) != DR_OK)
+        if (p.epoch == t.n_epochs && !o->keep_checkpoints) continue;
+        if (checkpoint_save(ckpt, &t, &p) != DR_OK) {
             say(o, "warning: no checkpoint after epoch %d (see above); a resume starts "
                    "from an earlier one\n", p.epoch);
+            continue;
+        }
+        crashpoint("checkpoint-renamed");
+        rc = results_run_checkpointed(c->db, &c->lease, p.epoch);
+        if (rc == DR_ERR_FENCED) c->fenced = 1;
+        if (rc != DR_OK) goto drop;
     }
     if (train_rc == DR_ERR_DIVERGED) {
         status = RUN_DIVERGED;
@@ -372,6 +408,7 @@ record_end:
     rc = finish(c, status, &p, status == RUN_DONE || status == RUN_DIVERGED,
                 status == RUN_DONE ? NULL : why);
     if (rc != DR_OK) goto drop;
+    crashpoint("run-finished");
     *ended = status;
     if (status == RUN_DONE)
         say(o, "done: final test acc %.4f after %d epochs; train time %.2f s, total %.2f s\n",
@@ -428,6 +465,31 @@ cleanup:
     return rc;
 }
 
+int scheduler_census(struct results *db, struct results_census *out, int *requeued,
+                     const struct sched_batch *b, int requeue_failed)
+{
+    int rc = DR_OK, n_seeds = 0;
+    int64_t *ids = NULL;
+    uint64_t *seeds = NULL;
+    struct results_claim req;
+    if (requeued) *requeued = 0;
+    ids = malloc((size_t)(b->n ? b->n : 1) * sizeof(*ids));
+    CHECK_ALLOC(ids, "the experiment list");
+    for (int i = 0; i < b->n; i++) ids[i] = b->x[i].id;
+    TRY(batch_seeds(&seeds, &n_seeds, b));
+    results_claim_init(&req);
+    req.experiment_ids = ids;
+    req.n_experiments = b->n;
+    req.seeds = seeds;
+    req.n_seeds = n_seeds;
+    if (requeue_failed) TRY(results_runs_requeue_failed(db, requeued, &req));
+    TRY(results_claim_census(db, out, &req));
+cleanup:
+    free(ids);
+    free(seeds);
+    return rc;
+}
+
 int scheduler_exit_code(int rc, const struct sched_tally *tally)
 {
     if (rc == DR_ERR_INTERRUPTED || cli_stop_requested(NULL))
@@ -459,7 +521,7 @@ int scheduler_work(struct sched_tally *tally, const struct sched_batch *b,
     req.n_experiments = b->n;
     req.seeds = seeds;
     req.n_seeds = n_seeds;
-    req.retry_failed = o->retry_failed;
+    req.retry_failed = 0;   /* --retry-failed requeued them (scheduler_census): each once */
     req.lease_seconds = o->lease_s;
     req.device = o->device;
     while (!cli_stop_requested(NULL)) {

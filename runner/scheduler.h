@@ -44,7 +44,8 @@ struct sched_provenance {
 };
 
 /* Registers every experiment of b (filling x[i].id) and makes sure it has one run per
- * seed (results_runs_ensure, max_attempts as the retry limit). An experiment already in
+ * seed (results_runs_ensure, max_attempts as the stall limit: attempts in a row that
+ * vanished without progress). An experiment already in
  * the store keeps its record; when its identity is a name (--experiment) and the
  * registered config text differs from this one, a warning says so. An experiment
  * registered with another engine is refused (DR_ERR_USAGE): its runs must be comparable.
@@ -57,7 +58,6 @@ struct sched_options {
     const char *db_path;
     const char *checkpoint_dir;          /* created if missing */
     double lease_s;
-    int retry_failed;
     int keep_checkpoints;
     const char *device;                  /* recorded with each claim ("cpu", "cuda:1") */
     const char *prefix;                  /* put before every line printed ("" = none) */
@@ -94,6 +94,20 @@ int scheduler_work(struct sched_tally *tally, const struct sched_batch *b,
  * it, the code of rc for a store or device failure, 1 when a run failed, else 0. */
 int scheduler_exit_code(int rc, const struct sched_tally *tally);
 
+
+/* What the claims of b's workers would do with its runs now (results_claim_census over
+ * b's experiments and seeds, failed runs not retried); with requeue_failed, b's failed
+ * runs are first made pending again with a fresh budget (--retry-failed) and
+ * *requeued (may be NULL) gets how many. */
+int scheduler_census(struct results *db, struct results_census *out, int *requeued,
+                     const struct sched_batch *b, int requeue_failed);
+
+/* Deletes the checkpoint files of b's finished (done or diverged) runs in checkpoint_dir,
+ * or, with keep_checkpoints, only the temporary files killed writers left beside them:
+ * what a process killed after recording a run's end did not get to delete. Returns a
+ * dr_status of the store; a file that cannot be deleted is a warning. */
+int scheduler_tidy(struct results *db, const struct sched_batch *b, const char *checkpoint_dir,
+                   int keep_checkpoints);
 
 /* The checkpoint file of (experiment, seed) in dir: DIR/IDENTITY[0:16]-seedN.ckpt. */
 void scheduler_checkpoint_path(char *buf, size_t n, const char *dir,

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Failures: an engine error during a run (out of memory, forced with a memory limit) marks
 # that run failed with its error and the batch goes on; failed runs are rerun only with
-# --retry-failed; three failures in a row stop the worker; a diverging run is recorded as
+# --retry-failed (once per command, with a fresh budget), and a batch left with failed runs
+# exits 1; three failures in a row stop the worker; a diverging run is recorded as
 # diverged; bad flags, a bad config and missing data fail the command before anything is
 # registered (exit 2, 3, 4, no database file).
 . "$(dirname "$0")/run_lib.sh"
@@ -19,18 +20,22 @@ expect_eq "$(q "$db" "SELECT group_concat(status || ':' || attempt || ':' || coa
     "done:1: | failed:1:out of memory while setting up the run" "the runs after an engine failure"
 expect_grep 'runs done / total +1/1 +0/1' "$TMP/oom.out" "the report shows both experiments"
 
-# again without --retry-failed: nothing runs; with it, the failed run is claimed again,
-# until it has used its attempts (3)
+# again without --retry-failed: nothing runs, and the exit says the batch is unfinished;
+# with it, the failed run is run once more (a fresh budget, not a loop)
 (ulimit -v 2000000 && exec "$DR" run "$TINY" $FAST --seeds 1 --sweep eval.batch_size=0,10000 \
     --db "$db") >"$TMP/again.out" 2>&1
-expect_eq "$?" 0 "exit code of the rerun without --retry-failed"
+expect_eq "$?" 1 "exit code of the rerun without --retry-failed (a run is left failed)"
+expect_grep 'the batch ends with 1 of its 2 runs unfinished \(1 failed, 0 not run\)' \
+    "$TMP/again.out" "the rerun says what is left"
 expect_grep '1 finished, 1 failed \(rerun with --retry-failed\), 0 to run' "$TMP/again.out" \
     "the rerun's summary"
 (ulimit -v 2000000 && exec "$DR" run "$TINY" $FAST --seeds 1 --sweep eval.batch_size=0,10000 \
     --db "$db" --retry-failed) >"$TMP/retry.out" 2>&1
 expect_eq "$?" 1 "exit code of the retry"
-expect_eq "$(q "$db" "SELECT status, attempt FROM runs WHERE experiment_id = 2")" "failed|3" \
-    "the failed run was retried up to its limit"
+expect_grep '1 finished, 1 failed \(requeued by --retry-failed\), 1 to run' "$TMP/retry.out" \
+    "the retry's summary"
+expect_eq "$(q "$db" "SELECT status, attempt FROM runs WHERE experiment_id = 2")" "failed|2" \
+    "the failed run was run once more"
 expect_eq "$(q "$db" "SELECT status, attempt FROM runs WHERE experiment_id = 1")" "done|1" \
     "the done run was left alone"
 integrity "$db"

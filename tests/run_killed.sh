@@ -20,7 +20,9 @@ FINAL="SELECT seed, status, final_test_acc, target_epoch FROM runs ORDER BY seed
 PROGRESS="SELECT (SELECT count(*) FROM epochs) + (SELECT coalesce(sum(checkpoint_epoch), 0)
           FROM runs) + (SELECT count(*) FROM runs WHERE status = 'done')"
 
+t0=$(date +%s%N)
 "$DR" run $ARGS --db "$TMP/ref.db" >"$TMP/ref.out" 2>&1 || fail "the reference batch"
+t1=$(date +%s%N)
 expect_eq "$(q "$TMP/ref.db" "SELECT count(*) FROM epochs")" "16" "epochs of the reference"
 
 db=$TMP/killed.db
@@ -54,8 +56,10 @@ point_kill() {
     rc=$?
 }
 
-awk 'BEGIN { srand(20261201); for (i = 0; i < 12; i++) printf "%.2f\n", rand() * 0.8 }' \
-    >"$TMP/delays"
+# delays up to one epoch's share of the reference batch's wall time, so that the kills
+# spread over the batch on a fast machine as on a slow one
+awk -v t0="$t0" -v t1="$t1" 'BEGIN { srand(20261201); epoch = (t1 - t0) / 1e9 / 16;
+    for (i = 0; i < 12; i++) printf "%.2f\n", rand() * epoch }' >"$TMP/delays"
 kills=0
 k=0
 for kind in random epoch-commit:2 random checkpoint-written:2 early epoch-committed:2 \

@@ -64,8 +64,9 @@ int model_average_update(struct model *m, float t, int copy_back);
  * tensor handles, no copy); calling it twice restores the model. */
 void model_average_swap(struct model *m);
 
-/* Sets the batch size of every activation tensor to n (<= batch_cap). */
-void model_set_batch(struct model *m, int n);
+/* Sets the batch size of every activation tensor to n, 1 <= n <= batch_cap; any other n
+ * is a caller's bug: DR_ERR_INTERNAL, and nothing changes. */
+int model_set_batch(struct model *m, int n);
 
 /* Forward pass over y[0] (already filled) in train (batch statistics, running stats
  * updated) or eval mode. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine/status.h"
+#include "engine/utf8.h"
 #include "output.h"
 
 /* ---- number formats ------------------------------------------------------------------ */
@@ -199,7 +200,7 @@ int report_write_table(FILE *f, const struct report *r)
     fputc('\n', f);
     for (int i = 0; i < r->n; i++) {
         report_sentence(sentence, sizeof sentence, &r->exps[i]);
-        fprintf(f, "%s: %s\n", r->exps[i].x.name ? r->exps[i].x.name : "?", sentence);
+        output_text(f, "%s: %s\n", r->exps[i].x.name ? r->exps[i].x.name : "?", sentence);
     }
 cleanup:
     report_grid_free(&g);
@@ -222,9 +223,13 @@ int report_write_markdown(FILE *f, const struct report *r)
     for (int i = 0; i < r->n; i++) {
         report_sentence(sentence, sizeof sentence, &r->exps[i]);
         fputs("- ", f);
-        for (const char *p = r->exps[i].x.name ? r->exps[i].x.name : "?"; *p; p++) {
-            if (strchr("\\`*_[]<>|#", *p)) fputc('\\', f);
-            fputc(*p, f);
+        for (const char *p = r->exps[i].x.name ? r->exps[i].x.name : "?"; *p;) {
+            uint32_t cp;
+            int n = utf8_decode(&cp, p);
+            if (n == 0) fputs(UTF8_REPLACEMENT, f);
+            else if (strchr("\\`*_[]<>|#", *p)) fprintf(f, "\\%c", *p);
+            else fwrite(p, 1, (size_t)n, f);
+            p += n > 0 ? n : 1;
         }
         fprintf(f, ": %s\n", sentence);
     }

@@ -24,7 +24,8 @@ struct report_exp {
     double *acc;                      /* final test accuracy of the done runs, by seed */
     double *train_time;               /* train time of the done runs, by seed */
     int n_acc, n_train_time;
-    struct stats_summary acc_stats, train_time_stats, total_time_stats;
+    struct stats_summary acc_stats, train_time_stats, total_time_stats; /* acc_stats' CI
+                                         is clamped to [0, 1] */
     int reached;                      /* done runs whose test accuracy reached the target
                                          at some epoch */
     double epochs_to_target;          /* median over those runs of the first such epoch */

@@ -83,7 +83,7 @@ static const char *const row_labels[N_ROWS] = {
     [ROW_BAD] = "  failed, diverged, interrupted",
     [ROW_HITS] = "runs >= target",
     [ROW_MEDIAN] = "test accuracy: median",
-    [ROW_IQR] = "  IQR (q1 - q3)",
+    [ROW_IQR] = "  IQR (q1 to q3)",
     [ROW_MEAN] = "  mean ± std",
     [ROW_CI] = "  95 % CI of the mean",
     [ROW_MINMAX] = "  min, max",
@@ -119,11 +119,11 @@ static int fill_column(struct report_grid *g, int c, const struct report_exp *e,
     report_fmt_pct(s1, sizeof s1, a->median);
     TRY(report_grid_set(g, ROW_MEDIAN, c, "%s", s1));
     if (a->n > 0) {
-        TRY(report_grid_set(g, ROW_IQR, c, "%.2f pp (%.2f - %.2f %%)", 100 * a->iqr,
+        TRY(report_grid_set(g, ROW_IQR, c, "%.2f pp (%.2f to %.2f %%)", 100 * a->iqr,
                             100 * a->q1, 100 * a->q3));
         if (a->n > 1) {
             TRY(report_grid_set(g, ROW_MEAN, c, "%.2f ± %.2f %%", 100 * a->mean, 100 * a->std));
-            TRY(report_grid_set(g, ROW_CI, c, "%.2f - %.2f %%", 100 * a->ci_lo, 100 * a->ci_hi));
+            TRY(report_grid_set(g, ROW_CI, c, "%.2f to %.2f %%", 100 * a->ci_lo, 100 * a->ci_hi));
         } else {
             TRY(report_grid_set(g, ROW_MEAN, c, "%.2f %%", 100 * a->mean));
             TRY(report_grid_set(g, ROW_CI, c, "-"));

@@ -37,8 +37,10 @@ struct model {
     struct model_profile *prof; /* NULL = no profiling */
 };
 
-/* Allocates every tensor for batches of up to batch_cap images. Parameters are zero
- * until model_init_params. Returns DR_OK or DR_ERR_NOMEM / a backend error. */
+/* Allocates every tensor for batches of up to batch_cap images and plans the backward
+ * pass. Parameters are zero until model_init_params. Returns DR_OK or DR_ERR_NOMEM / a
+ * backend error; any failed allocation (tables, plan, tensors) is one, and leaves m
+ * released and zeroed. */
 int model_create(struct model *m, const struct graph *g, struct backend *be, int batch_cap);
 void model_free(struct model *m);
 
@@ -53,7 +55,7 @@ int model_init_params(struct model *m, uint64_t seed);
 int model_init_whiten(struct model *m, const struct dataset *train);
 
 /* Allocates the averaged copies of the parameters and BN running statistics (once) and
- * sets them to the current values. */
+ * sets them to the current values. Out of memory: DR_ERR_NOMEM, and no copy is kept. */
 int model_average_start(struct model *m);
 
 /* Every averaged tensor: avg += t * (w - avg); then, with copy_back, w = avg

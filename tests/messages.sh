@@ -80,7 +80,12 @@ signal)
         while ! grep -Eq '\] [0-9]+/[0-9]+' "$log" 2>/dev/null && [ $i -lt 600 ]; do
             sleep 0.1; i=$((i + 1))
         done
-        kill -s INT "$(cat "$tmp/pid")"
+        if [ -s "$tmp/pid" ]; then
+            kill -s INT "$(cat "$tmp/pid")"
+        else
+            echo "messages.sh: $name: the command did not start" >&2
+            kill $spid
+        fi
         wait $spid
         rc=$?
         tr '\r' '\n' <"$log" >"$tmp/$name.txt"

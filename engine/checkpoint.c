@@ -41,6 +41,7 @@ static int ckpt_error(int status, const char *path, const char *fmt, ...)
 static int ckpt_error(int status, const char *path, const char *fmt, ...)
 {
     va_list ap;
+    dr_message_begin();   /* erases a progress line first */
     fprintf(stderr, "dawnrun: checkpoint %s: ", path);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);

@@ -19,6 +19,7 @@ __attribute__((format(printf, 2, 3))) static int data_error(const char *file, co
                                                             ...)
 {
     va_list ap;
+    dr_message_begin();   /* erases a progress line first */
     fprintf(stderr, "dawnrun: %s: ", file);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);

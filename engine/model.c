@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "init.h"
 #include "status.h"
 #include "whiten.h"
@@ -52,11 +53,14 @@ static void tensor_del(struct model *m, struct tensor *t)
 }
 
 /* Marks layers from which the output is reachable, and for every (layer, input slot)
- * whether its gradient adds to one already written by a later consumer. */
-static void model_plan_backward(struct model *m)
+ * whether its gradient adds to one already written by a later consumer. Without its
+ * scratch table it cannot tell a first write from a later one: DR_ERR_NOMEM. */
+static int model_plan_backward(struct model *m)
 {
+    int rc = DR_OK;
     const struct graph *g = m->g;
-    unsigned char *written = calloc((size_t)g->count, 1);
+    unsigned char *written = dr_calloc((size_t)g->count, 1);
+    CHECK_ALLOC(written, "the backward plan");
     memset(m->live, 0, (size_t)g->count);
     m->live[g->output] = 1;
     for (int i = g->count - 1; i > 0; i--) {
@@ -67,11 +71,13 @@ static void model_plan_backward(struct model *m)
         if (!m->live[i]) continue;
         for (int s = 0; s < g->layers[i].n_inputs; s++) {
             int j = g->layers[i].inputs[s];
-            m->accum[i * GRAPH_MAX_INPUTS + s] = written ? written[j] : 1;
-            if (written) written[j] = 1;
+            m->accum[i * GRAPH_MAX_INPUTS + s] = written[j];
+            written[j] = 1;
         }
     }
+cleanup:
     free(written);
+    return rc;
 }
 
 int model_create(struct model *m, const struct graph *g, struct backend *be, int batch_cap)
@@ -82,21 +88,21 @@ int model_create(struct model *m, const struct graph *g, struct backend *be, int
     m->be = be;
     m->batch_cap = batch_cap;
     size_t nl = (size_t)g->count, np = (size_t)(g->n_params ? g->n_params : 1);
-    m->y = calloc(nl, sizeof(*m->y));
-    m->dy = calloc(nl, sizeof(*m->dy));
-    m->bn_mean = calloc(nl, sizeof(*m->bn_mean));
-    m->bn_invstd = calloc(nl, sizeof(*m->bn_invstd));
-    m->bn_rmean = calloc(nl, sizeof(*m->bn_rmean));
-    m->bn_rvar = calloc(nl, sizeof(*m->bn_rvar));
-    m->p = calloc(np, sizeof(*m->p));
-    m->dp = calloc(np, sizeof(*m->dp));
-    m->v = calloc(np, sizeof(*m->v));
-    m->live = calloc(nl, 1);
-    m->accum = calloc(nl * GRAPH_MAX_INPUTS, 1);
+    m->y = dr_calloc(nl, sizeof(*m->y));
+    m->dy = dr_calloc(nl, sizeof(*m->dy));
+    m->bn_mean = dr_calloc(nl, sizeof(*m->bn_mean));
+    m->bn_invstd = dr_calloc(nl, sizeof(*m->bn_invstd));
+    m->bn_rmean = dr_calloc(nl, sizeof(*m->bn_rmean));
+    m->bn_rvar = dr_calloc(nl, sizeof(*m->bn_rvar));
+    m->p = dr_calloc(np, sizeof(*m->p));
+    m->dp = dr_calloc(np, sizeof(*m->dp));
+    m->v = dr_calloc(np, sizeof(*m->v));
+    m->live = dr_calloc(nl, 1);
+    m->accum = dr_calloc(nl * GRAPH_MAX_INPUTS, 1);
     if (!m->y || !m->dy || !m->bn_mean || !m->bn_invstd || !m->bn_rmean || !m->bn_rvar ||
         !m->p || !m->dp || !m->v || !m->live || !m->accum)
         FAIL(DR_ERR_NOMEM, "out of memory allocating the model tables");
-    model_plan_backward(m);
+    TRY(model_plan_backward(m));
 
     for (int i = 0; i < g->count; i++) {
         const struct layer *l = &g->layers[i];
@@ -125,24 +131,31 @@ cleanup:
     return rc;
 }
 
+/* Releases tensor i of a per-layer or per-parameter table that may be missing (a
+ * model_create that ran out of memory half-way). */
+static void table_del(struct model *m, struct tensor *table, int i)
+{
+    if (table) tensor_del(m, &table[i]);
+}
+
 void model_free(struct model *m)
 {
     if (!m->g) return;
-    for (int i = 0; m->y && i < m->g->count; i++) {
-        tensor_del(m, &m->y[i]);
-        tensor_del(m, &m->dy[i]);
-        tensor_del(m, &m->bn_mean[i]);
-        tensor_del(m, &m->bn_invstd[i]);
-        tensor_del(m, &m->bn_rmean[i]);
-        tensor_del(m, &m->bn_rvar[i]);
-        if (m->avg_rmean) tensor_del(m, &m->avg_rmean[i]);
-        if (m->avg_rvar) tensor_del(m, &m->avg_rvar[i]);
+    for (int i = 0; i < m->g->count; i++) {
+        table_del(m, m->y, i);
+        table_del(m, m->dy, i);
+        table_del(m, m->bn_mean, i);
+        table_del(m, m->bn_invstd, i);
+        table_del(m, m->bn_rmean, i);
+        table_del(m, m->bn_rvar, i);
+        table_del(m, m->avg_rmean, i);
+        table_del(m, m->avg_rvar, i);
     }
-    for (int k = 0; m->p && k < m->g->n_params; k++) {
-        tensor_del(m, &m->p[k]);
-        tensor_del(m, &m->dp[k]);
-        tensor_del(m, &m->v[k]);
-        if (m->avg) tensor_del(m, &m->avg[k]);
+    for (int k = 0; k < m->g->n_params; k++) {
+        table_del(m, m->p, k);
+        table_del(m, m->dp, k);
+        table_del(m, m->v, k);
+        table_del(m, m->avg, k);
     }
     tensor_del(m, &m->probs);
     tensor_del(m, &m->labels);
@@ -175,7 +188,7 @@ int model_init_params(struct model *m, uint64_t seed)
         size_t count = tensor_count(&m->p[k]);
         if (count > cap) {
             free(host);
-            host = malloc(count * sizeof(float));
+            host = dr_malloc(count * sizeof(float));
             CHECK_ALLOC(host, "parameter initialisation buffer");
             cap = count;
         }
@@ -195,7 +208,7 @@ int model_init_params(struct model *m, uint64_t seed)
         size_t c = (size_t)g->layers[i].c;
         if (c > cap) {
             free(host);
-            host = malloc(c * sizeof(float));
+            host = dr_malloc(c * sizeof(float));
             CHECK_ALLOC(host, "BN statistics buffer");
             cap = c;
         }
@@ -221,7 +234,7 @@ int model_init_whiten(struct model *m, const struct dataset *train)
         if (count < 1)
             FAIL(DR_ERR_CONFIG, "layer '%s': no training images to compute the whitening from",
                  ls->name);
-        host = malloc(tensor_count(&m->p[k]) * sizeof(float));
+        host = dr_malloc(tensor_count(&m->p[k]) * sizeof(float));
         CHECK_ALLOC(host, "the whitening filters");
         TRY(whiten_filters(host, train->images, count, ls->k, ls->eps, ls->negate));
         TRY(m->be->ops->tensor_write(m->be->ctx, &m->p[k], host));
@@ -249,15 +262,29 @@ cleanup:
     return rc;
 }
 
+/* Releases the averaged copies and their tables (a start that ran out of memory). */
+static void average_drop(struct model *m)
+{
+    for (int i = 0; i < m->g->count; i++) {
+        table_del(m, m->avg_rmean, i);
+        table_del(m, m->avg_rvar, i);
+    }
+    for (int k = 0; k < m->g->n_params; k++) table_del(m, m->avg, k);
+    free(m->avg);
+    free(m->avg_rmean);
+    free(m->avg_rvar);
+    m->avg = m->avg_rmean = m->avg_rvar = NULL;
+}
+
 int model_average_start(struct model *m)
 {
     int rc = DR_OK;
     const struct graph *g = m->g;
     if (!m->avg) {
         size_t nl = (size_t)g->count, np = (size_t)(g->n_params ? g->n_params : 1);
-        m->avg = calloc(np, sizeof(*m->avg));
-        m->avg_rmean = calloc(nl, sizeof(*m->avg_rmean));
-        m->avg_rvar = calloc(nl, sizeof(*m->avg_rvar));
+        m->avg = dr_calloc(np, sizeof(*m->avg));
+        m->avg_rmean = dr_calloc(nl, sizeof(*m->avg_rmean));
+        m->avg_rvar = dr_calloc(nl, sizeof(*m->avg_rvar));
         if (!m->avg || !m->avg_rmean || !m->avg_rvar)
             FAIL(DR_ERR_NOMEM, "out of memory allocating the weight-average tables");
         for (int k = 0; k < g->n_params; k++) {
@@ -272,6 +299,7 @@ int model_average_start(struct model *m)
     }
     TRY(average_each(m, 1.0f, 0));
 cleanup:
+    if (rc == DR_ERR_NOMEM) average_drop(m);   /* all or nothing: a later start retries */
     return rc;
 }
 
@@ -304,14 +332,19 @@ void model_average_swap(struct model *m)
     }
 }
 
-void model_set_batch(struct model *m, int n)
+int model_set_batch(struct model *m, int n)
 {
+    if (n < 1 || n > m->batch_cap)
+        return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL,
+                         "a batch of %d images for a model allocated for 1 to %d", n,
+                         m->batch_cap);
     for (int i = 0; i < m->g->count; i++) {
         m->y[i].n = n;
         m->dy[i].n = n;
     }
     m->probs.n = n;
     m->labels.n = n;
+    return DR_OK;
 }
 
 /* The optional bias parameter of a conv/linear layer, or NULL. */

@@ -37,8 +37,10 @@ struct model {
     struct model_profile *prof; /* NULL = no profiling */
 };
 
-/* Allocates every tensor for batches of up to batch_cap images. Parameters are zero
- * until model_init_params. Returns DR_OK or DR_ERR_NOMEM / a backend error. */
+/* Allocates every tensor for batches of up to batch_cap images and plans the backward
+ * pass. Parameters are zero until model_init_params. Returns DR_OK or DR_ERR_NOMEM / a
+ * backend error; any failed allocation (tables, plan, tensors) is one, and leaves m
+ * released and zeroed. */
 int model_create(struct model *m, const struct graph *g, struct backend *be, int batch_cap);
 void model_free(struct model *m);
 
@@ -53,7 +55,7 @@ int model_init_params(struct model *m, uint64_t seed);
 int model_init_whiten(struct model *m, const struct dataset *train);
 
 /* Allocates the averaged copies of the parameters and BN running statistics (once) and
- * sets them to the current values. */
+ * sets them to the current values. Out of memory: DR_ERR_NOMEM, and no copy is kept. */
 int model_average_start(struct model *m);
 
 /* Every averaged tensor: avg += t * (w - avg); then, with copy_back, w = avg
@@ -64,8 +66,9 @@ int model_average_update(struct model *m, float t, int copy_back);
  * tensor handles, no copy); calling it twice restores the model. */
 void model_average_swap(struct model *m);
 
-/* Sets the batch size of every activation tensor to n (<= batch_cap). */
-void model_set_batch(struct model *m, int n);
+/* Sets the batch size of every activation tensor to n, 1 <= n <= batch_cap; any other n
+ * is a caller's bug: DR_ERR_INTERNAL, and nothing changes. */
+int model_set_batch(struct model *m, int n);
 
 /* Forward pass over y[0] (already filled) in train (batch statistics, running stats
  * updated) or eval mode. */

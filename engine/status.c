@@ -1,8 +1,13 @@
-/* Status names and the one error reporter every CHECK macro goes through. */
+/* Status names, the one error reporter every CHECK macro goes through, and the hook that
+ * lets the runner tidy the terminal before a message. */
 #include "status.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void (*message_hook)(void);
 
 const char *dr_status_str(int status)
 {
@@ -24,14 +29,44 @@ const char *dr_status_str(int status)
     return "unknown error";
 }
 
+void dr_set_message_hook(void (*hook)(void))
+{
+    message_hook = hook;
+}
+
+void dr_message_begin(void)
+{
+    if (message_hook) message_hook();
+}
+
+int dr_debug(void)
+{
+    const char *v = getenv("DAWNRUN_DEBUG");
+    return v && strcmp(v, "1") == 0;
+}
+
+int dr_eprintf(const char *fmt, ...)
+{
+    va_list ap;
+    dr_message_begin();
+    va_start(ap, fmt);
+    int n = vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
 int dr_report(int status, const char *file, int line, const char *lib, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "dawnrun: %s:%d: ", file, line);
+    dr_message_begin();
+    fputs("dawnrun: ", stderr);
+    if (dr_debug()) fprintf(stderr, "%s:%d: ", file, line);
     if (lib) fprintf(stderr, "%s: ", lib);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
+    if (status == DR_ERR_INTERNAL && !dr_debug())
+        fputs(" (an internal error; DAWNRUN_DEBUG=1 shows where)", stderr);
     fputc('\n', stderr);
     return status;
 }

@@ -24,10 +24,28 @@ enum dr_status {
 /* Short lower-case name of a status ("config error", ...). Never NULL. */
 const char *dr_status_str(int status);
 
-/* Prints "file:line: [lib] message" to stderr. Used by the CHECK macros; returns status
- * so that it can be assigned in one expression. */
+/* Prints "dawnrun: [lib: ]message" to stderr, after the message hook. `file` and `line`
+ * are the source location of the check (__FILE__, __LINE__): they are printed, as
+ * "dawnrun: file:line: [lib: ]message", only when DAWNRUN_DEBUG=1, since a user's file:line
+ * is the config file's. Used by the CHECK macros; returns status so that it can be
+ * assigned in one expression. */
 int dr_report(int status, const char *file, int line, const char *lib, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* fprintf(stderr, fmt, ...) after the message hook: every message to the user goes
+ * through it or dr_report. Returns what fprintf returns. */
+int dr_eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The function called before any message is printed on stderr, NULL for none. runner/
+ * registers one that erases the progress line it draws on a terminal (engine/ cannot
+ * see it), so that a message never lands in the middle of that line. */
+void dr_set_message_hook(void (*hook)(void));
+/* Calls the message hook (if any): for a printer that writes to stderr by itself. */
+void dr_message_begin(void);
+
+/* 1 when the environment has DAWNRUN_DEBUG=1: messages then carry the source location
+ * they come from. */
+int dr_debug(void);
 
 /* Sets rc and jumps to `cleanup` when `expr` (a dr_status) is not DR_OK. */
 #define TRY(expr)                                                                          \
@@ -36,7 +54,8 @@ int dr_report(int status, const char *file, int line, const char *lib, const cha
         if (rc != DR_OK) goto cleanup;                                                     \
     } while (0)
 
-/* Reports a failure with file:line, sets rc and jumps to `cleanup`. */
+/* Reports a failure (dr_report: the source location only with DAWNRUN_DEBUG=1), sets rc
+ * and jumps to `cleanup`. */
 #define FAIL(status, ...)                                                                  \
     do {                                                                                   \
         rc = dr_report((status), __FILE__, __LINE__, NULL, __VA_ARGS__);                   \

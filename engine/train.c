@@ -188,7 +188,7 @@ int trainer_evaluate(struct trainer *t, double *loss, double *acc)
     TRY(ops->tensor_zero(t->be->ctx, &m->stats));
     for (int off = 0; off < t->test_count; off += eb) {
         int n = t->test_count - off < eb ? t->test_count - off : eb;
-        model_set_batch(m, n);
+        TRY(model_set_batch(m, n));
         t->rows.n = n;
         TRY(ops->tensor_write(t->be->ctx, &t->rows, t->test_rows + off));
         TRY(evaluate_batch(t, n));
@@ -211,7 +211,7 @@ int trainer_step(struct trainer *t, int epoch, const int32_t *rows, float lr, fl
     void *ctx = t->be->ctx;
     float smoothing = (float)e->train.label_smoothing;
     double ta = m->prof ? train_now() : 0.0;
-    model_set_batch(m, e->train.batch_size);
+    TRY(model_set_batch(m, e->train.batch_size));
     t->rows.n = e->train.batch_size;
     TRY(ops->tensor_write(ctx, &t->rows, rows));
     TRY(ops->augment(ctx, &m->y[0], &m->labels, &t->images, &t->image_labels, &t->rows,

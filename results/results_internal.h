@@ -23,12 +23,14 @@ struct results {
  * ('now' is fixed for the duration of one statement.) */
 #define RESULTS_NOW_SQL "((julianday('now') - 2440587.5) * 86400.0)"
 
-/* Reports a failed SQLite call as "file:line: sqlite: DBFILE: message" (with a hint for
- * a lock held past the timeout and for a non-database file) and returns DR_ERR_DB. */
+/* Reports a failed SQLite call as "sqlite: DBFILE: message" through dr_report (the
+ * source location file:line only with DAWNRUN_DEBUG=1), with a hint for a lock held past
+ * the timeout and for a non-database file, and returns DR_ERR_DB. */
 int results_sql_fail(const struct results *r, int sqlite_rc, const char *file, int line);
 
-/* Evaluates an SQLite call once; anything but SQLITE_OK / ROW / DONE is reported with
- * file:line and sqlite3_errmsg, sets rc = DR_ERR_DB and jumps to `cleanup`. */
+/* Evaluates an SQLite call once; anything but SQLITE_OK / ROW / DONE is reported
+ * (results_sql_fail: the database file and sqlite3_errmsg), sets rc = DR_ERR_DB and jumps
+ * to `cleanup`. */
 #define CHECK_SQLITE(r, call)                                                              \
     do {                                                                                   \
         int sqlite_rc_ = (call);                                                           \

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "engine/status.h"
+#include "output.h"
 #include "report_internal.h"
 
 /* "2024-05-01 12:00:03" (UTC), or "-" for an unknown time. */
@@ -123,7 +124,7 @@ static int print_runs(struct results *db, const struct results_experiment *x)
     const int cols = (int)(sizeof header / sizeof header[0]);
     char acc[32], secs[32], started[32], ended[32];
     TRY(results_runs_list(db, &runs, &n, x->id));
-    printf("experiment #%lld %s (%.12s, %s): %d run%s\n", (long long)x->id, x->name,
+    output_text(stdout, "experiment #%lld %s (%.12s, %s): %d run%s\n", (long long)x->id, x->name,
            x->config_hash, x->engine, n, n == 1 ? "" : "s");
     if (n == 0) goto cleanup;
     TRY(report_grid_init(&g, n + 1, cols));
@@ -147,7 +148,7 @@ static int print_runs(struct results *db, const struct results_experiment *x)
     report_grid_print(stdout, &g, 1);
     for (int i = 0; i < n; i++)
         if (runs[i].error)
-            printf("run %lld (seed %llu, %s): %s\n", (long long)runs[i].id,
+            output_text(stdout, "run %lld (seed %llu, %s): %s\n", (long long)runs[i].id,
                    (unsigned long long)runs[i].seed, results_status_name(runs[i].status),
                    runs[i].error);
 cleanup:
@@ -197,12 +198,12 @@ static void show_header(const struct results_experiment *x, const struct results
     char started[32], ended[32];
     fmt_time(started, sizeof started, r->started_at);
     fmt_time(ended, sizeof ended, r->ended_at);
-    printf("experiment %s  seed %llu  engine %s (%s)\n", x->name, (unsigned long long)r->seed,
+    output_text(stdout, "experiment %s  seed %llu  engine %s (%s)\n", x->name, (unsigned long long)r->seed,
            x->engine, r->device ? r->device : x->device ? x->device : "-");
     printf("run %lld of experiment #%lld (%.12s): %s, attempt %d/%d", (long long)r->id,
            (long long)x->id, x->config_hash, results_status_name(r->status), r->attempt,
            r->max_attempts);
-    if (r->host) printf(", host %s pid %d", r->host, r->pid);
+    if (r->host) output_text(stdout, ", host %s pid %d", r->host, r->pid);
     printf("; started %s, ended %s (UTC)\n", started, ended);
 }
 
@@ -220,7 +221,7 @@ static void show_footer(const struct results_experiment *x, const struct results
                r->target_epoch, r->target_time);
     else if (!isnan(x->target_accuracy) && r->status == RUN_DONE)
         printf("target %s not reached\n", target);
-    if (r->error) printf("%s: %s\n", results_status_name(r->status), r->error);
+    if (r->error) output_text(stdout, "%s: %s\n", results_status_name(r->status), r->error);
 }
 
 int cmd_show(int argc, char **argv)

@@ -9,6 +9,7 @@
 #include "engine/status.h"
 #include "engine/train.h"
 #include "load.h"
+#include "progress.h"
 
 struct train_view {
     int tty;
@@ -17,12 +18,7 @@ struct train_view {
 static void progress(void *user, int epoch, int step, int steps)
 {
     struct train_view *v = user;
-    if (!v->tty) return;
-    int width = 30, done = (int)((long)step * width / steps);
-    printf("\r%5d [%.*s%*s] %d/%d", epoch, done, "##############################", width - done, "",
-           step, steps);
-    if (step == steps) printf("\r%*s\r", width + 24, "");
-    fflush(stdout);
+    if (v->tty) progress_draw(epoch, step, steps);
 }
 
 static int on_epoch(void *user, const struct epoch_record *r)
@@ -65,11 +61,12 @@ int cmd_train(int argc, char **argv)
     struct train_view view = {isatty(STDOUT_FILENO)};
     struct train_hooks hooks = {on_epoch, progress, cli_stop_requested, &view};
     rc = trainer_run(&t, &hooks, &res);
+    progress_clear();   /* a run stopped mid-epoch leaves its line drawn */
     if (res.epochs_done > 0)
         printf("final test acc %.4f after %d epochs; train time %.2f s, total %.2f s%s\n",
                res.final_test_acc, res.epochs_done, res.train_time, res.total_time,
                rc == DR_ERR_DIVERGED ? " (diverged)" : "");
-    if (rc == DR_ERR_DIVERGED) fprintf(stderr, "dawnrun: the loss diverged (NaN or inf)\n");
+    if (rc == DR_ERR_DIVERGED) dr_eprintf("dawnrun: the loss diverged (NaN or inf)\n");
 cleanup:
     trainer_free(&t);
     backend_destroy(&be);

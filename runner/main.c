@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "engine/experiment.h"
+#include "progress.h"
 
 static void usage(FILE *f)
 {
@@ -47,6 +48,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
+    progress_install();
     const char *cmd = argv[1];
     if (!strcmp(cmd, "train")) return cmd_train(argc - 1, argv + 1);
     if (!strcmp(cmd, "validate")) return cmd_validate(argc - 1, argv + 1);

@@ -5,11 +5,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "engine/status.h"
+#include "engine/utf8.h"
 
 void output_exact(char *buf, size_t size, double v)
 {
@@ -25,19 +28,23 @@ void output_exact(char *buf, size_t size, double v)
 
 void output_csv_text(FILE *f, const char *s, int last)
 {
+    uint32_t cp;
     s = s ? s : "";
     size_t n = strlen(s);
     int quote = strpbrk(s, ",\"\r\n") != NULL || (n && (s[0] == ' ' || s[n - 1] == ' '));
-    if (quote) {
-        fputc('"', f);
-        for (; *s; s++) {
-            if (*s == '"') fputc('"', f);
-            fputc(*s, f);
+    if (quote) fputc('"', f);
+    while (*s) {
+        int len = utf8_decode(&cp, s);
+        if (len == 0) {
+            fputs(UTF8_REPLACEMENT, f);
+            s++;
+            continue;
         }
-        fputc('"', f);
-    } else {
-        fputs(s, f);
+        if (*s == '"') fputc('"', f);
+        fwrite(s, 1, (size_t)len, f);
+        s += len;
     }
+    if (quote) fputc('"', f);
     fputc(last ? '\n' : ',', f);
 }
 
@@ -50,18 +57,21 @@ void output_csv_num(FILE *f, double v, int last)
 
 void output_json_string(FILE *f, const char *s)
 {
+    uint32_t cp;
     if (!s) {
         fputs("null", f);
         return;
     }
     fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch == '\n') fputs("\\n", f);
-        else if (ch == '\t') fputs("\\t", f);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
+    while (*s) {
+        int len = utf8_decode(&cp, s);
+        if (len == 0) fputs(UTF8_REPLACEMENT, f);   /* RFC 8259 text is UTF-8 */
+        else if (cp == '"' || cp == '\\') fprintf(f, "\\%c", (int)cp);
+        else if (cp == '\n') fputs("\\n", f);
+        else if (cp == '\t') fputs("\\t", f);
+        else if (cp < 0x20) fprintf(f, "\\u%04x", (unsigned)cp);
+        else fwrite(s, 1, (size_t)len, f);
+        s += len > 0 ? len : 1;
     }
     fputc('"', f);
 }
@@ -71,6 +81,28 @@ void output_json_num(FILE *f, const char *sep, const char *key, double v)
     char buf[40];
     output_exact(buf, sizeof buf, v);
     fprintf(f, "%s\"%s\": %s", sep, key, *buf ? buf : "null");
+}
+
+void output_text(FILE *f, const char *fmt, ...)
+{
+    char stack[1024], *text = stack;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(stack, sizeof stack, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n >= sizeof stack) {
+        text = malloc((size_t)n + 1);
+        if (!text) {
+            utf8_fputs(f, stack);   /* out of memory: the part that fitted */
+            return;
+        }
+        va_start(ap, fmt);
+        vsnprintf(text, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    utf8_fputs(f, text);
+    if (text != stack) free(text);
 }
 
 int output_file_open(struct output_file *o, const char *path)

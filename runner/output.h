@@ -1,6 +1,8 @@
-/* Writers shared by the commands that print machine-readable output (report, export):
+/* Writers shared by the commands that print output (report, export, the queries):
  * RFC 4180 CSV fields, JSON strings and numbers, the shortest exact decimal of a double,
- * and an output file that replaces its destination only when complete. */
+ * formatted text, and an output file that replaces its destination only when complete.
+ * Every text writer emits valid UTF-8: invalid bytes in names or messages become U+FFFD
+ * (engine/utf8.h). */
 #ifndef DAWNRUN_RUNNER_OUTPUT_H
 #define DAWNRUN_RUNNER_OUTPUT_H
 
@@ -10,16 +12,21 @@
 void output_exact(char *buf, size_t size, double v);
 
 /* One CSV field followed by ',' (or '\n' when `last`), quoted (RFC 4180) when it holds a
- * comma, quote, line break or edge space; NULL is an empty field. */
+ * comma, quote, line break or edge space; NULL is an empty field; invalid UTF-8 as
+ * U+FFFD. */
 void output_csv_text(FILE *f, const char *s, int last);
 /* A number as output_exact writes it; NaN and infinities are an empty field. */
 void output_csv_num(FILE *f, double v, int last);
 
-/* A JSON string (RFC 8259 escapes), or null for NULL. */
+/* A JSON string (RFC 8259 escapes, invalid UTF-8 as U+FFFD), or null for NULL. */
 void output_json_string(FILE *f, const char *s);
 /* `SEP"KEY": VALUE` with NaN and infinities as null. `key` is written as is: a fixed
  * identifier, never user text. */
 void output_json_num(FILE *f, const char *sep, const char *key, double v);
+
+/* printf(fmt, ...) to f with the result written as valid UTF-8 (utf8_fputs): for lines
+ * that carry names or messages read from configs or the results store. */
+void output_text(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A destination file written through a temporary next to it ("PATH.tmp-PID") and
  * renamed over PATH by output_file_commit, so that PATH never holds half an output. The

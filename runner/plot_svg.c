@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/status.h"
+#include "engine/utf8.h"
 
 /* ---- layout (SVG user units = CSS pixels) --------------------------------------------- */
 
@@ -50,22 +51,15 @@ static double panel_top(int p)
 
 /* ---- XML text -------------------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at s that encodes a character XML allows, or 0. */
+/* Length of the valid UTF-8 sequence at s (utf8_decode) that encodes a character XML
+ * allows, or 0. */
 static int utf8_char(const unsigned char *s)
 {
-    unsigned c = s[0];
-    if (c < 0x80) return (c >= 0x20 || c == '\t' || c == '\n' || c == '\r') ? 1 : 0;
-    int n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
-    if (n == 0 || c > 0xf4) return 0;
-    unsigned lo = 0x80, hi = 0xbf;   /* allowed range of the second byte */
-    if (c == 0xe0) lo = 0xa0;
-    if (c == 0xed) hi = 0x9f;        /* no surrogates */
-    if (c == 0xf0) lo = 0x90;
-    if (c == 0xf4) hi = 0x8f;        /* nothing above U+10FFFF */
-    if (s[1] < lo || s[1] > hi) return 0;
-    for (int k = 2; k < n; k++)
-        if ((s[k] & 0xc0) != 0x80) return 0;
-    if (c == 0xef && s[1] == 0xbf && (s[2] == 0xbe || s[2] == 0xbf)) return 0; /* U+FFFE/F */
+    uint32_t cp;
+    int n = utf8_decode(&cp, (const char *)s);
+    if (n == 0) return 0;
+    if (cp < 0x20) return (cp == '\t' || cp == '\n' || cp == '\r') ? 1 : 0;
+    if (cp == 0xfffe || cp == 0xffff) return 0;
     return n;
 }
 
@@ -82,7 +76,7 @@ static void xml_text(FILE *f, const char *str, int max_chars)
         }
         int n = utf8_char(s);
         if (n == 0) {
-            fputs(*s < 0x20 ? " " : "\xef\xbf\xbd", f);
+            fputs(*s < 0x20 ? " " : UTF8_REPLACEMENT, f);
             s++;
             continue;
         }

@@ -123,6 +123,12 @@ static int compute_one(struct report_exp *e, struct results *db, int64_t id, dou
         }
     }
     TRY(stats_summarize(&e->acc_stats, e->acc, e->n_acc));
+    /* an accuracy lies in [0, 1]: so does what the report says of its mean (with two
+     * runs, t = 12.7 stretches the t interval past both ends) */
+    if (e->acc_stats.n > 1) {
+        e->acc_stats.ci_lo = fmax(e->acc_stats.ci_lo, 0.0);
+        e->acc_stats.ci_hi = fmin(e->acc_stats.ci_hi, 1.0);
+    }
     TRY(stats_summarize(&e->train_time_stats, e->train_time, e->n_train_time));
     TRY(stats_summarize(&e->total_time_stats, total, n_total));
     e->epochs_to_target = median_of(epochs, e->reached);

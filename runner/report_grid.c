@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine/status.h"
+#include "engine/utf8.h"
 
 int report_grid_init(struct report_grid *g, int rows, int cols)
 {
@@ -33,6 +34,12 @@ int report_grid_set(struct report_grid *g, int row, int col, const char *fmt, ..
     va_start(ap, fmt);
     vsnprintf(s, (size_t)len + 1, fmt, ap);
     va_end(ap);
+    if (!utf8_valid(s)) {   /* a name with invalid bytes: the cell holds it repaired */
+        char *fixed = utf8_repair(s);
+        free(s);
+        s = fixed;
+        CHECK_ALLOC(s, "table cell");
+    }
     free(g->cells[row * g->cols + col]);
     g->cells[row * g->cols + col] = s;
 cleanup:

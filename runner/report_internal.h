@@ -24,7 +24,8 @@ struct report_exp {
     double *acc;                      /* final test accuracy of the done runs, by seed */
     double *train_time;               /* train time of the done runs, by seed */
     int n_acc, n_train_time;
-    struct stats_summary acc_stats, train_time_stats, total_time_stats;
+    struct stats_summary acc_stats, train_time_stats, total_time_stats; /* acc_stats' CI
+                                         is clamped to [0, 1] */
     int reached;                      /* done runs whose test accuracy reached the target
                                          at some epoch */
     double epochs_to_target;          /* median over those runs of the first such epoch */
@@ -130,7 +131,8 @@ struct report_grid {
 
 /* Allocates an empty rows x cols grid. DR_OK or DR_ERR_NOMEM. */
 int report_grid_init(struct report_grid *g, int rows, int cols);
-/* Sets one cell from a printf format. DR_OK or DR_ERR_NOMEM. */
+/* Sets one cell from a printf format, invalid UTF-8 repaired (engine/utf8.h), so that
+ * every table and Markdown output is valid UTF-8. DR_OK or DR_ERR_NOMEM. */
 int report_grid_set(struct report_grid *g, int row, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Prints the columns left-aligned, two spaces apart, widths in characters (UTF-8 aware);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine/status.h"
+#include "engine/utf8.h"
 #include "output.h"
 
 /* ---- number formats ------------------------------------------------------------------ */
@@ -82,7 +83,7 @@ static const char *const row_labels[N_ROWS] = {
     [ROW_BAD] = "  failed, diverged, interrupted",
     [ROW_HITS] = "runs >= target",
     [ROW_MEDIAN] = "test accuracy: median",
-    [ROW_IQR] = "  IQR (q1 - q3)",
+    [ROW_IQR] = "  IQR (q1 to q3)",
     [ROW_MEAN] = "  mean ± std",
     [ROW_CI] = "  95 % CI of the mean",
     [ROW_MINMAX] = "  min, max",
@@ -118,11 +119,11 @@ static int fill_column(struct report_grid *g, int c, const struct report_exp *e,
     report_fmt_pct(s1, sizeof s1, a->median);
     TRY(report_grid_set(g, ROW_MEDIAN, c, "%s", s1));
     if (a->n > 0) {
-        TRY(report_grid_set(g, ROW_IQR, c, "%.2f pp (%.2f - %.2f %%)", 100 * a->iqr,
+        TRY(report_grid_set(g, ROW_IQR, c, "%.2f pp (%.2f to %.2f %%)", 100 * a->iqr,
                             100 * a->q1, 100 * a->q3));
         if (a->n > 1) {
             TRY(report_grid_set(g, ROW_MEAN, c, "%.2f ± %.2f %%", 100 * a->mean, 100 * a->std));
-            TRY(report_grid_set(g, ROW_CI, c, "%.2f - %.2f %%", 100 * a->ci_lo, 100 * a->ci_hi));
+            TRY(report_grid_set(g, ROW_CI, c, "%.2f to %.2f %%", 100 * a->ci_lo, 100 * a->ci_hi));
         } else {
             TRY(report_grid_set(g, ROW_MEAN, c, "%.2f %%", 100 * a->mean));
             TRY(report_grid_set(g, ROW_CI, c, "-"));
@@ -199,7 +200,7 @@ int report_write_table(FILE *f, const struct report *r)
     fputc('\n', f);
     for (int i = 0; i < r->n; i++) {
         report_sentence(sentence, sizeof sentence, &r->exps[i]);
-        fprintf(f, "%s: %s\n", r->exps[i].x.name ? r->exps[i].x.name : "?", sentence);
+        output_text(f, "%s: %s\n", r->exps[i].x.name ? r->exps[i].x.name : "?", sentence);
     }
 cleanup:
     report_grid_free(&g);
@@ -222,9 +223,13 @@ int report_write_markdown(FILE *f, const struct report *r)
     for (int i = 0; i < r->n; i++) {
         report_sentence(sentence, sizeof sentence, &r->exps[i]);
         fputs("- ", f);
-        for (const char *p = r->exps[i].x.name ? r->exps[i].x.name : "?"; *p; p++) {
-            if (strchr("\\`*_[]<>|#", *p)) fputc('\\', f);
-            fputc(*p, f);
+        for (const char *p = r->exps[i].x.name ? r->exps[i].x.name : "?"; *p;) {
+            uint32_t cp;
+            int n = utf8_decode(&cp, p);
+            if (n == 0) fputs(UTF8_REPLACEMENT, f);
+            else if (strchr("\\`*_[]<>|#", *p)) fprintf(f, "\\%c", *p);
+            else fwrite(p, 1, (size_t)n, f);
+            p += n > 0 ? n : 1;
         }
         fprintf(f, ": %s\n", sentence);
     }

@@ -19,6 +19,7 @@
 #include "engine/sha256.h"
 #include "engine/status.h"
 #include "engine/train.h"
+#include "progress.h"
 
 #define SCHED_FAILS_IN_A_ROW 3
 
@@ -58,6 +59,7 @@ static void say(const struct sched_options *o, const char *fmt, ...)
             *w++ = *p;
             at_start = *p == '\n';
         }
+        progress_clear();
         fwrite(out, 1, (size_t)(w - out), stdout);
         fflush(stdout);
     }
@@ -198,8 +200,7 @@ int scheduler_tidy(struct results *db, const struct sched_batch *b, const char *
             scheduler_checkpoint_path(path, sizeof(path), checkpoint_dir, &b->x[i], runs[r].seed);
             if ((keep_checkpoints ? checkpoint_remove_leftovers(path) : checkpoint_remove(path)) !=
                 DR_OK)
-                fprintf(stderr, "dawnrun: warning: the checkpoint files above were left in "
-                                "place\n");
+                dr_eprintf("dawnrun: warning: the checkpoint files above were left in place\n");
         }
         results_runs_free(runs, n);
     }
@@ -222,13 +223,7 @@ struct run_ctx {
 static void run_on_step(void *user, int epoch, int step, int steps)
 {
     struct run_ctx *c = user;
-    if (c->o->progress) {
-        int width = 30, done = (int)((long)step * width / steps);
-        printf("\r%5d [%.*s%*s] %d/%d", epoch, done, "##############################",
-               width - done, "", step, steps);
-        if (step == steps) printf("\r%*s\r", width + 24, "");
-        fflush(stdout);
-    }
+    if (c->o->progress) progress_draw(epoch, step, steps);
     /* every few seconds, after the epoch's first step (so the store knows which epoch an
      * attempt was in when it stopped), and after its last step, so that the evaluation and
      * the checkpoint that follow start with a full lease */
@@ -239,8 +234,8 @@ static void run_on_step(void *user, int epoch, int step, int steps)
     if (rc == DR_ERR_FENCED) {
         c->fenced = 1;
     } else if (rc != DR_OK && !c->beat_warned) {
-        fprintf(stderr, "dawnrun: warning: heartbeat of run %lld failed (%s); training on\n",
-                (long long)c->lease.run_id, dr_status_str(rc));
+        dr_eprintf("dawnrun: warning: heartbeat of run %lld failed (%s); training on\n",
+                   (long long)c->lease.run_id, dr_status_str(rc));
         c->beat_warned = 1;
     }
 }
@@ -418,7 +413,7 @@ record_end:
             status == RUN_INTERRUPTED ? "; the checkpoint is kept for a resume" : "");
     if ((status == RUN_DONE || status == RUN_DIVERGED) && !o->keep_checkpoints &&
         checkpoint_remove(ckpt) != DR_OK)
-        fprintf(stderr, "dawnrun: warning: the checkpoint files above were left in place\n");
+        dr_eprintf("dawnrun: warning: the checkpoint files above were left in place\n");
     trainer_free(&t);
     return status == RUN_INTERRUPTED ? DR_ERR_INTERRUPTED : DR_OK;
 
@@ -430,8 +425,8 @@ drop:
             (long long)c->lease.run_id, (unsigned long long)seed);
         return cli_stop_requested(NULL) ? DR_ERR_INTERRUPTED : DR_OK;
     }
-    fprintf(stderr, "dawnrun: run %lld (seed %llu): the results store failed (%s); stopping "
-                    "this worker, the run will be reclaimed when its lease runs out\n",
+    dr_eprintf("dawnrun: run %lld (seed %llu): the results store failed (%s); stopping "
+               "this worker, the run will be reclaimed when its lease runs out\n",
             (long long)c->lease.run_id, (unsigned long long)seed, dr_status_str(rc));
     return DR_ERR_DB;
 }
@@ -441,7 +436,7 @@ drop:
 static int make_dir(const char *dir)
 {
     if (mkdir(dir, 0777) == 0 || errno == EEXIST) return DR_OK;
-    fprintf(stderr, "dawnrun: cannot create the checkpoint directory %s: %s\n", dir,
+    dr_eprintf("dawnrun: cannot create the checkpoint directory %s: %s\n", dir,
             strerror(errno));
     return DR_ERR_IO;
 }
@@ -547,7 +542,7 @@ int scheduler_work(struct sched_tally *tally, const struct sched_batch *b,
         if (rc != DR_OK) goto cleanup;
         fails = ended == RUN_FAILED ? fails + 1 : 0;
         if (fails == SCHED_FAILS_IN_A_ROW) {
-            fprintf(stderr, "dawnrun: %d runs in a row failed on %s: this worker stops\n", fails,
+            dr_eprintf("dawnrun: %d runs in a row failed on %s: this worker stops\n", fails,
                     o->device ? o->device : eng->common.engine);
             rc = error != DR_OK ? error : DR_ERR_INTERNAL;
             goto cleanup;

@@ -54,3 +54,11 @@ foreach(sig INT TERM)
            ${DR} train ${CMAKE_SOURCE_DIR}/tests/e2e/tiny.cfg --engine cpu --set train.epochs=50)
   set_tests_properties(cli_train_sig${sig} PROPERTIES SKIP_RETURN_CODE 77)
 endforeach()
+
+# Messages carry no source location of dawnrun's own unless DAWNRUN_DEBUG=1, and start on
+# a line of their own when a progress line is drawn.
+add_test(NAME cli_messages_errors COMMAND ${CMAKE_SOURCE_DIR}/tests/messages.sh errors
+         ${DR} ${CMAKE_SOURCE_DIR})
+add_test(NAME cli_messages_signal COMMAND ${CMAKE_SOURCE_DIR}/tests/messages.sh signal
+         ${DR} ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli_messages_signal PROPERTIES SKIP_RETURN_CODE 77)

@@ -6,7 +6,9 @@
  * pending runs; NaN values; the seed 2^64 - 1) is exported as CSV (the epochs table and
  * the runs table) and JSON, each parsed back and compared value for value with what was
  * recorded; then selection by id and hash prefix, -o, a version-1 database, and the
- * error paths. */
+ * error paths. Invalid UTF-8 in a name comes out of every text writer (export CSV and
+ * JSON, report table, CSV, JSON and Markdown, the SVG plot) as U+FFFD: python3 reads each
+ * output back strictly, JSON with json.load. */
 #include <math.h>
 #include <sqlite3.h>
 #include <stdint.h>
@@ -18,11 +20,52 @@
 #include "support.h"
 #include "report_check.h"
 #include "results/results.h"
+#include "engine/utf8.h"
 #include "runner/output.h"
 
 extern const char schema_results_v1_sql[];   /* the frozen version-1 schema */
 
 /* ---- the shared writers, in process ------------------------------------------------------ */
+
+/* A name with invalid UTF-8: a stray byte pair, a sequence cut short by a space, an
+ * overlong '/', a surrogate; and how every writer must spell it. */
+static const char BAD_NAME[] = "caf\xc3\xa9 \xff\xfe half \xe2\x82 end \xc0\xaf \xed\xa0\x80";
+#define R UTF8_REPLACEMENT
+static const char BAD_FIXED[] = "caf\xc3\xa9 " R R " half " R R " end " R R " " R R R;
+
+static void test_utf8(void)
+{
+    uint32_t cp = 0;
+    CHECK(utf8_decode(&cp, "A") == 1 && cp == 'A');
+    CHECK(utf8_decode(&cp, "\xc3\xbc") == 2 && cp == 0xfc);
+    CHECK(utf8_decode(&cp, "\xe2\x82\xac") == 3 && cp == 0x20ac);
+    CHECK(utf8_decode(&cp, "\xf0\x9f\x98\x80") == 4 && cp == 0x1f600);
+    CHECK(utf8_decode(&cp, "\xf4\x8f\xbf\xbf") == 4 && cp == 0x10ffff);
+    static const char *const bad[] = {"\x80", "\xbf", "\xc0\xaf", "\xc1\xbf", "\xe0\x80\xaf",
+                                      "\xed\xa0\x80", "\xf0\x80\x80\xaf", "\xf4\x90\x80\x80",
+                                      "\xf5\x80\x80\x80", "\xff", "\xe2\x82", "\xe2\x82 ",
+                                      "\xc3"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) CHECK(utf8_decode(&cp, bad[i]) == 0);
+    CHECK(utf8_valid("caf\xc3\xa9 \xe2\x82\xac") && utf8_valid(NULL) && !utf8_valid(BAD_NAME));
+    char *fixed = utf8_repair(BAD_NAME);
+    CHECK(fixed && strcmp(fixed, BAD_FIXED) == 0 && utf8_valid(fixed));
+    free(fixed);
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    utf8_fputs(f, BAD_NAME);
+    fputc('|', f);
+    output_json_string(f, BAD_NAME);
+    fputc('|', f);
+    output_csv_text(f, BAD_NAME, 1);
+    output_text(f, "<%s>", BAD_NAME);
+    fclose(f);
+    char want[512];
+    snprintf(want, sizeof want, "%s|\"%s\"|%s\n<%s>", BAD_FIXED, BAD_FIXED, BAD_FIXED, BAD_FIXED);
+    CHECK(text && strcmp(text, want) == 0);
+    free(text);
+}
 
 static void test_writers(void)
 {
@@ -459,6 +502,78 @@ static void test_command(const char *db, const struct fixture *fx)
     CHECK(system(cmd) != 0);   /* no temporary left behind */
 }
 
+/* python3 reads `path` strictly as UTF-8 (as JSON with json.load when `json`) and, when
+ * `want` is not NULL, finds that text in it. 1 when all of that holds. */
+static int python_reads(const char *path, int json, const char *want)
+{
+    char cmd[2048];
+    FILE *w = fopen(support_path("want.txt"), "wb");
+    if (!w) return 0;
+    fputs(want ? want : "", w);
+    fclose(w);
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import json, sys\n"
+             "text = open(sys.argv[1], encoding=\"utf-8\", errors=\"strict\").read()\n"
+             "want = open(sys.argv[2], encoding=\"utf-8\").read()\n"
+             "if %s: json.loads(text)\n"
+             "assert want in text, \"missing: \" + ascii(want)\n' '%s' '%s'",
+             json ? "True" : "False", path, support_path("want.txt"));
+    int rc = system(cmd);
+    if (rc != 0) printf("python3 could not read %s as %s\n", path, json ? "JSON" : "UTF-8");
+    return rc == 0;
+}
+
+/* An experiment whose name holds invalid UTF-8, through every command that writes text. */
+static void test_bad_utf8(void)
+{
+    const char *db_path = support_path("bad-utf8.db");
+    struct results *db = NULL;
+    CHECK(results_open(&db, db_path) == DR_OK);
+    if (!db) return;
+    struct results_experiment x = {0};
+    int64_t id = 0;
+    const uint64_t seeds[] = {0, 1};
+    x.name = BAD_NAME;
+    x.config_hash = "hash-utf8-0123456";
+    x.config_text = "name = \"x\";\n";
+    x.dawnrun_version = "test";
+    x.engine = "cpu";
+    x.target_accuracy = 0.94;
+    CHECK(results_experiment_register(db, &id, NULL, &x) == DR_OK);
+    CHECK(results_runs_ensure(db, NULL, id, seeds, 2, 3) == DR_OK);
+    run_epochs(db, id, 0, 3, 0, RUN_DONE, NULL);
+    run_epochs(db, id, 1, 3, 0, RUN_DONE, NULL);
+    results_close(db);
+
+    /* the name as JSON writes it: its valid parts and U+FFFD, nothing else */
+    char json_name[256];
+    snprintf(json_name, sizeof json_name, "\"%s\"", BAD_FIXED);
+    const struct {
+        const char *args;
+        int json;
+        const char *want;
+    } outputs[] = {
+        {"export --format json", 1, json_name},
+        {"export --format csv", 0, BAD_FIXED},
+        {"export --format csv --table runs", 0, BAD_FIXED},
+        {"report --format json", 1, json_name},
+        {"report --format csv", 0, BAD_FIXED},
+        {"report --format markdown", 0, "caf\xc3\xa9 " R R " half"},
+        {"report --format table", 0, BAD_FIXED},
+        {"experiments", 0, BAD_FIXED},
+        {"runs hash-utf8", 0, BAD_FIXED},
+    };
+    for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++) {
+        CHECK(support_run("%s --db %s", outputs[i].args, db_path) == 0);
+        int ok = python_reads(support_path("out.txt"), outputs[i].json, outputs[i].want);
+        if (!ok) printf("  from: dawnrun %s\n", outputs[i].args);
+        CHECK(ok);
+    }
+    const char *svg = support_path("utf8.svg");
+    CHECK(support_run("plot --db %s -o %s", db_path, svg) == 0);
+    CHECK(python_reads(svg, 0, "caf\xc3\xa9 " R R " half"));
+}
+
 int main(int argc, char **argv)
 {
     struct fixture fx = {0, 0};
@@ -468,8 +583,10 @@ int main(int argc, char **argv)
         build_fixture(db, &fx);
         support_run_program(argv[1], 0);
         test_command(db, &fx);
+        test_bad_utf8();
     } else {
         test_writers();
+        test_utf8();
     }
     return support_tmpdir_finish(check_finish(argc > 1 ? "test_export (command)" : "test_export"));
 }

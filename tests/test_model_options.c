@@ -95,7 +95,11 @@ static int make_gradients(struct model *m, struct backend *be, int n)
     int32_t lab[64];
     int rc = DR_ERR_NOMEM;
     if (!x) return rc;
-    model_set_batch(m, n);
+    rc = model_set_batch(m, n);
+    if (rc != DR_OK) {
+        free(x);
+        return rc;
+    }
     for (size_t i = 0; i < (size_t)n * IMG; i++) {
         struct rng4 r = rng_draw(7, 99, 0, (uint32_t)i, 0);
         x[i] = 2.0f * rng_unit(r.v[0]) - 1.0f;

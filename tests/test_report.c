@@ -414,8 +414,9 @@ static void test_formats(const char *db_path, const struct fixture *fx)
         CHECK(strstr(table, "dawn-768: 2/6 runs reach 94 %, median 93.95 %, 150 s\n") != NULL);
         CHECK(strstr(table, "no finished runs yet (0 of 2 runs done)") != NULL);
         CHECK(strstr(table, "94.09 ± 0.12 %") != NULL);
-        CHECK(strstr(table, "93.94 - 94.25 %") != NULL);         /* the CI */
-        CHECK(strstr(table, "0.13 pp (94.05 - 94.18 %)") != NULL); /* the IQR */
+        CHECK(strstr(table, "  95 % CI of the mean            93.94 to 94.25 %") != NULL);
+        CHECK(strstr(table, "  IQR (q1 to q3)                 0.13 pp (94.05 to 94.18 %)") !=
+              NULL);
         CHECK(strstr(table, "3.5 (4 runs)") != NULL);
         CHECK(strstr(table, "-0.14 pp") != NULL);
         CHECK(strstr(table, "0.104, 0.0952") != NULL);
@@ -536,6 +537,65 @@ static void test_edge_cases(void)
     CHECK(table && strstr(table, "one-run: 1/1 runs reach 94 %, median 94.50 %, 50.0 s"));
     CHECK(table && strstr(table, "-, 0.667"));   /* Welch undefined, Mann-Whitney U = 2 of 2 */
     free(table);
+    results_close(db);
+}
+
+/* Two runs far apart: the t interval of the mean, 0.3 -+ 12.706 * 0.2, reaches past both
+ * ends of [0, 1]; the report clamps it there, in every format, and writes ranges with
+ * "to" (never a hyphen that reads as a minus sign). */
+static void test_ci_clamped(void)
+{
+    struct results *db = NULL;
+    struct report r;
+    int64_t id;
+    const uint64_t seeds[2] = {0, 1};
+    struct results_experiment x = experiment_row("wide", "cccccccccccc", "c = 1;");
+    CHECK(results_open(&db, support_path("wide.db")) == DR_OK);
+    if (!db) return;
+    CHECK(results_experiment_register(db, &id, NULL, &x) == DR_OK);
+    CHECK(results_runs_ensure(db, NULL, id, seeds, 2, 3) == DR_OK);
+    for (int s = 0; s < 2; s++) {
+        struct results_lease l = claim(db, id, (uint64_t)s);
+        struct results_outcome o = {RUN_DONE, s ? 0.50 : 0.10, 100.0, 110.0, -1, -1, NULL};
+        CHECK(results_run_finish(db, &l, &o) == DR_OK);
+    }
+    CHECK(report_compute(&r, db, &id, 1, NAN) == DR_OK);
+    if (r.n == 1) {
+        CHECK_NEAR(r.exps[0].acc_stats.mean, 0.3, 1e-12);
+        CHECK(r.exps[0].acc_stats.ci_lo == 0.0 && r.exps[0].acc_stats.ci_hi == 1.0);
+    }
+    report_free(&r);
+    char *table = print_report(db, &id, 1, NAN, REPORT_TABLE);
+    CHECK(table && strstr(table, "  95 % CI of the mean            0.00 to 100.00 %\n"));
+    CHECK(table && strstr(table, "  IQR (q1 to q3)                 20.00 pp (20.00 to 40.00 %)"));
+    CHECK(table && !strstr(table, "-2") && !strstr(table, "284"));   /* nothing unclamped */
+    free(table);
+    char *md = print_report(db, &id, 1, NAN, REPORT_MARKDOWN);
+    CHECK(md && strstr(md, "| 0.00 to 100.00 % |") && strstr(md, "(20.00 to 40.00 %)"));
+    free(md);
+    char *csv = print_report(db, &id, 1, NAN, REPORT_CSV);
+    struct csv c;
+    const char *err = NULL;
+    CHECK(csv && csv_parse(&c, csv, &err) == 0);
+    if (csv && !err) {
+        CHECK(c.n_records == 2);
+        for (int k = 0; k < c.n_fields[0] && c.n_records == 2; k++) {
+            if (!strcmp(c.fields[0][k], "acc_ci95_lo")) CHECK(!strcmp(c.fields[1][k], "0"));
+            if (!strcmp(c.fields[0][k], "acc_ci95_hi")) CHECK(!strcmp(c.fields[1][k], "1"));
+        }
+        csv_free(&c);
+    }
+    free(csv);
+    char *json = print_report(db, &id, 1, NAN, REPORT_JSON);
+    struct json j;
+    CHECK(json && json_parse(&j, json, &err) == 0);
+    if (json && !err) {
+        const struct json *a = json_get(json_at(json_get(&j, "experiments"), 0), "accuracy");
+        CHECK(json_number(json_get(a, "ci95_lo")) == 0.0);
+        CHECK(json_number(json_get(a, "ci95_hi")) == 1.0);
+        json_free(&j);
+    }
+    free(json);
     results_close(db);
 }
 
@@ -794,6 +854,7 @@ int main(int argc, char **argv)
         test_formats(db, &fx);
         test_order_independence(db);
         test_edge_cases();
+        test_ci_clamped();
     }
     return support_tmpdir_finish(check_finish(argc > 1 ? "test_report (commands)" : "test_report"));
 }

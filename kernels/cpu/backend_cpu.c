@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../engine/alloc.h"
 #include "../../engine/backend.h"
 #include "../../engine/backend_check.h"
 #include "../../engine/status.h"
@@ -79,7 +80,7 @@ static int cpu_tensor_alloc(void *ctx, struct tensor *t)
     size_t bytes = tensor_count(t) * cpu_elem_size(t->kind);
     bytes = (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
     if (bytes == 0) bytes = CPU_ALIGN;
-    t->data = aligned_alloc(CPU_ALIGN, bytes);
+    t->data = dr_aligned_alloc(CPU_ALIGN, bytes);
     if (!t->data)
         FAIL(DR_ERR_NOMEM, "out of memory allocating a tensor (%d, %d, %d, %d), %zu bytes",
              t->n, t->c, t->h, t->w, bytes);

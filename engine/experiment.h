@@ -83,6 +83,13 @@ int experiment_load(struct experiment *e, const char *path, const char *const *s
                     int n_sets);
 void experiment_free(struct experiment *e);
 
+/* The canonical spelling of a config key path: a key under a map that merges into
+ * another is written as that other key ("model_vars.width" -> "model.vars.width"); any
+ * other key is copied as it is. Two overrides of keys with the same canonical spelling
+ * set the same value (the later one wins). Returns DR_OK, DR_ERR_NOMEM when out (n bytes)
+ * is too small, or DR_ERR_INTERNAL. */
+int config_key_canonical(char *out, size_t n, const char *key);
+
 /* The experiment's identity: SHA-256 of its resolved config text, 64 hex digits. Two
  * configs that resolve to the same text are the same experiment. */
 void experiment_hash(const struct experiment *e, char hex[65]);

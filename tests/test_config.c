@@ -525,6 +525,120 @@ static void test_canonical(void)
     rmdir(dir);
 }
 
+/* ---- model variables: model.vars, model_vars and their overrides ------------------------ */
+
+/* Writes text to dir/name; returns 1 on success. */
+static int write_file(const char *dir, const char *name, const char *text, char *path, size_t n)
+{
+    snprintf(path, n, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) return 0;
+    int ok = fputs(text, f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+/* The `out` of the first layer of `file` loaded with the overrides (the network's conv
+ * has out = "$w"), or -1 when it does not load. */
+static int width_of(const char *file, const char *const *sets, int n)
+{
+    struct experiment e;
+    if (experiment_load(&e, file, sets, n) != DR_OK) return -1;
+    int w = e.net.count > 0 ? e.net.layers[0].out : -2;
+    experiment_free(&e);
+    return w;
+}
+
+/* One precedence for a network variable, whichever of its two spellings is used: the
+ * files (model_vars over model.vars, wherever written), then the overrides in order. */
+static void test_model_vars(void)
+{
+    char dir[] = "/tmp/dawnrun_test_vars_XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    const char *net =
+        "model = { vars = { w = 16; d = 2; };\n"
+        "  layers = ( { type = \"conv\"; out = \"$w * $d / 2\"; }, { type = \"gavgpool\"; },\n"
+        "    { type = \"flatten\"; }, { type = \"linear\"; out = 10; } ); };\n";
+    const char *rest = "name = \"vars\";\n"
+                       "train = { epochs = 1; lr_schedule = { knots = [0, 1]; values = (0.4, 0); }; };\n";
+    char netp[512], plain[512], both[512], before[512], text[2048];
+    int ok = write_file(dir, "net.cfg", net, netp, sizeof(netp));
+    snprintf(text, sizeof(text), "%s@include \"net.cfg\"\n", rest);
+    ok = ok && write_file(dir, "plain.cfg", text, plain, sizeof(plain));
+    snprintf(text, sizeof(text), "%s@include \"net.cfg\"\nmodel_vars = { w = 8; };\n", rest);
+    ok = ok && write_file(dir, "both.cfg", text, both, sizeof(both));
+    snprintf(text, sizeof(text), "%smodel_vars = { w = 8; };\n@include \"net.cfg\"\n", rest);
+    ok = ok && write_file(dir, "before.cfg", text, before, sizeof(before));
+    CHECK(ok);
+
+    /* files only */
+    CHECK(width_of(plain, NULL, 0) == 16);
+    CHECK(width_of(both, NULL, 0) == 8);   /* model_vars overrides the network's value */
+    CHECK(width_of(before, NULL, 0) == 8); /* wherever it is written */
+    /* one override, either spelling, with and without model_vars in the file */
+    const char *dot[] = {"model.vars.w=4"}, *us[] = {"model_vars.w=4"};
+    const char *files[] = {plain, both, before};
+    for (int i = 0; i < 3; i++) {
+        CHECK(width_of(files[i], dot, 1) == 4);
+        CHECK(width_of(files[i], us, 1) == 4);
+    }
+    /* several overrides: the last one wins, whatever the spellings */
+    const char *a[] = {"model.vars.w=4", "model_vars.w=6"};
+    const char *b[] = {"model_vars.w=6", "model.vars.w=4"};
+    const char *c[] = {"model_vars.w=6", "model_vars.w=12"};
+    const char *d[] = {"model.vars.w=6", "model.vars.w=12"};
+    for (int i = 0; i < 3; i++) {
+        CHECK(width_of(files[i], a, 2) == 6);
+        CHECK(width_of(files[i], b, 2) == 4);
+        CHECK(width_of(files[i], c, 2) == 12);
+        CHECK(width_of(files[i], d, 2) == 12);
+    }
+    /* a whole group: model_vars = {...} overrides the variables it names, model.vars = {...}
+     * replaces the network's group (so it must give every variable) */
+    const char *g1[] = {"model_vars={w=10;}"}, *g2[] = {"model.vars={w=10; d=2;}"};
+    const char *g3[] = {"model.vars.w=4", "model_vars={w=10;}"};
+    const char *g4[] = {"model_vars={w=10;}", "model.vars.w=4"};
+    for (int i = 0; i < 3; i++) {
+        CHECK(width_of(files[i], g1, 1) == 10);
+        CHECK(width_of(files[i], g2, 1) == 10);
+        CHECK(width_of(files[i], g3, 2) == 10);
+        CHECK(width_of(files[i], g4, 2) == 4);
+    }
+    /* other variables keep their values */
+    const char *dd[] = {"model.vars.d=4"};
+    CHECK(width_of(both, dd, 1) == 16);
+    /* the same value through either spelling is the same experiment */
+    struct experiment x, y;
+    int rx = experiment_load(&x, both, dot, 1), ry = experiment_load(&y, plain, us, 1);
+    CHECK(rx == DR_OK && ry == DR_OK);
+    if (rx == DR_OK && ry == DR_OK) {
+        char hx[65], hy[65];
+        experiment_hash(&x, hx);
+        experiment_hash(&y, hy);
+        CHECK(strcmp(hx, hy) == 0);
+        CHECK(strstr(x.resolved, "w = 4.0;") != NULL && strstr(x.resolved, "model_vars") == NULL);
+    }
+    if (rx == DR_OK) experiment_free(&x);
+    if (ry == DR_OK) experiment_free(&y);
+    /* the canonical spelling sweeps and overrides share */
+    char k[128];
+    CHECK(config_key_canonical(k, sizeof(k), "model_vars.width") == DR_OK &&
+          strcmp(k, "model.vars.width") == 0);
+    CHECK(config_key_canonical(k, sizeof(k), "model_vars") == DR_OK && strcmp(k, "model.vars") == 0);
+    CHECK(config_key_canonical(k, sizeof(k), "model.vars.width") == DR_OK &&
+          strcmp(k, "model.vars.width") == 0);
+    CHECK(config_key_canonical(k, sizeof(k), "model_varsx.w") == DR_OK &&
+          strcmp(k, "model_varsx.w") == 0);
+    CHECK(config_key_canonical(k, 8, "model_vars.width") == DR_ERR_NOMEM);
+    unlink(netp);
+    unlink(plain);
+    unlink(both);
+    unlink(before);
+    rmdir(dir);
+}
+
 /* ---- data directory, failures ---------------------------------------------------------- */
 
 static void test_data_dir_and_failures(void)
@@ -734,6 +848,7 @@ int main(void)
     test_set();
     test_resolved();
     test_canonical();
+    test_model_vars();
     test_data_dir_and_failures();
     test_schedule_at();
     test_expr();

@@ -90,6 +90,24 @@ void experiment_free(struct experiment *e);
  * is too small, or DR_ERR_INTERNAL. */
 int config_key_canonical(char *out, size_t n, const char *key);
 
+#define EXPERIMENT_TRAIN_IMAGES 50000 /* CIFAR-10's training set (data.train_subset = 0) */
+
+/* The length of training: full batches per epoch, the steps of the whole run
+ * (train.epochs times per_epoch rounded to the nearest step, at least one) and the epochs
+ * they span (the last may be partial). */
+struct experiment_steps {
+    long per_epoch;
+    long total;
+    int epochs;
+};
+
+/* The length of training e on train_count images (0: the images the config asks for,
+ * data.train_subset or all of CIFAR-10's). One computation for validate, train, run and
+ * bench. Returns DR_OK, or DR_ERR_CONFIG (nothing printed) when the images do not fill
+ * one batch; experiment_load rejects a config for which that holds with the images it
+ * asks for. */
+int experiment_steps(const struct experiment *e, int train_count, struct experiment_steps *out);
+
 /* The experiment's identity: SHA-256 of its resolved config text, 64 hex digits. Two
  * configs that resolve to the same text are the same experiment. */
 void experiment_hash(const struct experiment *e, char hex[65]);

@@ -115,6 +115,12 @@ void experiment_hash(const struct experiment *e, char hex[65]);
 /* Value of the schedule at fractional epoch t. */
 double schedule_at(const struct schedule *s, double t);
 
+/* Sets ls->type and every attribute of that layer type to the schema's default (0 for a
+ * required one), exactly as the loader does for a config entry that writes none; the
+ * fields of other types are left as they are (net_spec_add starts them at 0). Returns
+ * DR_OK, or DR_ERR_INTERNAL when the type is not in the embedded schema. */
+int config_layer_defaults(struct layer_spec *ls, enum layer_type type);
+
 /* Prints the reference of every config key and layer type, from the schema (Markdown;
  * the generated part of docs/config.md). */
 void config_schema_print(FILE *f);

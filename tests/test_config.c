@@ -327,7 +327,7 @@ static void test_new_defaults(void)
     CHECK(e.eval.tta == TTA_NONE && e.augment.alternate_flip == 0);
     for (int i = 0; i < e.net.count; i++) {
         const struct layer_spec *l = &e.net.layers[i];
-        CHECK(l->splits == 1 && l->frozen == 0 && l->dirac == 0);
+        CHECK((l->type != LAYER_BN || l->splits == 1) && l->frozen == 0 && l->dirac == 0);
     }
     CHECK(strstr(e.resolved, "lr_scale") == NULL && strstr(e.resolved, "average") == NULL);
     CHECK(strstr(e.resolved, "tta") == NULL && strstr(e.resolved, "alternate_flip") == NULL);
@@ -639,6 +639,83 @@ static void test_model_vars(void)
     rmdir(dir);
 }
 
+/* ---- layer defaults: code-built layers and config-built ones ---------------------------- */
+
+/* A layer of every type with only its required attributes written gets, from the config,
+ * exactly the attributes net_spec_add gives the same type in code. */
+static void test_layer_defaults(void)
+{
+    /* every type but the image, with its required attributes */
+    static const struct {
+        enum layer_type type;
+        const char *required; /* config text */
+        int out, k;
+        float scale;
+    } types[] = {
+        {LAYER_CONV, "out = 8;", 8, 0, 0},        {LAYER_BN, "", 0, 0, 0},
+        {LAYER_RELU, "", 0, 0, 0},                {LAYER_CELU, "", 0, 0, 0},
+        {LAYER_GELU, "", 0, 0, 0},                {LAYER_MAXPOOL, "k = 2;", 0, 2, 0},
+        {LAYER_AVGPOOL, "k = 2;", 0, 2, 0},       {LAYER_GMAXPOOL, "", 0, 0, 0},
+        {LAYER_GAVGPOOL, "", 0, 0, 0},            {LAYER_CONCAT, "", 0, 0, 0},
+        {LAYER_ADD, "", 0, 0, 0},                 {LAYER_FLATTEN, "", 0, 0, 0},
+        {LAYER_LINEAR, "out = 10;", 10, 0, 0},    {LAYER_SCALE, "scale = 0.5;", 0, 0, 0.5f},
+        {LAYER_SHORTCUT, "out = 8;", 8, 0, 0},    {LAYER_WHITEN, "", 0, 0, 0},
+    };
+    const int n = (int)(sizeof(types) / sizeof(types[0]));
+    CHECK(n == LAYER_TYPE_COUNT - 1);
+    char dir[] = "/tmp/dawnrun_test_defaults_XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    char text[4096], path[512];
+    int used = snprintf(text, sizeof(text), "name = \"defaults\";\nmodel = { layers = (\n");
+    for (int i = 0; i < n; i++)
+        used += snprintf(text + used, sizeof(text) - (size_t)used, "  { type = \"%s\"; %s }%s\n",
+                         layer_type_name(types[i].type), types[i].required, i + 1 < n ? "," : "");
+    snprintf(text + used, sizeof(text) - (size_t)used,
+             "); };\ntrain = { epochs = 1; lr_schedule = { knots = [0, 1]; values = (0.4, 0); }; };\n");
+    CHECK(write_file(dir, "defaults.cfg", text, path, sizeof(path)));
+    struct experiment e;
+    int rc = experiment_load(&e, path, NULL, 0);
+    CHECK(rc == DR_OK);
+    if (rc == DR_OK) {
+        CHECK(e.net.count == n);
+        struct net_spec code = {0};
+        for (int i = 0; i < n && i < e.net.count; i++) {
+            struct layer_spec *c = net_spec_add(&code, types[i].type);
+            CHECK(c != NULL);
+            if (!c) break;
+            if (types[i].out) c->out = types[i].out;
+            if (types[i].k) {
+                c->k = types[i].k;
+                c->stride = types[i].k; /* its default is k's value */
+            }
+            if (types[i].scale != 0.0f) c->scale = types[i].scale;
+            /* everything but where the layer is and what it reads */
+            struct layer_spec a = *c, b = e.net.layers[i];
+            memset(a.name, 0, sizeof(a.name));
+            memset(b.name, 0, sizeof(b.name));
+            memset(a.inputs, 0, sizeof(a.inputs));
+            memset(b.inputs, 0, sizeof(b.inputs));
+            a.n_inputs = b.n_inputs = 0;
+            a.file = b.file = NULL;
+            a.line = b.line = 0;
+            int same_attrs = memcmp(&a, &b, sizeof(a)) == 0;
+            CHECK(same_attrs);
+            if (!same_attrs)
+                fprintf(stderr, "  %s: code k %d pad %d eps %g bias %d, config k %d pad %d eps %g "
+                                "bias %d\n",
+                        layer_type_name(types[i].type), a.k, a.pad, (double)a.eps, a.bias, b.k,
+                        b.pad, (double)b.eps, b.bias);
+        }
+        net_spec_free(&code);
+        experiment_free(&e);
+    }
+    unlink(path);
+    rmdir(dir);
+}
+
 /* ---- data directory, failures ---------------------------------------------------------- */
 
 static void test_data_dir_and_failures(void)
@@ -849,6 +926,7 @@ int main(void)
     test_resolved();
     test_canonical();
     test_model_vars();
+    test_layer_defaults();
     test_data_dir_and_failures();
     test_schedule_at();
     test_expr();

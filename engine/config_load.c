@@ -180,15 +180,24 @@ int experiment_steps(const struct experiment *e, int train_count, struct experim
     return DR_OK;
 }
 
+/* The override index a setting came from, -1 for a file or no setting. */
+static int override_index(const config_setting_t *s)
+{
+    const struct cfg_origin *o = s ? cfg_origin_of(s) : NULL;
+    return o ? o->index : -1;
+}
+
 /* What only the filled experiment shows: train.batch_size must leave an epoch at least one
- * full batch of the training images it uses. Reported at the batch size where it was
- * written, else at the subset. */
+ * full batch of the training images it uses. Reported at whichever of the two keys an
+ * override set last, else at the batch size where the file writes it, else at the subset. */
 static void check_experiment(struct cfg_diag *d, const config_t *cfg, const struct experiment *e)
 {
     struct experiment_steps st;
     if (experiment_steps(e, 0, &st) == DR_OK) return;
-    const config_setting_t *at = config_lookup(cfg, "train.batch_size");
-    if (!at) at = config_lookup(cfg, "data.train_subset");
+    const config_setting_t *batch = config_lookup(cfg, "train.batch_size");
+    const config_setting_t *subset = config_lookup(cfg, "data.train_subset");
+    const config_setting_t *at = batch ? batch : subset;
+    if (override_index(subset) > override_index(batch)) at = subset;
     if (!at) at = config_root_setting(cfg);
     cfg_diag_at(d, at,
                 "'train.batch_size' %d is larger than the %d training images ('data.train_subset'): "

@@ -1,7 +1,8 @@
 /* Tests of the config loader: every shipped experiment loads and builds with the published
  * settings (the speed-training recipes too, with their sizes), --set overrides of each
  * kind, the resolved text as an identity (pinned hashes of older experiments, new keys
- * left out at their defaults), schedule_at,
+ * left out at their defaults), the one precedence of model.vars and model_vars, layer
+ * defaults shared with code-built networks, schedule_at,
  * the expression evaluator, did-you-mean, the schema's consistency with the graph and
  * docs/config.md, and failures that leave nothing behind. */
 #include <glob.h>

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "config_internal.h"
+#include "experiment.h"
 #include "status.h"
 
 #define QNAME 1024
@@ -249,6 +250,33 @@ static int fill_attrs(struct cfg_model *m, const struct scope *sc, const config_
     return ok;
 }
 
+int config_layer_defaults(struct layer_spec *ls, enum layer_type type)
+{
+    int rc = DR_OK;
+    config_t schema, empty;
+    struct cfg_diag d = {0};
+    config_init(&empty);
+    TRY(cfg_schema_load(&schema));
+    const char *name = layer_type_name(type);
+    const config_setting_t *types =
+        config_setting_get_member(config_root_setting(&schema), "layer_types");
+    struct cfg_model m = {.d = &d, .types = types};
+    struct scope top = {"", NULL, NULL, NULL, "input", NULL, NULL};
+    ls->type = type;
+    if (type == LAYER_INPUT) goto cleanup; /* the image: no attributes, not in the schema */
+    if (!config_setting_get_member(types, name))
+        FAIL(DR_ERR_INTERNAL, "layer type '%s' is not in the config schema", name);
+    /* an entry with no attribute written: every attribute from the schema, as the
+     * expansion of a config fills it */
+    if (!fill_attrs(&m, &top, config_root_setting(&empty), name, name, ls) || d.count > 0)
+        FAIL(DR_ERR_INTERNAL, "the schema's defaults of layer type '%s' do not apply", name);
+cleanup:
+    cfg_diag_free(&d);
+    config_destroy(&empty);
+    config_destroy(&schema);
+    return rc;
+}
+
 /* Ghost batch norm cuts every training batch into `splits` equal parts. */
 static void check_splits(struct cfg_model *m, const config_setting_t *layer, const char *ctx,
                          const struct layer_spec *ls)
@@ -287,7 +315,7 @@ static int expand_layer(struct cfg_model *m, const struct scope *sc, int i)
     snprintf(ctx, sizeof(ctx), "layer '%s'", qname);
     int n_inputs = entry_inputs(m, sc, i, inputs);
     if (config_setting_lookup_string(layer, "type", &type)) {
-        struct layer_spec *ls = net_spec_add(m->spec);
+        struct layer_spec *ls = net_spec_append(m->spec);
         if (!ls) return DR_ERR_NOMEM;
         int t = layer_type_from_name(type);
         if (t < 0) {

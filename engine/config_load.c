@@ -4,6 +4,7 @@
  * canonical resolved tree, whose text identifies the experiment. */
 #include <errno.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +165,47 @@ static int fill_experiment(struct experiment *e, const config_t *res,
     return DR_OK;
 }
 
+/* ---- checks across keys, on the filled experiment -------------------------------------- */
+
+int experiment_steps(const struct experiment *e, int train_count, struct experiment_steps *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (train_count <= 0)
+        train_count = e->data.train_subset ? e->data.train_subset : EXPERIMENT_TRAIN_IMAGES;
+    if (e->train.batch_size < 1 || train_count < e->train.batch_size) return DR_ERR_CONFIG;
+    out->per_epoch = train_count / e->train.batch_size;
+    out->total = lround(e->train.epochs * (double)out->per_epoch);
+    if (out->total < 1) out->total = 1;
+    out->epochs = (int)((out->total + out->per_epoch - 1) / out->per_epoch);
+    return DR_OK;
+}
+
+/* The override index a setting came from, -1 for a file or no setting. */
+static int override_index(const config_setting_t *s)
+{
+    const struct cfg_origin *o = s ? cfg_origin_of(s) : NULL;
+    return o ? o->index : -1;
+}
+
+/* What only the filled experiment shows: train.batch_size must leave an epoch at least one
+ * full batch of the training images it uses. Reported at whichever of the two keys an
+ * override set last, else at the batch size where the file writes it, else at the subset. */
+static void check_experiment(struct cfg_diag *d, const config_t *cfg, const struct experiment *e)
+{
+    struct experiment_steps st;
+    if (experiment_steps(e, 0, &st) == DR_OK) return;
+    const config_setting_t *batch = config_lookup(cfg, "train.batch_size");
+    const config_setting_t *subset = config_lookup(cfg, "data.train_subset");
+    const config_setting_t *at = batch ? batch : subset;
+    if (override_index(subset) > override_index(batch)) at = subset;
+    if (!at) at = config_root_setting(cfg);
+    cfg_diag_at(d, at,
+                "'train.batch_size' %d is larger than the %d training images ('data.train_subset'): "
+                "an epoch would have no step",
+                e->train.batch_size,
+                e->data.train_subset ? e->data.train_subset : EXPERIMENT_TRAIN_IMAGES);
+}
+
 /* ---- the resolved text ----------------------------------------------------------------- */
 
 static int write_resolved(struct experiment *e, const config_setting_t *root,
@@ -308,6 +350,12 @@ int experiment_load(struct experiment *e, const char *path, const char *const *s
     }
     TRY(write_resolved(e, root, schema_root, &res));
     TRY(fill_experiment(e, &res, schema_root));
+    check_experiment(&d, &cfg, e);
+    if (d.count > 0 || d.nomem) {
+        cfg_diag_flush(&d, stderr);
+        rc = d.nomem ? DR_ERR_NOMEM : DR_ERR_CONFIG;
+        goto cleanup;
+    }
     TRY(pack_sources(e, &files));
 
 cleanup:

@@ -83,12 +83,43 @@ int experiment_load(struct experiment *e, const char *path, const char *const *s
                     int n_sets);
 void experiment_free(struct experiment *e);
 
+/* The canonical spelling of a config key path: a key under a map that merges into
+ * another is written as that other key ("model_vars.width" -> "model.vars.width"); any
+ * other key is copied as it is. Two overrides of keys with the same canonical spelling
+ * set the same value (the later one wins). Returns DR_OK, DR_ERR_NOMEM when out (n bytes)
+ * is too small, or DR_ERR_INTERNAL. */
+int config_key_canonical(char *out, size_t n, const char *key);
+
+#define EXPERIMENT_TRAIN_IMAGES 50000 /* CIFAR-10's training set (data.train_subset = 0) */
+
+/* The length of training: full batches per epoch, the steps of the whole run
+ * (train.epochs times per_epoch rounded to the nearest step, at least one) and the epochs
+ * they span (the last may be partial). */
+struct experiment_steps {
+    long per_epoch;
+    long total;
+    int epochs;
+};
+
+/* The length of training e on train_count images (0: the images the config asks for,
+ * data.train_subset or all of CIFAR-10's). One computation for validate, train, run and
+ * bench. Returns DR_OK, or DR_ERR_CONFIG (nothing printed) when the images do not fill
+ * one batch; experiment_load rejects a config for which that holds with the images it
+ * asks for. */
+int experiment_steps(const struct experiment *e, int train_count, struct experiment_steps *out);
+
 /* The experiment's identity: SHA-256 of its resolved config text, 64 hex digits. Two
  * configs that resolve to the same text are the same experiment. */
 void experiment_hash(const struct experiment *e, char hex[65]);
 
 /* Value of the schedule at fractional epoch t. */
 double schedule_at(const struct schedule *s, double t);
+
+/* Sets ls->type and every attribute of that layer type to the schema's default (0 for a
+ * required one), exactly as the loader does for a config entry that writes none; the
+ * fields of other types are left as they are (net_spec_add starts them at 0). Returns
+ * DR_OK, or DR_ERR_INTERNAL when the type is not in the embedded schema. */
+int config_layer_defaults(struct layer_spec *ls, enum layer_type type);
 
 /* Prints the reference of every config key and layer type, from the schema (Markdown;
  * the generated part of docs/config.md). */

@@ -74,10 +74,15 @@ struct net_spec {
     char output[GRAPH_NAME_MAX];           /* "" = the last layer */
 };
 
-/* Appends a zero-initialised layer with defaults set (k=3, stride=1, pad=-1, eps=1e-5,
- * momentum=0.1, alpha=1, scale=1, splits=1, whiten_images=5000); returns it or NULL on
- * out of memory. */
-struct layer_spec *net_spec_add(struct net_spec *s);
+/* Appends a layer of the given type with every attribute of that type at its default
+ * from the config schema (schemas/config.schema; required attributes, and the fields of
+ * other types, 0): the layer a config entry of that type with no attribute written gives
+ * (config_layer_defaults). The caller sets the name, the inputs and what differs.
+ * Returns the layer, or NULL on out of memory or a broken schema. */
+struct layer_spec *net_spec_add(struct net_spec *s, enum layer_type type);
+/* Appends an all-zero layer (no defaults): for the config loader, which sets every
+ * attribute itself. Returns it or NULL on out of memory. */
+struct layer_spec *net_spec_append(struct net_spec *s);
 void net_spec_free(struct net_spec *s);
 
 enum param_kind { PARAM_CONV_W, PARAM_CONV_B, PARAM_BN_W, PARAM_BN_B, PARAM_LINEAR_W,

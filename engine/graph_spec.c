@@ -1,9 +1,13 @@
 /* The network as written: layer type and parameter kind names, and the growable net_spec
- * list that the config loader fills (engine/graph.h). */
+ * list that the config loader fills and code building a network appends to, with the
+ * schema's defaults (engine/graph.h). */
 #include "graph.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "experiment.h"
+#include "status.h"
 
 static const char *const type_names[LAYER_TYPE_COUNT] = {
     [LAYER_INPUT] = "input",       [LAYER_CONV] = "conv",         [LAYER_BN] = "bn",
@@ -41,7 +45,7 @@ int layer_type_from_name(const char *name)
     return -1;
 }
 
-struct layer_spec *net_spec_add(struct net_spec *s)
+struct layer_spec *net_spec_append(struct net_spec *s)
 {
     if (s->count == s->cap) {
         int cap = s->cap ? 2 * s->cap : 32;
@@ -52,15 +56,17 @@ struct layer_spec *net_spec_add(struct net_spec *s)
     }
     struct layer_spec *l = &s->layers[s->count++];
     memset(l, 0, sizeof *l);
-    l->k = 3;
-    l->stride = 1;
-    l->pad = -1;
-    l->eps = 1e-5f;
-    l->momentum = 0.1f;
-    l->alpha = 1.0f;
-    l->scale = 1.0f;
-    l->splits = 1;
-    l->whiten_images = 5000;
+    return l;
+}
+
+struct layer_spec *net_spec_add(struct net_spec *s, enum layer_type type)
+{
+    struct layer_spec *l = net_spec_append(s);
+    if (!l) return NULL;
+    if (config_layer_defaults(l, type) != DR_OK) {
+        s->count--;
+        return NULL;
+    }
     return l;
 }
 

@@ -63,13 +63,15 @@ int trainer_create(struct trainer *t, const struct experiment *e, const struct g
     t->test_count = test->count;
     int batch = e->train.batch_size;
     int eval_batch = e->eval.batch_size > 0 ? e->eval.batch_size : batch;
-    if (train->count < batch)
+    struct experiment_steps st;
+    /* the loader rejects a batch larger than the images the config asks for; this is a
+     * data set with fewer images than that */
+    if (experiment_steps(e, train->count, &st) != DR_OK)
         FAIL(DR_ERR_CONFIG, "%s: train.batch_size %d is larger than the training set (%d images)",
              e->path, batch, train->count);
-    t->steps_per_epoch = train->count / batch;
-    t->total_steps = lround(e->train.epochs * t->steps_per_epoch);
-    if (t->total_steps < 1) t->total_steps = 1;
-    t->n_epochs = (int)((t->total_steps + t->steps_per_epoch - 1) / t->steps_per_epoch);
+    t->steps_per_epoch = (int)st.per_epoch;
+    t->total_steps = st.total;
+    t->n_epochs = st.epochs;
 
     TRY(model_create(&t->model, g, be, batch > eval_batch ? batch : eval_batch));
     TRY(model_init_params(&t->model, seed));

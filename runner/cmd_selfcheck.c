@@ -876,10 +876,9 @@ cleanup:
 static struct layer_spec *add_layer(struct net_spec *spec, const char *name, enum layer_type type,
                                     const char *in1, const char *in2)
 {
-    struct layer_spec *l = net_spec_add(spec);
+    struct layer_spec *l = net_spec_add(spec, type);
     if (!l) return NULL;
     snprintf(l->name, sizeof(l->name), "%s", name);
-    l->type = type;
     if (in1[0]) snprintf(l->inputs[l->n_inputs++], GRAPH_NAME_MAX, "%s", in1);
     if (in2[0]) snprintf(l->inputs[l->n_inputs++], GRAPH_NAME_MAX, "%s", in2);
     return l;
@@ -982,7 +981,10 @@ static int toolbox_net(struct net_spec *spec)
     ADD("gmax", LAYER_GMAXPOOL);
     ADD("flat", LAYER_FLATTEN);
     ADD("linear", LAYER_LINEAR);
-    if (ok) l->out = 10;
+    if (ok) {
+        l->out = 10;
+        l->bias = 0;
+    }
     ADD("logits", LAYER_SCALE);
     if (ok) l->scale = 1.0f / 9.0f;
 #undef ADD

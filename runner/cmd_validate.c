@@ -53,9 +53,9 @@ static void print_network(const struct experiment *e, const struct graph *g)
     }
     int train_count = e->data.train_subset ? e->data.train_subset : 50000;
     int test_count = e->data.test_subset ? e->data.test_subset : 10000;
-    long steps_per_epoch = train_count / e->train.batch_size;
-    long steps = lround(e->train.epochs * (double)steps_per_epoch);
-    long epochs = steps_per_epoch ? (steps + steps_per_epoch - 1) / steps_per_epoch : 0;
+    struct experiment_steps st;
+    experiment_steps(e, train_count, &st); /* the loader checked that a batch fits */
+    long steps = st.total, epochs = st.epochs;
     double train_flops = (double)graph_train_flops(g) * (double)e->train.batch_size * (double)steps;
     int views = train_tta_views(NULL, NULL, e->eval.tta);
     double eval_flops =

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/experiment.h"
 #include "engine/status.h"
 
 static void dim_free(struct sweep_dim *d)
@@ -103,7 +104,20 @@ int sweep_add(struct sweep *s, const char *spec, const char *where, int bad)
         dim_free(&d);
         return bad;
     }
-    int rc = split_values(&d, eq + 1);
+    /* one dimension per key, whichever spelling names it (model_vars.x = model.vars.x) */
+    char canon[512];
+    int rc = config_key_canonical(canon, sizeof(canon), d.key);
+    if (rc == DR_OK && strcmp(canon, d.key) != 0) {
+        free(d.key);
+        d.key = strdup(canon);
+        if (!d.key) rc = DR_ERR_NOMEM;
+    }
+    if (rc != DR_OK) {
+        if (rc != DR_ERR_NOMEM) fprintf(stderr, "dawnrun: %s \"%s\": internal error\n", where, spec);
+        dim_free(&d);
+        return rc == DR_ERR_NOMEM ? rc : bad;
+    }
+    rc = split_values(&d, eq + 1);
     if (rc != DR_OK) {
         if (rc == -1)
             fprintf(stderr, "dawnrun: %s \"%s\": unbalanced brackets or quotes\n", where, spec);

@@ -21,7 +21,9 @@ struct sweep {
 
 /* Adds the dimension "key.path=v1,v2,...": values are separated by commas outside
  * brackets, parentheses, braces and quotes ("x=[0,5],[0,8]" has two values), blanks
- * around them are dropped. A dimension whose key is already there replaces it (so a
+ * around them are dropped. The key is stored in its canonical spelling
+ * (config_key_canonical: model_vars.x is model.vars.x), and the labels use it. A
+ * dimension whose key is already there replaces it (so a
  * --sweep overrides the config's sweep of the same key). `where` names the origin in
  * messages ("--sweep", "demo.cfg: sweep[1]"). A malformed spec, an empty value, more
  * than SWEEP_MAX_DIMS dimensions or SWEEP_MAX_COMBINATIONS combinations is reported and

@@ -1,7 +1,8 @@
 /* Tests of the config loader: every shipped experiment loads and builds with the published
  * settings (the speed-training recipes too, with their sizes), --set overrides of each
  * kind, the resolved text as an identity (pinned hashes of older experiments, new keys
- * left out at their defaults), schedule_at,
+ * left out at their defaults), the one precedence of model.vars and model_vars, layer
+ * defaults shared with code-built networks, schedule_at,
  * the expression evaluator, did-you-mean, the schema's consistency with the graph and
  * docs/config.md, and failures that leave nothing behind. */
 #include <glob.h>
@@ -327,7 +328,7 @@ static void test_new_defaults(void)
     CHECK(e.eval.tta == TTA_NONE && e.augment.alternate_flip == 0);
     for (int i = 0; i < e.net.count; i++) {
         const struct layer_spec *l = &e.net.layers[i];
-        CHECK(l->splits == 1 && l->frozen == 0 && l->dirac == 0);
+        CHECK((l->type != LAYER_BN || l->splits == 1) && l->frozen == 0 && l->dirac == 0);
     }
     CHECK(strstr(e.resolved, "lr_scale") == NULL && strstr(e.resolved, "average") == NULL);
     CHECK(strstr(e.resolved, "tta") == NULL && strstr(e.resolved, "alternate_flip") == NULL);
@@ -522,6 +523,197 @@ static void test_canonical(void)
     if (rb == DR_OK) experiment_free(&b);
     unlink(p1);
     unlink(p2);
+    rmdir(dir);
+}
+
+/* ---- model variables: model.vars, model_vars and their overrides ------------------------ */
+
+/* Writes text to dir/name; returns 1 on success. */
+static int write_file(const char *dir, const char *name, const char *text, char *path, size_t n)
+{
+    snprintf(path, n, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) return 0;
+    int ok = fputs(text, f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+/* The `out` of the first layer of `file` loaded with the overrides (the network's conv
+ * has out = "$w"), or -1 when it does not load. */
+static int width_of(const char *file, const char *const *sets, int n)
+{
+    struct experiment e;
+    if (experiment_load(&e, file, sets, n) != DR_OK) return -1;
+    int w = e.net.count > 0 ? e.net.layers[0].out : -2;
+    experiment_free(&e);
+    return w;
+}
+
+/* One precedence for a network variable, whichever of its two spellings is used: the
+ * files (model_vars over model.vars, wherever written), then the overrides in order. */
+static void test_model_vars(void)
+{
+    char dir[] = "/tmp/dawnrun_test_vars_XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    const char *net =
+        "model = { vars = { w = 16; d = 2; };\n"
+        "  layers = ( { type = \"conv\"; out = \"$w * $d / 2\"; }, { type = \"gavgpool\"; },\n"
+        "    { type = \"flatten\"; }, { type = \"linear\"; out = 10; } ); };\n";
+    const char *rest = "name = \"vars\";\n"
+                       "train = { epochs = 1; lr_schedule = { knots = [0, 1]; values = (0.4, 0); }; };\n";
+    char netp[512], plain[512], both[512], before[512], text[2048];
+    int ok = write_file(dir, "net.cfg", net, netp, sizeof(netp));
+    snprintf(text, sizeof(text), "%s@include \"net.cfg\"\n", rest);
+    ok = ok && write_file(dir, "plain.cfg", text, plain, sizeof(plain));
+    snprintf(text, sizeof(text), "%s@include \"net.cfg\"\nmodel_vars = { w = 8; };\n", rest);
+    ok = ok && write_file(dir, "both.cfg", text, both, sizeof(both));
+    snprintf(text, sizeof(text), "%smodel_vars = { w = 8; };\n@include \"net.cfg\"\n", rest);
+    ok = ok && write_file(dir, "before.cfg", text, before, sizeof(before));
+    CHECK(ok);
+
+    /* files only */
+    CHECK(width_of(plain, NULL, 0) == 16);
+    CHECK(width_of(both, NULL, 0) == 8);   /* model_vars overrides the network's value */
+    CHECK(width_of(before, NULL, 0) == 8); /* wherever it is written */
+    /* one override, either spelling, with and without model_vars in the file */
+    const char *dot[] = {"model.vars.w=4"}, *us[] = {"model_vars.w=4"};
+    const char *files[] = {plain, both, before};
+    for (int i = 0; i < 3; i++) {
+        CHECK(width_of(files[i], dot, 1) == 4);
+        CHECK(width_of(files[i], us, 1) == 4);
+    }
+    /* several overrides: the last one wins, whatever the spellings */
+    const char *a[] = {"model.vars.w=4", "model_vars.w=6"};
+    const char *b[] = {"model_vars.w=6", "model.vars.w=4"};
+    const char *c[] = {"model_vars.w=6", "model_vars.w=12"};
+    const char *d[] = {"model.vars.w=6", "model.vars.w=12"};
+    for (int i = 0; i < 3; i++) {
+        CHECK(width_of(files[i], a, 2) == 6);
+        CHECK(width_of(files[i], b, 2) == 4);
+        CHECK(width_of(files[i], c, 2) == 12);
+        CHECK(width_of(files[i], d, 2) == 12);
+    }
+    /* a whole group: model_vars = {...} overrides the variables it names, model.vars = {...}
+     * replaces the network's group (so it must give every variable) */
+    const char *g1[] = {"model_vars={w=10;}"}, *g2[] = {"model.vars={w=10; d=2;}"};
+    const char *g3[] = {"model.vars.w=4", "model_vars={w=10;}"};
+    const char *g4[] = {"model_vars={w=10;}", "model.vars.w=4"};
+    for (int i = 0; i < 3; i++) {
+        CHECK(width_of(files[i], g1, 1) == 10);
+        CHECK(width_of(files[i], g2, 1) == 10);
+        CHECK(width_of(files[i], g3, 2) == 10);
+        CHECK(width_of(files[i], g4, 2) == 4);
+    }
+    /* other variables keep their values */
+    const char *dd[] = {"model.vars.d=4"};
+    CHECK(width_of(both, dd, 1) == 16);
+    /* the same value through either spelling is the same experiment */
+    struct experiment x, y;
+    int rx = experiment_load(&x, both, dot, 1), ry = experiment_load(&y, plain, us, 1);
+    CHECK(rx == DR_OK && ry == DR_OK);
+    if (rx == DR_OK && ry == DR_OK) {
+        char hx[65], hy[65];
+        experiment_hash(&x, hx);
+        experiment_hash(&y, hy);
+        CHECK(strcmp(hx, hy) == 0);
+        CHECK(strstr(x.resolved, "w = 4.0;") != NULL && strstr(x.resolved, "model_vars") == NULL);
+    }
+    if (rx == DR_OK) experiment_free(&x);
+    if (ry == DR_OK) experiment_free(&y);
+    /* the canonical spelling sweeps and overrides share */
+    char k[128];
+    CHECK(config_key_canonical(k, sizeof(k), "model_vars.width") == DR_OK &&
+          strcmp(k, "model.vars.width") == 0);
+    CHECK(config_key_canonical(k, sizeof(k), "model_vars") == DR_OK && strcmp(k, "model.vars") == 0);
+    CHECK(config_key_canonical(k, sizeof(k), "model.vars.width") == DR_OK &&
+          strcmp(k, "model.vars.width") == 0);
+    CHECK(config_key_canonical(k, sizeof(k), "model_varsx.w") == DR_OK &&
+          strcmp(k, "model_varsx.w") == 0);
+    CHECK(config_key_canonical(k, 8, "model_vars.width") == DR_ERR_NOMEM);
+    unlink(netp);
+    unlink(plain);
+    unlink(both);
+    unlink(before);
+    rmdir(dir);
+}
+
+/* ---- layer defaults: code-built layers and config-built ones ---------------------------- */
+
+/* A layer of every type with only its required attributes written gets, from the config,
+ * exactly the attributes net_spec_add gives the same type in code. */
+static void test_layer_defaults(void)
+{
+    /* every type but the image, with its required attributes */
+    static const struct {
+        enum layer_type type;
+        const char *required; /* config text */
+        int out, k;
+        float scale;
+    } types[] = {
+        {LAYER_CONV, "out = 8;", 8, 0, 0},        {LAYER_BN, "", 0, 0, 0},
+        {LAYER_RELU, "", 0, 0, 0},                {LAYER_CELU, "", 0, 0, 0},
+        {LAYER_GELU, "", 0, 0, 0},                {LAYER_MAXPOOL, "k = 2;", 0, 2, 0},
+        {LAYER_AVGPOOL, "k = 2;", 0, 2, 0},       {LAYER_GMAXPOOL, "", 0, 0, 0},
+        {LAYER_GAVGPOOL, "", 0, 0, 0},            {LAYER_CONCAT, "", 0, 0, 0},
+        {LAYER_ADD, "", 0, 0, 0},                 {LAYER_FLATTEN, "", 0, 0, 0},
+        {LAYER_LINEAR, "out = 10;", 10, 0, 0},    {LAYER_SCALE, "scale = 0.5;", 0, 0, 0.5f},
+        {LAYER_SHORTCUT, "out = 8;", 8, 0, 0},    {LAYER_WHITEN, "", 0, 0, 0},
+    };
+    const int n = (int)(sizeof(types) / sizeof(types[0]));
+    CHECK(n == LAYER_TYPE_COUNT - 1);
+    char dir[] = "/tmp/dawnrun_test_defaults_XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    char text[4096], path[512];
+    int used = snprintf(text, sizeof(text), "name = \"defaults\";\nmodel = { layers = (\n");
+    for (int i = 0; i < n; i++)
+        used += snprintf(text + used, sizeof(text) - (size_t)used, "  { type = \"%s\"; %s }%s\n",
+                         layer_type_name(types[i].type), types[i].required, i + 1 < n ? "," : "");
+    snprintf(text + used, sizeof(text) - (size_t)used,
+             "); };\ntrain = { epochs = 1; lr_schedule = { knots = [0, 1]; values = (0.4, 0); }; };\n");
+    CHECK(write_file(dir, "defaults.cfg", text, path, sizeof(path)));
+    struct experiment e;
+    int rc = experiment_load(&e, path, NULL, 0);
+    CHECK(rc == DR_OK);
+    if (rc == DR_OK) {
+        CHECK(e.net.count == n);
+        struct net_spec code = {0};
+        for (int i = 0; i < n && i < e.net.count; i++) {
+            struct layer_spec *c = net_spec_add(&code, types[i].type);
+            CHECK(c != NULL);
+            if (!c) break;
+            if (types[i].out) c->out = types[i].out;
+            if (types[i].k) {
+                c->k = types[i].k;
+                c->stride = types[i].k; /* its default is k's value */
+            }
+            if (types[i].scale != 0.0f) c->scale = types[i].scale;
+            /* everything but where the layer is and what it reads */
+            struct layer_spec a = *c, b = e.net.layers[i];
+            memset(a.name, 0, sizeof(a.name));
+            memset(b.name, 0, sizeof(b.name));
+            memset(a.inputs, 0, sizeof(a.inputs));
+            memset(b.inputs, 0, sizeof(b.inputs));
+            a.n_inputs = b.n_inputs = 0;
+            a.file = b.file = NULL;
+            a.line = b.line = 0;
+            int same_attrs = memcmp(&a, &b, sizeof(a)) == 0;
+            CHECK(same_attrs);
+            if (!same_attrs)
+                fprintf(stderr, "  %s: code k %d pad %d eps %g bias %d, config k %d pad %d eps %g "
+                                "bias %d\n",
+                        layer_type_name(types[i].type), a.k, a.pad, (double)a.eps, a.bias, b.k,
+                        b.pad, (double)b.eps, b.bias);
+        }
+        net_spec_free(&code);
+        experiment_free(&e);
+    }
+    unlink(path);
     rmdir(dir);
 }
 
@@ -734,6 +926,8 @@ int main(void)
     test_set();
     test_resolved();
     test_canonical();
+    test_model_vars();
+    test_layer_defaults();
     test_data_dir_and_failures();
     test_schedule_at();
     test_expr();

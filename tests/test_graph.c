@@ -16,10 +16,9 @@
 /* Appends a layer named `name` of type t, written at NET_FILE:(its position + 10). */
 static struct layer_spec *add(struct net_spec *s, const char *name, enum layer_type t)
 {
-    struct layer_spec *l = net_spec_add(s);
+    struct layer_spec *l = net_spec_add(s, t);
     if (!l) return NULL;
     snprintf(l->name, sizeof l->name, "%s", name);
-    l->type = t;
     l->file = NET_FILE;
     l->line = s->count + 10;
     return l;
@@ -184,12 +183,28 @@ static void test_type_names(void)
 
     struct net_spec s = {0};
     struct layer_spec *l = NULL;
-    for (int i = 0; i < 100; i++) l = net_spec_add(&s); /* grows past the first capacity */
+    for (int i = 0; i < 100; i++) l = net_spec_add(&s, LAYER_CONV); /* grows past 32 */
     CHECK(s.count == 100 && l == &s.layers[99]);
-    CHECK(l->k == 3 && l->stride == 1 && l->pad == -1 && l->n_inputs == 0 && l->bias == 0);
-    CHECK(l->eps == 1e-5f && l->momentum == 0.1f && l->alpha == 1.0f && l->scale == 1.0f);
-    CHECK(l->name[0] == '\0' && l->file == NULL);
-    CHECK(l->splits == 1 && l->whiten_images == 5000 && l->frozen == 0 && l->dirac == 0);
+    CHECK(l->type == LAYER_CONV && l->k == 3 && l->stride == 1 && l->pad == -1 &&
+          l->n_inputs == 0 && l->bias == 0 && l->out == 0);
+    CHECK(l->name[0] == '\0' && l->file == NULL && l->frozen == 0 && l->dirac == 0);
+    /* the schema's defaults, per type (the config's, by construction) */
+    l = net_spec_add(&s, LAYER_BN);
+    CHECK(l && l->eps == 1e-5f && l->momentum == 0.1f && l->splits == 1 && l->freeze_weight == 0);
+    l = net_spec_add(&s, LAYER_LINEAR);
+    CHECK(l && l->bias == 1 && l->expect_in == 0);
+    l = net_spec_add(&s, LAYER_WHITEN);
+    CHECK(l && l->k == 2 && l->pad == 0 && l->eps == 5e-4f && l->whiten_images == 5000 &&
+          l->bias == 0 && l->negate == 0);
+    l = net_spec_add(&s, LAYER_CELU);
+    CHECK(l && l->alpha == 1.0f && l->k == 0);
+    l = net_spec_add(&s, LAYER_MAXPOOL); /* k is required, stride defaults to it */
+    CHECK(l && l->k == 0 && l->stride == 0);
+    l = net_spec_add(&s, LAYER_INPUT);   /* no attributes (graph_build refuses it) */
+    CHECK(l && l->type == LAYER_INPUT && s.count == 106);
+    CHECK(net_spec_add(&s, (enum layer_type)LAYER_TYPE_COUNT) == NULL && s.count == 106);
+    l = net_spec_append(&s);
+    CHECK(l && l->k == 0 && l->eps == 0.0f && l->type == LAYER_INPUT);
     net_spec_free(&s);
 
     CHECK(strcmp(layer_type_name(LAYER_WHITEN), "whiten") == 0);

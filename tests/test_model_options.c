@@ -28,10 +28,9 @@
 
 static struct layer_spec *add(struct net_spec *s, const char *name, enum layer_type t)
 {
-    struct layer_spec *l = net_spec_add(s);
+    struct layer_spec *l = net_spec_add(s, t);
     if (!l) return NULL;
     snprintf(l->name, sizeof(l->name), "%s", name);
-    l->type = t;
     return l;
 }
 
@@ -448,6 +447,7 @@ static void test_dirac_and_whiten_init(struct backend *be)
     add(&s, "flat", LAYER_FLATTEN);
     l = add(&s, "linear", LAYER_LINEAR);
     l->out = 10;
+    l->bias = 0;
     int rc = graph_build(&g, &s, 3, 32, 32, err, sizeof(err));
     if (rc != DR_OK) printf("graph_build: %s\n", err);
     CHECK(rc == DR_OK);

@@ -16,10 +16,9 @@
 
 static struct layer_spec *add(struct net_spec *s, const char *name, enum layer_type t)
 {
-    struct layer_spec *l = net_spec_add(s);
+    struct layer_spec *l = net_spec_add(s, t);
     if (!l) return NULL;
     snprintf(l->name, sizeof(l->name), "%s", name);
-    l->type = t;
     return l;
 }
 

@@ -259,6 +259,7 @@ struct results_run {
     uint64_t seed;
     enum results_run_status status;
     int attempt, max_attempts;
+    int stalls;                      /* attempts in a row that vanished without progress */
     const char *host;                /* NULL when never claimed */
     int pid;                         /* 0 when never claimed */
     const char *device;

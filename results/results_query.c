@@ -183,7 +183,12 @@ cleanup:
 #define RUN_COLUMNS                                                                        \
     "id, experiment_id, seed, status, attempt, max_attempts, host, pid, device,"           \
     " lease_expires, heartbeat_at, created_at, started_at, ended_at, final_test_acc,"      \
-    " train_time, total_time, target_time, target_epoch, error"
+    " train_time, total_time, target_time, target_epoch, error,"
+/* SELECT RUN_COLUMNS, stalls ... tail: runs.stalls came with schema version 3, an older
+ * file (read-only) reads 0 in its place. */
+#define RUN_SELECT(db, tail)                                                               \
+    ((db)->version >= 3 ? "SELECT " RUN_COLUMNS " stalls " tail                           \
+                        : "SELECT " RUN_COLUMNS " 0 " tail)
 
 static void read_run(struct results_run *r, sqlite3_stmt *st, int *oom)
 {
@@ -209,6 +214,7 @@ static void read_run(struct results_run *r, sqlite3_stmt *st, int *oom)
     r->target_time = results_col_real(st, 17);
     r->target_epoch = results_col_int(st, 18, -1);
     r->error = results_col_text(st, 19, oom);
+    r->stalls = sqlite3_column_int(st, 20);
 }
 
 void results_run_clear(struct results_run *r)
@@ -237,7 +243,7 @@ int results_runs_list(struct results *db, struct results_run **out, int *n,
     *n = 0;
     CHECK_HANDLE(db);
     CHECK_SQLITE(db, RESULTS_PREPARE(db, &st,
-        "SELECT " RUN_COLUMNS " FROM runs WHERE experiment_id = ?1 ORDER BY seed"));
+        RUN_SELECT(db, "FROM runs WHERE experiment_id = ?1 ORDER BY seed")));
     CHECK_SQLITE(db, sqlite3_bind_int64(st, 1, experiment_id));
     for (;;) {
         CHECK_SQLITE(db, step = sqlite3_step(st));
@@ -263,7 +269,7 @@ int results_run_get(struct results *db, struct results_run *out, int *found, int
     memset(out, 0, sizeof *out);
     *found = 0;
     CHECK_HANDLE(db);
-    CHECK_SQLITE(db, RESULTS_PREPARE(db, &st, "SELECT " RUN_COLUMNS " FROM runs WHERE id = ?1"));
+    CHECK_SQLITE(db, RESULTS_PREPARE(db, &st, RUN_SELECT(db, "FROM runs WHERE id = ?1")));
     CHECK_SQLITE(db, sqlite3_bind_int64(st, 1, run_id));
     CHECK_SQLITE(db, step = sqlite3_step(st));
     if (step == SQLITE_ROW) {

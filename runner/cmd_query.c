@@ -119,7 +119,7 @@ static int print_runs(struct results *db, const struct results_experiment *x)
     int n = 0;
     struct results_run *runs = NULL;
     struct report_grid g = {0};
-    static const char *const header[] = {"run", "seed", "status", "attempt", "final acc",
+    static const char *const header[] = {"run", "seed", "status", "attempts", "stalls", "final acc",
                                          "train time", "started (UTC)", "ended (UTC)", "host"};
     const int cols = (int)(sizeof header / sizeof header[0]);
     char acc[32], secs[32], started[32], ended[32];
@@ -138,12 +138,13 @@ static int print_runs(struct results *db, const struct results_experiment *x)
         TRY(report_grid_set(&g, i + 1, 0, "%lld", (long long)r->id));
         TRY(report_grid_set(&g, i + 1, 1, "%llu", (unsigned long long)r->seed));
         TRY(report_grid_set(&g, i + 1, 2, "%s", results_status_name(r->status)));
-        TRY(report_grid_set(&g, i + 1, 3, "%d/%d", r->attempt, r->max_attempts));
-        TRY(report_grid_set(&g, i + 1, 4, "%s", acc));
-        TRY(report_grid_set(&g, i + 1, 5, "%s", secs));
-        TRY(report_grid_set(&g, i + 1, 6, "%s", started));
-        TRY(report_grid_set(&g, i + 1, 7, "%s", ended));
-        TRY(report_grid_set(&g, i + 1, 8, "%s", r->host ? r->host : "-"));
+        TRY(report_grid_set(&g, i + 1, 3, "%d", r->attempt));
+        TRY(report_grid_set(&g, i + 1, 4, "%d/%d", r->stalls, r->max_attempts));
+        TRY(report_grid_set(&g, i + 1, 5, "%s", acc));
+        TRY(report_grid_set(&g, i + 1, 6, "%s", secs));
+        TRY(report_grid_set(&g, i + 1, 7, "%s", started));
+        TRY(report_grid_set(&g, i + 1, 8, "%s", ended));
+        TRY(report_grid_set(&g, i + 1, 9, "%s", r->host ? r->host : "-"));
     }
     report_grid_print(stdout, &g, 1);
     for (int i = 0; i < n; i++)
@@ -200,9 +201,9 @@ static void show_header(const struct results_experiment *x, const struct results
     fmt_time(ended, sizeof ended, r->ended_at);
     output_text(stdout, "experiment %s  seed %llu  engine %s (%s)\n", x->name, (unsigned long long)r->seed,
            x->engine, r->device ? r->device : x->device ? x->device : "-");
-    printf("run %lld of experiment #%lld (%.12s): %s, attempt %d/%d", (long long)r->id,
-           (long long)x->id, x->config_hash, results_status_name(r->status), r->attempt,
-           r->max_attempts);
+    printf("run %lld of experiment #%lld (%.12s): %s, attempt %d, %d stalls in a row (fails at %d)",
+           (long long)r->id, (long long)x->id, x->config_hash, results_status_name(r->status),
+           r->attempt, r->stalls, r->max_attempts);
     if (r->host) output_text(stdout, ", host %s pid %d", r->host, r->pid);
     printf("; started %s, ended %s (UTC)\n", started, ended);
 }

@@ -57,6 +57,12 @@ expect_eq "$(q "$db" "SELECT status, attempt, stalls FROM runs")" "failed|4|3" \
 expect_eq "$(q "$db" "SELECT error FROM runs")" \
     "$(q "$db" "SELECT 'abandoned: 3 attempts in a row stopped at the same point without progress: last seen in epoch 1 at step 10, with 1 epoch recorded and no checkpoint (last: attempt 4, host ' || host || ', pid ' || pid || ')' FROM runs")" \
     "stalled: the error says where it kept dying"
+"$DR" runs e2e-tiny --db "$db" >"$TMP/runs.out" 2>&1 || fail "runs of the stalled batch"
+expect_grep '^[0-9]+ +5 +failed +4 +3/3 ' "$TMP/runs.out" "stalled: runs shows attempts and stalls"
+run_id=$(q "$db" "SELECT id FROM runs")
+"$DR" show "$run_id" --db "$db" >"$TMP/show.out" 2>&1 || fail "show of the stalled run"
+expect_grep 'failed, attempt 4, 3 stalls in a row \(fails at 3\)' "$TMP/show.out" \
+    "stalled: show says the attempts and stalls"
 "$DR" run $ONE >"$TMP/plain.out" 2>&1
 expect_eq "$?" 1 "stalled: a plain rerun leaves it failed and exits 1"
 expect_grep '0 finished, 1 failed \(rerun with --retry-failed\), 0 to run' "$TMP/plain.out" \

@@ -7,9 +7,16 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 DEB_PACKAGES = build-essential cmake pkg-config libconfig-dev libsqlite3-dev sqlite3 \
                libdnnl-dev curl ca-certificates python3
+# The fuzz stage compiles with clang and links libFuzzer (clang's runtime) and libomp.
+FUZZ_PACKAGES = clang libclang-rt-14-dev libomp-dev
 DATA_DIR = $(if $(DAWNRUN_DATA),$(DAWNRUN_DATA),data/cifar-10-batches-bin)
+DATA_ABS = $(if $(DAWNRUN_DATA),$(abspath $(DAWNRUN_DATA)),$(abspath data/cifar-10-batches-bin))
+SANITIZE_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build build-werror demo test data data-if-possible clean
+.PHONY: all deps fuzz-deps build build-werror demo test test-sanitize fuzz data \
+        data-if-possible clean
 
 all: build
 
@@ -56,8 +63,19 @@ demo: build data
 	@echo "open results/demo-curves.svg in a browser: test accuracy, train loss and lr per epoch" 
 
 test: build-werror data-if-possible
-	cd $(BUILD) && DAWNRUN_DATA=$(if $(DAWNRUN_DATA),$(abspath $(DAWNRUN_DATA)),$(abspath data/cifar-10-batches-bin)) \
-	  ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && DAWNRUN_DATA=$(DATA_ABS) ctest --output-on-failure -j $(JOBS)
+
+# The suite again, built with gcc's AddressSanitizer, LeakSanitizer and UBSan (CPU engine;
+# see docs/testing.md): fails on any test failure or sanitizer report.
+test-sanitize: deps data-if-possible
+	DAWNRUN_DATA=$(DATA_ABS) scripts/test-sanitize.sh $(SANITIZE_BUILD) $(JOBS)
+
+fuzz-deps:
+	@scripts/install-deps.sh $(FUZZ_PACKAGES)
+
+# Each libFuzzer target for FUZZ_SECONDS under ASan + UBSan; a crash fails.
+fuzz: deps fuzz-deps
+	scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BUILD)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config_internal.h"
 #include "experiment.h"
@@ -266,6 +267,48 @@ static void include_name(const char *file, int line, char *buf, size_t n)
     fclose(f);
 }
 
+/* libconfig reads an @include (or the main file) that names a directory with fopen, which
+ * succeeds, and then its scanner calls exit() on the read error. So before parsing, every
+ * @include line of `file` (shown as `shown`), and of the files it includes (up to
+ * libconfig's depth limit), must name a regular file when it names anything: an
+ * @include of a directory is reported "shown:line: ..." and gives DR_ERR_CONFIG. Missing
+ * files are left to libconfig, which reports them. `dir` is the include directory (NULL:
+ * the current one). */
+static int check_includes(const char *file, const char *shown, const char *dir, int depth)
+{
+    int rc = DR_OK, line_no = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    FILE *f = depth <= 10 ? fopen(file, "r") : NULL;
+    if (!f) return DR_OK;
+    while (rc == DR_OK && getline(&line, &cap, f) >= 0) {
+        line_no++;
+        const char *p = line + strspn(line, " \t");
+        if (strncmp(p, "@include", 8) != 0) continue;
+        p += 8;
+        p += strspn(p, " \t");
+        if (*p != '"') continue;
+        const char *end = strchr(p + 1, '"');
+        size_t n = end ? (size_t)(end - p - 1) : strcspn(p + 1, "\r\n");
+        char name[1024], full[2048];
+        snprintf(name, sizeof(name), "%.*s", (int)n, p + 1);
+        if (dir && name[0] != '/') snprintf(full, sizeof(full), "%s/%s", dir, name);
+        else snprintf(full, sizeof(full), "%s", name);
+        struct stat st;
+        if (stat(full, &st) != 0) continue;
+        if (!S_ISREG(st.st_mode)) {
+            fprintf(stderr, "%s:%d: cannot include \"%s\": not a regular file\n", shown,
+                    line_no, name);
+            rc = DR_ERR_CONFIG;
+        } else {
+            rc = check_includes(full, full, dir, depth + 1);
+        }
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
 /* Prints a libconfig parse error as "file:line: message". */
 static void report_parse_error(const config_t *cfg, struct cfg_diag *d)
 {
@@ -317,6 +360,13 @@ int experiment_load(struct experiment *e, const char *path, const char *const *s
         config_set_include_dir(&cfg, dir);
         d.include_dir = dir;
     }
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "%s: cannot read the config: not a regular file\n", path);
+        rc = DR_ERR_CONFIG;
+        goto cleanup;
+    }
+    TRY(check_includes(path, path, d.include_dir, 1));
     if (!config_read_file(&cfg, path)) {
         report_parse_error(&cfg, &d);
         rc = config_error_type(&cfg) == CONFIG_ERR_FILE_IO ? DR_ERR_IO : DR_ERR_CONFIG;

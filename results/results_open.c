@@ -83,8 +83,8 @@ cleanup:
     return rc;
 }
 
-/* Refuses a database that is newer than this build or not ours; one without a schema
- * version must be empty to become ours. */
+/* Refuses a database that is newer than this build or not ours (a negative schema
+ * version included); one without a schema version must be empty to become ours. */
 static int check_identity(struct results *r, const struct identity *id)
 {
     int rc = DR_OK;
@@ -93,6 +93,10 @@ static int check_identity(struct results *r, const struct identity *id)
              "%s: written by a newer dawnrun (results schema version %d; this dawnrun "
              "reads up to version %d): upgrade dawnrun to use it; the file was left untouched",
              r->path, id->version, RESULTS_SCHEMA_VERSION);
+    if (id->version < 0)
+        FAIL(DR_ERR_DB,
+             "%s: results schema version %d is not one dawnrun writes: not a dawnrun "
+             "results database; the file was left untouched", r->path, id->version);
     if (id->version > 0 && id->app_id != RESULTS_APPLICATION_ID)
         FAIL(DR_ERR_DB,
              "%s: an SQLite database of another application (application_id %d, "

@@ -433,6 +433,31 @@ static void test_newer(void)
     free(bytes);
 }
 
+/* A negative schema version (a damaged or foreign file) is refused like any file that is
+ * not ours, read-write and read-only, and left as it was; it used to index the migration
+ * table out of bounds. */
+static void test_negative_version(void)
+{
+    const char *p = support_path("negative.db");
+    struct results *db = NULL;
+    long len = 0;
+    CHECK(results_open(&db, p) == DR_OK);
+    results_close(db);
+    db = NULL;
+    CHECK(support_sql_exec(p, "PRAGMA user_version = -134217726") == SQLITE_OK);
+    CHECK(support_sql_exec(p, "PRAGMA wal_checkpoint(TRUNCATE)") == SQLITE_OK);
+    char *bytes = support_read_file(p, &len);
+    support_capture_begin();
+    CHECK(results_open(&db, p) == DR_ERR_DB && db == NULL);
+    const char *msg = support_capture_end();
+    CHECK(strstr(msg, p) != NULL && strstr(msg, "not a dawnrun results database") != NULL);
+    support_capture_begin();
+    CHECK(results_open_readonly(&db, p) == DR_ERR_DB && db == NULL);
+    support_capture_end();
+    CHECK(support_file_unchanged(p, bytes, len));
+    free(bytes);
+}
+
 /* The README's query through the sqlite3 shell, when there is one. */
 static void test_readme_query(void)
 {
@@ -467,6 +492,7 @@ int main(void)
     test_concurrent();
     test_failed_migration();
     test_newer();
+    test_negative_version();
     test_readme_query();
     return support_tmpdir_finish(check_finish("test_results_migrate"));
 }

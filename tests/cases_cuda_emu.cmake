@@ -2,7 +2,7 @@
 # with the engine's .cu files compiled for the host under an emulated CUDA runtime and
 # reference cuDNN/cuBLAS stand-ins (kernels/cuda/emu/run.sh), compared op by op with the
 # CPU engine, in fp32. On a GPU machine test_cuda_selfcheck runs the real thing.
-# The cases that build the emulation share one lock (RESOURCE_LOCK cuda_emu).
+# run.sh builds the emulation under a lock, so the cases may run side by side.
 if(DAWNRUN_HAVE_CUDA)
   add_test(NAME cuda_emulated_selfcheck
            COMMAND ${CMAKE_SOURCE_DIR}/kernels/cuda/emu/run.sh ${CMAKE_BINARY_DIR} --precision fp32)
@@ -17,4 +17,8 @@ if(DAWNRUN_HAVE_CUDA)
   add_test(NAME cuda_exact_files_uncontracted
            COMMAND ${CMAKE_SOURCE_DIR}/tests/check_uncontracted.sh
                    $<TARGET_OBJECTS:dawnrun_cuda_exact_ptx> COMMAND_EXPAND_LISTS)
+  # the GPU protocol end to end against the emulated engine (docs/gpu.md)
+  add_test(NAME gpu_protocol_rehearsal
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu_rehearsal.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(gpu_protocol_rehearsal PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77)
 endif()

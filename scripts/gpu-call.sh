@@ -99,7 +99,7 @@ internal_start() {
     libs="$state/libs/libs"
     # the compiler runtime only where the machine has none (a newer one is compatible)
     for f in "$state/libs/runtime"/*; do
-        if ! ldconfig -p 2>/dev/null | grep -q "$(basename "$f")"; then
+        if ! ldconfig -p 2>/dev/null | grep -F "$(basename "$f")" >/dev/null; then
             echo "using the bundle's $(basename "$f")"
             libs="$libs:$state/libs/runtime"
             break
@@ -109,7 +109,7 @@ internal_start() {
     printf 'DR=%q\nDR_LIBS=%q\nDR_FROM=bundle\n' "$GPU_BUNDLE/dawnrun" "$libs" >"$state/env.sh"
     echo "LD_LIBRARY_PATH for dawnrun: $libs"
     LD_LIBRARY_PATH="$libs" ldd "$GPU_BUNDLE/dawnrun"
-    LD_LIBRARY_PATH="$libs" ldd "$GPU_BUNDLE/dawnrun" | grep -q "not found" && return 1
+    LD_LIBRARY_PATH="$libs" ldd "$GPU_BUNDLE/dawnrun" | grep "not found" >/dev/null && return 1
     LD_LIBRARY_PATH="$libs" "$GPU_BUNDLE/dawnrun" --version
 }
 
@@ -380,6 +380,8 @@ for spec in "30ep-cutout configs/page-post3/30ep-cutout.cfg $lim_a" \
     step "batch-$1" "$3" batch.log env DAWNRUN_DATA="$DATA" LD_LIBRARY_PATH="$DR_LIBS" \
         "$DR" run "$2" --engine cuda --seeds "$seeds" --db "$DB" \
         --set 'train.precision="fp16"' ${GPU_BATCH_ARGS:-} ${!var:-}
+    line="$(grep "runs reach" "$OUT/batch.log" | tail -1)"
+    [ -n "$line" ] && ROWS[-1]="${ROWS[-1]}$line" && write_summary
 done
 step report 10 batch.log env LD_LIBRARY_PATH="$DR_LIBS" sh -c \
     '"$0" report --db "$1" --format markdown >"$2"' "$DR" "$DB" "$OUT/report.md"

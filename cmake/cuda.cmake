@@ -34,6 +34,14 @@ if(DAWNRUN_HAVE_CUDA)
   message(STATUS "dawnrun: CUDA engine ON (cuDNN ${CUDNN_LIBRARY})")
   file(GLOB CUDA_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/kernels/cuda/*.cu
                                            ${CMAKE_SOURCE_DIR}/kernels/cuda/*.c)
+  # Files whose results must equal the CPU twin's to the bit (batch-norm arithmetic from
+  # kernels/batchnorm.h, the per-channel double sums, the SGD update, the augmentation):
+  # nvcc would contract a*b+c into one FMA, also in double, so they are compiled without
+  # contraction, as the CPU engine is (-ffp-contract=off). ctest checks their PTX.
+  set(DAWNRUN_CUDA_EXACT_SOURCES ${CMAKE_SOURCE_DIR}/kernels/cuda/bn_cuda.cu
+    ${CMAKE_SOURCE_DIR}/kernels/cuda/reduce_cuda.cu ${CMAKE_SOURCE_DIR}/kernels/cuda/sgd_cuda.cu
+    ${CMAKE_SOURCE_DIR}/kernels/cuda/augment_cuda.cu)
+  set_source_files_properties(${DAWNRUN_CUDA_EXACT_SOURCES} PROPERTIES COMPILE_OPTIONS -fmad=false)
   add_library(dawnrun_cuda STATIC ${CUDA_SOURCES})
   target_include_directories(dawnrun_cuda PUBLIC ${CMAKE_SOURCE_DIR} ${CUDNN_INCLUDE_DIR})
   set(cuda_werror)
@@ -47,6 +55,15 @@ if(DAWNRUN_HAVE_CUDA)
     ${CUDNN_LIBRARY})
   target_compile_definitions(dawnrun_cuda PUBLIC DAWNRUN_HAVE_CUDA=1)
   target_link_libraries(dawnrun_engines INTERFACE dawnrun_cuda dawnrun_core)
+  # The same files as PTX for one virtual architecture, for the test that no fused
+  # multiply-add was generated in them (tests/cases_cuda_emu.cmake).
+  add_library(dawnrun_cuda_exact_ptx OBJECT ${DAWNRUN_CUDA_EXACT_SOURCES})
+  set_target_properties(dawnrun_cuda_exact_ptx PROPERTIES CUDA_PTX_COMPILATION ON
+                                                          CUDA_ARCHITECTURES 90-virtual)
+  target_include_directories(dawnrun_cuda_exact_ptx PRIVATE ${CMAKE_SOURCE_DIR}
+                                                            ${CUDNN_INCLUDE_DIR})
+  target_compile_options(dawnrun_cuda_exact_ptx PRIVATE --expt-relaxed-constexpr)
+  target_link_libraries(dawnrun_cuda_exact_ptx PRIVATE CUDA::cudart)
 else()
   message(STATUS "dawnrun: CUDA engine OFF (the cuda engine reports no device)")
   add_library(dawnrun_cuda_stub STATIC ${CMAKE_SOURCE_DIR}/kernels/cuda_stub.c)

@@ -19,7 +19,11 @@
 #endif
 
 /* The per-channel arithmetic every engine shares, so that all agree to the bit: from a
- * channel's double sums over cnt values to what the elementwise passes apply. */
+ * channel's double sums over cnt values to what the elementwise passes apply. Both engines
+ * compile it without FMA contraction (-ffp-contract=off for C, -fmad=false for the CUDA
+ * files, cmake/cuda.cmake), which the bit-for-bit agreement needs. The sums themselves
+ * are taken in different orders by the two engines, so batch norm as a whole agrees
+ * within rounding, not to the bit. */
 
 /* Splits a double into hi = its fp32 rounding and lo = the fp32 rounding of the rest; the
  * mean is applied as ((x - hi) - lo) so that a large mean keeps full precision. */

@@ -2,8 +2,23 @@
 # with the engine's .cu files compiled for the host under an emulated CUDA runtime and
 # reference cuDNN/cuBLAS stand-ins (kernels/cuda/emu/run.sh), compared op by op with the
 # CPU engine, in fp32. On a GPU machine test_cuda_selfcheck runs the real thing.
+# run.sh builds the emulation under a lock, so the cases may run side by side.
 if(DAWNRUN_HAVE_CUDA)
   add_test(NAME cuda_emulated_selfcheck
            COMMAND ${CMAKE_SOURCE_DIR}/kernels/cuda/emu/run.sh ${CMAKE_BINARY_DIR} --precision fp32)
   set_tests_properties(cuda_emulated_selfcheck PROPERTIES TIMEOUT 1200 SKIP_RETURN_CODE 77)
+  # cuDNN refusing a listed algorithm at execution: fall-through, and the final message
+  foreach(mode fallthrough none)
+    add_test(NAME cuda_emulated_conv_${mode}
+             COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_conv_algos.sh ${CMAKE_BINARY_DIR} ${mode})
+    set_tests_properties(cuda_emulated_conv_${mode} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+  endforeach()
+  # no FMA contraction in the files that must match the CPU twin exactly
+  add_test(NAME cuda_exact_files_uncontracted
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/check_uncontracted.sh
+                   $<TARGET_OBJECTS:dawnrun_cuda_exact_ptx> COMMAND_EXPAND_LISTS)
+  # the GPU protocol end to end against the emulated engine (docs/gpu.md)
+  add_test(NAME gpu_protocol_rehearsal
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu_rehearsal.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(gpu_protocol_rehearsal PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77)
 endif()

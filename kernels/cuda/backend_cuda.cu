@@ -15,7 +15,8 @@ extern "C" {
 
 static const char *const slot_names[SLOT_COUNT] = {
     "the cuDNN convolution workspace", "the half-precision weight gradient buffer",
-    "the per-channel reduction buffer", "the max-pool index buffer"};
+    "the per-channel reduction buffer", "the max-pool index buffer",
+    "the convolution output for algorithm trials"};
 
 static const char *dtype_name(enum cuda_dtype dt)
 {
@@ -394,7 +395,6 @@ extern "C" int backend_cuda_create(struct backend *b, int device, int precision)
     int rc = DR_OK;
     char why[256];
     struct cuda_ctx *c = NULL;
-    const char *find = getenv("DAWNRUN_CUDNN_FIND");
     b->ops = NULL;
     b->ctx = NULL;
     if (backend_cuda_probe(device, why, sizeof(why)) != DR_OK) {
@@ -410,7 +410,6 @@ extern "C" int backend_cuda_create(struct backend *b, int device, int precision)
     c->precision = precision;
     c->dt = precision == PRECISION_FP16 ? CUDA_F16
             : precision == PRECISION_BF16 ? CUDA_BF16 : CUDA_F32;
-    c->find_algos = find && find[0] == '1';
     CHECK_CUDA(cudaSetDevice(device));
     TRY(cuda_describe(c));
     CHECK_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));

@@ -1,19 +1,24 @@
 /* Convolutions through cuDNN on NHWC activations and KRSC (cuDNN's NHWC) filters: the
  * CUDA twin of kernels/cpu/conv2d.c. The algorithm for each (shape, direction) is chosen
- * once, by cuDNN's heuristics or, with DAWNRUN_CUDNN_FIND=1, by timing every candidate
- * (cudnnFind*), and cached; one workspace, grown to the largest need, serves them all.
- * Half precisions compute in fp32 (cuDNN's "pseudo-half" configuration) and use tensor
- * cores; fp32 asks for plain FMA math (no TF32), so that it matches the CPU engine.
- * The weight gradient of a half-precision run comes out of cuDNN in the activation type
- * and is widened into the fp32 gradient tensor; the bias terms are our own kernels. */
+ * on first use by running every candidate cuDNN's heuristics list once and timing it
+ * (what torch.backends.cudnn.benchmark does); the ones that ran are cached fastest first.
+ * A candidate that fails when executed (cuDNN lists configurations its kernels then
+ * refuse) is skipped, at the trial or later, for the next one; a shape for which none
+ * works ends the run with one message naming direction, shape, data type and layout.
+ * One workspace, grown to the largest need, serves them all. Half precisions compute in
+ * fp32 (cuDNN's "pseudo-half" configuration) and use tensor cores; fp32 asks for plain FMA
+ * math (no TF32), so that it matches the CPU engine. The weight gradient of a
+ * half-precision run comes out of cuDNN in the activation type and is widened into the
+ * fp32 gradient tensor; the bias terms are our own kernels. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda_internal.h"
 
 #define CONV_WORKSPACE_CAP ((size_t)2 << 30)   /* ignore algorithms wanting more */
-#define CONV_MAX_ALGOS 16
+#define CONV_MAX_ALGOS CUDA_CONV_MAX_ALGOS
 
 enum conv_dir { DIR_FWD, DIR_BWD_DATA, DIR_BWD_FILTER };
 
@@ -26,10 +31,24 @@ struct conv_candidate {
     cudnnMathType_t math;
 };
 
+/* The operands of one convolution call: forward reads x, w; backward data w, dy;
+ * backward filter x, dy. out (y, dx or dw) gets alpha * result + beta * out. */
+struct conv_io {
+    const void *x, *w, *dy;
+    void *out;
+    size_t out_bytes;
+    const float *beta;
+};
+
 static cudnnDataType_t cudnn_dtype(enum cuda_dtype dt)
 {
     return dt == CUDA_F32 ? CUDNN_DATA_FLOAT : dt == CUDA_F16 ? CUDNN_DATA_HALF
                                                               : CUDNN_DATA_BFLOAT16;
+}
+
+static const char *cudnn_dtype_name(enum cuda_dtype dt)
+{
+    return dt == CUDA_F32 ? "float (fp32)" : dt == CUDA_F16 ? "half (fp16)" : "bfloat16 (bf16)";
 }
 
 /* Sets the context's descriptors: x (n, ci, h, w), w (co, ci, k, k), y (n, co, ho, wo). */
@@ -47,7 +66,7 @@ cleanup:
     return rc;
 }
 
-/* cuDNN's ranked candidates for direction dir on the current descriptors. */
+/* cuDNN's ranked candidates (heuristics) for direction dir on the current descriptors. */
 static int conv_candidates(struct cuda_ctx *c, int dir, struct conv_candidate *out, int *count)
 {
     int rc = DR_OK;
@@ -57,28 +76,16 @@ static int conv_candidates(struct cuda_ctx *c, int dir, struct conv_candidate *o
     cudnnConvolutionBwdFilterAlgoPerf_t pw[CONV_MAX_ALGOS];
     *count = 0;
     if (dir == DIR_FWD) {
-        if (c->find_algos)
-            CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithm(c->cudnn, c->td_x, c->fd_w, c->cd,
-                                                             c->td_y, CONV_MAX_ALGOS, &n, pf));
-        else
-            CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, c->td_x, c->fd_w, c->cd,
-                                                               c->td_y, CONV_MAX_ALGOS, &n, pf));
+        CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, c->td_x, c->fd_w, c->cd,
+                                                           c->td_y, CONV_MAX_ALGOS, &n, pf));
         for (int i = 0; i < n; i++) out[i] = {(int)pf[i].algo, pf[i].status, pf[i].mathType};
     } else if (dir == DIR_BWD_DATA) {
-        if (c->find_algos)
-            CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithm(
-                c->cudnn, c->fd_w, c->td_y, c->cd, c->td_x, CONV_MAX_ALGOS, &n, pd));
-        else
-            CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                c->cudnn, c->fd_w, c->td_y, c->cd, c->td_x, CONV_MAX_ALGOS, &n, pd));
+        CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+            c->cudnn, c->fd_w, c->td_y, c->cd, c->td_x, CONV_MAX_ALGOS, &n, pd));
         for (int i = 0; i < n; i++) out[i] = {(int)pd[i].algo, pd[i].status, pd[i].mathType};
     } else {
-        if (c->find_algos)
-            CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithm(
-                c->cudnn, c->td_x, c->td_y, c->cd, c->fd_w, CONV_MAX_ALGOS, &n, pw));
-        else
-            CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                c->cudnn, c->td_x, c->td_y, c->cd, c->fd_w, CONV_MAX_ALGOS, &n, pw));
+        CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+            c->cudnn, c->td_x, c->td_y, c->cd, c->fd_w, CONV_MAX_ALGOS, &n, pw));
         for (int i = 0; i < n; i++) out[i] = {(int)pw[i].algo, pw[i].status, pw[i].mathType};
     }
     *count = n;
@@ -102,59 +109,169 @@ static cudnnStatus_t conv_workspace(struct cuda_ctx *c, int dir, int algo, size_
         c->cudnn, c->td_x, c->td_y, c->cd, c->fd_w, (cudnnConvolutionBwdFilterAlgo_t)algo, bytes);
 }
 
-/* The cached algorithm for the current descriptors (key) in direction dir, choosing it
- * on first use; leaves its math type set on the convolution descriptor. */
-static int conv_algo(struct cuda_ctx *c, const int key[10], int dir, struct cuda_conv_algo *out)
+/* Queues candidate i of entry e on the current descriptors, writing into out with the
+ * given beta; returns cuDNN's status (not checked here: a refusal means "try the next"). */
+static int conv_call(struct cuda_ctx *c, int dir, const struct cuda_conv_algo *e, int i,
+                     const struct conv_io *io, void *out, const float *beta,
+                     cudnnStatus_t *status)
+{
+    int rc = DR_OK;
+    void *ws = NULL;
+    const float one = 1.0f;
+    *status = CUDNN_STATUS_SUCCESS;
+    CHECK_CUDNN(cudnnSetConvolutionMathType(c->cd, (cudnnMathType_t)e->math[i]));
+    TRY(cuda_scratch(c, SLOT_CUDNN, e->workspace[i], &ws));
+    if (dir == DIR_FWD)
+        *status = cudnnConvolutionForward(c->cudnn, &one, c->td_x, io->x, c->fd_w, io->w, c->cd,
+                                          (cudnnConvolutionFwdAlgo_t)e->algo[i], ws,
+                                          e->workspace[i], beta, c->td_y, out);
+    else if (dir == DIR_BWD_DATA)
+        *status = cudnnConvolutionBackwardData(c->cudnn, &one, c->fd_w, io->w, c->td_y, io->dy,
+                                               c->cd, (cudnnConvolutionBwdDataAlgo_t)e->algo[i],
+                                               ws, e->workspace[i], beta, c->td_x, out);
+    else
+        *status = cudnnConvolutionBackwardFilter(
+            c->cudnn, &one, c->td_x, io->x, c->td_y, io->dy, c->cd,
+            (cudnnConvolutionBwdFilterAlgo_t)e->algo[i], ws, e->workspace[i], beta, c->fd_w, out);
+cleanup:
+    return rc;
+}
+
+/* "x (512, 3, 32, 32) -> 64 outputs, k 3, stride 1, pad 1, data type half (fp16), layout
+ * NHWC (filters KRSC)" for the key of a cache entry. */
+static void conv_shape_text(char *buf, size_t len, const int key[10])
+{
+    snprintf(buf, len,
+             "input (n %d, c %d, h %d, w %d) -> %d outputs, k %d, stride %d, pad %d, data type "
+             "%s, layout NHWC (filters KRSC)",
+             key[0], key[1], key[2], key[3], key[4], key[5], key[6], key[7],
+             cudnn_dtype_name((enum cuda_dtype)key[9]));
+}
+
+static double conv_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Fills e (key already set) with the usable candidates for direction dir, fastest first:
+ * each listed candidate that cuDNN supports within the workspace cap runs once on the
+ * operands (into io's output when beta is 0, else into a trial buffer) and is timed;
+ * one that fails is left out with a note on stderr. e->n is 0 when none ran. */
+static int conv_choose(struct cuda_ctx *c, int dir, const struct conv_io *io,
+                       struct cuda_conv_algo *e)
 {
     int rc = DR_OK;
     struct conv_candidate cand[CONV_MAX_ALGOS];
-    int n = 0, chosen = -1;
-    size_t ws = 0;
-    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-    for (int i = 0; i < c->n_algos; i++)
-        if (!memcmp(c->algos[i].key, key, sizeof(c->algos[i].key))) {
-            *out = c->algos[i];
-            CHECK_CUDNN(cudnnSetConvolutionMathType(c->cd, (cudnnMathType_t)out->math));
-            goto cleanup;
-        }
+    double secs[CONV_MAX_ALGOS];
+    char shape[256];
+    int n = 0, tf32 = 0;
+    void *out = io->out;
+    const float zero = 0.0f;
+    e->n = 0;
+    conv_shape_text(shape, sizeof(shape), e->key);
     /* fp32: plain FMA math, so that no TF32 rounding creeps in; half: tensor cores */
     CHECK_CUDNN(cudnnSetConvolutionMathType(
         c->cd, c->dt == CUDA_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
     TRY(conv_candidates(c, dir, cand, &n));
     /* pass 0 keeps fp32 on FMA math; pass 1 (fp32 only) accepts what cuDNN offers */
-    for (int pass = 0; pass < 2 && chosen < 0; pass++) {
+    for (int pass = 0; pass < 2 && e->n == 0; pass++) {
         if (pass == 1 && c->dt != CUDA_F32) break;
-        for (int i = 0; i < n && chosen < 0; i++) {
+        for (int i = 0; i < n; i++) {
+            size_t ws = 0;
+            const cudnnMathType_t math =
+                (c->dt == CUDA_F32 && pass == 0) ? CUDNN_FMA_MATH : cand[i].math;
             if (cand[i].status != CUDNN_STATUS_SUCCESS) continue;
-            math = (c->dt == CUDA_F32 && pass == 0) ? CUDNN_FMA_MATH : cand[i].math;
             CHECK_CUDNN(cudnnSetConvolutionMathType(c->cd, math));
             if (conv_workspace(c, dir, cand[i].algo, &ws) != CUDNN_STATUS_SUCCESS) continue;
             if (ws > CONV_WORKSPACE_CAP) continue;
-            chosen = i;
+            e->algo[e->n] = cand[i].algo;
+            e->math[e->n] = (int)math;
+            e->workspace[e->n] = ws;
+            e->n++;
         }
-        if (chosen >= 0 && pass == 1)
-            fprintf(stderr, "dawnrun: cuDNN has no FMA-only %s algorithm for conv (%d, %d, %d, %d) "
-                            "k %d stride %d: using math type %d (may round through TF32)\n",
-                    dir_names[dir], key[0], key[1], key[2], key[3], key[5], key[6], (int)math);
+        tf32 = pass == 1 && e->n > 0;
     }
-    if (chosen < 0)
-        FAIL(DR_ERR_DEVICE,
-             "cuDNN offers no usable %s algorithm for conv input (%d, %d, %d, %d), %d outputs, "
-             "k %d, stride %d, pad %d (%d candidates)",
-             dir_names[dir], key[0], key[1], key[2], key[3], key[4], key[5], key[6], key[7], n);
-    if (c->n_algos == c->cap_algos) {
-        int cap = c->cap_algos ? 2 * c->cap_algos : 32;
-        struct cuda_conv_algo *grown =
-            (struct cuda_conv_algo *)realloc(c->algos, sizeof(*grown) * (size_t)cap);
-        CHECK_ALLOC(grown, "the convolution algorithm cache");
-        c->algos = grown;
-        c->cap_algos = cap;
+    if (tf32)
+        fprintf(stderr, "dawnrun: cuDNN has no FMA-only %s algorithm for %s: using what it offers "
+                        "(may round through TF32)\n", dir_names[dir], shape);
+    if (*io->beta != 0.0f) TRY(cuda_scratch(c, SLOT_TRIAL, io->out_bytes, &out));
+    for (int i = 0; i < e->n;) {
+        cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
+        double t0 = 0.0;
+        CHECK_CUDA(cudaStreamSynchronize(c->stream));
+        t0 = conv_now();
+        TRY(conv_call(c, dir, e, i, io, out, &zero, &st));
+        CHECK_CUDA(cudaStreamSynchronize(c->stream));
+        secs[i] = conv_now() - t0;
+        if (st == CUDNN_STATUS_SUCCESS) {
+            i++;
+            continue;
+        }
+        fprintf(stderr, "dawnrun: cuDNN %s algorithm %d failed on %s: %s; trying the next\n",
+                dir_names[dir], e->algo[i], shape, cudnnGetErrorString(st));
+        e->n--;
+        memmove(e->algo + i, e->algo + i + 1, sizeof(e->algo[0]) * (size_t)(e->n - i));
+        memmove(e->math + i, e->math + i + 1, sizeof(e->math[0]) * (size_t)(e->n - i));
+        memmove(e->workspace + i, e->workspace + i + 1,
+                sizeof(e->workspace[0]) * (size_t)(e->n - i));
     }
-    memcpy(out->key, key, sizeof(out->key));
-    out->algo = cand[chosen].algo;
-    out->math = (int)math;
-    out->workspace = ws;
-    c->algos[c->n_algos++] = *out;
+    /* fastest first (insertion sort of at most CONV_MAX_ALGOS) */
+    for (int i = 1; i < e->n; i++)
+        for (int j = i; j > 0 && secs[j] < secs[j - 1]; j--) {
+            double ts = secs[j];
+            int ta = e->algo[j], tm = e->math[j];
+            size_t tw = e->workspace[j];
+            secs[j] = secs[j - 1], e->algo[j] = e->algo[j - 1], e->math[j] = e->math[j - 1];
+            e->workspace[j] = e->workspace[j - 1];
+            secs[j - 1] = ts, e->algo[j - 1] = ta, e->math[j - 1] = tm, e->workspace[j - 1] = tw;
+        }
+cleanup:
+    return rc;
+}
+
+/* Runs the convolution of the current descriptors (key) in direction dir on io, with the
+ * cached algorithms, choosing them on first use (conv_choose); a cached algorithm that
+ * fails is dropped for the next. Fails with DR_ERR_DEVICE, naming direction, shape, data
+ * type and layout, when no algorithm works. */
+static int conv_run(struct cuda_ctx *c, const int key[10], int dir, const struct conv_io *io)
+{
+    int rc = DR_OK;
+    struct cuda_conv_algo *e = NULL;
+    char shape[256];
+    for (int i = 0; i < c->n_algos && !e; i++)
+        if (!memcmp(c->algos[i].key, key, sizeof(c->algos[i].key))) e = &c->algos[i];
+    if (!e) {
+        if (c->n_algos == c->cap_algos) {
+            int cap = c->cap_algos ? 2 * c->cap_algos : 32;
+            struct cuda_conv_algo *grown =
+                (struct cuda_conv_algo *)realloc(c->algos, sizeof(*grown) * (size_t)cap);
+            CHECK_ALLOC(grown, "the convolution algorithm cache");
+            c->algos = grown;
+            c->cap_algos = cap;
+        }
+        e = &c->algos[c->n_algos];
+        memset(e, 0, sizeof(*e));
+        memcpy(e->key, key, sizeof(e->key));
+        TRY(conv_choose(c, dir, io, e));
+        c->n_algos++;   /* cached even when empty: the shape fails at once next time */
+    }
+    while (e->n > 0) {
+        cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
+        TRY(conv_call(c, dir, e, 0, io, io->out, io->beta, &st));
+        if (st == CUDNN_STATUS_SUCCESS) goto cleanup;
+        conv_shape_text(shape, sizeof(shape), key);
+        fprintf(stderr, "dawnrun: cuDNN %s algorithm %d failed on %s: %s; trying the next\n",
+                dir_names[dir], e->algo[0], shape, cudnnGetErrorString(st));
+        e->n--;
+        memmove(e->algo, e->algo + 1, sizeof(e->algo[0]) * (size_t)e->n);
+        memmove(e->math, e->math + 1, sizeof(e->math[0]) * (size_t)e->n);
+        memmove(e->workspace, e->workspace + 1, sizeof(e->workspace[0]) * (size_t)e->n);
+    }
+    conv_shape_text(shape, sizeof(shape), key);
+    FAIL(DR_ERR_DEVICE, "cuDNN: no %s convolution algorithm works for %s", dir_names[dir],
+         shape);
 cleanup:
     return rc;
 }
@@ -200,20 +317,16 @@ int cuda_conv_forward(void *ctx, struct tensor *y, const struct tensor *x, const
     int rc = DR_OK;
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
     int ho = 0, wo = 0, key[10];
-    struct cuda_conv_algo algo;
-    void *ws = NULL;
-    const float one = 1.0f, zero = 0.0f;
+    const float zero = 0.0f;
+    struct conv_io io;
     TRY(conv_check(y, x, w, b, a, &ho, &wo));
     if (x->n == 0) goto cleanup;
     TRY(cuda_enter(c));
     TRY(conv_describe(c, x, w->n, a, ho, wo));
     conv_key(key, x, w->n, a, DIR_FWD, c->dt);
-    TRY(conv_algo(c, key, DIR_FWD, &algo));
-    TRY(cuda_scratch(c, SLOT_CUDNN, algo.workspace, &ws));
-    CHECK_CUDNN(cudnnConvolutionForward(c->cudnn, &one, c->td_x, x->data, c->fd_w,
-                                        cuda_param_copy(c, w), c->cd,
-                                        (cudnnConvolutionFwdAlgo_t)algo.algo, ws, algo.workspace,
-                                        &zero, c->td_y, y->data));
+    io = {x->data, cuda_param_copy(c, w), NULL, y->data, tensor_count(y) * cuda_dt_size(c->dt),
+          &zero};
+    TRY(conv_run(c, key, DIR_FWD, &io));
     if (b && b->data)
         TRY(cuda_add_bias(c, y->data, (const float *)b->data, (long)y->n * ho * wo, y->c));
 cleanup:
@@ -227,9 +340,9 @@ int cuda_conv_backward(void *ctx, struct tensor *dx, struct tensor *dw, struct t
     int rc = DR_OK;
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
     int ho = 0, wo = 0, key[10];
-    struct cuda_conv_algo algo;
-    void *ws = NULL, *target = NULL;
+    void *target = NULL;
     const float one = 1.0f, zero = 0.0f;
+    struct conv_io io;
     const int want_dx = dx && dx->data, want_dw = dw && dw->data;
     TRY(conv_check(dy, x, w, db, a, &ho, &wo));
     EXPECT(!want_dx || cuda_same_shape(dx, x), "conv backward: dx (%d, %d, %d, %d) unlike x",
@@ -246,25 +359,18 @@ int cuda_conv_backward(void *ctx, struct tensor *dx, struct tensor *dw, struct t
     TRY(conv_describe(c, x, w->n, a, ho, wo));
     if (want_dx) {
         conv_key(key, x, w->n, a, DIR_BWD_DATA, c->dt);
-        TRY(conv_algo(c, key, DIR_BWD_DATA, &algo));
-        TRY(cuda_scratch(c, SLOT_CUDNN, algo.workspace, &ws));
-        CHECK_CUDNN(cudnnConvolutionBackwardData(
-            c->cudnn, &one, c->fd_w, cuda_param_copy(c, w), c->td_y, dy->data, c->cd,
-            (cudnnConvolutionBwdDataAlgo_t)algo.algo, ws, algo.workspace,
-            accumulate ? &one : &zero, c->td_x, dx->data));
+        io = {NULL, cuda_param_copy(c, w), dy->data, dx->data,
+              tensor_count(dx) * cuda_dt_size(c->dt), accumulate ? &one : &zero};
+        TRY(conv_run(c, key, DIR_BWD_DATA, &io));
     }
     if (want_dw) {
         conv_key(key, x, w->n, a, DIR_BWD_FILTER, c->dt);
-        TRY(conv_algo(c, key, DIR_BWD_FILTER, &algo));
-        TRY(cuda_scratch(c, SLOT_CUDNN, algo.workspace, &ws));
         if (c->dt == CUDA_F32)
             target = dw->data;
         else
             TRY(cuda_scratch(c, SLOT_DW, tensor_count(dw) * cuda_dt_size(c->dt), &target));
-        CHECK_CUDNN(cudnnConvolutionBackwardFilter(
-            c->cudnn, &one, c->td_x, x->data, c->td_y, dy->data, c->cd,
-            (cudnnConvolutionBwdFilterAlgo_t)algo.algo, ws, algo.workspace, &zero, c->fd_w,
-            target));
+        io = {x->data, NULL, dy->data, target, tensor_count(dw) * cuda_dt_size(c->dt), &zero};
+        TRY(conv_run(c, key, DIR_BWD_FILTER, &io));
         if (target != dw->data) TRY(cuda_to_fp32(c, (float *)dw->data, target, tensor_count(dw)));
     }
     if (db && db->data)

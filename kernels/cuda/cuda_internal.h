@@ -35,6 +35,7 @@ enum cuda_slot {
     SLOT_DW,       /* half-precision weight gradient before its fp32 conversion */
     SLOT_REDUCE,   /* per-channel partial sums and coefficients (batch norm, biases) */
     SLOT_INDEX,    /* max-pool argmax positions */
+    SLOT_TRIAL,    /* a convolution's output while its algorithms are tried (accumulating) */
     SLOT_COUNT
 };
 
@@ -51,12 +52,16 @@ struct cuda_scratch {
     size_t bytes;
 };
 
-/* One cached convolution algorithm choice. */
+#define CUDA_CONV_MAX_ALGOS 16
+
+/* One cached convolution algorithm choice: the candidates that ran, fastest first; the
+ * first is used, and one that fails later is dropped for the next. */
 struct cuda_conv_algo {
-    int key[10];          /* n, c, h, w, co, k, stride, pad, direction, dtype */
-    int algo;             /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
-    int math;             /* cudnnMathType_t */
-    size_t workspace;
+    int key[10];                           /* n, c, h, w, co, k, stride, pad, direction, dtype */
+    int n;                                 /* candidates left */
+    int algo[CUDA_CONV_MAX_ALGOS];         /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
+    int math[CUDA_CONV_MAX_ALGOS];         /* cudnnMathType_t */
+    size_t workspace[CUDA_CONV_MAX_ALGOS];
 };
 
 struct cuda_ctx {
@@ -75,7 +80,6 @@ struct cuda_ctx {
     int *flags_dev;                 /* the same memory as kernels address it */
     struct cuda_conv_algo *algos;   /* cache, grown by doubling */
     int n_algos, cap_algos;
-    int find_algos;                 /* 1: benchmark with cudnnFind*, 0: heuristics */
     char name[512];
 };
 

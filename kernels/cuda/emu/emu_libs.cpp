@@ -3,8 +3,15 @@
  * would silently compute the wrong thing: descriptors that do not describe one NHWC
  * convolution, mixed data types, a workspace smaller than the size reported, leading
  * dimensions too small for the operand. Output is read only when beta is not zero, as in
- * the libraries. The algorithm queries offer one unsupported candidate before the usable
- * one, so that the engine's selection loop is exercised. */
+ * the libraries. The algorithm queries offer one unsupported candidate, then three usable
+ * ones (0, 2, 3, all the same reference loop), so that the engine's selection loop is
+ * exercised. DAWNRUN_EMU_CUDNN_REFUSE makes chosen executions fail as real cuDNN kernels
+ * sometimes do for configurations its heuristics listed: rules separated by ';', each a
+ * ','-separated list of conditions dir=fwd|bwd_data|bwd_filter, algo=N, c=N (input
+ * channels), k=N (filter size), type=float|half|bfloat16; an execution matching every
+ * condition of one rule returns CUDNN_STATUS_NOT_SUPPORTED. For example
+ * "algo=0,c=3,type=half" refuses algorithm 0 for 3-channel half inputs, and
+ * "dir=bwd_filter,c=3,k=2" every backward-filter algorithm of the 2x2 whitening shape. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +56,10 @@ struct emu_conv_desc {
 
 const char *cudnnGetErrorString(cudnnStatus_t s)
 {
-    return s == CUDNN_STATUS_SUCCESS ? "CUDNN_STATUS_SUCCESS" : "emulated cuDNN error";
+    return s == CUDNN_STATUS_SUCCESS         ? "CUDNN_STATUS_SUCCESS"
+           : s == CUDNN_STATUS_NOT_SUPPORTED ? "CUDNN_STATUS_NOT_SUPPORTED"
+           : s == CUDNN_STATUS_BAD_PARAM     ? "CUDNN_STATUS_BAD_PARAM"
+                                             : "emulated cuDNN error";
 }
 
 size_t cudnnGetVersion(void)
@@ -140,19 +150,60 @@ static cudnnStatus_t emu_consistent(cudnnTD x, cudnnFD w, cudnnCD c, cudnnTD y)
     return CUDNN_STATUS_BAD_PARAM;
 }
 
-/* Candidate 1 (unsupported) then candidate 0, with the descriptor's math type. */
+/* Candidate 1 (unsupported), then candidates 0, 2, 3, with the descriptor's math type. */
 template <typename P>
 static cudnnStatus_t emu_candidates(cudnnCD c, int requested, int *returned, P *perf)
 {
-    if (requested < 2) return CUDNN_STATUS_BAD_PARAM;
-    memset(perf, 0, 2 * sizeof(*perf));
-    perf[0].algo = 1;
-    perf[0].status = CUDNN_STATUS_NOT_SUPPORTED;
-    perf[1].algo = 0;
-    perf[1].status = CUDNN_STATUS_SUCCESS;
-    perf[1].mathType = (cudnnMathType_t)c->math;
-    *returned = 2;
+    static const int algos[4] = {1, 0, 2, 3};
+    if (requested < 4) return CUDNN_STATUS_BAD_PARAM;
+    memset(perf, 0, 4 * sizeof(*perf));
+    for (int i = 0; i < 4; i++) {
+        perf[i].algo = (decltype(perf[i].algo))algos[i];
+        perf[i].status = algos[i] == 1 ? CUDNN_STATUS_NOT_SUPPORTED : CUDNN_STATUS_SUCCESS;
+        perf[i].mathType = (cudnnMathType_t)c->math;
+    }
+    *returned = 4;
     return CUDNN_STATUS_SUCCESS;
+}
+
+/* 1 when the execution (dir 0 fwd, 1 bwd_data, 2 bwd_filter) of algo on input x and
+ * filter w matches a rule of DAWNRUN_EMU_CUDNN_REFUSE (see the top of this file). */
+static int emu_refused(int dir, int algo, cudnnTD x, cudnnFD w)
+{
+    static const char *const dirs[3] = {"fwd", "bwd_data", "bwd_filter"};
+    const char *types[3] = {"float", "half", "bfloat16"};
+    const int tcode = x->dt == CUDNN_DATA_FLOAT ? 0 : x->dt == CUDNN_DATA_HALF ? 1 : 2;
+    const char *env = getenv("DAWNRUN_EMU_CUDNN_REFUSE");
+    char rules[1024];
+    char *save_rule = NULL;
+    if (!env || !*env) return 0;
+    snprintf(rules, sizeof(rules), "%s", env);
+    for (char *rule = strtok_r(rules, ";", &save_rule); rule;
+         rule = strtok_r(NULL, ";", &save_rule)) {
+        int match = 1;
+        char *save_cond = NULL;
+        for (char *cond = strtok_r(rule, ",", &save_cond); cond;
+             cond = strtok_r(NULL, ",", &save_cond)) {
+            char *eq = strchr(cond, '=');
+            if (!eq) {
+                fprintf(stderr, "emu cuDNN: DAWNRUN_EMU_CUDNN_REFUSE: '%s' is not key=value\n", cond);
+                abort();
+            }
+            *eq = 0;
+            const char *k = cond, *v = eq + 1;
+            if (!strcmp(k, "dir")) match &= !strcmp(v, dirs[dir]);
+            else if (!strcmp(k, "algo")) match &= atoi(v) == algo;
+            else if (!strcmp(k, "c")) match &= atoi(v) == x->c;
+            else if (!strcmp(k, "k")) match &= atoi(v) == w->r;
+            else if (!strcmp(k, "type")) match &= !strcmp(v, types[tcode]);
+            else {
+                fprintf(stderr, "emu cuDNN: DAWNRUN_EMU_CUDNN_REFUSE: unknown key '%s'\n", k);
+                abort();
+            }
+        }
+        if (match) return 1;
+    }
+    return 0;
 }
 
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t, cudnnTD x, cudnnFD w,
@@ -217,7 +268,7 @@ cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t, cudnnTD x, 
                                                       cudnnConvolutionFwdAlgo_t a, size_t *s)
 {
     *s = emu_ws(0);
-    return a == 0 ? emu_consistent(x, w, c, y) : CUDNN_STATUS_NOT_SUPPORTED;
+    return a != 1 && a <= 3 ? emu_consistent(x, w, c, y) : CUDNN_STATUS_NOT_SUPPORTED;
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t, cudnnFD w, cudnnTD dy,
@@ -226,7 +277,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t, cudnnF
                                                            size_t *s)
 {
     *s = emu_ws(1);
-    return a == 0 ? emu_consistent(dx, w, c, dy) : CUDNN_STATUS_NOT_SUPPORTED;
+    return a != 1 && a <= 3 ? emu_consistent(dx, w, c, dy) : CUDNN_STATUS_NOT_SUPPORTED;
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t, cudnnTD x,
@@ -235,7 +286,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t, cudn
                                                              size_t *s)
 {
     *s = emu_ws(2);
-    return a == 0 ? emu_consistent(x, dw, c, dy) : CUDNN_STATUS_NOT_SUPPORTED;
+    return a != 1 && a <= 3 ? emu_consistent(x, dw, c, dy) : CUDNN_STATUS_NOT_SUPPORTED;
 }
 
 /* dir 0: y = alpha conv(x, w) + beta y; 1: dx = alpha conv^T(dy, w) + beta dx;
@@ -290,7 +341,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t, const void *alpha, cudnnTD 
                                       cudnnConvolutionFwdAlgo_t algo, void *ws, size_t ws_bytes,
                                       const void *beta, cudnnTD yd, void *y)
 {
-    if (algo != 0) return CUDNN_STATUS_NOT_SUPPORTED;
+    if (algo == 1 || algo > 3 || emu_refused(0, algo, xd, wd)) return CUDNN_STATUS_NOT_SUPPORTED;
     return emu_conv(0, xd, wd, cd, yd, x, w, NULL, y, alpha, beta, ws, ws_bytes);
 }
 
@@ -300,7 +351,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t, const void *alpha, cud
                                            size_t ws_bytes, const void *beta, cudnnTD dxd,
                                            void *dx)
 {
-    if (algo != 0) return CUDNN_STATUS_NOT_SUPPORTED;
+    if (algo == 1 || algo > 3 || emu_refused(1, algo, dxd, wd)) return CUDNN_STATUS_NOT_SUPPORTED;
     return emu_conv(1, dxd, wd, cd, dyd, NULL, w, dy, dx, alpha, beta, ws, ws_bytes);
 }
 
@@ -310,7 +361,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t, const void *alpha, c
                                              void *ws, size_t ws_bytes, const void *beta,
                                              cudnnFD dwd, void *dw)
 {
-    if (algo != 0) return CUDNN_STATUS_NOT_SUPPORTED;
+    if (algo == 1 || algo > 3 || emu_refused(2, algo, xd, dwd)) return CUDNN_STATUS_NOT_SUPPORTED;
     return emu_conv(2, xd, dwd, cd, dyd, x, NULL, dy, dw, alpha, beta, ws, ws_bytes);
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs `dawnrun selfcheck` with the CUDA engine compiled for the host, on a machine without
-# a GPU: the engine's .cu files, with their kernel launches rewritten (rewrite_launches.py),
+# Runs `dawnrun selfcheck` (or, with --build, builds the whole dawnrun) with the CUDA engine
+# compiled for the host, on a machine without a GPU: the engine's .cu files, with their kernel launches rewritten (rewrite_launches.py),
 # run on the CPU (emu_runtime.cpp: a block scheduler on coroutines, device memory = host
 # memory, fresh allocations filled with NaN), and cuDNN's convolutions and cublasGemmEx are
 # naive reference loops that check their descriptors, workspace and leading dimensions
@@ -12,13 +12,18 @@
 # concurrency between GPU threads, or speed. About 2-3 minutes per precision on 2 cores.
 #
 #   kernels/cuda/emu/run.sh BUILD_DIR [selfcheck flags, e.g. --precision fp16]
+#   kernels/cuda/emu/run.sh --build BUILD_DIR    only builds; prints the emulated dawnrun's
+#                                                path (every command: bench, run, report...)
 # BUILD_DIR is any CMake build of dawnrun (its libdawnrun_core.a is linked in); the
-# emulation is built in BUILD_DIR/cuda-emu. Needs the CUDA headers (CUDA_HOME, default
-# /usr/local/cuda), g++ and python3.
+# emulation is built in BUILD_DIR/cuda-emu, recompiling only what changed, one build at a
+# time (a lock). DAWNRUN_EMU_CUDNN_REFUSE makes chosen cuDNN executions fail (emu_libs.cpp).
+# Needs the CUDA headers (CUDA_HOME, default /usr/local/cuda), g++ and python3.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../../.." && pwd)"
-[ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR [selfcheck flags]" >&2; exit 2; }
+BUILD_ONLY=0
+if [ "${1:-}" = "--build" ]; then BUILD_ONLY=1; shift; fi
+[ $# -ge 1 ] || { echo "usage: $0 [--build] BUILD_DIR [selfcheck flags]" >&2; exit 2; }
 for tool in python3 g++; do
     command -v "$tool" >/dev/null || { echo "$tool not found: the emulated selfcheck is skipped"; exit 77; }
 done
@@ -37,22 +42,55 @@ CXXFLAGS=(-std=c++17 -g -O1 -ffp-contract=off "${SAN[@]}" -include "$HERE/emu.h"
           -Wall -Wextra -Wno-unused-parameter)
 CFLAGS=(-std=c11 -g -O1 -D_POSIX_C_SOURCE=200809L -I"$ROOT" -I"$ROOT/runner" -Wall -Wextra)
 
-sources=()
+# the version and source revision the CMake build recorded (the scheduler stores them)
+FLAGS="$BUILD/CMakeFiles/dawnrun.dir/flags.make"
+ver="$(sed -n 's/.*-DDAWNRUN_VERSION=\\"\([^\\]*\)\\".*/\1/p' "$FLAGS" 2>/dev/null || true)"
+rev="$(sed -n 's/.*-DDAWNRUN_GIT_REV=\\"\([^\\]*\)\\".*/\1/p' "$FLAGS" 2>/dev/null || true)"
+CFLAGS+=("-DDAWNRUN_VERSION=\"${ver:-unknown}\"" "-DDAWNRUN_GIT_REV=\"${rev:-unknown}-emu\"")
+exec 9>"$WORK/.lock"
+flock 9
+# an object is rebuilt when it is older than its source or than any header it may include
+newest_header="$(find "$ROOT/kernels" "$ROOT/engine" "$ROOT/runner" "$ROOT/results" "$HERE" \
+                 -name '*.h' -newer "$WORK/.built" 2>/dev/null | head -1 || true)"
+[ -f "$WORK/.built" ] || newest_header=all
+stale() {   # stale SOURCE OBJECT: 0 when OBJECT must be rebuilt
+    [ -n "$newest_header" ] || [ ! -f "$2" ] || [ "$1" -nt "$2" ]
+}
+pids=()
+compile() {   # compile LANG SOURCE OBJECT, in the background when stale
+    local lang="$1" src="$2" obj="$3"
+    stale "$src" "$obj" || return 0
+    if [ "$lang" = c++ ]; then g++ "${CXXFLAGS[@]}" -c "$src" -o "$obj" &
+    else gcc "${CFLAGS[@]}" -c "$src" -o "$obj" &
+    fi
+    pids+=($!)
+}
 for f in "$ROOT"/kernels/cuda/*.cu; do
     out="$WORK/src/$(basename "$f" .cu).cpp"
-    python3 "$HERE/rewrite_launches.py" "$f" >"$out"
-    sources+=("$out")
+    if stale "$f" "$out" || stale "$HERE/rewrite_launches.py" "$out"; then
+        python3 "$HERE/rewrite_launches.py" "$f" >"$out.tmp" && mv "$out.tmp" "$out"
+    fi
+    compile c++ "$out" "$WORK/obj/$(basename "$f" .cu).o"
 done
-sources+=("$HERE/emu_runtime.cpp" "$HERE/emu_libs.cpp")
-pids=()
-for src in "${sources[@]}"; do
-    g++ "${CXXFLAGS[@]}" -c "$src" -o "$WORK/obj/$(basename "$src" .cpp).o" &
-    pids+=($!)
+for f in "$HERE/emu_runtime.cpp" "$HERE/emu_libs.cpp"; do
+    compile c++ "$f" "$WORK/obj/$(basename "$f" .cpp).o"
 done
-for p in "${pids[@]}"; do wait "$p"; done
-gcc "${CFLAGS[@]}" -c "$ROOT/runner/cli.c" -o "$WORK/obj/cli.o"
-gcc "${CFLAGS[@]}" -c "$ROOT/runner/cmd_selfcheck.c" -o "$WORK/obj/cmd_selfcheck.o"
-gcc "${CFLAGS[@]}" -c "$HERE/main.c" -o "$WORK/obj/main.o"
-g++ "${SAN[@]}" -fopenmp "$WORK"/obj/*.o "$CORE" -o "$WORK/selfcheck" -ldnnl -lconfig -lsqlite3 -lm
-echo "built $WORK/selfcheck; running it" >&2
-ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}" exec "$WORK/selfcheck" "$@"
+for f in "$ROOT"/runner/*.c; do
+    compile c "$f" "$WORK/obj/runner_$(basename "$f" .c).o"
+done
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+[ "$failed" = 0 ] || { echo "emulated build failed" >&2; exit 2; }
+if [ ! -x "$WORK/dawnrun" ] || [ "${#pids[@]}" -gt 0 ] || [ "$CORE" -nt "$WORK/dawnrun" ]; then
+    rm -f "$WORK"/obj/main.o "$WORK"/obj/cli.o "$WORK"/obj/cmd_selfcheck.o   # older layout
+    g++ "${SAN[@]}" -fopenmp "$WORK"/obj/*.o "$CORE" -o "$WORK/dawnrun" -ldnnl -lconfig \
+        -lsqlite3 -lm -lpthread
+fi
+touch "$WORK/.built"
+flock -u 9
+if [ "$BUILD_ONLY" = 1 ]; then
+    echo "$WORK/dawnrun"
+    exit 0
+fi
+echo "built $WORK/dawnrun; running its selfcheck" >&2
+ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}" exec "$WORK/dawnrun" selfcheck "$@"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The convolution algorithm choice under the emulated CUDA engine (kernels/cuda/emu): cuDNN
+# refuses chosen executions (DAWNRUN_EMU_CUDNN_REFUSE), as real kernels sometimes do for
+# configurations the heuristics listed.
+#   tests/cuda_emu_conv_algos.sh BUILD_DIR fallthrough   algorithm 0 refused for 3-channel
+#       half inputs: the engine falls through to the next candidate and the convolution
+#       checks pass
+#   tests/cuda_emu_conv_algos.sh BUILD_DIR none          every backward-filter algorithm of
+#       the 2x2 whitening shape refused: one message names direction, shape, type, layout
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="$1"
+MODE="$2"
+DR="$("$ROOT/kernels/cuda/emu/run.sh" --build "$BUILD")" || exit $?
+LOG="$(mktemp)"
+trap 'rm -f "$LOG"' EXIT
+export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
+fail() { echo "FAIL: $*"; cat "$LOG"; exit 1; }
+case "$MODE" in
+fallthrough)
+    DAWNRUN_EMU_CUDNN_REFUSE="algo=0,c=3,type=half" \
+        "$DR" selfcheck --precision fp16 --only conv >"$LOG" 2>&1
+    rc=$?
+    [ "$rc" = 0 ] || fail "selfcheck exit $rc, expected 0"
+    grep -q "cuDNN forward algorithm 0 failed on input (n 8, c 3, h 32, w 32) -> 64 outputs.*half (fp16).*trying the next" "$LOG" ||
+        fail "no note of the refused forward algorithm 0"
+    grep -q "cuDNN backward filter algorithm 0 failed on input (n 8, c 3, h 32, w 32)" "$LOG" ||
+        fail "no note of the refused backward-filter algorithm 0"
+    grep -q "== precision fp16: 14 checks, 0 failed" "$LOG" || fail "not every conv check passed"
+    ;;
+none)
+    DAWNRUN_EMU_CUDNN_REFUSE="dir=bwd_filter,c=3,k=2,type=half" \
+        "$DR" selfcheck --precision fp16 --only conv >"$LOG" 2>&1
+    rc=$?
+    [ "$rc" = 1 ] || fail "selfcheck exit $rc, expected 1"
+    grep -q "cuDNN: no backward filter convolution algorithm works for input (n 8, c 3, h 32, w 32) -> 24 outputs, k 2, stride 1, pad 0, data type half (fp16), layout NHWC (filters KRSC)" "$LOG" ||
+        fail "no message naming the shape"
+    [ "$(grep -c "no backward filter convolution algorithm works" "$LOG")" = 1 ] ||
+        fail "the message is not said once"
+    grep -q "conv_backward      3->24 32x32 k2.*FAIL" "$LOG" || fail "the failing check is not named"
+    grep -q "conv_backward      3->64 32x32 k3.* ok" "$LOG" || fail "other shapes were affected"
+    ;;
+*) echo "usage: $0 BUILD_DIR fallthrough|none" >&2; exit 2 ;;
+esac
+echo "ok: $MODE"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/experiment.h"
 #include "engine/status.h"
 
 static volatile sig_atomic_t stop_signal;
@@ -171,17 +172,32 @@ int cli_parse(struct cli_common *c, int argc, char **argv, const char *usage,
     return 0;
 }
 
+/* The CPU engine computes in fp32 only: a half-precision experiment is refused there
+ * rather than trained in fp32 under a config that says otherwise. */
+static int cpu_backend(const struct cli_common *c, int precision, struct backend *be)
+{
+    if (precision != PRECISION_FP32) {
+        fprintf(stderr,
+                "dawnrun: train.precision = \"%s\": the cpu engine computes in fp32 only; "
+                "use --engine cuda, or --set train.precision='\"fp32\"' (another "
+                "experiment)\n",
+                precision == PRECISION_FP16 ? "fp16" : "bf16");
+        return DR_ERR_CONFIG;
+    }
+    return backend_cpu_create(be, c->threads);
+}
+
 int cli_backend(const struct cli_common *c, int precision, struct backend *be)
 {
     const char *engine = c->engine ? c->engine : "auto";
     memset(be, 0, sizeof(*be));
-    if (!strcmp(engine, "cpu")) return backend_cpu_create(be, c->threads);
+    if (!strcmp(engine, "cpu")) return cpu_backend(c, precision, be);
     if (!strcmp(engine, "cuda")) return backend_cuda_create(be, c->device, precision);
     char why[256];
     if (backend_cuda_probe(c->device, why, sizeof(why)) == DR_OK)
         return backend_cuda_create(be, c->device, precision);
     fprintf(stderr, "dawnrun: engine auto: using the CPU engine (%s)\n", why);
-    return backend_cpu_create(be, c->threads);
+    return cpu_backend(c, precision, be);
 }
 
 void table_print_header(FILE *f)

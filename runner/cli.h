@@ -57,7 +57,8 @@ int cli_parse(struct cli_common *c, int argc, char **argv, const char *usage,
 long cli_parse_long(const char *flag, const char *value, long min, long max);
 
 /* Creates the backend named by c->engine ("auto": CUDA if a device works, else CPU);
- * precision is the experiment's train.precision (the CPU engine computes in fp32). */
+ * precision is the experiment's train.precision; the CPU engine computes in fp32 only and
+ * refuses another precision (DR_ERR_CONFIG, with a message) rather than ignore it. */
 int cli_backend(const struct cli_common *c, int precision, struct backend *be);
 
 /* SIGINT and SIGTERM are kept blocked and let in only where cli_stop_requested polls

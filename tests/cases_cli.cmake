@@ -16,6 +16,8 @@ dawnrun_cli_test(train_bad_seed 2 "--seed: expected an integer" ${DR} train ${CF
 dawnrun_cli_test(train_bad_engine 2 "--engine: expected cpu, cuda or auto" ${DR} train ${CFG}/demo.cfg --engine gpu)
 dawnrun_cli_test(set_without_equals 2 "--set needs key.path=value" ${DR} validate ${CFG}/demo.cfg --set train.epochs)
 dawnrun_cli_test(missing_config 3 "no-such.cfg" ${DR} validate no-such.cfg)
+dawnrun_cli_test(cpu_half_precision 3 "train.precision = \"fp16\": the cpu engine computes in fp32 only" ${DR} train ${CFG}/demo.cfg --engine cpu --set train.precision="fp16")
+dawnrun_cli_test(auto_cpu_half_precision 3 "train.precision = \"bf16\": the cpu engine computes in fp32 only" ${DR} train ${CFG}/demo.cfg --engine auto --set train.precision="bf16")
 dawnrun_cli_test(help 0 "exit codes" ${DR} help)
 dawnrun_cli_test(version 0 "^dawnrun [0-9]" ${DR} version)
 dawnrun_cli_test(validate_resnet9 0 "trainable parameters +6,573,120" ${DR} validate ${CFG}/resnet9-24ep.cfg)

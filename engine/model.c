@@ -234,6 +234,10 @@ int model_init_whiten(struct model *m, const struct dataset *train)
         if (count < 1)
             FAIL(DR_ERR_CONFIG, "layer '%s': no training images to compute the whitening from",
                  ls->name);
+        if (count < ls->whiten_images)
+            dr_eprintf("dawnrun: note: layer '%s' computes its whitening from the %d training "
+                       "images there are (images = %d)\n",
+                       ls->name, count, ls->whiten_images);
         host = dr_malloc(tensor_count(&m->p[k]) * sizeof(float));
         CHECK_ALLOC(host, "the whitening filters");
         TRY(whiten_filters(host, train->images, count, ls->k, ls->eps, ls->negate));

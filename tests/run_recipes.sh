@@ -30,6 +30,8 @@ cat "$TMP/air.out"
 expect_eq "$rc" 0 "exit code of the airbench recipe"
 # 1.9 epochs of 16 steps: 30 steps, the second epoch is 14 of them
 expect_grep '^ +2 +0\.[0-9]+ ' "$TMP/air.out" "second (partial) epoch row of airbench"
+expect_grep "^dawnrun: note: layer 'whiten' computes its whitening from the 2048 training images there are \\(images = 5000\\)" \
+    "$TMP/air.out" "the run says that the whitening uses fewer images than configured"
 
 expect_eq "$(q "$db" "SELECT count(*), sum(status = 'done') FROM runs")" "2|2" "both runs done"
 expect_eq "$(q "$db" "SELECT count(*) FROM runs WHERE final_test_acc > 0.2")" "2" \

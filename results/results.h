@@ -219,12 +219,6 @@ struct results_epoch {
 int results_epoch_record(struct results *db, const struct results_lease *lease,
                          const struct results_epoch *ep);
 
-/* Deletes the run's epochs numbered >= first_epoch (fenced as above): a resumed attempt
- * calls it with the epoch it resumes at, so rows its predecessor wrote after its last
- * checkpoint do not linger. */
-int results_epochs_discard_from(struct results *db, const struct results_lease *lease,
-                                int first_epoch);
-
 /* A claimed attempt's start point, in one fenced transaction: it resumes after `epoch`
  * epochs (0: from scratch) from a checkpoint holding them, so the epochs numbered above
  * it are discarded and runs.checkpoint_epoch is set to it. When the point is below the

@@ -87,27 +87,6 @@ cleanup:
     return rc;
 }
 
-int results_epochs_discard_from(struct results *db, const struct results_lease *lease,
-                                int first_epoch)
-{
-    int rc = DR_OK;
-    sqlite3_stmt *st = NULL;
-
-    CHECK_HANDLE(db);
-    TX_BEGIN(db);
-    TRY(fence(db, lease));
-    CHECK_SQLITE(db, RESULTS_PREPARE(db, &st,
-        "DELETE FROM epochs WHERE run_id = ?1 AND epoch >= ?2"));
-    CHECK_SQLITE(db, sqlite3_bind_int64(st, 1, lease->run_id));
-    CHECK_SQLITE(db, sqlite3_bind_int(st, 2, first_epoch));
-    CHECK_SQLITE(db, sqlite3_step(st));
-    TX_COMMIT(db);
-cleanup:
-    sqlite3_finalize(st);
-    if (rc != DR_OK) results_tx_rollback(db);
-    return rc;
-}
-
 int results_run_resume_at(struct results *db, const struct results_lease *lease, int epoch)
 {
     int rc = DR_OK;

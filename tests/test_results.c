@@ -335,8 +335,8 @@ static void test_fencing(void)
     CHECK(r.error && strstr(r.error, "hostA") != NULL);
     results_run_clear(&r);
 
-    /* B resumes at epoch 2: A's epoch-2 row is discarded, epoch 1 kept */
-    CHECK(results_epochs_discard_from(db, &cur, 2) == DR_OK);
+    /* B resumes after epoch 1: A's epoch-2 row is discarded, epoch 1 kept */
+    CHECK(results_run_resume_at(db, &cur, 1) == DR_OK);
     CHECK(results_epochs_list(db, &eps, &n, cur.run_id) == DR_OK && n == 2);
     free(eps);
 
@@ -344,7 +344,7 @@ static void test_fencing(void)
     CHECK(results_heartbeat(db, &old) == DR_ERR_FENCED);
     CHECK(rec(db, &old, 2, 0.99) == DR_ERR_FENCED);
     CHECK(rec(db, &old, 1, 0.99) == DR_ERR_FENCED);
-    CHECK(results_epochs_discard_from(db, &old, 0) == DR_ERR_FENCED);
+    CHECK(results_run_resume_at(db, &old, 0) == DR_ERR_FENCED);
     CHECK(results_run_finish(db, &old, &(struct results_outcome){
               .status = RUN_DONE, .final_test_acc = 0.99, .train_time = 1, .total_time = 1,
               .target_time = 1, .target_epoch = 1}) == DR_ERR_FENCED);

@@ -80,6 +80,9 @@ static void print_network(const struct experiment *e, const struct graph *g)
            steps, e->train.batch_size, train_flops / 1e15, eval_flops / 1e15, test_count, epochs);
     if (views > 1) printf(" x %d test-time views", views);
     printf(")\n");
+    char hash[65];
+    experiment_hash(e, hash);
+    printf("experiment hash       %s\n", hash);
 }
 
 int cmd_validate(int argc, char **argv)

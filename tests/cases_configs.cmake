@@ -7,3 +7,7 @@ foreach(expected ${CONFIG_GOLDENS})
     COMMAND sh ${CMAKE_SOURCE_DIR}/tests/golden.sh $<TARGET_FILE:dawnrun>
             ${CMAKE_SOURCE_DIR}/tests/configs ${name})
 endforeach()
+
+# The experiment hash of every shipped config is pinned (tests/vectors/config-hashes.txt).
+add_test(NAME config_hashes_pinned
+         COMMAND ${CMAKE_SOURCE_DIR}/tests/config_hashes.sh $<TARGET_FILE:dawnrun> ${CMAKE_SOURCE_DIR})

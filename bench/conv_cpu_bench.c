@@ -3,7 +3,7 @@
  * (the first layer's backward pass computes no input gradient, as in training).
  * Not a test. Build from the repository root, e.g.:
  *   gcc -std=c11 -O3 -march=x86-64-v3 -fopenmp -I. bench/conv_cpu_bench.c \
- *       kernels/cpu/conv2d.c kernels/cpu/im2col.c kernels/cpu/cpu_util.c engine/status.c \
+ *       kernels/cpu/conv2d.c kernels/cpu/im2col.c kernels/cpu/cpu_util.c base/status.c \
  *       -o conv_bench -ldnnl
  * (-DCONV_TARGET_COLS=N on the same line tries another chunk size). */
 #include <omp.h>

@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "crashpoint.h"
-#include "status.h"
+#include "../base/crashpoint.h"
+#include "../base/status.h"
 
 #define CKPT_MAGIC "DAWNCKPT"
 #define CKPT_END "DRCKEND\n"

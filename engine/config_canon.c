@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "config_internal.h"
-#include "status.h"
+#include "../base/status.h"
 
 static int add_string(config_setting_t *g, const char *name, const char *value)
 {

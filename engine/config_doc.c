@@ -6,7 +6,7 @@
 
 #include "config_internal.h"
 #include "experiment.h"
-#include "status.h"
+#include "../base/status.h"
 
 /* A value as written in a config: numbers, "strings", true/false, [a, b]. */
 static void print_value(FILE *f, const config_setting_t *v, int as_float)

@@ -9,7 +9,7 @@
 
 #include "config_internal.h"
 #include "experiment.h"
-#include "status.h"
+#include "../base/status.h"
 
 #define QNAME 1024
 

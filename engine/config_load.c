@@ -12,7 +12,7 @@
 
 #include "config_internal.h"
 #include "experiment.h"
-#include "status.h"
+#include "../base/status.h"
 
 #define DEFAULT_DATA_DIR "./data/cifar-10-batches-bin"
 

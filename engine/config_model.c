@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "config_internal.h"
-#include "status.h"
+#include "../base/status.h"
 
 #define NAME_BUF 512
 #define CTX_BUF (2 * NAME_BUF + 64) /* "layer 'NAME' of block 'NAME'" */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "config_internal.h"
-#include "status.h"
+#include "../base/status.h"
 
 extern const char schema_config_schema[];
 extern const unsigned long schema_config_schema_len;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "config_internal.h"
-#include "status.h"
+#include "../base/status.h"
 
 /* 1 when [s, s + n) is a libconfig setting name: [A-Za-z*][-A-Za-z0-9_*]*. */
 static int valid_segment(const char *s, size_t n)

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "status.h"
+#include "../base/status.h"
 
 #define DATA_PATH_MAX 4096
 #define DATA_CHUNK_RECORDS 1024   /* records per fread */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "../kernels/augment.h"
+#include "../kernels/precision.h"
 #include "graph.h"
 
 #define SCHEDULE_MAX_KNOTS 32
@@ -22,7 +23,6 @@ struct schedule {
 };
 
 enum loss_reduction { LOSS_SUM, LOSS_MEAN };
-enum precision { PRECISION_FP32, PRECISION_FP16, PRECISION_BF16 };
 
 /* Weight averaging (train.average). EMA: every `every` steps avg = rho avg + (1 - rho) w
  * with rho = momentum^every, over the parameters and BN running statistics; evaluation

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "status.h"
+#include "../base/status.h"
 
 /* Writes "file:line: layer 'name': <message>" (or "layer 'name': ..." without a file, or
  * just the message without a layer) to err; returns DR_ERR_CONFIG. */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "experiment.h"
-#include "status.h"
+#include "../base/status.h"
 
 static const char *const type_names[LAYER_TYPE_COUNT] = {
     [LAYER_INPUT] = "input",       [LAYER_CONV] = "conv",         [LAYER_BN] = "bn",

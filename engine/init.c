@@ -1,8 +1,8 @@
-/* Weight initialisation (see engine/init.h and engine/rng.h): uniform from the counter-based
+/* Weight initialisation (see engine/init.h and kernels/rng.h): uniform from the counter-based
  * RNG, and the dirac (identity) start of a conv. */
 #include "init.h"
 
-#include "rng.h"
+#include "../kernels/rng.h"
 
 void init_uniform(float *w /* (count) */, size_t count, uint64_t seed, int param_ordinal,
                   float bound)

@@ -1,4 +1,4 @@
-/* Weight initialisation from the counter-based RNG (engine/rng.h, RNG_STREAM_INIT):
+/* Weight initialisation from the counter-based RNG (kernels/rng.h, RNG_STREAM_INIT):
  * the same (seed, parameter ordinal) gives the same weights on every engine. */
 #ifndef DAWNRUN_INIT_H
 #define DAWNRUN_INIT_H

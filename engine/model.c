@@ -7,9 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "alloc.h"
+#include "../base/alloc.h"
 #include "init.h"
-#include "status.h"
+#include "../base/status.h"
 #include "whiten.h"
 
 static double model_now(void)

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "backend.h"
+#include "../kernels/backend.h"
 #include "data.h"
 #include "graph.h"
 
@@ -44,7 +44,7 @@ struct model {
 int model_create(struct model *m, const struct graph *g, struct backend *be, int batch_cap);
 void model_free(struct model *m);
 
-/* PyTorch-default initialisation drawn from the counter-based RNG (engine/rng.h,
+/* PyTorch-default initialisation drawn from the counter-based RNG (kernels/rng.h,
  * RNG_STREAM_INIT, one parameter ordinal per param_desc), then the dirac start where a
  * conv asks for it; whitening filters are zero until model_init_whiten; BN running mean
  * 0, var 1; momentum buffers 0. */

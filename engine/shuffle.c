@@ -1,7 +1,7 @@
-/* Epoch permutation of the training set (see engine/rng.h, RNG_STREAM_SHUFFLE). */
+/* Epoch permutation of the training set (see kernels/rng.h, RNG_STREAM_SHUFFLE). */
 #include "shuffle.h"
 
-#include "rng.h"
+#include "../kernels/rng.h"
 
 void shuffle_epoch(int32_t *perm /* (n) */, int n, uint64_t seed, int epoch)
 {

@@ -1,5 +1,5 @@
 /* The epoch shuffle: which training rows make up each batch of an epoch, a pure
- * function of (seed, epoch) specified in engine/rng.h (RNG_STREAM_SHUFFLE). */
+ * function of (seed, epoch) specified in kernels/rng.h (RNG_STREAM_SHUFFLE). */
 #ifndef DAWNRUN_SHUFFLE_H
 #define DAWNRUN_SHUFFLE_H
 

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "shuffle.h"
-#include "status.h"
+#include "../base/status.h"
 
 static double train_now(void)
 {

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "backend.h"
+#include "../kernels/backend.h"
 #include "data.h"
 #include "experiment.h"
 #include "graph.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../kernels/augment.h"
-#include "status.h"
+#include "../base/status.h"
 
 #define WHITEN_MAX_SWEEPS 100
 #define WHITEN_TOL 1e-14        /* off-diagonal norm / Frobenius norm at convergence */

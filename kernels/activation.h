@@ -7,6 +7,18 @@
 #include <stddef.h>
 
 enum act_kind { ACT_RELU, ACT_CELU, ACT_GELU };
+#define ACT_KIND_COUNT 3 /* the number of enum act_kind values, 0 .. ACT_KIND_COUNT - 1 */
+
+/* The config name of an activation ("relu", ...). */
+static inline const char *act_kind_name(enum act_kind kind)
+{
+    switch (kind) {
+    case ACT_RELU: return "relu";
+    case ACT_CELU: return "celu";
+    case ACT_GELU: return "gelu";
+    }
+    return "?";
+}
 
 /* y = act(x). alpha is used by celu only: max(0,x) + min(0, alpha*(exp(x/alpha)-1)). */
 void activation_forward_cpu(float *y,        /* (count) */

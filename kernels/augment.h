@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "../engine/rng.h"
+#include "rng.h"
 
 #define AUGMENT_IMAGE 32   /* CIFAR-10 images are 3×32×32 */
 #define AUGMENT_CHANNELS 3
@@ -49,7 +49,7 @@ struct augment_choice {
     int cut_x, cut_y;       /* cutout origin in the 32×32 output, when cutout > 0 */
 };
 
-/* The decisions for training-set row `row` in `epoch` (see engine/rng.h). */
+/* The decisions for training-set row `row` in `epoch` (see kernels/rng.h). */
 RNG_FN struct augment_choice augment_draw(const struct augment_params *p, uint64_t seed,
                                           uint32_t epoch, uint32_t row)
 {

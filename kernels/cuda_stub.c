@@ -1,8 +1,8 @@
 /* The CUDA engine's entry points in a build without CUDA: there is never a device. */
 #include <stdio.h>
 
-#include "../engine/backend.h"
-#include "../engine/status.h"
+#include "backend.h"
+#include "../base/status.h"
 
 int backend_cuda_probe(int device, char *why, size_t whylen)
 {

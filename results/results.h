@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#include "../engine/status.h"
+#include "../base/status.h"
 
 #define RESULTS_SCHEMA_VERSION 3    /* schemas/results.sql; see docs/results.md, Versioning */
 #define RESULTS_DEFAULT_BUSY_MS 15000     /* wait this long for another writer's lock */

@@ -4,7 +4,7 @@
 
 #include <math.h>
 
-#include "../engine/crashpoint.h"
+#include "../base/crashpoint.h"
 
 /* Inside a write transaction: DR_ERR_FENCED (quietly) unless the run is still running
  * under this lease's attempt. */

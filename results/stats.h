@@ -4,7 +4,7 @@
 #ifndef DAWNRUN_STATS_H
 #define DAWNRUN_STATS_H
 
-#include "../engine/status.h"
+#include "../base/status.h"
 
 /* q-quantile (0 <= q <= 1) of n >= 1 ascending values by linear interpolation between
  * closest ranks (Hyndman & Fan type 7, numpy's default "linear"): with h = (n - 1) q,

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "engine/experiment.h"
-#include "engine/status.h"
+#include "base/status.h"
 
 static volatile sig_atomic_t stop_signal;
 

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "engine/backend.h"
+#include "kernels/backend.h"
 #include "engine/train.h"
 
 /* Exit codes of the dawnrun executable (documented in the README). */

@@ -10,8 +10,8 @@
 
 #include "cli.h"
 #include "engine/data.h"
-#include "engine/rng.h"
-#include "engine/status.h"
+#include "kernels/rng.h"
+#include "base/status.h"
 #include "engine/train.h"
 #include "load.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "output.h"
 #include "report_internal.h"
 

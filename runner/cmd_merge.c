@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "results/results.h"
 
 #define MERGE_USAGE "usage: dawnrun merge OUT.db IN.db...\n"

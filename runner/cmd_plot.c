@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "output.h"
 #include "plot_svg.h"
 #include "report_internal.h"

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "output.h"
 #include "report_internal.h"
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "report_internal.h"
 
 #define REPORT_USAGE                                                                       \

@@ -16,7 +16,7 @@
 #include "cli.h"
 #include "engine/data.h"
 #include "engine/sha256.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "load.h"
 #include "report.h"
 #include "results/results.h"

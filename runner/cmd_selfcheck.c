@@ -21,9 +21,9 @@
 #include "cli.h"
 #include "engine/experiment.h"
 #include "engine/graph.h"
-#include "engine/rng.h"
+#include "kernels/rng.h"
 #include "engine/shuffle.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "engine/train.h"
 
 #define SC_NAMES 3

@@ -6,7 +6,7 @@
 
 #include "cli.h"
 #include "engine/data.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "engine/train.h"
 #include "load.h"
 #include "progress.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "engine/train.h"
 #include "load.h"
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/status.h"
+#include "base/status.h"
 
 int runner_load(struct experiment *e, struct graph *g, const char *path, const char *const *sets,
                 int n_sets)

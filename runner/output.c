@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/status.h"
+#include "base/status.h"
 #include "engine/utf8.h"
 
 void output_exact(char *buf, size_t size, double v)

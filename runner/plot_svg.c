@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "engine/status.h"
+#include "base/status.h"
 #include "engine/utf8.h"
 
 /* ---- layout (SVG user units = CSS pixels) --------------------------------------------- */

@@ -3,7 +3,7 @@
 
 #include <stdio.h>
 
-#include "engine/status.h"
+#include "base/status.h"
 
 #define PROGRESS_WIDTH 30
 

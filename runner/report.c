@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/status.h"
+#include "base/status.h"
 
 int report_format_parse(enum report_format *out, const char *name)
 {

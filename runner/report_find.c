@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "engine/experiment.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "sweep.h"
 
 const char *report_db_path(const char *flag)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/status.h"
+#include "base/status.h"
 #include "engine/utf8.h"
 
 int report_grid_init(struct report_grid *g, int rows, int cols)

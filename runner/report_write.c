@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/status.h"
+#include "base/status.h"
 #include "engine/utf8.h"
 #include "output.h"
 

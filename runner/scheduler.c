@@ -15,9 +15,9 @@
 
 #include "cli.h"
 #include "engine/checkpoint.h"
-#include "engine/crashpoint.h"
+#include "base/crashpoint.h"
 #include "engine/sha256.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "engine/train.h"
 #include "progress.h"
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "cli.h"
-#include "engine/backend.h"
+#include "kernels/backend.h"
 #include "engine/data.h"
 #include "engine/experiment.h"
 #include "engine/graph.h"

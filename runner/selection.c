@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/status.h"
+#include "base/status.h"
 #include "report_internal.h"
 
 /* Appends v to list (n entries, room for cap); DR_ERR_USAGE if full (cannot happen when

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "engine/experiment.h"
-#include "engine/status.h"
+#include "base/status.h"
 
 static void dim_free(struct sweep_dim *d)
 {

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/status.h"
+#include "base/status.h"
 
 /* waitpid that carries on through signals; returns the raw status or -1. */
 static int wait_child(pid_t pid)

@@ -22,7 +22,7 @@
 # State kept between calls on a warm machine: build-state/ (GPU_STATE).
 #
 # Rehearsal (GPU_REHEARSE=1, tests/gpu_rehearsal.sh): the same steps against the emulated
-# CUDA engine (GPU_REHEARSE_DAWNRUN, built by kernels/cuda/emu/run.sh --build); what
+# CUDA engine (GPU_REHEARSE_DAWNRUN, built by tests/cuda_emu/run.sh --build); what
 # needs the GPU (nvidia-smi, compute-sanitizer, PyTorch on CUDA) is marked absent there.
 # Other knobs: GPU_SELFCHECK_ARGS (extra selfcheck flags for every precision),
 # GPU_SELFCHECK_ARGS_fp16/_fp32/_bf16 (instead, for one), GPU_SANITIZER_ARGS_memcheck,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The convolution algorithm choice under the emulated CUDA engine (kernels/cuda/emu): cuDNN
+# The convolution algorithm choice under the emulated CUDA engine (tests/cuda_emu): cuDNN
 # refuses chosen executions (DAWNRUN_EMU_CUDNN_REFUSE), as real kernels sometimes do for
 # configurations the heuristics listed.
 #   tests/cuda_emu_conv_algos.sh BUILD_DIR fallthrough   algorithm 0 refused for 3-channel
@@ -11,7 +11,7 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="$1"
 MODE="$2"
-DR="$("$ROOT/kernels/cuda/emu/run.sh" --build "$BUILD")" || exit $?
+DR="$("$ROOT/tests/cuda_emu/run.sh" --build "$BUILD")" || exit $?
 LOG="$(mktemp)"
 trap 'rm -f "$LOG"' EXIT
 export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"

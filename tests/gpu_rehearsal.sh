@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rehearses the GPU protocol of docs/gpu.md end to end on a machine without a GPU, against
-# the emulated CUDA engine (kernels/cuda/emu): scripts/gpu-bundle.sh makes a bundle of
+# the emulated CUDA engine (tests/cuda_emu): scripts/gpu-bundle.sh makes a bundle of
 # BUILD_DIR's dawnrun (its size, libraries and carry line checked; no .debs: offline),
 # cuts a small synthetic CIFAR-10 into three pieces, then runs call 1 (bf16 made to fail
 # through refused cuDNN algorithms, so that its rerun with CUDA_LAUNCH_BLOCKING runs) and
@@ -11,7 +11,7 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="$(cd "$1" && pwd)"
-DR="$("$ROOT/kernels/cuda/emu/run.sh" --build "$BUILD")" || exit $?
+DR="$("$ROOT/tests/cuda_emu/run.sh" --build "$BUILD")" || exit $?
 T="$(mktemp -d)"
 trap 'rm -rf "$T"' EXIT
 errors=0

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/backend.h"
-#include "../engine/status.h"
+#include "../kernels/backend.h"
+#include "../base/status.h"
 #include "../kernels/activation.h"
 #include "../kernels/augment.h"
 #include "../kernels/batchnorm.h"

@@ -17,7 +17,7 @@
 #include "engine/checkpoint.h"
 #include "engine/experiment.h"
 #include "engine/graph.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "engine/train.h"
 
 #define EPOCHS 3

@@ -16,7 +16,7 @@
 #include "engine/config_internal.h"
 #include "engine/experiment.h"
 #include "engine/graph.h"
-#include "engine/status.h"
+#include "base/status.h"
 
 static const char *source_dir(void)
 {

@@ -9,8 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine/backend.h"
-#include "engine/status.h"
+#include "kernels/backend.h"
+#include "base/status.h"
 
 int main(void)
 {

@@ -9,7 +9,7 @@
 
 #include "check.h"
 #include "engine/data.h"
-#include "engine/status.h"
+#include "base/status.h"
 
 #define MSG_MAX 8192
 

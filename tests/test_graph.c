@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "engine/graph.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "tests/check.h"
 
 #define NET_FILE "nets/test.cfg"

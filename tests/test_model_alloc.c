@@ -1,6 +1,6 @@
 /* Out of memory while a model is created: every host allocation of model_create (its
  * tables, the backward plan, the CPU engine's tensors) is made to fail in turn through
- * the fault hook of engine/alloc.h, and each must end in DR_ERR_NOMEM with the model
+ * the fault hook of base/alloc.h, and each must end in DR_ERR_NOMEM with the model
  * released (and the same for model_average_start); after a clean create the backward plan marks exactly the inputs whose
  * gradient adds to one already written. Also: model_set_batch refuses a batch larger
  * than the model was allocated for. */
@@ -8,11 +8,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine/alloc.h"
-#include "engine/backend.h"
+#include "base/alloc.h"
+#include "kernels/backend.h"
 #include "engine/graph.h"
 #include "engine/model.h"
-#include "engine/status.h"
+#include "base/status.h"
 
 static struct layer_spec *add(struct net_spec *s, const char *name, enum layer_type t)
 {

@@ -10,13 +10,13 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine/backend.h"
+#include "kernels/backend.h"
 #include "engine/data.h"
 #include "engine/experiment.h"
 #include "engine/graph.h"
 #include "engine/model.h"
-#include "engine/rng.h"
-#include "engine/status.h"
+#include "kernels/rng.h"
+#include "base/status.h"
 #include "engine/train.h"
 #include "engine/whiten.h"
 #include "kernels/augment.h"

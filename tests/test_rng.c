@@ -1,4 +1,4 @@
-/* The RNG specification (engine/rng.h), the epoch shuffle and weight initialisation
+/* The RNG specification (kernels/rng.h), the epoch shuffle and weight initialisation
  * against known answers (Random123 KATs and tests/vectors/augment_vectors.h, made by an
  * independent Python implementation) and against their statistical properties. */
 #include <math.h>
@@ -8,7 +8,7 @@
 
 #include "check.h"
 #include "engine/init.h"
-#include "engine/rng.h"
+#include "kernels/rng.h"
 #include "engine/shuffle.h"
 #include "vectors/augment_vectors.h"
 

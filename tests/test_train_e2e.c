@@ -11,7 +11,7 @@
 #include "engine/data.h"
 #include "engine/experiment.h"
 #include "engine/graph.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "engine/train.h"
 
 #define MAX_EPOCHS 16

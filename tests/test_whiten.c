@@ -12,7 +12,7 @@
 #include "check.h"
 #include "engine/data.h"
 #include "engine/init.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "engine/whiten.h"
 #include "kernels/augment.h"
 #include "vectors/whiten_vectors.h"

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../engine/alloc.h"
-#include "../../engine/backend.h"
-#include "../../engine/backend_check.h"
-#include "../../engine/status.h"
+#include "../../base/alloc.h"
+#include "../backend.h"
+#include "../backend_check.h"
+#include "../../base/status.h"
 #include "../activation.h"
 #include "../augment.h"
 #include "../batchnorm.h"
@@ -29,12 +29,6 @@ struct cpu_ctx {
     int threads;
     char name[192];
 };
-
-/* Fails with DR_ERR_INTERNAL and a message when a shape precondition does not hold. */
-#define EXPECT(cond, ...)                                                                  \
-    do {                                                                                   \
-        if (!(cond)) FAIL(DR_ERR_INTERNAL, __VA_ARGS__);                                   \
-    } while (0)
 
 /* Makes every op run on the backend's team size, even when another caller changed it. */
 static void cpu_enter(void *ctx)

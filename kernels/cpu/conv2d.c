@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../engine/status.h"
+#include "../../base/status.h"
 #include "cpu_util.h"
 #include "im2col.h"
 

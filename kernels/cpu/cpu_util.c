@@ -3,7 +3,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-#include "../../engine/status.h"
+#include "../../base/status.h"
 
 int cpu_sgemm(char ta, char tb, long m, long n, long k, float alpha, const float *a, long lda,
               const float *b, long ldb, float beta, float *c, long ldc)

@@ -7,7 +7,7 @@
 #include <string.h>
 
 extern "C" {
-#include "../../engine/experiment.h"
+#include "../precision.h"
 }
 #include "cuda_internal.h"
 

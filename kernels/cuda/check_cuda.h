@@ -9,7 +9,7 @@
 #include <cudnn.h>
 
 extern "C" {
-#include "../../engine/status.h"
+#include "../../base/status.h"
 }
 
 #define CHECK_CUDA(call)                                                                   \

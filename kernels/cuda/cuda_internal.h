@@ -21,9 +21,9 @@
 #include <stdint.h>
 
 extern "C" {
-#include "../../engine/backend.h"
-#include "../../engine/backend_check.h"
-#include "../../engine/status.h"
+#include "../backend.h"
+#include "../backend_check.h"
+#include "../../base/status.h"
 }
 #include "check_cuda.h"
 
@@ -139,12 +139,6 @@ static inline size_t cuda_dt_size(enum cuda_dtype dt)
 }
 
 /* ------------------------------------------------------------------ shared helpers */
-
-/* Fails with DR_ERR_INTERNAL and a message when a shape precondition does not hold. */
-#define EXPECT(cond, ...)                                                                  \
-    do {                                                                                   \
-        if (!(cond)) FAIL(DR_ERR_INTERNAL, __VA_ARGS__);                                   \
-    } while (0)
 
 #define CUDA_THREADS 256
 

@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/backend.h"
+#include "kernels/backend.h"
 #include "engine/checkpoint.h"
 #include "engine/experiment.h"
 #include "engine/graph.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "engine/train.h"
 #include "fuzz.h"
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "engine/data.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "fuzz.h"
 
 static const char *names[6] = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",

@@ -17,7 +17,7 @@
 
 #include "engine/experiment.h"
 #include "engine/graph.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "runner/load.h"
 #include "runner/sweep.h"
 #include "fuzz.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/status.h"
+#include "base/status.h"
 #include "results/results.h"
 #include "fuzz.h"
 

@@ -11,8 +11,8 @@
 # augmentation's bits, the training loop. It does not check cuDNN or cuBLAS themselves,
 # concurrency between GPU threads, or speed. About 2-3 minutes per precision on 2 cores.
 #
-#   kernels/cuda/emu/run.sh BUILD_DIR [selfcheck flags, e.g. --precision fp16]
-#   kernels/cuda/emu/run.sh --build BUILD_DIR    only builds; prints the emulated dawnrun's
+#   tests/cuda_emu/run.sh BUILD_DIR [selfcheck flags, e.g. --precision fp16]
+#   tests/cuda_emu/run.sh --build BUILD_DIR    only builds; prints the emulated dawnrun's
 #                                                path (every command: bench, run, report...)
 # BUILD_DIR is any CMake build of dawnrun (its libdawnrun_core.a is linked in); the
 # emulation is built in BUILD_DIR/cuda-emu, recompiling only what changed, one build at a
@@ -20,7 +20,7 @@
 # Needs the CUDA headers (CUDA_HOME, default /usr/local/cuda), g++ and python3.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-ROOT="$(cd "$HERE/../../.." && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
 BUILD_ONLY=0
 if [ "${1:-}" = "--build" ]; then BUILD_ONLY=1; shift; fi
 [ $# -ge 1 ] || { echo "usage: $0 [--build] BUILD_DIR [selfcheck flags]" >&2; exit 2; }
@@ -50,7 +50,7 @@ CFLAGS+=("-DDAWNRUN_VERSION=\"${ver:-unknown}\"" "-DDAWNRUN_GIT_REV=\"${rev:-unk
 exec 9>"$WORK/.lock"
 flock 9
 # an object is rebuilt when it is older than its source or than any header it may include
-newest_header="$(find "$ROOT/kernels" "$ROOT/engine" "$ROOT/runner" "$ROOT/results" "$HERE" \
+newest_header="$(find "$ROOT/base" "$ROOT/kernels" "$ROOT/engine" "$ROOT/runner" "$ROOT/results" "$HERE" \
                  -name '*.h' -newer "$WORK/.built" 2>/dev/null | head -1 || true)"
 [ -f "$WORK/.built" ] || newest_header=all
 stale() {   # stale SOURCE OBJECT: 0 when OBJECT must be rebuilt

@@ -1,12 +1,7 @@
 /* The backend contract's argument checks, shared by every engine (see backend_check.h). */
 #include "backend_check.h"
 
-#include "status.h"
-
-#define EXPECT(cond, ...)                                                                  \
-    do {                                                                                   \
-        if (!(cond)) FAIL(DR_ERR_INTERNAL, __VA_ARGS__);                                   \
-    } while (0)
+#include "../base/status.h"
 
 int backend_check_pool(int *ho, int *wo, const struct tensor *y, const struct tensor *x,
                        const struct pool_attr *a)

@@ -15,9 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../kernels/activation.h"
-#include "../kernels/augment.h"
-#include "../kernels/pool.h"
+#include "activation.h"
+#include "augment.h"
+#include "pool.h"
 #include "tensor.h"
 
 struct conv_attr {
@@ -46,7 +46,7 @@ struct backend_ops {
     int (*tensor_alloc)(void *ctx, struct tensor *t);
     void (*tensor_free)(void *ctx, struct tensor *t);
     int (*tensor_zero)(void *ctx, struct tensor *t);
-    /* host is the canonical form of engine/tensor.h */
+    /* host is the canonical form of kernels/tensor.h */
     int (*tensor_write)(void *ctx, struct tensor *t, const void *host);
     int (*tensor_read)(void *ctx, void *host, const struct tensor *t);
     int (*synchronize)(void *ctx);
@@ -143,7 +143,7 @@ int backend_cpu_create(struct backend *b, int threads);
 int backend_cuda_probe(int device, char *why, size_t whylen);
 
 /* Creates the CUDA engine on `device`, computing activations in `precision` (an enum
- * precision of engine/experiment.h: fp32, fp16 or bf16; parameters, optimiser state and
+ * precision of kernels/precision.h: fp32, fp16 or bf16; parameters, optimiser state and
  * BN statistics stay fp32). Returns DR_ERR_NODEVICE when no usable GPU (driver missing,
  * no device, cuDNN cannot initialise) or when built without CUDA. */
 int backend_cuda_create(struct backend *b, int device, int precision);

@@ -1,4 +1,4 @@
-/* Checks of the backend contract (engine/backend.h) that every engine makes on its op
+/* Checks of the backend contract (kernels/backend.h) that every engine makes on its op
  * arguments before touching memory, written once. Each reports a mismatch as an
  * internal error (a bug in the caller) with file:line and returns DR_ERR_INTERNAL. */
 #ifndef DAWNRUN_BACKEND_CHECK_H
@@ -21,7 +21,7 @@ int backend_check_linear(const struct tensor *y, const struct tensor *x, const s
 int backend_check_concat_grads(int *missing, int *missing_c, struct tensor *const *dxs,
                                const struct tensor *dy, int count);
 
-/* The parts of a train-mode batch norm over x (ghost batch norm, engine/backend.h):
+/* The parts of a train-mode batch norm over x (ghost batch norm, kernels/backend.h):
  * *parts = max(a->splits, 1) in the forward pass (a given), or save_mean's count / x->c
  * in the backward pass (a NULL). Checks that splits is not negative, that x->n is a
  * multiple of the parts and that save_mean and save_invstd hold parts * x->c values. */

@@ -62,6 +62,14 @@ int dr_debug(void);
         goto cleanup;                                                                      \
     } while (0)
 
+/* A precondition that only a bug in the caller breaks (a shape, an index, a kind):
+ * when `cond` is false, reports the message as an internal error, sets rc to
+ * DR_ERR_INTERNAL and jumps to `cleanup`. */
+#define EXPECT(cond, ...)                                                                  \
+    do {                                                                                   \
+        if (!(cond)) FAIL(DR_ERR_INTERNAL, __VA_ARGS__);                                   \
+    } while (0)
+
 /* Allocation check: reports what was being allocated. */
 #define CHECK_ALLOC(ptr, what)                                                             \
     do {                                                                                   \

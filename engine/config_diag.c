@@ -1,11 +1,13 @@
-/* The config loader's error collector: every problem is recorded with its place, then all
- * are printed at once in file order, so that one pass reports everything wrong. */
+/* The config loader's error collector: every problem is recorded with its place (the
+ * file:line of a setting, or the --set flag it came from), then all are printed at once
+ * in file order, so that one pass reports everything wrong. Layer 1 of config handling
+ * (config_tree.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config_internal.h"
+#include "config_tree.h"
 
 const char *cfg_diag_file_name(struct cfg_diag *d, const char *file)
 {
@@ -175,6 +177,8 @@ void cfg_diag_free(struct cfg_diag *d)
     free(d->shown);
     free(d->msgs);
     free(d->files);
+    free(d->include_dir);
+    d->include_dir = NULL;
     d->msgs = NULL;
     d->files = NULL;
     d->shown = NULL;

@@ -1,10 +1,10 @@
 /* The config reference, printed from the schema itself (`dawnrun config-doc`, and the
  * generated part of docs/config.md), so that the documentation cannot drift from what
- * the loader accepts. */
+ * the loader accepts. Layer 3 of config handling, validation (config_schema.h). */
 #include <stdio.h>
 #include <string.h>
 
-#include "config_internal.h"
+#include "config_schema.h"
 #include "experiment.h"
 #include "../base/status.h"
 

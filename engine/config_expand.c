@@ -1,17 +1,29 @@
 /* Expansion of a checked model into a net_spec: block instances are replaced by their
  * layers under the prefix "<instance>.", every input name is resolved to a fully
  * qualified layer name (or "input", the image), and every attribute is evaluated (block
- * arguments first, then model.vars) and filled from the schema's defaults. */
-#include <stddef.h>
+ * arguments first, then model.vars) and filled from the schema's defaults
+ * (config_attrs.c). Layer 4 of config handling, resolution (config_resolve.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config_internal.h"
-#include "experiment.h"
+#include "config_resolve.h"
+#include "config_lookup.h"
 #include "../base/status.h"
 
 #define QNAME 1024
+
+/* What every step of the expansion shares. */
+struct expansion {
+    struct cfg_diag *d;
+    const config_setting_t *types;   /* schema: layer_types */
+    const config_setting_t *vars;    /* model.vars (a group) or NULL */
+    const config_setting_t *blocks;  /* model.blocks (a group) or NULL */
+    struct net_spec *spec;
+    struct cfg_files *files;
+    int batch_size;                  /* train.batch_size (0 = unknown): bn splits must
+                                        divide it */
+};
 
 /* One layer list being expanded. */
 struct scope {
@@ -22,33 +34,6 @@ struct scope {
     const char *input;             /* qualified input of the instance ("input" at the top) */
     const char *block;             /* the block's name, NULL at the top */
     const config_setting_t *vars;  /* model.vars */
-};
-
-/* Where each attribute of the schema goes in a layer_spec: the final struct fill. */
-static const struct {
-    const char *name;
-    size_t offset;
-    char kind; /* 'i' int (bools too), 'f' float */
-} layer_fields[] = {
-    {"out", offsetof(struct layer_spec, out), 'i'},
-    {"in", offsetof(struct layer_spec, expect_in), 'i'},
-    {"channels", offsetof(struct layer_spec, expect_in), 'i'},
-    {"k", offsetof(struct layer_spec, k), 'i'},
-    {"stride", offsetof(struct layer_spec, stride), 'i'},
-    {"pad", offsetof(struct layer_spec, pad), 'i'},
-    {"bias", offsetof(struct layer_spec, bias), 'i'},
-    {"eps", offsetof(struct layer_spec, eps), 'f'},
-    {"momentum", offsetof(struct layer_spec, momentum), 'f'},
-    {"freeze_weight", offsetof(struct layer_spec, freeze_weight), 'i'},
-    {"freeze_bias", offsetof(struct layer_spec, freeze_bias), 'i'},
-    {"splits", offsetof(struct layer_spec, splits), 'i'},
-    {"frozen", offsetof(struct layer_spec, frozen), 'i'},
-    {"dirac", offsetof(struct layer_spec, dirac), 'i'},
-    {"images", offsetof(struct layer_spec, whiten_images), 'i'},
-    {"negate", offsetof(struct layer_spec, negate), 'i'},
-    {"bias_epochs", offsetof(struct layer_spec, bias_epochs), 'i'},
-    {"alpha", offsetof(struct layer_spec, alpha), 'f'},
-    {"scale", offsetof(struct layer_spec, scale), 'f'},
 };
 
 /* ---- file names ------------------------------------------------------------------------ */
@@ -98,7 +83,7 @@ static int scope_lookup(void *ctx, const char *name, double *v)
 
 /* Qualified name of the output of entry i of sc->list: the layer itself, or for a block
  * instance the output layer of the block (its `output`, else its last entry). */
-static void entry_output(const struct cfg_model *m, const char *prefix,
+static void entry_output(const struct expansion *m, const char *prefix,
                          const config_setting_t *list, int i, char *buf, size_t n)
 {
     const config_setting_t *layer = config_setting_get_elem(list, (unsigned)i);
@@ -109,7 +94,7 @@ static void entry_output(const struct cfg_model *m, const char *prefix,
         snprintf(buf, n, "%s%s", prefix, local);
         return;
     }
-    const config_setting_t *block = cfg_block_find(m, bname);
+    const config_setting_t *block = cfg_block_find(m->blocks, bname);
     const config_setting_t *layers = config_setting_get_member(block, "layers");
     int last = config_setting_length(layers) - 1;
     if (config_setting_lookup_string(block, "output", &out) && out[0])
@@ -122,7 +107,7 @@ static void entry_output(const struct cfg_model *m, const char *prefix,
 }
 
 /* The qualified name a reference stands for in scope sc. */
-static void resolve_ref(const struct cfg_model *m, const struct scope *sc, const char *ref,
+static void resolve_ref(const struct expansion *m, const struct scope *sc, const char *ref,
                         char *buf, size_t n)
 {
     int i = cfg_layer_find(sc->list, ref);
@@ -138,7 +123,7 @@ static void resolve_ref(const struct cfg_model *m, const struct scope *sc, const
 
 /* The qualified input names of entry i: as written, or the previous entry's output (the
  * scope's input for the first). Returns how many, at most GRAPH_MAX_INPUTS. */
-static int entry_inputs(const struct cfg_model *m, const struct scope *sc, int i,
+static int entry_inputs(const struct expansion *m, const struct scope *sc, int i,
                         char out[GRAPH_MAX_INPUTS][QNAME])
 {
     const config_setting_t *layer = config_setting_get_elem(sc->list, (unsigned)i);
@@ -160,125 +145,10 @@ static int entry_inputs(const struct cfg_model *m, const struct scope *sc, int i
     return 1;
 }
 
-/* ---- values ---------------------------------------------------------------------------- */
-
-/* The value of a numeric setting or expression in scope; reports a failure under ctx. */
-static int eval_value(struct cfg_model *m, const struct scope *sc, const config_setting_t *s,
-                      const char *ctx, const char *what, double *v)
-{
-    if (config_setting_type(s) == CONFIG_TYPE_BOOL) {
-        *v = config_setting_get_bool(s);
-        return 1;
-    }
-    if (config_setting_type(s) != CONFIG_TYPE_STRING) {
-        *v = cfg_number(s);
-        return 1;
-    }
-    struct cfg_expr_error err;
-    const char *text = config_setting_get_string(s);
-    int st = cfg_expr_eval(v, text, scope_lookup, (void *)sc, 0, &err);
-    if (st == EXPR_OK) return 1;
-    if (st == EXPR_DIV_ZERO)
-        cfg_diag_at(m->d, s, "%s: %s: division by zero in \"%s\"", ctx, what, text);
-    else if (st == EXPR_UNKNOWN_VAR)
-        cfg_diag_at(m->d, s, "%s: %s: unknown variable '$%s' in \"%s\"", ctx, what, err.name,
-                    text);
-    else
-        cfg_diag_at(m->d, s, "%s: %s: %s in \"%s\"", ctx, what, err.msg, text);
-    return 0;
-}
-
-static int store_field(struct layer_spec *ls, const char *name, double v)
-{
-    for (size_t i = 0; i < sizeof(layer_fields) / sizeof(layer_fields[0]); i++) {
-        if (strcmp(layer_fields[i].name, name) != 0) continue;
-        char *p = (char *)ls + layer_fields[i].offset;
-        if (layer_fields[i].kind == 'i')
-            *(int *)p = (int)v;
-        else
-            *(float *)p = (float)v;
-        return 1;
-    }
-    return 0;
-}
-
-/* Evaluates and stores every attribute of a typed entry into ls. */
-static int fill_attrs(struct cfg_model *m, const struct scope *sc, const config_setting_t *layer,
-                      const char *type, const char *ctx, struct layer_spec *ls)
-{
-    const config_setting_t *t = config_setting_get_member(m->types, type);
-    const config_setting_t *attrs = config_setting_get_member(t, "attrs");
-    int n = attrs ? config_setting_length(attrs) : 0, ok = 1;
-    double values[32];
-    if (n > 32) return 0;
-    for (int i = 0; i < n; i++) {
-        const config_setting_t *entry = config_setting_get_elem(attrs, (unsigned)i);
-        const char *name = config_setting_name(entry);
-        const config_setting_t *s = config_setting_get_member(layer, name);
-        const config_setting_t *def = config_setting_get_member(entry, "default");
-        const char *from = NULL;
-        char what[80], msg[160];
-        double v = 0.0;
-        snprintf(what, sizeof(what), "'%s'", name);
-        if (s) {
-            if (!eval_value(m, sc, s, ctx, what, &v)) {
-                ok = 0;
-                continue;
-            }
-            if (config_setting_type(s) == CONFIG_TYPE_STRING &&
-                !cfg_schema_check_number(entry, v, msg, sizeof(msg))) {
-                cfg_diag_at(m->d, s, "%s: '%s' %s (from \"%s\")", ctx, name, msg,
-                            config_setting_get_string(s));
-                ok = 0;
-                continue;
-            }
-        } else if (def) {
-            v = config_setting_type(def) == CONFIG_TYPE_BOOL ? config_setting_get_bool(def)
-                                                              : cfg_number(def);
-        } else if (config_setting_lookup_string(entry, "default_from", &from)) {
-            const config_setting_t *src = config_setting_get_member(attrs, from);
-            if (!src || config_setting_index(src) >= i) return 0; /* schema bug */
-            v = values[config_setting_index(src)];
-        }
-        values[i] = v;
-        if (!store_field(ls, name, v)) {
-            cfg_diag_at(m->d, layer, "%s: internal error: attribute '%s' has no field", ctx,
-                        name);
-            ok = 0;
-        }
-    }
-    return ok;
-}
-
-int config_layer_defaults(struct layer_spec *ls, enum layer_type type)
-{
-    int rc = DR_OK;
-    config_t schema, empty;
-    struct cfg_diag d = {0};
-    config_init(&empty);
-    TRY(cfg_schema_load(&schema));
-    const char *name = layer_type_name(type);
-    const config_setting_t *types =
-        config_setting_get_member(config_root_setting(&schema), "layer_types");
-    struct cfg_model m = {.d = &d, .types = types};
-    struct scope top = {"", NULL, NULL, NULL, "input", NULL, NULL};
-    ls->type = type;
-    if (type == LAYER_INPUT) goto cleanup; /* the image: no attributes, not in the schema */
-    if (!config_setting_get_member(types, name))
-        FAIL(DR_ERR_INTERNAL, "layer type '%s' is not in the config schema", name);
-    /* an entry with no attribute written: every attribute from the schema, as the
-     * expansion of a config fills it */
-    if (!fill_attrs(&m, &top, config_root_setting(&empty), name, name, ls) || d.count > 0)
-        FAIL(DR_ERR_INTERNAL, "the schema's defaults of layer type '%s' do not apply", name);
-cleanup:
-    cfg_diag_free(&d);
-    config_destroy(&empty);
-    config_destroy(&schema);
-    return rc;
-}
+/* ---- checks across attributes ---------------------------------------------------------- */
 
 /* Ghost batch norm cuts every training batch into `splits` equal parts. */
-static void check_splits(struct cfg_model *m, const config_setting_t *layer, const char *ctx,
+static void check_splits(struct expansion *m, const config_setting_t *layer, const char *ctx,
                          const struct layer_spec *ls)
 {
     if (ls->type != LAYER_BN || ls->splits <= 1 || m->batch_size <= 0 ||
@@ -291,10 +161,10 @@ static void check_splits(struct cfg_model *m, const config_setting_t *layer, con
 
 /* ---- expansion ------------------------------------------------------------------------- */
 
-static int expand_scope(struct cfg_model *m, const struct scope *sc);
+static int expand_scope(struct expansion *m, const struct scope *sc);
 
 static int copy_name(char *dst, const char *src, const config_setting_t *where,
-                     struct cfg_model *m, const char *what)
+                     struct expansion *m, const char *what)
 {
     if (strlen(src) >= GRAPH_NAME_MAX) {
         cfg_diag_at(m->d, where, "%s '%s' is too long (at most %d characters)", what, src,
@@ -305,7 +175,7 @@ static int copy_name(char *dst, const char *src, const config_setting_t *where,
     return 1;
 }
 
-static int expand_layer(struct cfg_model *m, const struct scope *sc, int i)
+static int expand_layer(struct expansion *m, const struct scope *sc, int i)
 {
     const config_setting_t *layer = config_setting_get_elem(sc->list, (unsigned)i);
     char local[QNAME], qname[QNAME], ctx[QNAME + 16], inputs[GRAPH_MAX_INPUTS][QNAME];
@@ -330,11 +200,13 @@ static int expand_layer(struct cfg_model *m, const struct scope *sc, int i)
         ls->file = cfg_files_intern(m->files, cfg_diag_file_name(m->d, layer->file));
         if (!ls->file) return DR_ERR_NOMEM;
         ls->line = (int)layer->line;
-        if (fill_attrs(m, sc, layer, type, ctx, ls)) check_splits(m, layer, ctx, ls);
+        if (cfg_attrs_fill(ls, m->d, layer, cfg_type_attrs(m->types, type), scope_lookup,
+                           (void *)sc, ctx))
+            check_splits(m, layer, ctx, ls);
         return DR_OK;
     }
     if (!config_setting_lookup_string(layer, "block", &bname)) return DR_OK; /* checked */
-    const config_setting_t *block = cfg_block_find(m, bname);
+    const config_setting_t *block = cfg_block_find(m->blocks, bname);
     const config_setting_t *args = config_setting_get_member(block, "args");
     int n_args = args ? config_setting_length(args) : 0, ok = 1;
     double *values = calloc((size_t)(n_args ? n_args : 1), sizeof(*values));
@@ -343,7 +215,8 @@ static int expand_layer(struct cfg_model *m, const struct scope *sc, int i)
         const char *arg = config_setting_get_string_elem(args, a);
         char what[80];
         snprintf(what, sizeof(what), "argument '%s'", arg);
-        ok &= eval_value(m, sc, config_setting_get_member(layer, arg), ctx, what, &values[a]);
+        ok &= cfg_value_eval(&values[a], m->d, config_setting_get_member(layer, arg),
+                             scope_lookup, (void *)sc, ctx, what);
     }
     int rc = DR_OK;
     if (ok) {
@@ -357,7 +230,7 @@ static int expand_layer(struct cfg_model *m, const struct scope *sc, int i)
     return rc;
 }
 
-static int expand_scope(struct cfg_model *m, const struct scope *sc)
+static int expand_scope(struct expansion *m, const struct scope *sc)
 {
     for (int i = 0; i < config_setting_length(sc->list); i++) {
         int rc = expand_layer(m, sc, i);
@@ -366,7 +239,8 @@ static int expand_scope(struct cfg_model *m, const struct scope *sc)
     return DR_OK;
 }
 
-int cfg_model_expand(struct cfg_model *m, const config_setting_t *layers)
+/* Expands the top-level layers into m->spec; DR_ERR_CONFIG when a value was refused. */
+static int expand_top(struct expansion *m, const config_setting_t *layers)
 {
     struct scope top = {"", layers, NULL, NULL, "input", NULL, m->vars};
     int before = m->d->count;
@@ -375,9 +249,57 @@ int cfg_model_expand(struct cfg_model *m, const config_setting_t *layers)
     return rc;
 }
 
-void cfg_model_output_name(const struct cfg_model *m, const config_setting_t *layers,
-                           const char *name, char *buf, size_t n)
+/* The qualified name a top-level reference stands for (a block instance's name stands
+ * for its output layer). */
+static void output_name(const struct expansion *m, const config_setting_t *layers,
+                        const char *name, char *buf, size_t n)
 {
     struct scope top = {"", layers, NULL, NULL, "input", NULL, m->vars};
     resolve_ref(m, &top, name, buf, n);
+}
+
+int cfg_model_expand(struct cfg_diag *d, struct net_spec *spec, struct cfg_files *files,
+                     const config_setting_t *model, const config_setting_t *schema_root)
+{
+    int rc = DR_OK;
+    struct expansion m = {
+        .d = d,
+        .types = config_setting_get_member(schema_root, "layer_types"),
+        .spec = spec,
+        .files = files,
+    };
+    if (!model || !config_setting_is_group(model)) return DR_ERR_CONFIG; /* reported */
+    const config_setting_t *bs = config_lookup(model->config, "train.batch_size");
+    if (!bs) {
+        const config_setting_t *entry = cfg_schema_entry(schema_root, "train.batch_size", NULL);
+        bs = entry ? config_setting_get_member(entry, "default") : NULL;
+    }
+    if (bs && (config_setting_type(bs) == CONFIG_TYPE_INT ||
+               config_setting_type(bs) == CONFIG_TYPE_INT64))
+        m.batch_size = (int)cfg_number(bs); /* another type was reported by the schema */
+    const config_setting_t *vars = config_setting_get_member(model, "vars");
+    const config_setting_t *blocks = config_setting_get_member(model, "blocks");
+    const config_setting_t *layers = config_setting_get_member(model, "layers");
+    m.vars = vars && config_setting_is_group(vars) ? vars : NULL;
+    m.blocks = blocks && config_setting_is_group(blocks) ? blocks : NULL;
+    /* Expand only a sound config: values met during expansion would otherwise add
+     * follow-on messages to the ones already reported. */
+    if (d->count != 0 || d->nomem || !layers || !config_setting_is_list(layers))
+        return DR_ERR_CONFIG;
+    rc = expand_top(&m, layers);
+    const char *out = NULL;
+    spec->output[0] = '\0';
+    if (rc == DR_OK && config_setting_lookup_string(model, "output", &out) && out[0]) {
+        char qname[1024];
+        output_name(&m, layers, out, qname, sizeof(qname));
+        if (strlen(qname) >= sizeof(spec->output)) {
+            cfg_diag_at(d, config_setting_get_member(model, "output"),
+                        "model output '%s' is too long (at most %d characters)", qname,
+                        (int)sizeof(spec->output) - 1);
+            rc = DR_ERR_CONFIG;
+        } else {
+            memcpy(spec->output, qname, strlen(qname) + 1);
+        }
+    }
+    return rc;
 }

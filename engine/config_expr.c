@@ -1,5 +1,6 @@
 /* The expression language of numeric layer attributes and block arguments: numbers,
  * $variables, unary + -, binary + - * / and parentheses, evaluated in double precision.
+ * Layer 3 of config handling, validation (config_schema.h); calls nothing else of config.
  *
  *   expr    = term { ("+" | "-") term }
  *   term    = unary { ("*" | "/") unary }
@@ -12,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config_internal.h"
+#include "config_schema.h"
 
 #define EXPR_MAX_DEPTH 64
 

@@ -1,63 +1,29 @@
 /* Checks of the model section that do not depend on values: layer entries, types,
  * attributes, blocks and their arguments, names, expressions' syntax and variables, and
  * block recursion. Every definition is checked once, so a mistake in a block is reported
- * once however often the block is used; the expansion (config_expand.c) runs only on a
- * model that passed. */
+ * once however often the block is used; the expansion (resolution, config_expand.c) runs
+ * only on a model that passed. Layer 3 of config handling, validation (config_schema.h);
+ * calls reading and lookups. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config_internal.h"
+#include "config_lookup.h"
+#include "config_schema.h"
 #include "../base/status.h"
 
 #define NAME_BUF 512
 #define CTX_BUF (2 * NAME_BUF + 64) /* "layer 'NAME' of block 'NAME'" */
 
-/* ---- shared helpers -------------------------------------------------------------------- */
-
-void cfg_layer_name(const config_setting_t *layer, int i, char *buf, size_t n)
-{
-    const char *s = NULL;
-    if (config_setting_is_group(layer)) {
-        if (config_setting_lookup_string(layer, "name", &s)) {
-            snprintf(buf, n, "%s", s);
-            return;
-        }
-        if (!config_setting_lookup_string(layer, "type", &s))
-            config_setting_lookup_string(layer, "block", &s);
-    }
-    snprintf(buf, n, "%s%d", s ? s : "layer", i);
-}
-
-int cfg_layer_find(const config_setting_t *list, const char *name)
-{
-    char buf[NAME_BUF];
-    for (int i = 0; i < config_setting_length(list); i++) {
-        cfg_layer_name(config_setting_get_elem(list, (unsigned)i), i, buf, sizeof(buf));
-        if (strcmp(buf, name) == 0) return i;
-    }
-    return -1;
-}
-
-const config_setting_t *cfg_block_find(const struct cfg_model *m, const char *name)
-{
-    if (!m->blocks || !name) return NULL;
-    const config_setting_t *b = config_setting_get_member(m->blocks, name);
-    return b && config_setting_is_group(b) ? b : NULL;
-}
-
-const config_setting_t *cfg_type_attr(const struct cfg_model *m, const char *type,
-                                      const char *attr)
-{
-    const config_setting_t *t = config_setting_get_member(m->types, type);
-    const config_setting_t *attrs = t ? config_setting_get_member(t, "attrs") : NULL;
-    return attrs ? config_setting_get_member(attrs, attr) : NULL;
-}
-
-int cfg_is_layer_key(const struct cfg_model *m, const char *key)
-{
-    return config_setting_get_member(m->layer_keys, key) != NULL;
-}
+/* The model section and the schema entries that describe it. */
+struct model_check {
+    struct cfg_diag *d;
+    const config_setting_t *layer_keys;  /* schema: the keys of every layer entry */
+    const config_setting_t *block_keys;  /* schema: the keys of a block */
+    const config_setting_t *types;       /* schema: layer_types */
+    const config_setting_t *vars;        /* model.vars (a group) or NULL */
+    const config_setting_t *blocks;      /* model.blocks (a group) or NULL */
+};
 
 /* ---- variables in scope ---------------------------------------------------------------- */
 
@@ -98,7 +64,7 @@ static const char *names_suggest(const struct names *nm, const char *word)
 
 /* Checks a numeric value written as a number or an expression string. `what` names it in
  * messages ("'out'" or "argument 'c'"); entry (may be NULL) gives the limits. */
-static void check_numeric(struct cfg_model *m, const config_setting_t *s, const char *ctx,
+static void check_numeric(struct model_check *m, const config_setting_t *s, const char *ctx,
                           const char *what, const config_setting_t *entry,
                           const struct names *nm)
 {
@@ -129,15 +95,14 @@ static void check_numeric(struct cfg_model *m, const config_setting_t *s, const 
 /* ---- one layer entry ------------------------------------------------------------------- */
 
 /* Checks the attribute keys of a typed layer entry. */
-static void check_typed(struct cfg_model *m, const config_setting_t *layer, const char *ctx,
+static void check_typed(struct model_check *m, const config_setting_t *layer, const char *ctx,
                         const char *type, const struct names *nm)
 {
-    const config_setting_t *t = config_setting_get_member(m->types, type);
-    const config_setting_t *attrs = config_setting_get_member(t, "attrs");
+    const config_setting_t *attrs = cfg_type_attrs(m->types, type);
     for (int i = 0; i < config_setting_length(layer); i++) {
         const config_setting_t *a = config_setting_get_elem(layer, (unsigned)i);
         const char *key = config_setting_name(a);
-        if (cfg_is_layer_key(m, key)) continue;
+        if (cfg_is_layer_key(m->layer_keys, key)) continue;
         const config_setting_t *entry = attrs ? config_setting_get_member(attrs, key) : NULL;
         if (!entry) {
             char dym[160];
@@ -170,7 +135,7 @@ static void check_typed(struct cfg_model *m, const config_setting_t *layer, cons
 }
 
 /* Checks the argument keys of a block instance entry. */
-static void check_instance(struct cfg_model *m, const config_setting_t *layer, const char *ctx,
+static void check_instance(struct model_check *m, const config_setting_t *layer, const char *ctx,
                            const char *bname, const config_setting_t *block,
                            const struct names *nm)
 {
@@ -179,7 +144,7 @@ static void check_instance(struct cfg_model *m, const config_setting_t *layer, c
     for (int i = 0; i < config_setting_length(layer); i++) {
         const config_setting_t *a = config_setting_get_elem(layer, (unsigned)i);
         const char *key = config_setting_name(a);
-        if (cfg_is_layer_key(m, key)) continue;
+        if (cfg_is_layer_key(m->layer_keys, key)) continue;
         if (!args_has(args, key)) {
             char dym[160];
             cfg_diag_at(m->d, a, "%s: unknown argument '%s' for block '%s'%s", ctx, key, bname,
@@ -202,7 +167,7 @@ static void check_instance(struct cfg_model *m, const config_setting_t *layer, c
 }
 
 /* Checks one entry of a layer list; `block` is the enclosing block's name (NULL at top). */
-static void check_layer(struct cfg_model *m, const config_setting_t *layer, const char *name,
+static void check_layer(struct model_check *m, const config_setting_t *layer, const char *name,
                         const char *block, const struct names *nm)
 {
     char ctx[CTX_BUF], prefix[CTX_BUF + 4], dym[160];
@@ -241,7 +206,7 @@ static void check_layer(struct cfg_model *m, const config_setting_t *layer, cons
     }
     if (inst && config_setting_type(inst) == CONFIG_TYPE_STRING) {
         const char *b = config_setting_get_string(inst);
-        const config_setting_t *def = cfg_block_find(m, b);
+        const config_setting_t *def = cfg_block_find(m->blocks, b);
         if (!def)
             cfg_diag_at(m->d, inst, "%s: unknown block '%s'%s", ctx, b,
                         cfg_did_you_mean(dym, sizeof(dym), "", cfg_suggest_member(b, m->blocks)));
@@ -251,7 +216,7 @@ static void check_layer(struct cfg_model *m, const config_setting_t *layer, cons
 }
 
 /* Checks a layer list: entries, names, then each entry. path names the list in messages. */
-static void check_layers(struct cfg_model *m, const config_setting_t *list, const char *path,
+static void check_layers(struct model_check *m, const config_setting_t *list, const char *path,
                          const char *block, const struct names *nm)
 {
     int n = config_setting_length(list);
@@ -317,7 +282,7 @@ static const char *suggest_layer(const config_setting_t *list, const char *word,
     return cfg_did_you_mean(buf, n, "", cfg_suggest(word, cands, count));
 }
 
-static void check_block(struct cfg_model *m, const config_setting_t *block)
+static void check_block(struct model_check *m, const config_setting_t *block)
 {
     const char *bname = config_setting_name(block);
     char path[NAME_BUF + 32], sub[NAME_BUF + 64], dym[160];
@@ -347,7 +312,7 @@ static void check_block(struct cfg_model *m, const config_setting_t *block)
         if (!cfg_is_identifier(arg))
             cfg_diag_at(m->d, a, "'%s.args[%d]' must be made of letters, digits and '_' (not "
                                  "starting with a digit), got \"%s\"", path, i, arg);
-        else if (cfg_is_layer_key(m, arg))
+        else if (cfg_is_layer_key(m->layer_keys, arg))
             cfg_diag_at(m->d, a, "block '%s': '%s' cannot be an argument name (it is a layer "
                                  "key)", bname, arg);
         for (int j = 0; j < i; j++) {
@@ -382,7 +347,7 @@ static void check_block(struct cfg_model *m, const config_setting_t *block)
 
 /* Depth-first search for a block that instantiates itself, directly or not. state: 0 new,
  * 1 on the stack, 2 done. Reports each cycle once, at the instance that closes it. */
-static void find_cycles(struct cfg_model *m, int b, int *state, int *stack, int depth)
+static void find_cycles(struct model_check *m, int b, int *state, int *stack, int depth)
 {
     const config_setting_t *block = config_setting_get_elem(m->blocks, (unsigned)b);
     const config_setting_t *layers = config_setting_get_member(block, "layers");
@@ -395,7 +360,7 @@ static void find_cycles(struct cfg_model *m, int b, int *state, int *stack, int 
         if (!config_setting_is_group(layer) ||
             !config_setting_lookup_string(layer, "block", &target))
             continue;
-        const config_setting_t *def = cfg_block_find(m, target);
+        const config_setting_t *def = cfg_block_find(m->blocks, target);
         if (!def) continue;
         int t = config_setting_index(def);
         if (state[t] == 1) {
@@ -420,28 +385,18 @@ static void find_cycles(struct cfg_model *m, int b, int *state, int *stack, int 
 
 /* ---- the model ------------------------------------------------------------------------- */
 
-int cfg_model_build(struct cfg_diag *d, struct net_spec *spec, struct cfg_files *files,
-                    const config_setting_t *model, const config_setting_t *schema_root)
+int cfg_model_check(struct cfg_diag *d, const config_setting_t *model,
+                    const config_setting_t *schema_root)
 {
     int rc = DR_OK;
     int *state = NULL;
-    struct cfg_model m = {
+    struct model_check m = {
         .d = d,
         .layer_keys = config_setting_get_member(schema_root, "layer"),
         .block_keys = config_setting_get_member(schema_root, "block"),
         .types = config_setting_get_member(schema_root, "layer_types"),
-        .spec = spec,
-        .files = files,
     };
-    if (!model || !config_setting_is_group(model)) return DR_ERR_CONFIG; /* reported */
-    const config_setting_t *bs = config_lookup(model->config, "train.batch_size");
-    if (!bs) {
-        const config_setting_t *entry = cfg_schema_entry(schema_root, "train.batch_size", NULL);
-        bs = entry ? config_setting_get_member(entry, "default") : NULL;
-    }
-    if (bs && (config_setting_type(bs) == CONFIG_TYPE_INT ||
-               config_setting_type(bs) == CONFIG_TYPE_INT64))
-        m.batch_size = (int)cfg_number(bs); /* another type was reported by the schema */
+    if (!model || !config_setting_is_group(model)) return DR_OK; /* reported */
     const config_setting_t *vars = config_setting_get_member(model, "vars");
     const config_setting_t *blocks = config_setting_get_member(model, "blocks");
     const config_setting_t *layers = config_setting_get_member(model, "layers");
@@ -465,27 +420,6 @@ int cfg_model_build(struct cfg_diag *d, struct net_spec *spec, struct cfg_files 
             (out = config_setting_get_string(os))[0] && cfg_layer_find(layers, out) < 0)
             cfg_diag_at(d, os, "model output '%s' is not a layer of 'model.layers'%s", out,
                         suggest_layer(layers, out, dym, sizeof(dym)));
-    }
-    /* Expand only a sound config: values met during expansion would otherwise add
-     * follow-on messages to the ones already reported. */
-    if (d->count != 0 || d->nomem || !layers || !config_setting_is_list(layers)) {
-        rc = DR_ERR_CONFIG;
-        goto cleanup;
-    }
-    rc = cfg_model_expand(&m, layers);
-    const char *out = NULL;
-    spec->output[0] = '\0';
-    if (rc == DR_OK && config_setting_lookup_string(model, "output", &out) && out[0]) {
-        char qname[1024];
-        cfg_model_output_name(&m, layers, out, qname, sizeof(qname));
-        if (strlen(qname) >= sizeof(spec->output)) {
-            cfg_diag_at(d, config_setting_get_member(model, "output"),
-                        "model output '%s' is too long (at most %d characters)", qname,
-                        (int)sizeof(spec->output) - 1);
-            rc = DR_ERR_CONFIG;
-        } else {
-            memcpy(spec->output, qname, strlen(qname) + 1);
-        }
     }
 cleanup:
     free(state);

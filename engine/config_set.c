@@ -1,11 +1,12 @@
 /* --set key.path=value overrides: the value is parsed by libconfig itself, so numbers,
  * strings, booleans, arrays, lists and groups all work as in a file; the settings it makes
- * carry the override as their origin, so that later messages name the flag. */
+ * carry the override as their origin, so that later messages name the flag. Layer 1 of
+ * config handling (config_tree.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config_internal.h"
+#include "config_tree.h"
 #include "../base/status.h"
 
 /* 1 when [s, s + n) is a libconfig setting name: [A-Za-z*][-A-Za-z0-9_*]*. */

@@ -1,10 +1,11 @@
 /* "Did you mean ...?" for unknown names in a config: the closest known name by edit
- * distance, or one sharing a prefix. */
+ * distance, or one sharing a prefix. Layer 3 of config handling, validation
+ * (config_schema.h); calls nothing else of config. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config_internal.h"
+#include "config_schema.h"
 
 int cfg_edit_distance(const char *a, const char *b)
 {

@@ -1,10 +1,11 @@
 /* Small helpers on libconfig trees for the config loader: type phrases for messages,
- * numeric access, deep copies and setting origins. */
+ * numeric access, deep copies and setting origins. Layer 1 of config handling
+ * (config_tree.h); calls nothing else of config. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "config_internal.h"
+#include "config_tree.h"
 
 const char *cfg_type_phrase(const config_setting_t *s)
 {

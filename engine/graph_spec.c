@@ -1,13 +1,11 @@
 /* The network as written: layer type and parameter kind names, and the growable net_spec
- * list that the config loader fills and code building a network appends to, with the
- * schema's defaults (engine/graph.h). */
+ * list that the config loader fills and code building a network appends to
+ * (engine/graph.h; net_spec_add, which fills a layer with the schema's defaults, is
+ * defined by the config's resolution layer, engine/config_defaults.c). */
 #include "graph.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#include "experiment.h"
-#include "../base/status.h"
 
 static const char *const type_names[LAYER_TYPE_COUNT] = {
     [LAYER_INPUT] = "input",       [LAYER_CONV] = "conv",         [LAYER_BN] = "bn",
@@ -56,17 +54,6 @@ struct layer_spec *net_spec_append(struct net_spec *s)
     }
     struct layer_spec *l = &s->layers[s->count++];
     memset(l, 0, sizeof *l);
-    return l;
-}
-
-struct layer_spec *net_spec_add(struct net_spec *s, enum layer_type type)
-{
-    struct layer_spec *l = net_spec_append(s);
-    if (!l) return NULL;
-    if (config_layer_defaults(l, type) != DR_OK) {
-        s->count--;
-        return NULL;
-    }
     return l;
 }
 

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "engine/config_internal.h"
+#include "engine/config_schema.h"
 #include "engine/experiment.h"
 #include "engine/graph.h"
 #include "base/status.h"

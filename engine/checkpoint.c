@@ -191,7 +191,7 @@ cleanup:
     return rc;
 }
 
-int checkpoint_save(const char *path, const struct trainer *t, const struct checkpoint_progress *p)
+int checkpoint_save(const char *path, const struct trainer *t, const struct train_progress *p)
 {
     int rc = DR_OK, count = 0;
     struct ckpt_entry *ents = NULL;
@@ -293,7 +293,7 @@ static const unsigned char *get(void *v, const unsigned char *p, size_t n)
     return p + n;
 }
 
-int checkpoint_load(struct trainer *t, struct checkpoint_progress *p, int *found, const char *path)
+int checkpoint_load(struct trainer *t, struct train_progress *p, int *found, const char *path)
 {
     int rc = DR_OK, count = 0;
     unsigned char *buf = NULL;
@@ -360,11 +360,11 @@ int checkpoint_load(struct trainer *t, struct checkpoint_progress *p, int *found
                         (unsigned long long)seed, (unsigned long long)t->seed);
         goto cleanup;
     }
-    long expect_step = (long)epoch * t->steps_per_epoch;
-    if (expect_step > t->total_steps) expect_step = t->total_steps;
-    if (epoch < 1 || epoch > t->n_epochs || step != expect_step) {
+    long expect_step = (long)epoch * t->plan.steps_per_epoch;
+    if (expect_step > t->plan.total_steps) expect_step = t->plan.total_steps;
+    if (epoch < 1 || epoch > t->plan.epochs || step != expect_step) {
         rc = ckpt_error(DR_ERR_DATA, path, "inconsistent: epoch %d, step %lld of %d epochs",
-                        (int)epoch, (long long)step, t->n_epochs);
+                        (int)epoch, (long long)step, t->plan.epochs);
         goto cleanup;
     }
 

@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "engine/data.h"
+#include "engine/run_plan.h"
 #include "engine/sha256.h"
 #include "base/status.h"
 #include "load.h"
@@ -368,10 +369,8 @@ static int data_load(struct batch_data *d, struct sched_batch *b)
         *te = d->test[k];
         if (x->e.data.train_subset) tr->count = x->e.data.train_subset;
         if (x->e.data.test_subset) te->count = x->e.data.test_subset;
-        if (x->e.train.batch_size > tr->count)
-            FAIL(DR_ERR_CONFIG,
-                 "%s: train.batch_size %d is larger than the training set (%d images)",
-                 x->e.path, x->e.train.batch_size, tr->count);
+        struct run_plan plan;   /* refuses a data set smaller than a batch, before any run */
+        TRY(experiment_plan(&plan, &x->e, tr->count, te->count));
         x->train = tr;
         x->test = te;
     }

@@ -35,18 +35,17 @@ struct ckpt_entry {
     struct tensor *t;
 };
 
-/* Prints "dawnrun: checkpoint FILE: message" and returns status. */
+/* Reports "dawnrun: checkpoint FILE: message" (dr_vreport) and returns status. */
 static int ckpt_error(int status, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int ckpt_error(int status, const char *path, const char *fmt, ...)
 {
+    char what[EXPERIMENT_PATH_MAX + 256];
     va_list ap;
-    dr_message_begin();   /* erases a progress line first */
-    fprintf(stderr, "dawnrun: checkpoint %s: ", path);
+    snprintf(what, sizeof(what), "checkpoint %s", path);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    dr_vreport(status, __FILE__, __LINE__, what, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     return status;
 }
 

@@ -139,22 +139,20 @@ int scheduler_register(struct results *db, struct sched_batch *b,
             TRY(find_registered(db, &id, &text, &engine, x)); /* a concurrent registration wins */
         }
         if (strcmp(engine, prov->engine) != 0) {
-            fprintf(stderr,
-                    "dawnrun: experiment '%s' (%.16s) is registered for the %s engine; its runs "
-                    "must not mix engines: run it with --engine %s, or give this batch its own "
-                    "--experiment NAME\n",
-                    x->name, x->identity, engine, engine);
+            dr_eprintf("dawnrun: experiment '%s' (%.16s) is registered for the %s engine; its runs "
+                       "must not mix engines: run it with --engine %s, or give this batch its own "
+                       "--experiment NAME\n",
+                       x->name, x->identity, engine, engine);
             rc = DR_ERR_USAGE;
             goto cleanup;
         }
         if (strcmp(text, x->e.resolved) != 0) {
             char registered[65];
             sha256_hex(registered, text, strlen(text));
-            fprintf(stderr,
-                    "dawnrun: warning: experiment '%s' was registered with another config "
-                    "(hash %.16s); its new runs train on this one (hash %.16s), and the store "
-                    "keeps the first config's text\n",
-                    x->name, registered, x->config_hash);
+            dr_eprintf("dawnrun: warning: experiment '%s' was registered with another config "
+                       "(hash %.16s); its new runs train on this one (hash %.16s), and the store "
+                       "keeps the first config's text\n",
+                       x->name, registered, x->config_hash);
         }
         x->id = id;
         TRY(results_runs_ensure(db, NULL, id, x->seeds, x->n_seeds, max_attempts));
@@ -441,7 +439,7 @@ drop:
     }
     dr_eprintf("dawnrun: run %lld (seed %llu): the results store failed (%s); stopping "
                "this worker, the run will be reclaimed when its lease runs out\n",
-            (long long)c->lease.run_id, (unsigned long long)seed, dr_status_str(rc));
+               (long long)c->lease.run_id, (unsigned long long)seed, dr_status_str(rc));
     return DR_ERR_DB;
 }
 
@@ -451,7 +449,7 @@ static int make_dir(const char *dir)
 {
     if (mkdir(dir, 0777) == 0 || errno == EEXIST) return DR_OK;
     dr_eprintf("dawnrun: cannot create the checkpoint directory %s: %s\n", dir,
-            strerror(errno));
+               strerror(errno));
     return DR_ERR_IO;
 }
 
@@ -557,7 +555,7 @@ int scheduler_work(struct sched_tally *tally, const struct sched_batch *b,
         fails = ended == RUN_FAILED ? fails + 1 : 0;
         if (fails == SCHED_FAILS_IN_A_ROW) {
             dr_eprintf("dawnrun: %d runs in a row failed on %s: this worker stops\n", fails,
-                    o->device ? o->device : eng->common.engine);
+                       o->device ? o->device : eng->common.engine);
             rc = error != DR_OK ? error : DR_ERR_INTERNAL;
             goto cleanup;
         }

@@ -55,18 +55,25 @@ int dr_eprintf(const char *fmt, ...)
     return n;
 }
 
-int dr_report(int status, const char *file, int line, const char *lib, const char *fmt, ...)
+int dr_vreport(int status, const char *file, int line, const char *lib, const char *fmt,
+               va_list ap)
 {
-    va_list ap;
     dr_message_begin();
     fputs("dawnrun: ", stderr);
     if (dr_debug()) fprintf(stderr, "%s:%d: ", file, line);
     if (lib) fprintf(stderr, "%s: ", lib);
-    va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
-    va_end(ap);
     if (status == DR_ERR_INTERNAL && !dr_debug())
         fputs(" (an internal error; DAWNRUN_DEBUG=1 shows where)", stderr);
     fputc('\n', stderr);
+    return status;
+}
+
+int dr_report(int status, const char *file, int line, const char *lib, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    dr_vreport(status, file, line, lib, fmt, ap);
+    va_end(ap);
     return status;
 }

@@ -4,6 +4,8 @@
 #ifndef DAWNRUN_STATUS_H
 #define DAWNRUN_STATUS_H
 
+#include <stdarg.h>
+
 enum dr_status {
     DR_OK = 0,
     DR_ERR_NOMEM,        /* host or device allocation failed */
@@ -31,6 +33,12 @@ const char *dr_status_str(int status);
  * assigned in one expression. */
 int dr_report(int status, const char *file, int line, const char *lib, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* dr_report with the message's arguments as a va_list: for a module's own reporter that
+ * names what failed as `lib` ("checkpoint FILE", a data file), so that its messages take
+ * the one path every message takes. */
+int dr_vreport(int status, const char *file, int line, const char *lib, const char *fmt,
+               va_list ap) __attribute__((format(printf, 5, 0)));
 
 /* fprintf(stderr, fmt, ...) after the message hook: every message to the user goes
  * through it or dr_report. Returns what fprintf returns. */

@@ -35,18 +35,17 @@ struct ckpt_entry {
     struct tensor *t;
 };
 
-/* Prints "dawnrun: checkpoint FILE: message" and returns status. */
+/* Reports "dawnrun: checkpoint FILE: message" (dr_vreport) and returns status. */
 static int ckpt_error(int status, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int ckpt_error(int status, const char *path, const char *fmt, ...)
 {
+    char what[EXPERIMENT_PATH_MAX + 256];
     va_list ap;
-    dr_message_begin();   /* erases a progress line first */
-    fprintf(stderr, "dawnrun: checkpoint %s: ", path);
+    snprintf(what, sizeof(what), "checkpoint %s", path);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    dr_vreport(status, __FILE__, __LINE__, what, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     return status;
 }
 
@@ -191,7 +190,7 @@ cleanup:
     return rc;
 }
 
-int checkpoint_save(const char *path, const struct trainer *t, const struct checkpoint_progress *p)
+int checkpoint_save(const char *path, const struct trainer *t, const struct train_progress *p)
 {
     int rc = DR_OK, count = 0;
     struct ckpt_entry *ents = NULL;
@@ -293,7 +292,7 @@ static const unsigned char *get(void *v, const unsigned char *p, size_t n)
     return p + n;
 }
 
-int checkpoint_load(struct trainer *t, struct checkpoint_progress *p, int *found, const char *path)
+int checkpoint_load(struct trainer *t, struct train_progress *p, int *found, const char *path)
 {
     int rc = DR_OK, count = 0;
     unsigned char *buf = NULL;
@@ -360,11 +359,11 @@ int checkpoint_load(struct trainer *t, struct checkpoint_progress *p, int *found
                         (unsigned long long)seed, (unsigned long long)t->seed);
         goto cleanup;
     }
-    long expect_step = (long)epoch * t->steps_per_epoch;
-    if (expect_step > t->total_steps) expect_step = t->total_steps;
-    if (epoch < 1 || epoch > t->n_epochs || step != expect_step) {
+    long expect_step = (long)epoch * t->plan.steps_per_epoch;
+    if (expect_step > t->plan.total_steps) expect_step = t->plan.total_steps;
+    if (epoch < 1 || epoch > t->plan.epochs || step != expect_step) {
         rc = ckpt_error(DR_ERR_DATA, path, "inconsistent: epoch %d, step %lld of %d epochs",
-                        (int)epoch, (long long)step, t->n_epochs);
+                        (int)epoch, (long long)step, t->plan.epochs);
         goto cleanup;
     }
 

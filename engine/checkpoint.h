@@ -1,23 +1,12 @@
 /* Checkpoints of a run in progress: everything a trainer needs to carry on after the last
  * finished epoch exactly as if it had never stopped (parameters, momentum, BN running
- * statistics, the global step), plus the run's progress numbers. Tensors go through the
- * backend's tensor_read / tensor_write in their canonical host form, so one file format
- * serves every engine. The format is described in docs/runner.md. */
+ * statistics, the global step), plus the run's progress (struct train_progress, train.h).
+ * Tensors go through the backend's tensor_read / tensor_write in their canonical host
+ * form, so one file format serves every engine. The format is described in docs/runner.md. */
 #ifndef DAWNRUN_CHECKPOINT_H
 #define DAWNRUN_CHECKPOINT_H
 
 #include "train.h"
-
-/* How far the run had got when the checkpoint was written. */
-struct checkpoint_progress {
-    int epoch;              /* epochs finished (the next one to train, 0-based) */
-    double train_time;      /* cumulative seconds of training, evaluation excluded */
-    double total_time;      /* cumulative seconds of training and evaluation */
-    double target_time;     /* train_time when the target was first reached, -1 never */
-    int target_epoch;       /* epoch (1-based) when first reached, -1 never */
-    double last_test_acc;   /* test accuracy and loss after epoch `epoch` */
-    double last_test_loss;
-};
 
 /* Writes t's state and p to `path` atomically: the bytes go to "path.tmp.PID", which is
  * fsync'd and renamed over path, and then the directory is fsync'd; a crash at any
@@ -25,7 +14,7 @@ struct checkpoint_progress {
  * global step and the hash of t->e's resolved config. The directory must exist.
  * Returns DR_OK, DR_ERR_IO (message naming the file; the old checkpoint is left as it
  * was), DR_ERR_NOMEM or a backend error. */
-int checkpoint_save(const char *path, const struct trainer *t, const struct checkpoint_progress *p);
+int checkpoint_save(const char *path, const struct trainer *t, const struct train_progress *p);
 
 /* Restores a checkpoint written by checkpoint_save into t (created by trainer_create for
  * the same experiment and seed) and fills p. *found = 0 (and DR_OK) when path does not
@@ -34,7 +23,7 @@ int checkpoint_save(const char *path, const struct trainer *t, const struct chec
  * seed or another network shape is refused with DR_ERR_DATA and a message naming the
  * file, and t is left untouched. Other results: DR_ERR_IO, DR_ERR_NOMEM, a backend error
  * (t may then be partly written). */
-int checkpoint_load(struct trainer *t, struct checkpoint_progress *p, int *found, const char *path);
+int checkpoint_load(struct trainer *t, struct train_progress *p, int *found, const char *path);
 
 /* Deletes the checkpoint at path and any temporary files a killed writer left beside it
  * (path.tmp.PID). Returns DR_OK (also when there was nothing to delete) or DR_ERR_IO. */

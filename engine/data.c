@@ -14,17 +14,14 @@
 #define DATA_PATH_MAX 4096
 #define DATA_CHUNK_RECORDS 1024   /* records per fread */
 
-/* Reports "dawnrun: FILE: message" and returns DR_ERR_DATA. */
+/* Reports "dawnrun: FILE: message" (dr_vreport) and returns DR_ERR_DATA. */
 __attribute__((format(printf, 2, 3))) static int data_error(const char *file, const char *fmt,
                                                             ...)
 {
     va_list ap;
-    dr_message_begin();   /* erases a progress line first */
-    fprintf(stderr, "dawnrun: %s: ", file);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    dr_vreport(DR_ERR_DATA, __FILE__, __LINE__, file, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     return DR_ERR_DATA;
 }
 

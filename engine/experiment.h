@@ -91,6 +91,7 @@ void experiment_free(struct experiment *e);
 int config_key_canonical(char *out, size_t n, const char *key);
 
 #define EXPERIMENT_TRAIN_IMAGES 50000 /* CIFAR-10's training set (data.train_subset = 0) */
+#define EXPERIMENT_TEST_IMAGES 10000  /* CIFAR-10's test set (data.test_subset = 0) */
 
 /* The length of training: full batches per epoch, the steps of the whole run
  * (train.epochs times per_epoch rounded to the nearest step, at least one) and the epochs

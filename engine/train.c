@@ -59,19 +59,8 @@ int trainer_create(struct trainer *t, const struct experiment *e, const struct g
     t->g = g;
     t->be = be;
     t->seed = seed;
-    t->train_count = train->count;
-    t->test_count = test->count;
-    int batch = e->train.batch_size;
-    int eval_batch = e->eval.batch_size > 0 ? e->eval.batch_size : batch;
-    struct experiment_steps st;
-    /* the loader rejects a batch larger than the images the config asks for; this is a
-     * data set with fewer images than that */
-    if (experiment_steps(e, train->count, &st) != DR_OK)
-        FAIL(DR_ERR_CONFIG, "%s: train.batch_size %d is larger than the training set (%d images)",
-             e->path, batch, train->count);
-    t->steps_per_epoch = (int)st.per_epoch;
-    t->total_steps = st.total;
-    t->n_epochs = st.epochs;
+    TRY(experiment_plan(&t->plan, e, train->count, test->count));
+    int batch = t->plan.batch, eval_batch = t->plan.eval_batch;
 
     TRY(model_create(&t->model, g, be, batch > eval_batch ? batch : eval_batch));
     TRY(model_init_params(&t->model, seed));
@@ -180,7 +169,7 @@ int trainer_evaluate(struct trainer *t, double *loss, double *acc)
     int rc = DR_OK;
     struct model *m = &t->model;
     const struct backend_ops *ops = t->be->ops;
-    int eb = t->e->eval.batch_size > 0 ? t->e->eval.batch_size : t->e->train.batch_size;
+    const struct run_plan *plan = &t->plan;
     int swapped = 0;
     double ls = 0, cs = 0;
     if (t->e->train.average.kind == AVERAGE_EMA) {
@@ -188,16 +177,16 @@ int trainer_evaluate(struct trainer *t, double *loss, double *acc)
         swapped = 1;
     }
     TRY(ops->tensor_zero(t->be->ctx, &m->stats));
-    for (int off = 0; off < t->test_count; off += eb) {
-        int n = t->test_count - off < eb ? t->test_count - off : eb;
+    for (int b = 0; b < plan->eval_batches; b++) {
+        int n = b == plan->eval_batches - 1 ? plan->eval_last : plan->eval_batch;
         TRY(model_set_batch(m, n));
         t->rows.n = n;
-        TRY(ops->tensor_write(t->be->ctx, &t->rows, t->test_rows + off));
+        TRY(ops->tensor_write(t->be->ctx, &t->rows, t->test_rows + (size_t)b * plan->eval_batch));
         TRY(evaluate_batch(t, n));
     }
     TRY(take_stats(t, &ls, &cs));
-    *loss = t->test_count ? ls / t->test_count : 0.0;
-    *acc = t->test_count ? cs / t->test_count : 0.0;
+    *loss = plan->test_count ? ls / plan->test_count : 0.0;
+    *acc = plan->test_count ? cs / plan->test_count : 0.0;
 cleanup:
     if (swapped) model_average_swap(m);
     return rc;
@@ -213,8 +202,8 @@ int trainer_step(struct trainer *t, int epoch, const int32_t *rows, float lr, fl
     void *ctx = t->be->ctx;
     float smoothing = (float)e->train.label_smoothing;
     double ta = m->prof ? train_now() : 0.0;
-    TRY(model_set_batch(m, e->train.batch_size));
-    t->rows.n = e->train.batch_size;
+    TRY(model_set_batch(m, t->plan.batch));
+    t->rows.n = t->plan.batch;
     TRY(ops->tensor_write(ctx, &t->rows, rows));
     TRY(ops->augment(ctx, &m->y[0], &m->labels, &t->images, &t->image_labels, &t->rows,
                      &e->augment, t->seed, epoch));
@@ -242,14 +231,14 @@ int trainer_after_step(struct trainer *t)
         if (e->train.average.kind == AVERAGE_EMA) {
             rho = pow(e->train.average.momentum, every);
         } else {
-            double frac = (double)t->step / (double)t->total_steps;
+            double frac = (double)t->step / (double)t->plan.total_steps;
             rho = pow(e->train.average.decay, every) * frac * frac * frac;
         }
         int rc = model_average_update(&t->model, (float)(1.0 - rho),
                                       e->train.average.kind == AVERAGE_LOOKAHEAD);
         if (rc != DR_OK) return rc;
     }
-    if (e->train.average.kind == AVERAGE_LOOKAHEAD && t->step == t->total_steps)
+    if (e->train.average.kind == AVERAGE_LOOKAHEAD && t->step == t->plan.total_steps)
         return model_average_update(&t->model, 0.0f, 1);
     return DR_OK;
 }
@@ -262,23 +251,23 @@ int trainer_epoch(struct trainer *t, int epoch, const struct train_hooks *hooks,
     struct model *m = &t->model;
     const struct backend_ops *ops = t->be->ops;
     void *ctx = t->be->ctx;
-    int batch = e->train.batch_size;
-    long first = (long)epoch * t->steps_per_epoch;
-    long last = first + t->steps_per_epoch;
-    if (last > t->total_steps) last = t->total_steps;
+    int batch = t->plan.batch;
+    long first = (long)epoch * t->plan.steps_per_epoch;
+    long last = first + t->plan.steps_per_epoch;
+    if (last > t->plan.total_steps) last = t->plan.total_steps;
     int steps = (int)(last - first);
     double sched = 0.0, ls = 0, cs = 0;
 
     memset(r, 0, sizeof(*r));
     r->epoch = epoch + 1;
     double t0 = train_now();
-    shuffle_epoch(t->perm, t->train_count, t->seed, epoch);
+    shuffle_epoch(t->perm, t->plan.train_count, t->seed, epoch);
     TRY(ops->tensor_zero(ctx, &m->stats));
     for (int s = 0; s < steps; s++) {
         if (hooks && hooks->should_stop && hooks->should_stop(hooks->user))
             FAIL(DR_ERR_INTERRUPTED, "stopped by a signal at epoch %d step %d", epoch + 1, s + 1);
         float lr, wd, gscale;
-        train_step_hparams(e, t->step, t->steps_per_epoch, &lr, &wd, &gscale, &sched);
+        train_step_hparams(e, t->step, t->plan.steps_per_epoch, &lr, &wd, &gscale, &sched);
         TRY(trainer_step(t, epoch, t->perm + (size_t)s * (size_t)batch, lr, wd, gscale));
         TRY(trainer_after_step(t));
         if (hooks && hooks->on_step) hooks->on_step(hooks->user, epoch + 1, s + 1, steps);
@@ -297,31 +286,42 @@ cleanup:
     return rc;
 }
 
-int trainer_run(struct trainer *t, const struct train_hooks *hooks, struct train_result *res)
+void train_progress_start(struct train_progress *p)
+{
+    *p = (struct train_progress){0, 0.0, 0.0, -1.0, -1, NAN, NAN};
+}
+
+void train_progress_epoch(struct train_progress *p, int epoch, double train_time,
+                          double test_time, double test_acc, double test_loss, double target)
+{
+    double train = isnan(train_time) ? 0.0 : train_time;
+    double test = isnan(test_time) ? 0.0 : test_time;
+    p->epoch = epoch;
+    p->train_time += train;
+    p->total_time += train + test;
+    p->last_test_acc = test_acc;
+    p->last_test_loss = test_loss;
+    if (p->target_epoch < 0 && test_acc >= target) {
+        p->target_epoch = epoch;
+        p->target_time = p->train_time;
+    }
+}
+
+int trainer_run(struct trainer *t, const struct train_hooks *hooks, struct train_progress *p)
 {
     int rc = DR_OK;
-    double total = 0.0, train_total = 0.0;
-    memset(res, 0, sizeof(*res));
-    res->target_time = -1.0;
-    res->target_epoch = -1;
-    for (int ep = 0; ep < t->n_epochs; ep++) {
+    static const struct train_hooks none = {0};
+    if (!hooks) hooks = &none;
+    for (int ep = p->epoch; ep < t->plan.epochs; ep++) {
         struct epoch_record r;
         rc = trainer_epoch(t, ep, hooks, &r);
         if (rc != DR_OK && rc != DR_ERR_DIVERGED) break;
-        total += r.train_time + r.test_time;
-        train_total += r.train_time;
-        r.total_time = total;
-        res->epochs_done = ep + 1;
-        res->final_test_acc = r.test_acc;
-        res->final_test_loss = r.test_loss;
-        res->train_time = train_total;
-        res->total_time = total;
-        if (res->target_epoch < 0 && r.test_acc >= t->e->target_accuracy) {
-            res->target_epoch = ep + 1;
-            res->target_time = train_total;
-        }
-        int hook_rc = (hooks && hooks->on_epoch) ? hooks->on_epoch(hooks->user, &r) : DR_OK;
+        train_progress_epoch(p, ep + 1, r.train_time, r.test_time, r.test_acc, r.test_loss,
+                             t->e->target_accuracy);
+        r.total_time = p->total_time;
+        int hook_rc = hooks->on_epoch ? hooks->on_epoch(hooks->user, &r, p) : DR_OK;
         if (rc == DR_ERR_DIVERGED) break;
+        if (hook_rc == DR_OK && hooks->checkpoint) hook_rc = hooks->checkpoint(hooks->user, t, p);
         if (hook_rc != DR_OK) {
             rc = hook_rc;
             break;

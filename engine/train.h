@@ -1,6 +1,8 @@
 /* The training loop of one run: Page's recipe (engine/experiment.h) on one backend,
- * epoch by epoch. The caller owns printing and recording: it gets one epoch_record per
- * epoch through a callback, and may ask the loop to stop between steps. */
+ * epoch by epoch. trainer_run is the only epoch loop: `dawnrun train` and the scheduler
+ * of `dawnrun run` both drive it, through hooks. The caller owns printing, recording and
+ * checkpoints: it gets each epoch's record and the run's progress through a callback, is
+ * asked after each epoch to checkpoint, and may ask the loop to stop between steps. */
 #ifndef DAWNRUN_TRAIN_H
 #define DAWNRUN_TRAIN_H
 
@@ -11,6 +13,7 @@
 #include "experiment.h"
 #include "graph.h"
 #include "model.h"
+#include "run_plan.h"
 
 struct epoch_record {
     int epoch;            /* 1-based */
@@ -23,23 +26,47 @@ struct epoch_record {
     double total_time;    /* cumulative training + evaluation time since the run began */
 };
 
+/* How far a run has got: what a checkpoint keeps besides the tensors, and what the run's
+ * record ends with. */
+struct train_progress {
+    int epoch;              /* epochs finished (the next one to train, 0-based) */
+    double train_time;      /* cumulative seconds of training, evaluation excluded */
+    double total_time;      /* cumulative seconds of training and evaluation */
+    double target_time;     /* train_time when the target was first reached, -1 never */
+    int target_epoch;       /* epoch (1-based) when first reached, -1 never */
+    double last_test_acc;   /* test accuracy and loss after epoch `epoch` (NaN before) */
+    double last_test_loss;
+};
+
+/* The progress of a run that has not begun. */
+void train_progress_start(struct train_progress *p);
+
+/* Counts one more finished epoch into p: epoch (1-based) with its seconds of training
+ * and of evaluation (a NaN counts as 0) and its test accuracy and loss. The first epoch
+ * whose test accuracy reaches `target` (>=; a NaN accuracy or target never does) sets
+ * target_epoch to `epoch` and target_time to the training seconds up to and including
+ * it. This is the one definition of time-to-target: the training loop keeps it as a run
+ * goes, and the report applies it to a run's stored epoch rows (for another target). */
+void train_progress_epoch(struct train_progress *p, int epoch, double train_time,
+                          double test_time, double test_acc, double test_loss, double target);
+
+struct trainer;
+
+/* What the caller of trainer_run does around the loop. Every member may be NULL. */
 struct train_hooks {
-    /* called after each epoch's evaluation; a non-zero return stops the run with it */
-    int (*on_epoch)(void *user, const struct epoch_record *r);
+    /* called after each epoch's evaluation, with its record (total_time filled) and the
+     * progress including it; also for an epoch that diverged (the last). A non-zero
+     * return stops the run with it (after a diverged epoch the run ends diverged). */
+    int (*on_epoch)(void *user, const struct epoch_record *r, const struct train_progress *p);
+    /* called after on_epoch returned DR_OK for an epoch that did not diverge, so that the
+     * caller may write a checkpoint of t at p (p->epoch == t->plan.epochs after the last
+     * one); a non-zero return stops the run with it */
+    int (*checkpoint)(void *user, const struct trainer *t, const struct train_progress *p);
     /* called after each step (step within the epoch, 1-based) */
     void (*on_step)(void *user, int epoch, int step, int steps);
     /* polled between steps; non-zero stops the run with DR_ERR_INTERRUPTED */
     int (*should_stop)(void *user);
     void *user;
-};
-
-struct train_result {
-    int epochs_done;
-    double final_test_acc, final_test_loss;
-    double train_time;    /* all epochs, evaluation excluded */
-    double total_time;
-    double target_time;   /* cumulative train time when target accuracy first reached, -1 never */
-    int target_epoch;     /* epoch when it was first reached, -1 never */
 };
 
 /* A run in progress: model, datasets on the backend, the step counter. */
@@ -54,16 +81,15 @@ struct trainer {
     struct tensor tta_logits;                  /* ACT like the logits: the weighted sum
                                                   over test-time views (eval.tta only) */
     int32_t *perm;                             /* host: the epoch's permutation */
-    int32_t *test_rows;                        /* host: 0..test_count-1 */
-    int train_count, test_count;
-    int steps_per_epoch;
-    long total_steps;                          /* round(epochs * steps_per_epoch) */
-    int n_epochs;                              /* ceil(total_steps / steps_per_epoch) */
+    int32_t *test_rows;                        /* host: 0..plan.test_count-1 */
+    struct run_plan plan;                      /* of e on the two data sets */
     long step;                                 /* global steps done */
     uint64_t seed;
 };
 
-/* Builds the model for e (batch max(train, eval)), uploads both datasets, initialises
+/* Plans the run (experiment_plan on the data sets' sizes: DR_ERR_CONFIG, with its
+ * message, when train has fewer images than a batch), builds the model for e (batch
+ * max(train, eval)), uploads both datasets, initialises
  * parameters from seed (whitening filters from `train`), and starts the weight average
  * when train.average asks for one. */
 int trainer_create(struct trainer *t, const struct experiment *e, const struct graph *g,
@@ -91,9 +117,13 @@ int trainer_epoch(struct trainer *t, int epoch, const struct train_hooks *hooks,
  * EMA, over the views of eval.tta. */
 int trainer_evaluate(struct trainer *t, double *loss, double *acc);
 
-/* Runs every epoch, calling hooks; fills res (also on failure, as far as it got).
- * Returns DR_OK, DR_ERR_DIVERGED, DR_ERR_INTERRUPTED or an engine error. */
-int trainer_run(struct trainer *t, const struct train_hooks *hooks, struct train_result *res);
+/* The epoch loop: trains epochs p->epoch .. t->plan.epochs - 1 (p from
+ * train_progress_start, or from a checkpoint restored into t), counting each finished
+ * epoch into p (train_progress_epoch, against e->target_accuracy) and calling hooks as
+ * struct train_hooks says. p is left as far as the run got, also on failure; an epoch cut
+ * short is not counted. Returns DR_OK, DR_ERR_DIVERGED, DR_ERR_INTERRUPTED, an engine
+ * error, or the non-zero return of a hook. */
+int trainer_run(struct trainer *t, const struct train_hooks *hooks, struct train_progress *p);
 
 #define TRAIN_TTA_MAX_VIEWS 6
 

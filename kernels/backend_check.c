@@ -92,6 +92,35 @@ static const char *kind_name(enum tensor_kind k)
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "unknown";
 }
 
+int backend_check_augment(size_t *dataset_rows, const struct tensor *x,
+                          const struct tensor *labels, const struct tensor *images,
+                          const struct tensor *image_labels, const struct tensor *rows,
+                          const struct augment_params *aug)
+{
+    int rc = DR_OK;
+    const size_t image_bytes = (size_t)AUGMENT_CHANNELS * AUGMENT_IMAGE * AUGMENT_IMAGE;
+    *dataset_rows = tensor_count(images) / image_bytes;
+    EXPECT(x->c == AUGMENT_CHANNELS && x->h == AUGMENT_IMAGE && x->w == AUGMENT_IMAGE,
+           "augment: batch tensor is (%d, %d, %d, %d), not (n, 3, 32, 32)", x->n, x->c, x->h,
+           x->w);
+    EXPECT(labels->kind == TENSOR_I32 && rows->kind == TENSOR_I32 && images->kind == TENSOR_U8 &&
+               image_labels->kind == TENSOR_U8,
+           "augment: tensor kinds (labels %s, rows %s, images %s, image labels %s)",
+           kind_name(labels->kind), kind_name(rows->kind), kind_name(images->kind),
+           kind_name(image_labels->kind));
+    EXPECT(tensor_count(rows) >= (size_t)x->n && tensor_count(labels) >= (size_t)x->n,
+           "augment: %zu rows and %zu labels for a batch of %d", tensor_count(rows),
+           tensor_count(labels), x->n);
+    EXPECT(tensor_count(image_labels) >= *dataset_rows, "augment: %zu labels for %zu images",
+           tensor_count(image_labels), *dataset_rows);
+    EXPECT(!aug || (aug->pad >= 0 && aug->pad <= 16 && aug->cutout >= 0 &&
+                    aug->cutout <= AUGMENT_IMAGE),
+           "augment: pad %d or cutout %d out of range", aug ? aug->pad : 0,
+           aug ? aug->cutout : 0);
+cleanup:
+    return rc;
+}
+
 int backend_check_lerp(const struct tensor *avg, const struct tensor *w)
 {
     int rc = DR_OK;

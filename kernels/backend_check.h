@@ -4,6 +4,9 @@
 #ifndef DAWNRUN_BACKEND_CHECK_H
 #define DAWNRUN_BACKEND_CHECK_H
 
+#include <stddef.h>
+
+#include "augment.h"
 #include "backend.h"
 
 /* y (or dy) of a pool over x with attributes a; *ho, *wo get the output plane size. */
@@ -27,6 +30,16 @@ int backend_check_concat_grads(int *missing, int *missing_c, struct tensor *cons
  * multiple of the parts and that save_mean and save_invstd hold parts * x->c values. */
 int backend_check_bn_parts(int *parts, const struct tensor *x, const struct tensor *save_mean,
                            const struct tensor *save_invstd, const struct bn_attr *a);
+
+/* The arguments of augment (kernels/backend.h): x a (n, 3, 32, 32) batch, labels and rows
+ * I32 with at least n entries, images U8 holding whole 3x32x32 images and image_labels U8
+ * with a label for each, and aug (NULL: none) with pad in 0..16 and cutout in 0..32.
+ * *dataset_rows gets the images' count. The rows' values are the engine's to check (they
+ * may live on the device). */
+int backend_check_augment(size_t *dataset_rows, const struct tensor *x,
+                          const struct tensor *labels, const struct tensor *images,
+                          const struct tensor *image_labels, const struct tensor *rows,
+                          const struct augment_params *aug);
 
 /* The tensors of param_lerp: avg and w both present, of the same shape and kind, the kind
  * TENSOR_PARAM or TENSOR_F32. */

@@ -18,7 +18,7 @@ int backend_cuda_create(struct backend *b, int device, int precision)
     b->ops = NULL;
     b->ctx = NULL;
     backend_cuda_probe(device, why, sizeof(why));
-    fprintf(stderr, "dawnrun: no CUDA device: %s (configure with nvcc, cuDNN and cuBLAS "
-                    "available)\n", why);
+    dr_eprintf("dawnrun: no CUDA device: %s (configure with nvcc, cuDNN and cuBLAS "
+               "available)\n", why);
     return DR_ERR_NODEVICE;
 }

@@ -162,9 +162,9 @@ static int set_wal(struct results *r)
     CHECK_SQLITE(r, step_patiently(r, st));
     const unsigned char *mode = sqlite3_column_text(st, 0);
     if (!mode || strcmp((const char *)mode, "wal") != 0)
-        fprintf(stderr, "dawnrun: warning: %s: journal mode is %s, not WAL (file system "
-                "without shared memory?); concurrent workers will wait on each other\n",
-                r->path, mode ? (const char *)mode : "unknown");
+        dr_eprintf("dawnrun: warning: %s: journal mode is %s, not WAL (file system "
+                   "without shared memory?); concurrent workers will wait on each other\n",
+                   r->path, mode ? (const char *)mode : "unknown");
 cleanup:
     sqlite3_finalize(st);
     return rc;

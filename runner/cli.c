@@ -78,14 +78,14 @@ long cli_parse_long(const char *flag, const char *value, long min, long max)
 {
     char *end = NULL;
     if (!value) {
-        fprintf(stderr, "dawnrun: %s needs a value\n", flag);
+        dr_eprintf("dawnrun: %s needs a value\n", flag);
         return -1;
     }
     errno = 0;
     long v = strtol(value, &end, 10);
     if (errno || end == value || *end || v < min || v > max) {
-        fprintf(stderr, "dawnrun: %s: expected an integer in [%ld, %ld], got '%s'\n", flag, min,
-                max, value);
+        dr_eprintf("dawnrun: %s: expected an integer in [%ld, %ld], got '%s'\n", flag, min,
+                   max, value);
         return -1;
     }
     return v;
@@ -98,11 +98,11 @@ int cli_common_flag(struct cli_common *c, int argc, char **argv, int *i)
     if (!strcmp(a, "--set") || !strncmp(a, "--set=", 6)) {
         const char *kv = a[5] == '=' ? a + 6 : val;
         if (!kv || !strchr(kv, '=')) {
-            fprintf(stderr, "dawnrun: --set needs key.path=value\n");
+            dr_eprintf("dawnrun: --set needs key.path=value\n");
             return -1;
         }
         if (c->n_sets >= CLI_MAX_SETS - 1) {
-            fprintf(stderr, "dawnrun: too many --set flags (at most %d)\n", CLI_MAX_SETS - 1);
+            dr_eprintf("dawnrun: too many --set flags (at most %d)\n", CLI_MAX_SETS - 1);
             return -1;
         }
         c->sets[c->n_sets++] = kv;
@@ -111,8 +111,8 @@ int cli_common_flag(struct cli_common *c, int argc, char **argv, int *i)
     }
     if (!strcmp(a, "--engine")) {
         if (!val || (strcmp(val, "cpu") && strcmp(val, "cuda") && strcmp(val, "auto"))) {
-            fprintf(stderr, "dawnrun: --engine: expected cpu, cuda or auto, got '%s'\n",
-                    val ? val : "");
+            dr_eprintf("dawnrun: --engine: expected cpu, cuda or auto, got '%s'\n",
+                       val ? val : "");
             return -1;
         }
         c->engine = val;
@@ -156,17 +156,17 @@ int cli_parse(struct cli_common *c, int argc, char **argv, const char *usage,
         }
         if (matched) continue;
         if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "dawnrun %s: unknown flag '%s'\n", argv[0], a);
+            dr_eprintf("dawnrun %s: unknown flag '%s'\n", argv[0], a);
             return -1;
         }
         if (c->config) {
-            fprintf(stderr, "dawnrun %s: one CONFIG only (got '%s' too)\n", argv[0], a);
+            dr_eprintf("dawnrun %s: one CONFIG only (got '%s' too)\n", argv[0], a);
             return -1;
         }
         c->config = a;
     }
     if (!c->config) {
-        fprintf(stderr, "%s\n", usage);
+        dr_eprintf("%s\n", usage);
         return -1;
     }
     return 0;
@@ -177,11 +177,10 @@ int cli_parse(struct cli_common *c, int argc, char **argv, const char *usage,
 static int cpu_backend(const struct cli_common *c, int precision, struct backend *be)
 {
     if (precision != PRECISION_FP32) {
-        fprintf(stderr,
-                "dawnrun: train.precision = \"%s\": the cpu engine computes in fp32 only; "
-                "use --engine cuda, or --set train.precision='\"fp32\"' (another "
-                "experiment)\n",
-                precision == PRECISION_FP16 ? "fp16" : "bf16");
+        dr_eprintf("dawnrun: train.precision = \"%s\": the cpu engine computes in fp32 only; "
+                   "use --engine cuda, or --set train.precision='\"fp32\"' (another "
+                   "experiment)\n",
+                   precision == PRECISION_FP16 ? "fp16" : "bf16");
         return DR_ERR_CONFIG;
     }
     return backend_cpu_create(be, c->threads);
@@ -196,7 +195,7 @@ int cli_backend(const struct cli_common *c, int precision, struct backend *be)
     char why[256];
     if (backend_cuda_probe(c->device, why, sizeof(why)) == DR_OK)
         return backend_cuda_create(be, c->device, precision);
-    fprintf(stderr, "dawnrun: engine auto: using the CPU engine (%s)\n", why);
+    dr_eprintf("dawnrun: engine auto: using the CPU engine (%s)\n", why);
     return cpu_backend(c, precision, be);
 }
 

@@ -12,6 +12,7 @@
 #include "engine/data.h"
 #include "kernels/rng.h"
 #include "base/status.h"
+#include "engine/run_plan.h"
 #include "engine/train.h"
 #include "load.h"
 
@@ -44,7 +45,8 @@ static int run_steps(struct trainer *t, int steps, const int32_t *rows)
     int rc = DR_OK;
     float lr, wd, gs;
     for (int s = 0; s < steps; s++) {
-        train_step_hparams(t->e, t->steps_per_epoch, t->steps_per_epoch, &lr, &wd, &gs, NULL);
+        train_step_hparams(t->e, t->plan.steps_per_epoch, t->plan.steps_per_epoch, &lr, &wd, &gs,
+                           NULL);
         TRY(trainer_step(t, 0, rows, lr, wd, gs));
         TRY(trainer_after_step(t));   /* weight averaging belongs to a step's cost */
     }
@@ -96,8 +98,9 @@ int cmd_bench(int argc, char **argv)
     int32_t *rows = NULL;
     int rc = runner_load(&e, &g, c.config, c.sets, c.n_sets);
     if (rc != DR_OK) return cli_exit_code(rc);
-    int b = e.train.batch_size;
-    int eb = e.eval.batch_size > 0 ? e.eval.batch_size : b;
+    struct run_plan full;   /* the run the config describes, on the images it asks for */
+    TRY(experiment_plan(&full, &e, RUN_PLAN_CONFIG_IMAGES, RUN_PLAN_CONFIG_IMAGES));
+    int b = full.batch, eb = full.eval_batch;
     TRY(synthetic_dataset(&train, b));
     TRY(synthetic_dataset(&test, eb));
     TRY(cli_backend(&c, (int)e.train.precision, &be));
@@ -134,12 +137,11 @@ int cmd_bench(int argc, char **argv)
     double eval_s = (bench_now() - t0) / eval_reps;
     printf("eval:  %.1f ms per %d images, %.1f images/s\n", 1e3 * eval_s, eb, eb / eval_s);
 
-    int train_n = e.data.train_subset ? e.data.train_subset : 50000;
-    int test_n = e.data.test_subset ? e.data.test_subset : 10000;
     double epochs = e.train.epochs;
     printf("projected run (%d train / %d test images, %.4g epochs): %.1f s training + "
-           "%.1f s evaluation\n", train_n, test_n, epochs, epochs * (train_n / b) * step_s,
-           epochs * (double)test_n / eb * eval_s);
+           "%.1f s evaluation\n", full.train_count, full.test_count, epochs,
+           epochs * full.steps_per_epoch * step_s,
+           epochs * (double)full.test_count / eb * eval_s);
 
     memset(&prof, 0, sizeof(prof));
     t.model.prof = &prof;

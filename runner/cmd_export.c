@@ -226,14 +226,14 @@ static int export_flag(void *ctx, const char *flag, const char *v)
         if (!strcmp(v, "csv")) o->fmt = EXPORT_CSV;
         else if (!strcmp(v, "json")) o->fmt = EXPORT_JSON;
         else {
-            fprintf(stderr, "dawnrun export: --format: expected csv or json, got '%s'\n", v);
+            dr_eprintf("dawnrun export: --format: expected csv or json, got '%s'\n", v);
             return DR_ERR_USAGE;
         }
     } else if (!strcmp(flag, "--table")) {
         if (!strcmp(v, "epochs")) o->table = TABLE_EPOCHS;
         else if (!strcmp(v, "runs")) o->table = TABLE_RUNS;
         else {
-            fprintf(stderr, "dawnrun export: --table: expected epochs or runs, got '%s'\n", v);
+            dr_eprintf("dawnrun export: --table: expected epochs or runs, got '%s'\n", v);
             return DR_ERR_USAGE;
         }
         o->table_given = 1;
@@ -257,7 +257,7 @@ int cmd_export(int argc, char **argv)
     TRY(report_selection_parse(&sel, &help, &cli, argc, argv));
     if (help) goto cleanup;
     if (o.table_given && o.fmt == EXPORT_JSON) {
-        fprintf(stderr, "dawnrun export: --table chooses a CSV table; JSON holds both\n");
+        dr_eprintf("dawnrun export: --table chooses a CSV table; JSON holds both\n");
         rc = DR_ERR_USAGE;
         goto cleanup;
     }

@@ -41,12 +41,12 @@ int cmd_merge(int argc, char **argv)
             return EXIT_OK;
         }
         if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "dawnrun merge: unknown flag '%s'\n" MERGE_USAGE, argv[i]);
+            dr_eprintf("dawnrun merge: unknown flag '%s'\n" MERGE_USAGE, argv[i]);
             return EXIT_USAGE;
         }
     }
     if (argc < 3) {
-        fputs(MERGE_USAGE, stderr);
+        dr_eprintf("%s", MERGE_USAGE);
         return EXIT_USAGE;
     }
     out_path = argv[1];
@@ -59,15 +59,15 @@ int cmd_merge(int argc, char **argv)
         }
         /* an unusable input must not even create OUT */
         if (check_input(in) != DR_OK) {
-            fprintf(stderr, "dawnrun merge: %s: not merged; %s is unchanged by it\n", in,
-                    out_path);
+            dr_eprintf("dawnrun merge: %s: not merged; %s is unchanged by it\n", in,
+                       out_path);
             failed++;
             continue;
         }
         if (!out) TRY(results_open(&out, out_path));
         if (results_merge(out, &s, in) != DR_OK) {
-            fprintf(stderr, "dawnrun merge: %s: not merged; %s is unchanged by it\n", in,
-                    out_path);
+            dr_eprintf("dawnrun merge: %s: not merged; %s is unchanged by it\n", in,
+                       out_path);
             failed++;
             continue;
         }
@@ -88,8 +88,8 @@ int cmd_merge(int argc, char **argv)
                total.runs_kept, total.epochs_copied);
     if (out) TRY(results_check_integrity(out));
     if (failed) {
-        fprintf(stderr, "dawnrun merge: %d of %d input%s not merged\n", failed, argc - 2,
-                argc - 2 == 1 ? "" : "s");
+        dr_eprintf("dawnrun merge: %d of %d input%s not merged\n", failed, argc - 2,
+                   argc - 2 == 1 ? "" : "s");
         rc = DR_ERR_DB;
     }
 cleanup:

@@ -161,8 +161,8 @@ int cmd_plot(int argc, char **argv)
     fprintf(strcmp(out_path, "-") ? stdout : stderr, "%s: %d experiment%s, %d run%s with "
             "epochs\n", out_path, d.n, d.n == 1 ? "" : "s", n_lines, n_lines == 1 ? "" : "s");
     if (n_lines == 0)
-        fprintf(stderr, "dawnrun plot: note: no epochs recorded yet in %s for %s\n", db_path,
-                sel.n_args ? "these experiments" : "any experiment");
+        dr_eprintf("dawnrun plot: note: no epochs recorded yet in %s for %s\n", db_path,
+                   sel.n_args ? "these experiments" : "any experiment");
 cleanup:
     output_file_abort(&out);
     plot_data_free(&d);

@@ -35,19 +35,19 @@ static int parse_listing(int argc, char **argv, const char *usage, const char **
         if ((v = report_flag_value("--db", argc, argv, &i, &missing))) {
             db_flag = v;
         } else if (missing) {
-            fprintf(stderr, "dawnrun %s: --db needs a value\n%s", argv[0], usage);
+            dr_eprintf("dawnrun %s: --db needs a value\n%s", argv[0], usage);
             return DR_ERR_USAGE;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(usage, stdout);
             *help = 1;
             return DR_OK;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "dawnrun %s: unknown flag '%s'\n%s", argv[0], argv[i], usage);
+            dr_eprintf("dawnrun %s: unknown flag '%s'\n%s", argv[0], argv[i], usage);
             return DR_ERR_USAGE;
         } else if (*n_args < max_args) {
             args[(*n_args)++] = argv[i];
         } else {
-            fprintf(stderr, "dawnrun %s: unexpected argument '%s'\n%s", argv[0], argv[i], usage);
+            dr_eprintf("dawnrun %s: unexpected argument '%s'\n%s", argv[0], argv[i], usage);
             return DR_ERR_USAGE;
         }
     }
@@ -168,7 +168,7 @@ int cmd_runs(int argc, char **argv)
     TRY(parse_listing(argc, argv, RUNS_USAGE, &path, args, &n_args, 1, &help));
     if (help) goto cleanup;
     if (n_args != 1) {
-        fputs(RUNS_USAGE, stderr);
+        dr_eprintf("%s", RUNS_USAGE);
         rc = DR_ERR_USAGE;
         goto cleanup;
     }
@@ -237,22 +237,22 @@ int cmd_show(int argc, char **argv)
     TRY(parse_listing(argc, argv, SHOW_USAGE, &path, args, &n_args, 1, &help));
     if (help) goto cleanup;
     if (n_args != 1) {
-        fputs(SHOW_USAGE, stderr);
+        dr_eprintf("%s", SHOW_USAGE);
         rc = DR_ERR_USAGE;
         goto cleanup;
     }
     errno = 0;
     long long id = strtoll(args[0], &end, 10);
     if (errno || end == args[0] || *end || id < 1) {
-        fprintf(stderr, "dawnrun show: RUN must be a run id (a positive integer, see `dawnrun "
-                "runs EXPERIMENT`), got '%s'\n", args[0]);
+        dr_eprintf("dawnrun show: RUN must be a run id (a positive integer, see `dawnrun "
+                   "runs EXPERIMENT`), got '%s'\n", args[0]);
         rc = DR_ERR_USAGE;
         goto cleanup;
     }
     TRY(report_open_db(&db, path));
     TRY(results_run_get(db, &r, &found, id));
     if (!found) {
-        fprintf(stderr, "dawnrun show: no run %lld in %s\n", id, path);
+        dr_eprintf("dawnrun show: no run %lld in %s\n", id, path);
         rc = DR_ERR_USAGE;
         goto cleanup;
     }

@@ -16,8 +16,8 @@ static int report_flag(void *ctx, const char *flag, const char *value)
 {
     (void)flag;
     if (report_format_parse(ctx, value) != 0) {
-        fprintf(stderr, "dawnrun report: --format: expected table, csv, json or markdown, "
-                "got '%s'\n", value);
+        dr_eprintf("dawnrun report: --format: expected table, csv, json or markdown, "
+                   "got '%s'\n", value);
         return DR_ERR_USAGE;
     }
     return DR_OK;

@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "engine/data.h"
+#include "engine/run_plan.h"
 #include "engine/sha256.h"
 #include "base/status.h"
 #include "load.h"
@@ -66,7 +67,7 @@ static int parse_seed_list(struct run_args *a, const char *v)
 {
     const char *p = v;
     if (!v || !*v) {
-        fprintf(stderr, "dawnrun run: --seed-list needs a value such as 0,3,7\n");
+        dr_eprintf("dawnrun run: --seed-list needs a value such as 0,3,7\n");
         return -1;
     }
     while (*p) {
@@ -74,21 +75,21 @@ static int parse_seed_list(struct run_args *a, const char *v)
         errno = 0;
         unsigned long long s = strtoull(p, &end, 10);
         if (*p == '-' || *p == '+' || end == p || errno || (*end && *end != ',')) {
-            fprintf(stderr, "dawnrun run: --seed-list: expected seeds like 0,3,7, got '%s'\n", v);
+            dr_eprintf("dawnrun run: --seed-list: expected seeds like 0,3,7, got '%s'\n", v);
             return -1;
         }
         int dup = 0;
         for (int i = 0; i < a->n_seed_list; i++) dup |= a->seed_list[i] == s;
         if (!dup) {
             if (a->n_seed_list == RUN_MAX_SEEDS) {
-                fprintf(stderr, "dawnrun run: --seed-list: more than %d seeds\n", RUN_MAX_SEEDS);
+                dr_eprintf("dawnrun run: --seed-list: more than %d seeds\n", RUN_MAX_SEEDS);
                 return -1;
             }
             a->seed_list[a->n_seed_list++] = (uint64_t)s;
         }
         p = *end ? end + 1 : end;
         if (*end && !*p) {
-            fprintf(stderr, "dawnrun run: --seed-list: expected seeds like 0,3,7, got '%s'\n", v);
+            dr_eprintf("dawnrun run: --seed-list: expected seeds like 0,3,7, got '%s'\n", v);
             return -1;
         }
     }
@@ -99,7 +100,7 @@ static int parse_devices(struct run_args *a, const char *v)
 {
     const char *p = v;
     if (!v || !*v) {
-        fprintf(stderr, "dawnrun run: --devices needs a value such as 0,1\n");
+        dr_eprintf("dawnrun run: --devices needs a value such as 0,1\n");
         return -1;
     }
     a->n_devices = 0;
@@ -109,8 +110,8 @@ static int parse_devices(struct run_args *a, const char *v)
         long d = strtol(p, &end, 10);
         if (end == p || errno || d < 0 || d > 1024 || (*end && *end != ',') ||
             a->n_devices == WORKERS_MAX) {
-            fprintf(stderr, "dawnrun run: --devices: expected device numbers like 0,1, got '%s'\n",
-                    v);
+            dr_eprintf("dawnrun run: --devices: expected device numbers like 0,1, got '%s'\n",
+                       v);
             return -1;
         }
         a->devices[a->n_devices++] = (int)d;
@@ -136,7 +137,7 @@ static int parse_args(struct run_args *a, int argc, char **argv)
             i++;
         } else if (!strcmp(f, "--sweep")) {
             if (!val) {
-                fprintf(stderr, "dawnrun run: --sweep needs key.path=value1,value2,...\n");
+                dr_eprintf("dawnrun run: --sweep needs key.path=value1,value2,...\n");
                 return -1;
             }
             struct sweep check = {0};
@@ -144,13 +145,13 @@ static int parse_args(struct run_args *a, int argc, char **argv)
                       sweep_add(&check, val, "--sweep", DR_ERR_USAGE) != DR_OK;
             sweep_free(&check);
             if (a->n_sweeps == SWEEP_MAX_DIMS)
-                fprintf(stderr, "dawnrun run: more than %d --sweep flags\n", SWEEP_MAX_DIMS);
+                dr_eprintf("dawnrun run: more than %d --sweep flags\n", SWEEP_MAX_DIMS);
             if (bad) return -1;
             a->sweeps[a->n_sweeps++] = val;
             i++;
         } else if (!strcmp(f, "--db")) {
             if (!val || !*val) {
-                fprintf(stderr, "dawnrun run: --db needs a file name\n");
+                dr_eprintf("dawnrun run: --db needs a file name\n");
                 return -1;
             }
             a->db = val;
@@ -168,7 +169,7 @@ static int parse_args(struct run_args *a, int argc, char **argv)
             a->keep_checkpoints = 1;
         } else if (!strcmp(f, "--experiment")) {
             if (!val || !*val || strlen(val) > 200) {
-                fprintf(stderr, "dawnrun run: --experiment needs a name (1 to 200 characters)\n");
+                dr_eprintf("dawnrun run: --experiment needs a name (1 to 200 characters)\n");
                 return -1;
             }
             a->experiment = val;
@@ -177,17 +178,17 @@ static int parse_args(struct run_args *a, int argc, char **argv)
             char *end = NULL;
             a->lease = val ? strtod(val, &end) : NAN;
             if (!val || end == val || *end || !(a->lease >= 1.0 && a->lease <= 86400.0)) {
-                fprintf(stderr, "dawnrun run: --lease: expected seconds in [1, 86400], got '%s'\n",
-                        val ? val : "");
+                dr_eprintf("dawnrun run: --lease: expected seconds in [1, 86400], got '%s'\n",
+                           val ? val : "");
                 return -1;
             }
             i++;
         } else if (f[0] == '-' && f[1]) {
-            fprintf(stderr, "dawnrun run: unknown flag '%s'\n", f);
+            dr_eprintf("dawnrun run: unknown flag '%s'\n", f);
             return -1;
         } else {
             if (a->n_configs == RUN_MAX_ARGS) {
-                fprintf(stderr, "dawnrun run: too many configs\n");
+                dr_eprintf("dawnrun run: too many configs\n");
                 return -1;
             }
             a->configs[a->n_configs++] = f;
@@ -198,21 +199,21 @@ static int parse_args(struct run_args *a, int argc, char **argv)
         return -1;
     }
     if (a->n_seeds && a->n_seed_list) {
-        fprintf(stderr, "dawnrun run: --seeds and --seed-list exclude each other\n");
+        dr_eprintf("dawnrun run: --seeds and --seed-list exclude each other\n");
         return -1;
     }
     if (a->n_devices && a->workers) {
-        fprintf(stderr, "dawnrun run: --devices and --workers exclude each other (--devices "
-                        "starts one worker per device; repeat a device for two)\n");
+        dr_eprintf("dawnrun run: --devices and --workers exclude each other (--devices "
+                   "starts one worker per device; repeat a device for two)\n");
         return -1;
     }
     if (a->n_devices && !strcmp(a->c.engine, "cpu")) {
-        fprintf(stderr, "dawnrun run: --devices needs the cuda engine; for CPU worker processes "
-                        "use --workers N\n");
+        dr_eprintf("dawnrun run: --devices needs the cuda engine; for CPU worker processes "
+                   "use --workers N\n");
         return -1;
     }
     if (a->experiment && a->n_configs > 1) {
-        fprintf(stderr, "dawnrun run: --experiment names one experiment: give one CONFIG\n");
+        dr_eprintf("dawnrun run: --experiment names one experiment: give one CONFIG\n");
         return -1;
     }
     return 0;
@@ -307,7 +308,7 @@ static int batch_load_config(struct sched_batch *b, int *cap, const char *config
         for (int d = 0; d < s.n_dims; d++) sets[n++] = combo[d];
         rc = runner_load(&e, &g, config, sets, n);
         if (rc != DR_OK) {
-            fprintf(stderr, "dawnrun run: (in the sweep combination %s of %s)\n", label, config);
+            dr_eprintf("dawnrun run: (in the sweep combination %s of %s)\n", label, config);
             goto cleanup;
         }
         TRY(batch_add(b, cap, &e, &g, label, a));
@@ -368,10 +369,8 @@ static int data_load(struct batch_data *d, struct sched_batch *b)
         *te = d->test[k];
         if (x->e.data.train_subset) tr->count = x->e.data.train_subset;
         if (x->e.data.test_subset) te->count = x->e.data.test_subset;
-        if (x->e.train.batch_size > tr->count)
-            FAIL(DR_ERR_CONFIG,
-                 "%s: train.batch_size %d is larger than the training set (%d images)",
-                 x->e.path, x->e.train.batch_size, tr->count);
+        struct run_plan plan;   /* refuses a data set smaller than a batch, before any run */
+        TRY(experiment_plan(&plan, &x->e, tr->count, te->count));
         x->train = tr;
         x->test = te;
     }
@@ -419,8 +418,8 @@ static int ensure_parent_dir(const char *path)
     if (!slash || slash == dir) return DR_OK;
     *slash = '\0';
     if (mkdir(dir, 0777) == 0 || errno == EEXIST) return DR_OK;
-    fprintf(stderr, "dawnrun: cannot create the directory %s for the results database: %s\n",
-            dir, strerror(errno));
+    dr_eprintf("dawnrun: cannot create the directory %s for the results database: %s\n",
+               dir, strerror(errno));
     return DR_ERR_IO;
 }
 
@@ -435,10 +434,10 @@ static int batch_left(const char *db_path, const struct sched_batch *b)
     if (results_open(&db, db_path) == DR_OK && scheduler_census(db, &c, NULL, b, 0) == DR_OK) {
         left = c.failed + c.to_run;
         if (left > 0)
-            fprintf(stderr, "dawnrun: the batch ends with %d of its %d run%s unfinished (%d "
-                            "failed, %d not run)%s\n", left, c.total, c.total == 1 ? "" : "s",
-                    c.failed, c.to_run,
-                    c.failed ? "; --retry-failed runs the failed ones again" : "");
+            dr_eprintf("dawnrun: the batch ends with %d of its %d run%s unfinished (%d "
+                       "failed, %d not run)%s\n", left, c.total, c.total == 1 ? "" : "s",
+                       c.failed, c.to_run,
+                       c.failed ? "; --retry-failed runs the failed ones again" : "");
     }
     results_close(db);
     return left;
@@ -563,13 +562,13 @@ int cmd_run(int argc, char **argv)
      * (a signal's code stands) */
     if (code == EXIT_OK && batch_left(a.db, &b) != 0) code = EXIT_FAILURE_OTHER;
     else if (code == EXIT_FAILURE_OTHER)
-        fprintf(stderr, "dawnrun: the batch did not end cleanly (see above); failed runs keep "
-                        "their error in the results store, and --retry-failed runs them again\n");
+        dr_eprintf("dawnrun: the batch did not end cleanly (see above); failed runs keep "
+                   "their error in the results store, and --retry-failed runs them again\n");
 
     /* the report of the batch (also after a failure or an interruption: what is done is done) */
     if (print_report(a.db, &b) != DR_OK)
-        fprintf(stderr, "dawnrun: the report could not be printed (the results are in %s)\n",
-                a.db);
+        dr_eprintf("dawnrun: the report could not be printed (the results are in %s)\n",
+                   a.db);
 cleanup:
     results_close(db);
     backend_destroy(&eng.be);

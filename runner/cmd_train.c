@@ -21,9 +21,10 @@ static void progress(void *user, int epoch, int step, int steps)
     if (v->tty) progress_draw(epoch, step, steps);
 }
 
-static int on_epoch(void *user, const struct epoch_record *r)
+static int on_epoch(void *user, const struct epoch_record *r, const struct train_progress *p)
 {
     (void)user;
+    (void)p;
     table_print_row(stdout, r);
     return DR_OK;
 }
@@ -44,7 +45,7 @@ int cmd_train(int argc, char **argv)
     struct dataset train = {0}, test = {0};
     struct backend be = {0};
     struct trainer t = {0};
-    struct train_result res = {0};
+    struct train_progress prog;
     cli_signals_install(); /* before any OpenMP region: see cli.h */
     int rc = runner_load(&e, &g, c.config, c.sets, c.n_sets);
     if (rc != DR_OK) return cli_exit_code(rc);
@@ -55,16 +56,17 @@ int cmd_train(int argc, char **argv)
     printf("experiment %s  seed %ld  engine %s (%s)\n", e.name, seed, be.ops->name,
            be.ops->device_name(be.ctx));
     printf("data %s: %d train, %d test images; %d steps/epoch of %d; %d epochs; %lld parameters\n",
-           dir, train.count, test.count, t.steps_per_epoch, e.train.batch_size, t.n_epochs,
-           (long long)g.n_weights);
+           dir, t.plan.train_count, t.plan.test_count, t.plan.steps_per_epoch, t.plan.batch,
+           t.plan.epochs, (long long)g.n_weights);
     table_print_header(stdout);
     struct train_view view = {isatty(STDOUT_FILENO)};
-    struct train_hooks hooks = {on_epoch, progress, cli_stop_requested, &view};
-    rc = trainer_run(&t, &hooks, &res);
+    struct train_hooks hooks = {on_epoch, NULL, progress, cli_stop_requested, &view};
+    train_progress_start(&prog);
+    rc = trainer_run(&t, &hooks, &prog);
     progress_clear();   /* a run stopped mid-epoch leaves its line drawn */
-    if (res.epochs_done > 0)
+    if (prog.epoch > 0)
         printf("final test acc %.4f after %d epochs; train time %.2f s, total %.2f s%s\n",
-               res.final_test_acc, res.epochs_done, res.train_time, res.total_time,
+               prog.last_test_acc, prog.epoch, prog.train_time, prog.total_time,
                rc == DR_ERR_DIVERGED ? " (diverged)" : "");
     if (rc == DR_ERR_DIVERGED) dr_eprintf("dawnrun: the loss diverged (NaN or inf)\n");
 cleanup:

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "base/status.h"
+#include "engine/run_plan.h"
 #include "engine/train.h"
 #include "load.h"
 
@@ -32,7 +33,7 @@ static long long layer_params(const struct graph *g, const struct layer *l)
     return n;
 }
 
-static void print_network(const struct experiment *e, const struct graph *g)
+static int print_network(const struct experiment *e, const struct graph *g)
 {
     printf("# network: %d layers, input 3x32x32, output '%s' (%d logits)\n", g->count - 1,
            g->layers[g->output].spec.name, g->layers[g->output].c);
@@ -51,12 +52,13 @@ static void print_network(const struct experiment *e, const struct graph *g)
                layer_type_name(l->spec.type), inputs, shape, layer_params(g, l),
                (double)l->flops / 1e6);
     }
-    int train_count = e->data.train_subset ? e->data.train_subset : 50000;
-    int test_count = e->data.test_subset ? e->data.test_subset : 10000;
-    struct experiment_steps st;
-    experiment_steps(e, train_count, &st); /* the loader checked that a batch fits */
-    long steps = st.total, epochs = st.epochs;
-    double train_flops = (double)graph_train_flops(g) * (double)e->train.batch_size * (double)steps;
+    struct run_plan plan;
+    /* the loader checked that a batch fits the images the config asks for */
+    if (experiment_plan(&plan, e, RUN_PLAN_CONFIG_IMAGES, RUN_PLAN_CONFIG_IMAGES) != DR_OK)
+        return DR_ERR_CONFIG;
+    int test_count = plan.test_count;
+    long steps = plan.total_steps, epochs = plan.epochs;
+    double train_flops = (double)graph_train_flops(g) * (double)plan.batch * (double)steps;
     int views = train_tta_views(NULL, NULL, e->eval.tta);
     double eval_flops =
         (double)g->flops_forward * (double)test_count * (double)epochs * (double)views;
@@ -77,12 +79,13 @@ static void print_network(const struct experiment *e, const struct graph *g)
            (double)graph_train_flops(g) / 1e9);
     printf("run                   %ld steps x %d images: %.2f PFLOP training + %.3f PFLOP "
            "evaluation (%d test images x %ld epochs",
-           steps, e->train.batch_size, train_flops / 1e15, eval_flops / 1e15, test_count, epochs);
+           steps, plan.batch, train_flops / 1e15, eval_flops / 1e15, test_count, epochs);
     if (views > 1) printf(" x %d test-time views", views);
     printf(")\n");
     char hash[65];
     experiment_hash(e, hash);
     printf("experiment hash       %s\n", hash);
+    return DR_OK;
 }
 
 int cmd_validate(int argc, char **argv)
@@ -97,8 +100,8 @@ int cmd_validate(int argc, char **argv)
     if (rc != DR_OK) return cli_exit_code(rc);
     printf("# experiment '%s' from %s (resolved)\n", e.name, c.config);
     fputs(e.resolved ? e.resolved : "", stdout);
-    print_network(&e, &g);
+    rc = print_network(&e, &g);
     graph_free(&g);
     experiment_free(&e);
-    return EXIT_OK;
+    return cli_exit_code(rc);
 }

@@ -15,7 +15,7 @@ int runner_load(struct experiment *e, struct graph *g, const char *path, const c
     if (rc != DR_OK) return rc;
     rc = graph_build(g, &e->net, 3, 32, 32, err, sizeof(err));
     if (rc != DR_OK) {
-        fprintf(stderr, "%s\n", err);
+        dr_eprintf("%s\n", err);
         experiment_free(e);
         return rc;
     }

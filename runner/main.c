@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/status.h"
 #include "cli.h"
 #include "engine/experiment.h"
 #include "progress.h"
@@ -74,7 +75,7 @@ int main(int argc, char **argv)
         usage(stdout);
         return EXIT_OK;
     }
-    fprintf(stderr, "dawnrun: unknown command '%s'\n", cmd);
+    dr_eprintf("dawnrun: unknown command '%s'\n", cmd);
     usage(stderr);
     return EXIT_USAGE;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/status.h"
+#include "engine/train.h"
 
 int report_format_parse(enum report_format *out, const char *name)
 {
@@ -45,7 +46,8 @@ static double median_of(double *v, int n)
 }
 
 /* The first epoch of a done run at which its test accuracy reached `target`, and the
- * train time up to and including it, from the run's epoch rows. A run without epoch
+ * train time up to and including it, from the run's epoch rows (train_progress_epoch,
+ * the rule the training loop follows). A run without epoch
  * rows falls back to the values stored with it, which were computed against the
  * experiment's own target and so only count when that is the target used. */
 static int time_to_target(struct results *db, const struct results_run *run,
@@ -54,7 +56,7 @@ static int time_to_target(struct results *db, const struct results_run *run,
     int rc = DR_OK;
     int n = 0;
     struct results_epoch *eps = NULL;
-    double train = 0.0;
+    struct train_progress p;
     *epoch = -1;
     *seconds = NAN;
     TRY(results_epochs_list(db, &eps, &n, run->id));
@@ -65,13 +67,13 @@ static int time_to_target(struct results *db, const struct results_run *run,
         }
         goto cleanup;
     }
-    for (int i = 0; i < n; i++) {
-        train += isnan(eps[i].train_time) ? 0.0 : eps[i].train_time;
-        if (eps[i].test_acc >= e->target) {
-            *epoch = eps[i].epoch;
-            *seconds = train;
-            break;
-        }
+    train_progress_start(&p);
+    for (int i = 0; i < n && p.target_epoch < 0; i++)
+        train_progress_epoch(&p, eps[i].epoch, eps[i].train_time, eps[i].test_time,
+                             eps[i].test_acc, eps[i].test_loss, e->target);
+    if (p.target_epoch >= 0) {
+        *epoch = p.target_epoch;
+        *seconds = p.target_time;
     }
 cleanup:
     free(eps);

@@ -24,8 +24,8 @@ int report_open_db(struct results **db, const char *path)
     struct stat sb;
     *db = NULL;
     if (stat(path, &sb) != 0) {
-        fprintf(stderr, "dawnrun: %s: no such results database (give one with --db PATH or "
-                "$DAWNRUN_DB; `dawnrun run CONFIG` creates it)\n", path);
+        dr_eprintf("dawnrun: %s: no such results database (give one with --db PATH or "
+                   "$DAWNRUN_DB; `dawnrun run CONFIG` creates it)\n", path);
         return DR_ERR_DB;
     }
     return results_open_readonly(db, path);
@@ -119,9 +119,9 @@ static int find_config(struct results *db, struct id_list *l, const char *path,
         TRY(match_experiment(l, &matched, &e, all, n_all));
         if (matched == 0) {
             experiment_hash(&e, hash);
-            fprintf(stderr, "dawnrun: %s: no experiment in %s has this config (hash %.12s%s); "
-                    "run it first with `dawnrun run %s`\n", path, results_path(db), hash,
-                    n_sets ? ", with the --set overrides given" : "", path);
+            dr_eprintf("dawnrun: %s: no experiment in %s has this config (hash %.12s%s); "
+                       "run it first with `dawnrun run %s`\n", path, results_path(db), hash,
+                       n_sets ? ", with the --set overrides given" : "", path);
             rc = DR_ERR_USAGE;
         }
         goto cleanup;
@@ -138,8 +138,8 @@ static int find_config(struct results *db, struct id_list *l, const char *path,
         loaded = 1;
         TRY(match_experiment(l, &matched, &e, all, n_all));
         if (matched == 0) {
-            fprintf(stderr, "dawnrun: note: %s with %s: not in %s\n", path, label,
-                    results_path(db));
+            dr_eprintf("dawnrun: note: %s with %s: not in %s\n", path, label,
+                       results_path(db));
             missing++;
         }
         experiment_free(&e);
@@ -149,8 +149,8 @@ static int find_config(struct results *db, struct id_list *l, const char *path,
         label = NULL;
     }
     if (missing == sweep_count(&s)) {
-        fprintf(stderr, "dawnrun: %s: none of its %d sweep combinations is in %s; run them "
-                "first with `dawnrun run %s`\n", path, missing, results_path(db), path);
+        dr_eprintf("dawnrun: %s: none of its %d sweep combinations is in %s; run them "
+                   "first with `dawnrun run %s`\n", path, missing, results_path(db), path);
         rc = DR_ERR_USAGE;
     }
 cleanup:
@@ -182,10 +182,10 @@ int report_find(struct results *db, int64_t **ids, int *n, int *n_configs,
         }
         TRY(results_experiments_find(db, &found, &count, args[i]));
         if (count == 0) {
-            fprintf(stderr, "dawnrun: no experiment '%s' in %s (give an id, a name, a "
-                    "config-hash prefix of at least 6 characters or a config file; "
-                    "`dawnrun experiments --db %s` lists them)\n", args[i],
-                    results_path(db), results_path(db));
+            dr_eprintf("dawnrun: no experiment '%s' in %s (give an id, a name, a "
+                       "config-hash prefix of at least 6 characters or a config file; "
+                       "`dawnrun experiments --db %s` lists them)\n", args[i],
+                       results_path(db), results_path(db));
             rc = DR_ERR_USAGE;
             goto cleanup;
         }

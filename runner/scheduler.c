@@ -139,22 +139,20 @@ int scheduler_register(struct results *db, struct sched_batch *b,
             TRY(find_registered(db, &id, &text, &engine, x)); /* a concurrent registration wins */
         }
         if (strcmp(engine, prov->engine) != 0) {
-            fprintf(stderr,
-                    "dawnrun: experiment '%s' (%.16s) is registered for the %s engine; its runs "
-                    "must not mix engines: run it with --engine %s, or give this batch its own "
-                    "--experiment NAME\n",
-                    x->name, x->identity, engine, engine);
+            dr_eprintf("dawnrun: experiment '%s' (%.16s) is registered for the %s engine; its runs "
+                       "must not mix engines: run it with --engine %s, or give this batch its own "
+                       "--experiment NAME\n",
+                       x->name, x->identity, engine, engine);
             rc = DR_ERR_USAGE;
             goto cleanup;
         }
         if (strcmp(text, x->e.resolved) != 0) {
             char registered[65];
             sha256_hex(registered, text, strlen(text));
-            fprintf(stderr,
-                    "dawnrun: warning: experiment '%s' was registered with another config "
-                    "(hash %.16s); its new runs train on this one (hash %.16s), and the store "
-                    "keeps the first config's text\n",
-                    x->name, registered, x->config_hash);
+            dr_eprintf("dawnrun: warning: experiment '%s' was registered with another config "
+                       "(hash %.16s); its new runs train on this one (hash %.16s), and the store "
+                       "keeps the first config's text\n",
+                       x->name, registered, x->config_hash);
         }
         x->id = id;
         TRY(results_runs_ensure(db, NULL, id, x->seeds, x->n_seeds, max_attempts));
@@ -215,8 +213,10 @@ struct run_ctx {
     const struct sched_options *o;
     struct results *db;
     struct results_lease lease;
+    const char *ckpt;    /* the run's checkpoint file */
     double beat_every, last_beat;
     int fenced;          /* a write was refused: the run is not ours any more */
+    int store_rc;        /* the store failed (or refused a write) in a hook: drop the run */
     int beat_warned;
 };
 
@@ -246,6 +246,46 @@ static int run_should_stop(void *user)
     return c->fenced || cli_stop_requested(NULL);
 }
 
+/* A store write of the run's: a refused one means the run was taken over. */
+static int run_store(struct run_ctx *c, int rc)
+{
+    if (rc == DR_ERR_FENCED) c->fenced = 1;
+    if (rc != DR_OK) c->store_rc = rc;
+    return rc;
+}
+
+/* After each epoch: the epoch's row goes to the store in its own transaction, then the
+ * table row is printed. Nothing is written once the run is not ours. */
+static int run_on_epoch(void *user, const struct epoch_record *r, const struct train_progress *p)
+{
+    struct run_ctx *c = user;
+    (void)p;
+    if (c->fenced) return run_store(c, DR_ERR_FENCED);
+    struct results_epoch row = {r->epoch, r->lr, r->train_loss, r->train_acc, r->test_loss,
+                                r->test_acc, r->train_time, r->test_time, r->total_time, 0, 0};
+    int rc = run_store(c, results_epoch_record(c->db, &c->lease, &row));
+    if (rc != DR_OK) return rc;
+    crashpoint("epoch-committed");
+    say_table(c->o, r);
+    return DR_OK;
+}
+
+/* After each epoch that did not diverge: a checkpoint (none after the last epoch unless
+ * --keep-checkpoints), and the store learns it. A checkpoint that cannot be written is a
+ * warning: a resume starts from an earlier one. */
+static int run_checkpoint(void *user, const struct trainer *t, const struct train_progress *p)
+{
+    struct run_ctx *c = user;
+    if (p->epoch == t->plan.epochs && !c->o->keep_checkpoints) return DR_OK;
+    if (checkpoint_save(c->ckpt, t, p) != DR_OK) {
+        say(c->o, "warning: no checkpoint after epoch %d (see above); a resume starts "
+                  "from an earlier one\n", p->epoch);
+        return DR_OK;
+    }
+    crashpoint("checkpoint-renamed");
+    return run_store(c, results_run_checkpointed(c->db, &c->lease, p->epoch));
+}
+
 static const char *signal_name(int sig)
 {
     return sig == SIGTERM ? "SIGTERM" : "SIGINT";
@@ -253,7 +293,7 @@ static const char *signal_name(int sig)
 
 /* Ends the attempt; a refused write means the run was taken over. */
 static int finish(struct run_ctx *c, enum results_run_status status,
-                  const struct checkpoint_progress *p, int final, const char *error)
+                  const struct train_progress *p, int final, const char *error)
 {
     struct results_outcome out = {
         .status = status,
@@ -271,11 +311,11 @@ static int finish(struct run_ctx *c, enum results_run_status status,
 
 /* Restores the run's checkpoint into t when there is a usable one; p is left at the
  * start of the run otherwise. Returns DR_OK or a backend error. */
-static int resume(struct run_ctx *c, struct trainer *t, struct checkpoint_progress *p,
+static int resume(struct run_ctx *c, struct trainer *t, struct train_progress *p,
                   const char *path, uint64_t seed)
 {
     int found = 0;
-    struct checkpoint_progress q;
+    struct train_progress q;
     int rc = checkpoint_load(t, &q, &found, path);
     if (rc == DR_ERR_DATA || rc == DR_ERR_IO) {
         say(c->o, "checkpoint %s is unusable (see above): seed %llu starts from scratch\n",
@@ -323,14 +363,16 @@ static int run_one(struct run_ctx *c, const struct sched_experiment *x, struct s
     const struct sched_options *o = c->o;
     const uint64_t seed = c->lease.seed;
     struct trainer t;
-    struct checkpoint_progress p = {0, 0.0, 0.0, -1.0, -1, NAN, NAN};
+    struct train_progress p;
     char ckpt[EXPERIMENT_PATH_MAX + 128], why[256] = "";
     int rc = DR_OK, train_rc = DR_OK;
     enum results_run_status status = RUN_DONE;
 
     *ended = RUN_RUNNING;
     memset(&t, 0, sizeof(t));
+    train_progress_start(&p);
     scheduler_checkpoint_path(ckpt, sizeof(ckpt), o->checkpoint_dir, x, seed);
+    c->ckpt = ckpt;
     train_rc = engine_for(eng, x);
     say(o, "\n%s  seed %llu  attempt %d  (run %lld)  %s: %s\n", x->name,
         (unsigned long long)seed, c->lease.attempt, (long long)c->lease.run_id,
@@ -346,45 +388,15 @@ static int run_one(struct run_ctx *c, const struct sched_experiment *x, struct s
     /* the run is ours: temporary files of killed writers go, and the store learns the
      * point this attempt starts from (epochs past it are discarded) */
     (void)checkpoint_remove_leftovers(ckpt);
-    rc = results_run_resume_at(c->db, &c->lease, p.epoch);
-    if (rc == DR_ERR_FENCED) c->fenced = 1;
+    rc = run_store(c, results_run_resume_at(c->db, &c->lease, p.epoch));
     if (rc != DR_OK) goto drop;
 
-    struct train_hooks hooks = {NULL, run_on_step, run_should_stop, c};
+    struct train_hooks hooks = {run_on_epoch, run_checkpoint, run_on_step, run_should_stop, c};
     say_table(o, NULL);
-    for (int ep = p.epoch; ep < t.n_epochs; ep++) {
-        struct epoch_record r;
-        train_rc = trainer_epoch(&t, ep, &hooks, &r);
-        if (c->fenced) goto drop;
-        if (train_rc != DR_OK && train_rc != DR_ERR_DIVERGED) break;
-        p.train_time += r.train_time;
-        p.total_time += r.train_time + r.test_time;
-        r.total_time = p.total_time;
-        p.epoch = ep + 1;
-        p.last_test_acc = r.test_acc;
-        p.last_test_loss = r.test_loss;
-        if (p.target_epoch < 0 && r.test_acc >= x->e.target_accuracy) {
-            p.target_epoch = ep + 1;
-            p.target_time = p.train_time;
-        }
-        struct results_epoch row = {r.epoch, r.lr, r.train_loss, r.train_acc, r.test_loss,
-                                    r.test_acc, r.train_time, r.test_time, r.total_time, 0, 0};
-        rc = results_epoch_record(c->db, &c->lease, &row);
-        if (rc == DR_ERR_FENCED) c->fenced = 1;
-        if (rc != DR_OK) goto drop;
-        crashpoint("epoch-committed");
-        say_table(o, &r);
-        if (train_rc == DR_ERR_DIVERGED) break;
-        if (p.epoch == t.n_epochs && !o->keep_checkpoints) continue;
-        if (checkpoint_save(ckpt, &t, &p) != DR_OK) {
-            say(o, "warning: no checkpoint after epoch %d (see above); a resume starts "
-                   "from an earlier one\n", p.epoch);
-            continue;
-        }
-        crashpoint("checkpoint-renamed");
-        rc = results_run_checkpointed(c->db, &c->lease, p.epoch);
-        if (rc == DR_ERR_FENCED) c->fenced = 1;
-        if (rc != DR_OK) goto drop;
+    train_rc = trainer_run(&t, &hooks, &p);
+    if (c->fenced || c->store_rc != DR_OK) {
+        rc = c->store_rc;
+        goto drop;
     }
     if (train_rc == DR_ERR_DIVERGED) {
         status = RUN_DIVERGED;
@@ -427,7 +439,7 @@ drop:
     }
     dr_eprintf("dawnrun: run %lld (seed %llu): the results store failed (%s); stopping "
                "this worker, the run will be reclaimed when its lease runs out\n",
-            (long long)c->lease.run_id, (unsigned long long)seed, dr_status_str(rc));
+               (long long)c->lease.run_id, (unsigned long long)seed, dr_status_str(rc));
     return DR_ERR_DB;
 }
 
@@ -437,7 +449,7 @@ static int make_dir(const char *dir)
 {
     if (mkdir(dir, 0777) == 0 || errno == EEXIST) return DR_OK;
     dr_eprintf("dawnrun: cannot create the checkpoint directory %s: %s\n", dir,
-            strerror(errno));
+               strerror(errno));
     return DR_ERR_IO;
 }
 
@@ -543,7 +555,7 @@ int scheduler_work(struct sched_tally *tally, const struct sched_batch *b,
         fails = ended == RUN_FAILED ? fails + 1 : 0;
         if (fails == SCHED_FAILS_IN_A_ROW) {
             dr_eprintf("dawnrun: %d runs in a row failed on %s: this worker stops\n", fails,
-                    o->device ? o->device : eng->common.engine);
+                       o->device ? o->device : eng->common.engine);
             rc = error != DR_OK ? error : DR_ERR_INTERNAL;
             goto cleanup;
         }

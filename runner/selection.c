@@ -13,7 +13,7 @@
 static int push(const char **list, int *n, int cap, const char *v, const char *name)
 {
     if (*n >= cap) {
-        fprintf(stderr, "dawnrun %s: too many arguments\n", name);
+        dr_eprintf("dawnrun %s: too many arguments\n", name);
         return DR_ERR_USAGE;
     }
     list[(*n)++] = v;
@@ -26,8 +26,8 @@ static int parse_target(double *out, const char *value, const char *name)
     char *end = NULL;
     double v = strtod(value, &end);
     if (end == value || *end || !(v > 0.0 && v <= 1.0)) {
-        fprintf(stderr, "dawnrun %s: --target: expected an accuracy in (0, 1], e.g. 0.94, "
-                "got '%s'\n", name, value);
+        dr_eprintf("dawnrun %s: --target: expected an accuracy in (0, 1], e.g. 0.94, "
+                   "got '%s'\n", name, value);
         return DR_ERR_USAGE;
     }
     *out = v;
@@ -61,7 +61,7 @@ int report_selection_parse(struct report_selection *sel, int *help,
     sel->sets = calloc((size_t)sel->cap + 1, sizeof *sel->sets);
     sel->sweeps = calloc((size_t)sel->cap + 1, sizeof *sel->sweeps);
     if (!sel->args || !sel->sets || !sel->sweeps) {
-        fprintf(stderr, "dawnrun %s: out of memory\n", name);
+        dr_eprintf("dawnrun %s: out of memory\n", name);
         return DR_ERR_NOMEM;
     }
     for (int i = 1; i < argc && rc == DR_OK; i++) {
@@ -75,26 +75,26 @@ int report_selection_parse(struct report_selection *sel, int *help,
             rc = parse_target(&sel->target, v, name);
         } else if ((v = report_flag_value("--set", argc, argv, &i, &missing))) {
             if (!strchr(v, '=')) {
-                fprintf(stderr, "dawnrun %s: --set needs key.path=value, got '%s'\n", name, v);
+                dr_eprintf("dawnrun %s: --set needs key.path=value, got '%s'\n", name, v);
                 return DR_ERR_USAGE;
             }
             rc = push(sel->sets, &sel->n_sets, sel->cap, v, name);
         } else if ((v = report_flag_value("--sweep", argc, argv, &i, &missing))) {
             if (!strchr(v, '=')) {
-                fprintf(stderr, "dawnrun %s: --sweep needs key.path=value1,value2,..., "
-                        "got '%s'\n", name, v);
+                dr_eprintf("dawnrun %s: --sweep needs key.path=value1,value2,..., "
+                           "got '%s'\n", name, v);
                 return DR_ERR_USAGE;
             }
             rc = push(sel->sweeps, &sel->n_sweeps, sel->cap, v, name);
         } else if (missing) {
-            fprintf(stderr, "dawnrun %s: %s needs a value\n", name, argv[i]);
+            dr_eprintf("dawnrun %s: %s needs a value\n", name, argv[i]);
             return DR_ERR_USAGE;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(cli->usage, stdout);
             *help = 1;
             return DR_OK;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "dawnrun %s: unknown flag '%s'\n%s", name, argv[i], cli->usage);
+            dr_eprintf("dawnrun %s: unknown flag '%s'\n%s", name, argv[i], cli->usage);
             return DR_ERR_USAGE;
         } else {
             rc = push(sel->args, &sel->n_args, sel->cap, argv[i], name);
@@ -132,8 +132,8 @@ int report_selection_resolve(struct results **db, const char **db_path, int64_t 
                         sel->n_sets, sel->sweeps, sel->n_sweeps));
     }
     if ((sel->n_sets > 0 || sel->n_sweeps > 0) && n_configs == 0) {
-        fprintf(stderr, "dawnrun %s: --set and --sweep apply to CONFIG arguments, and none "
-                "was given\n", name);
+        dr_eprintf("dawnrun %s: --set and --sweep apply to CONFIG arguments, and none "
+                   "was given\n", name);
         rc = DR_ERR_USAGE;
     }
 cleanup:

@@ -89,18 +89,18 @@ int sweep_add(struct sweep *s, const char *spec, const char *where, int bad)
     struct sweep_dim d = {0};
     const char *eq = strchr(spec, '=');
     if (!eq) {
-        fprintf(stderr, "dawnrun: %s \"%s\": expected key.path=value1,value2,...\n", where, spec);
+        dr_eprintf("dawnrun: %s \"%s\": expected key.path=value1,value2,...\n", where, spec);
         return bad;
     }
     d.key = trimmed(spec, eq);
     if (!d.key) return DR_ERR_NOMEM;
     if (!valid_key(d.key)) {
-        fprintf(stderr, "dawnrun: %s \"%s\": '%s' is not a config key path\n", where, spec, d.key);
+        dr_eprintf("dawnrun: %s \"%s\": '%s' is not a config key path\n", where, spec, d.key);
         dim_free(&d);
         return bad;
     }
     if (!strcmp(d.key, "sweep") || !strncmp(d.key, "sweep.", 6)) {
-        fprintf(stderr, "dawnrun: %s \"%s\": a sweep cannot vary the sweep itself\n", where, spec);
+        dr_eprintf("dawnrun: %s \"%s\": a sweep cannot vary the sweep itself\n", where, spec);
         dim_free(&d);
         return bad;
     }
@@ -113,16 +113,16 @@ int sweep_add(struct sweep *s, const char *spec, const char *where, int bad)
         if (!d.key) rc = DR_ERR_NOMEM;
     }
     if (rc != DR_OK) {
-        if (rc != DR_ERR_NOMEM) fprintf(stderr, "dawnrun: %s \"%s\": internal error\n", where, spec);
+        if (rc != DR_ERR_NOMEM) dr_eprintf("dawnrun: %s \"%s\": internal error\n", where, spec);
         dim_free(&d);
         return rc == DR_ERR_NOMEM ? rc : bad;
     }
     rc = split_values(&d, eq + 1);
     if (rc != DR_OK) {
         if (rc == -1)
-            fprintf(stderr, "dawnrun: %s \"%s\": unbalanced brackets or quotes\n", where, spec);
+            dr_eprintf("dawnrun: %s \"%s\": unbalanced brackets or quotes\n", where, spec);
         else if (rc == -2)
-            fprintf(stderr, "dawnrun: %s \"%s\": empty value\n", where, spec);
+            dr_eprintf("dawnrun: %s \"%s\": empty value\n", where, spec);
         dim_free(&d);
         return rc == DR_ERR_NOMEM ? rc : bad;
     }
@@ -130,8 +130,8 @@ int sweep_add(struct sweep *s, const char *spec, const char *where, int bad)
     for (int i = 0; i < s->n_dims; i++)
         if (!strcmp(s->dims[i].key, d.key)) slot = i;
     if (slot == SWEEP_MAX_DIMS) {
-        fprintf(stderr, "dawnrun: %s \"%s\": more than %d sweep dimensions\n", where, spec,
-                SWEEP_MAX_DIMS);
+        dr_eprintf("dawnrun: %s \"%s\": more than %d sweep dimensions\n", where, spec,
+                   SWEEP_MAX_DIMS);
         dim_free(&d);
         return bad;
     }
@@ -139,8 +139,8 @@ int sweep_add(struct sweep *s, const char *spec, const char *where, int bad)
     for (int i = 0; i < s->n_dims; i++)
         if (i != slot) total *= s->dims[i].n_values;
     if (total > SWEEP_MAX_COMBINATIONS) {
-        fprintf(stderr, "dawnrun: %s \"%s\": the sweep would have %ld combinations (at most %d)\n",
-                where, spec, total, SWEEP_MAX_COMBINATIONS);
+        dr_eprintf("dawnrun: %s \"%s\": the sweep would have %ld combinations (at most %d)\n",
+                   where, spec, total, SWEEP_MAX_COMBINATIONS);
         dim_free(&d);
         return bad;
     }
@@ -156,8 +156,8 @@ int sweep_add_from_resolved(struct sweep *s, const char *resolved, const char *c
     config_t cfg;
     config_init(&cfg);
     if (!config_read_string(&cfg, resolved)) {
-        fprintf(stderr, "dawnrun: internal error: the resolved text of %s does not parse: %s\n",
-                config_path, config_error_text(&cfg));
+        dr_eprintf("dawnrun: internal error: the resolved text of %s does not parse: %s\n",
+                   config_path, config_error_text(&cfg));
         rc = DR_ERR_INTERNAL;
         goto cleanup;
     }
@@ -167,7 +167,7 @@ int sweep_add_from_resolved(struct sweep *s, const char *resolved, const char *c
         char where[4200];
         snprintf(where, sizeof(where), "%s: sweep[%d]", config_path, i);
         if (!spec) {
-            fprintf(stderr, "dawnrun: %s: must be a string\n", where);
+            dr_eprintf("dawnrun: %s: must be a string\n", where);
             rc = DR_ERR_CONFIG;
             goto cleanup;
         }

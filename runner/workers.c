@@ -46,7 +46,7 @@ int workers_probe(char *engine, size_t engine_len, char *device, size_t device_l
         }
     }
     if (pid < 0) {
-        fprintf(stderr, "dawnrun: cannot start the engine probe: %s\n", strerror(errno));
+        dr_eprintf("dawnrun: cannot start the engine probe: %s\n", strerror(errno));
         return DR_ERR_INTERNAL;
     }
     if (pid == 0) {
@@ -82,7 +82,7 @@ int workers_probe(char *engine, size_t engine_len, char *device, size_t device_l
     wait_child(pid);
     char *save = NULL, *status = strtok_r(buf, "\n", &save);
     if (!status) {
-        fprintf(stderr, "dawnrun: the engine probe died without an answer\n");
+        dr_eprintf("dawnrun: the engine probe died without an answer\n");
         return DR_ERR_INTERNAL;
     }
     int rc = atoi(status);
@@ -130,7 +130,7 @@ int workers_run(int *exit_code, const struct sched_batch *b, const struct worker
     pid_t pids[WORKERS_MAX];
     int codes[WORKERS_MAX];
     if (w->n < 1 || w->n > WORKERS_MAX) {
-        fprintf(stderr, "dawnrun: between 1 and %d workers, not %d\n", WORKERS_MAX, w->n);
+        dr_eprintf("dawnrun: between 1 and %d workers, not %d\n", WORKERS_MAX, w->n);
         *exit_code = EXIT_USAGE;
         return DR_ERR_USAGE;
     }
@@ -138,7 +138,7 @@ int workers_run(int *exit_code, const struct sched_batch *b, const struct worker
     for (int i = 0; i < w->n && !cli_stop_requested(NULL); i++) {
         pid_t pid = fork();
         if (pid < 0) {
-            fprintf(stderr, "dawnrun: cannot start worker %d: %s\n", i, strerror(errno));
+            dr_eprintf("dawnrun: cannot start worker %d: %s\n", i, strerror(errno));
             rc = DR_ERR_INTERNAL;
             break;
         }

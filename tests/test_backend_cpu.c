@@ -439,6 +439,18 @@ static void test_augment(const struct backend *b)
     ((int32_t *)rows.data)[1] = 3;
     fprintf(stderr, "(one error message expected below)\n");
     CHECK(o->augment(b->ctx, &x, &lab, &images, &ilabels, &rows, NULL, 1, 0) == DR_ERR_DATA);
+    /* the contract's ranges (kernels/backend_check.c), as the CUDA twin checks them: a pad
+     * or a cutout out of range is a bug of the caller */
+    ((int32_t *)rows.data)[1] = 0;
+    const struct augment_params bad[] = {
+        {.pad = 17, .crop = 1}, {.pad = -1}, {.pad = 4, .cutout = 33}, {.cutout = -1}};
+    fprintf(stderr, "(four internal-error messages expected below)\n");
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        CHECK(o->augment(b->ctx, &x, &lab, &images, &ilabels, &rows, &bad[i], 1, 0) ==
+              DR_ERR_INTERNAL);
+    const struct augment_params edge[] = {{.pad = 16, .crop = 1}, {.pad = 4, .cutout = 32}};
+    for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++)
+        CHECK(o->augment(b->ctx, &x, &lab, &images, &ilabels, &rows, &edge[i], 1, 0) == DR_OK);
     free(want);
     o->tensor_free(b->ctx, &images);
     o->tensor_free(b->ctx, &ilabels);

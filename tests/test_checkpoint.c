@@ -3,7 +3,8 @@
  * parameters on the CPU engine (also with an EMA or Lookahead weight average, whose
  * state the checkpoint carries, test-time augmentation and alternating flips); damaged, truncated, foreign (other config, other seed)
  * and missing checkpoints are told apart and leave the trainer untouched; a failed save
- * leaves no file behind. Uses a synthetic dataset, so it needs no data directory. */
+ * leaves no file behind; the epoch loop's hooks (record, checkpoint, stop) and a resume
+ * through them. Uses a synthetic dataset, so it needs no data directory. */
 #include <dirent.h>
 #include <math.h>
 #include <stdint.h>
@@ -111,13 +112,13 @@ static void test_resume_is_bit_identical(struct fixture *f, const char *ckpt)
     /* one epoch, checkpoint, and the trainer is gone */
     CHECK(trainer_create(&b, &f->e, &f->g, &f->be, &f->train, &f->test, 5) == DR_OK);
     CHECK(train_epochs(&b, 0, 1, resumed) == DR_OK);
-    struct checkpoint_progress p = {1, 1.5, 2.0, -1.0, -1, resumed[0].test_acc,
+    struct train_progress p = {1, 1.5, 2.0, -1.0, -1, resumed[0].test_acc,
                                     resumed[0].test_loss};
     CHECK(checkpoint_save(ckpt, &b, &p) == DR_OK);
     trainer_free(&b);
 
     /* a fresh trainer (initialised from the seed) picks it up */
-    struct checkpoint_progress q;
+    struct train_progress q;
     int found = 0;
     memset(&q, 0, sizeof(q));
     CHECK(trainer_create(&c, &f->e, &f->g, &f->be, &f->train, &f->test, 5) == DR_OK);
@@ -125,7 +126,7 @@ static void test_resume_is_bit_identical(struct fixture *f, const char *ckpt)
     CHECK(found == 1);
     CHECK(q.epoch == 1 && q.target_epoch == -1 && q.train_time == 1.5 && q.total_time == 2.0);
     CHECK(q.last_test_acc == resumed[0].test_acc);
-    CHECK(c.step == c.steps_per_epoch);
+    CHECK(c.step == c.plan.steps_per_epoch);
     CHECK(train_epochs(&c, q.epoch, EPOCHS, resumed) == DR_OK);
     float *sc = read_state(&c, &nc);
     trainer_free(&c);
@@ -144,11 +145,92 @@ static void test_resume_is_bit_identical(struct fixture *f, const char *ckpt)
 }
 
 /* Loading must fail with DR_ERR_DATA and leave the trainer as it was. */
+/* What trainer_run's hooks saw. */
+struct loop_log {
+    struct epoch_record r[EPOCHS];
+    int epochs, checkpoints, progress_ok;
+    int stop_at;              /* the checkpoint hook stops the run after this epoch */
+    int fail_on_epoch;        /* on_epoch returns DR_ERR_DB for this epoch */
+    const char *ckpt;
+};
+
+static int log_epoch(void *user, const struct epoch_record *r, const struct train_progress *p)
+{
+    struct loop_log *l = user;
+    if (l->epochs < EPOCHS) l->r[l->epochs] = *r;
+    l->epochs++;
+    /* the progress handed with the record already counts it */
+    l->progress_ok &= p->epoch == r->epoch && p->total_time == r->total_time &&
+                      p->last_test_acc == r->test_acc;
+    return r->epoch == l->fail_on_epoch ? DR_ERR_DB : DR_OK;
+}
+
+static int log_checkpoint(void *user, const struct trainer *t, const struct train_progress *p)
+{
+    struct loop_log *l = user;
+    l->checkpoints++;
+    int rc = checkpoint_save(l->ckpt, t, p);
+    if (rc != DR_OK) return rc;
+    return p->epoch == l->stop_at ? DR_ERR_INTERRUPTED : DR_OK;
+}
+
+/* The one epoch loop (trainer_run) with the hooks the scheduler uses: a record and the
+ * progress after each epoch, then a checkpoint; a hook's error stops the run with it; a
+ * run resumed from the checkpoint a stopped one wrote trains the remaining epochs to the
+ * same records as a run that never stopped. */
+static void test_loop_hooks(struct fixture *f, const char *ckpt)
+{
+    struct trainer a, b;
+    struct train_progress p;
+    struct train_hooks hooks = {log_epoch, log_checkpoint, NULL, NULL, NULL};
+    struct loop_log straight = {.progress_ok = 1, .ckpt = ckpt};
+    struct loop_log first = {.progress_ok = 1, .stop_at = 1, .ckpt = ckpt};
+    struct loop_log rest = {.progress_ok = 1, .ckpt = ckpt};
+    struct loop_log failing = {.progress_ok = 1, .fail_on_epoch = 2, .ckpt = ckpt};
+
+    CHECK(trainer_create(&a, &f->e, &f->g, &f->be, &f->train, &f->test, 5) == DR_OK);
+    hooks.user = &straight;
+    train_progress_start(&p);
+    CHECK(trainer_run(&a, &hooks, &p) == DR_OK);
+    CHECK(straight.epochs == EPOCHS && straight.checkpoints == EPOCHS && straight.progress_ok);
+    CHECK(p.epoch == EPOCHS && p.last_test_acc == straight.r[EPOCHS - 1].test_acc);
+    trainer_free(&a);
+
+    /* stopped by the checkpoint hook after epoch 1 */
+    CHECK(trainer_create(&a, &f->e, &f->g, &f->be, &f->train, &f->test, 5) == DR_OK);
+    hooks.user = &first;
+    train_progress_start(&p);
+    CHECK(trainer_run(&a, &hooks, &p) == DR_ERR_INTERRUPTED);
+    CHECK(first.epochs == 1 && first.checkpoints == 1 && p.epoch == 1);
+    trainer_free(&a);
+
+    /* resumed from it: epochs 2 and 3 only, as the straight run had them */
+    int found = 0;
+    CHECK(trainer_create(&b, &f->e, &f->g, &f->be, &f->train, &f->test, 5) == DR_OK);
+    CHECK(checkpoint_load(&b, &p, &found, ckpt) == DR_OK && found && p.epoch == 1);
+    hooks.user = &rest;
+    CHECK(trainer_run(&b, &hooks, &p) == DR_OK);
+    CHECK(rest.epochs == EPOCHS - 1 && rest.checkpoints == EPOCHS - 1 && rest.progress_ok);
+    CHECK(p.epoch == EPOCHS);
+    for (int i = 0; i < EPOCHS - 1 && rest.epochs == EPOCHS - 1; i++)
+        CHECK(same_record(&rest.r[i], &straight.r[i + 1]));
+    trainer_free(&b);
+
+    /* an error of on_epoch stops the run before that epoch's checkpoint */
+    CHECK(trainer_create(&a, &f->e, &f->g, &f->be, &f->train, &f->test, 5) == DR_OK);
+    hooks.user = &failing;
+    train_progress_start(&p);
+    CHECK(trainer_run(&a, &hooks, &p) == DR_ERR_DB);
+    CHECK(failing.epochs == 2 && failing.checkpoints == 1 && p.epoch == 2);
+    trainer_free(&a);
+    CHECK(checkpoint_remove(ckpt) == DR_OK);
+}
+
 static void expect_refused(struct fixture *f, const struct experiment *e, const struct graph *g,
                            uint64_t seed, const char *path, const char *what)
 {
     struct trainer t;
-    struct checkpoint_progress q = {0};
+    struct train_progress q = {0};
     size_t n0 = 0, n1 = 0;
     int found = 0;
     CHECK(trainer_create(&t, e, g, &f->be, &f->train, &f->test, seed) == DR_OK);
@@ -221,7 +303,7 @@ static void test_refusals(struct fixture *f, const char *ckpt)
 
     /* a missing file is no error, just nothing to resume */
     struct trainer t;
-    struct checkpoint_progress q = {0};
+    struct train_progress q = {0};
     int found = 1;
     snprintf(bad, sizeof(bad), "%s/none.ckpt", dir);
     CHECK(trainer_create(&t, &f->e, &f->g, &f->be, &f->train, &f->test, 5) == DR_OK);
@@ -229,7 +311,7 @@ static void test_refusals(struct fixture *f, const char *ckpt)
     CHECK(found == 0);
 
     /* a save that cannot be written fails cleanly */
-    struct checkpoint_progress p = {1, 0, 0, -1, -1, 0, 0};
+    struct train_progress p = {1, 0, 0, -1, -1, 0, 0};
     snprintf(bad, sizeof(bad), "%s/no-such-dir/x.ckpt", dir);
     CHECK(checkpoint_save(bad, &t, &p) == DR_ERR_IO);
     trainer_free(&t);
@@ -309,6 +391,9 @@ int main(void)
     CHECK(backend_cpu_create(&f.be, 2) == DR_OK);
     if (check_failures == 0) {
         test_resume_is_bit_identical(&f, ckpt);
+        char loop_ckpt[4200];
+        snprintf(loop_ckpt, sizeof(loop_ckpt), "%s/loop.ckpt", dir);
+        test_loop_hooks(&f, loop_ckpt);
         test_refusals(&f, ckpt);
         test_no_temporaries();
         test_remove_leftovers();

@@ -244,7 +244,7 @@ static void test_schedules(struct backend *be)
         t.e = &e;
         t.g = &g;
         t.be = be;
-        t.total_steps = 7;
+        t.plan.total_steps = 7;
         CHECK(model_create(&t.model, &g, be, 4) == DR_OK);
         CHECK(model_init_params(&t.model, 5) == DR_OK);
         CHECK(model_average_start(&t.model) == DR_OK);
@@ -253,7 +253,7 @@ static void test_schedules(struct backend *be)
         float *avg = malloc(n * sizeof(float));
         memcpy(avg, w, n * sizeof(float));
         int ok = 1;
-        for (long step = 1; step <= t.total_steps; step++) {
+        for (long step = 1; step <= t.plan.total_steps; step++) {
             for (size_t i = 0; i < n; i++) w[i] += 0.01f * (float)step * (float)((i % 7) + 1);
             CHECK(be->ops->tensor_write(be->ctx, &t.model.p[4], w) == DR_OK);
             CHECK(trainer_after_step(&t) == DR_OK);
@@ -269,7 +269,7 @@ static void test_schedules(struct backend *be)
                     if (kind == AVERAGE_LOOKAHEAD) w[i] = avg[i];
                 }
             }
-            if (kind == AVERAGE_LOOKAHEAD && step == t.total_steps)
+            if (kind == AVERAGE_LOOKAHEAD && step == t.plan.total_steps)
                 memcpy(w, avg, n * sizeof(float));
             float *ga = read_all(be, &t.model.avg[4]), *gw = read_all(be, &t.model.p[4]);
             ok &= ga && gw;

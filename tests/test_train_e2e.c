@@ -21,9 +21,10 @@ struct recorder {
     int n;
 };
 
-static int record(void *user, const struct epoch_record *r)
+static int record(void *user, const struct epoch_record *r, const struct train_progress *p)
 {
     struct recorder *rec = user;
+    (void)p;
     if (rec->n < MAX_EPOCHS) rec->r[rec->n++] = *r;
     printf("epoch %d lr %.4f train loss %.4f acc %.4f test loss %.4f acc %.4f (%.2f s)\n",
            r->epoch, r->lr, r->train_loss, r->train_acc, r->test_loss, r->test_acc, r->train_time);
@@ -36,12 +37,13 @@ static int train_once(const struct experiment *e, const struct graph *g,
 {
     struct backend be = {0};
     struct trainer t;
-    struct train_result res;
+    struct train_progress res;
     int rc = backend_cpu_create(&be, 2);
     if (rc != DR_OK) return rc;
     rc = trainer_create(&t, e, g, &be, train, test, seed);
     if (rc == DR_OK) {
-        struct train_hooks hooks = {record, NULL, NULL, rec};
+        struct train_hooks hooks = {record, NULL, NULL, NULL, rec};
+        train_progress_start(&res);
         rc = trainer_run(&t, &hooks, &res);
         trainer_free(&t);
     }

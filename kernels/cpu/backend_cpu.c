@@ -148,17 +148,9 @@ static int cpu_augment(void *ctx, struct tensor *x, struct tensor *labels,
                        uint64_t seed, int epoch)
 {
     int rc = DR_OK;
-    const size_t image_bytes = (size_t)AUGMENT_CHANNELS * AUGMENT_IMAGE * AUGMENT_IMAGE;
+    size_t dataset_rows = 0;
     cpu_enter(ctx);
-    EXPECT(x->c == AUGMENT_CHANNELS && x->h == AUGMENT_IMAGE && x->w == AUGMENT_IMAGE,
-           "augment: batch tensor is (%d, %d, %d, %d), not (n, 3, 32, 32)", x->n, x->c, x->h,
-           x->w);
-    EXPECT(tensor_count(rows) >= (size_t)x->n && tensor_count(labels) >= (size_t)x->n,
-           "augment: %zu rows and %zu labels for a batch of %d", tensor_count(rows),
-           tensor_count(labels), x->n);
-    const size_t dataset_rows = tensor_count(images) / image_bytes;
-    EXPECT(tensor_count(image_labels) >= dataset_rows,
-           "augment: %zu labels for %zu images", tensor_count(image_labels), dataset_rows);
+    TRY(backend_check_augment(&dataset_rows, x, labels, images, image_labels, rows, aug));
     const int32_t *r = rows->data;
     for (int i = 0; i < x->n; i++)
         if (r[i] < 0 || (size_t)r[i] >= dataset_rows)

@@ -73,25 +73,10 @@ int cuda_augment(void *ctx, struct tensor *x, struct tensor *labels, const struc
 {
     int rc = DR_OK;
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
-    const size_t dataset_rows = tensor_count(images) / IMAGE_BYTES;
     const size_t count = (size_t)x->n * PIXELS;
+    size_t dataset_rows = 0;
     struct augment_params p = {0, PAD_REFLECT, 0, 0, 0, 0, 0, 0, 0, 0};
-    EXPECT(x->c == AUGMENT_CHANNELS && x->h == AUGMENT_IMAGE && x->w == AUGMENT_IMAGE,
-           "augment: batch tensor is (%d, %d, %d, %d), not (n, 3, 32, 32)", x->n, x->c, x->h,
-           x->w);
-    EXPECT(labels->kind == TENSOR_I32 && rows->kind == TENSOR_I32 && images->kind == TENSOR_U8 &&
-               image_labels->kind == TENSOR_U8,
-           "augment: tensor kinds (labels %d, rows %d, images %d, image labels %d)",
-           (int)labels->kind, (int)rows->kind, (int)images->kind, (int)image_labels->kind);
-    EXPECT(tensor_count(rows) >= (size_t)x->n && tensor_count(labels) >= (size_t)x->n,
-           "augment: %zu rows and %zu labels for a batch of %d", tensor_count(rows),
-           tensor_count(labels), x->n);
-    EXPECT(tensor_count(image_labels) >= dataset_rows, "augment: %zu labels for %zu images",
-           tensor_count(image_labels), dataset_rows);
-    EXPECT(!aug || (aug->pad >= 0 && aug->pad <= 16 && aug->cutout >= 0 &&
-                    aug->cutout <= AUGMENT_IMAGE),
-           "augment: pad %d or cutout %d out of range", aug ? aug->pad : 0,
-           aug ? aug->cutout : 0);
+    TRY(backend_check_augment(&dataset_rows, x, labels, images, image_labels, rows, aug));
     if (count == 0) goto cleanup;
     if (aug) p = *aug;
     TRY(cuda_enter(c));

@@ -398,7 +398,7 @@ extern "C" int backend_cuda_create(struct backend *b, int device, int precision)
     b->ops = NULL;
     b->ctx = NULL;
     if (backend_cuda_probe(device, why, sizeof(why)) != DR_OK) {
-        fprintf(stderr, "dawnrun: no CUDA device: %s\n", why);
+        dr_eprintf("dawnrun: no CUDA device: %s\n", why);
         return DR_ERR_NODEVICE;
     }
     if (precision != PRECISION_FP32 && precision != PRECISION_FP16 &&

@@ -194,8 +194,8 @@ static int conv_choose(struct cuda_ctx *c, int dir, const struct conv_io *io,
         tf32 = pass == 1 && e->n > 0;
     }
     if (tf32)
-        fprintf(stderr, "dawnrun: cuDNN has no FMA-only %s algorithm for %s: using what it offers "
-                        "(may round through TF32)\n", dir_names[dir], shape);
+        dr_eprintf("dawnrun: cuDNN has no FMA-only %s algorithm for %s: using what it offers "
+                   "(may round through TF32)\n", dir_names[dir], shape);
     if (*io->beta != 0.0f) TRY(cuda_scratch(c, SLOT_TRIAL, io->out_bytes, &out));
     for (int i = 0; i < e->n;) {
         cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
@@ -209,8 +209,8 @@ static int conv_choose(struct cuda_ctx *c, int dir, const struct conv_io *io,
             i++;
             continue;
         }
-        fprintf(stderr, "dawnrun: cuDNN %s algorithm %d failed on %s: %s; trying the next\n",
-                dir_names[dir], e->algo[i], shape, cudnnGetErrorString(st));
+        dr_eprintf("dawnrun: cuDNN %s algorithm %d failed on %s: %s; trying the next\n",
+                   dir_names[dir], e->algo[i], shape, cudnnGetErrorString(st));
         e->n--;
         memmove(e->algo + i, e->algo + i + 1, sizeof(e->algo[0]) * (size_t)(e->n - i));
         memmove(e->math + i, e->math + i + 1, sizeof(e->math[0]) * (size_t)(e->n - i));
@@ -262,8 +262,8 @@ static int conv_run(struct cuda_ctx *c, const int key[10], int dir, const struct
         TRY(conv_call(c, dir, e, 0, io, io->out, io->beta, &st));
         if (st == CUDNN_STATUS_SUCCESS) goto cleanup;
         conv_shape_text(shape, sizeof(shape), key);
-        fprintf(stderr, "dawnrun: cuDNN %s algorithm %d failed on %s: %s; trying the next\n",
-                dir_names[dir], e->algo[0], shape, cudnnGetErrorString(st));
+        dr_eprintf("dawnrun: cuDNN %s algorithm %d failed on %s: %s; trying the next\n",
+                   dir_names[dir], e->algo[0], shape, cudnnGetErrorString(st));
         e->n--;
         memmove(e->algo, e->algo + 1, sizeof(e->algo[0]) * (size_t)e->n);
         memmove(e->math, e->math + 1, sizeof(e->math[0]) * (size_t)e->n);

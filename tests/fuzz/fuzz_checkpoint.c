@@ -122,8 +122,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (trainer_create(&trainer, &exp_, &graph_, &be, &train_set, &test_set, 3) != DR_OK) abort();
     /* the state after epoch 1 (its step count; the values need not be trained ones) */
     step0 = trainer.step;
-    trainer.step = trainer.steps_per_epoch;
-    struct checkpoint_progress p = {1, 0.5, 0.75, -1.0, -1, 0.125, 2.25};
+    trainer.step = trainer.plan.steps_per_epoch;
+    struct train_progress p = {1, 0.5, 0.75, -1.0, -1, 0.125, 2.25};
     if (checkpoint_save(path, &trainer, &p) != DR_OK) abort();
     trainer.step = step0;
     valid = fuzz_read(path, &valid_n);
@@ -168,14 +168,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     }
 
-    struct checkpoint_progress p;
+    struct train_progress p;
     memset(&p, 0, sizeof(p));
     int found = -1;
     int rc = checkpoint_load(&trainer, &p, &found, path);
     FUZZ_ASSERT(found == 1);
     if (rc == DR_OK) {
-        FUZZ_ASSERT(p.epoch >= 1 && p.epoch <= trainer.n_epochs);
-        FUZZ_ASSERT(trainer.step >= 0 && trainer.step <= trainer.total_steps);
+        FUZZ_ASSERT(p.epoch >= 1 && p.epoch <= trainer.plan.epochs);
+        FUZZ_ASSERT(trainer.step >= 0 && trainer.step <= trainer.plan.total_steps);
     } else {
         FUZZ_ASSERT(rc == DR_ERR_DATA);
         size_t n1 = 0;

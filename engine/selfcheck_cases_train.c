@@ -6,7 +6,6 @@
  * speed-training options, stepping with trainer_after_step so that Lookahead acts, then
  * an evaluation with 6 test-time views). The per-step losses and the test loss must
  * track within the tolerance. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

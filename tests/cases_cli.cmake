@@ -25,6 +25,9 @@ dawnrun_cli_test(validate_resnet9_flops 0 "forward FLOPs/image +0\\.75[89]" ${DR
 dawnrun_cli_test(validate_dawn_net 0 "trainable parameters +5,205,834" ${DR} validate ${CFG}/page-post3/30ep-cutout.cfg)
 dawnrun_cli_test(validate_set 0 "batch_size = 768" ${DR} validate ${CFG}/page-post3/30ep-cutout.cfg --set train.batch_size=768)
 dawnrun_cli_test(cuda_without_device 6 "no CUDA device" ${DR} train ${CFG}/demo.cfg --engine cuda)
+# selfcheck's table needs no device to be listed or chosen from
+dawnrun_cli_test(selfcheck_list 0 "act_backward_acc/relu_8x64x16x16 +ops +maxrel" ${DR} selfcheck --list --only act)
+dawnrun_cli_test(selfcheck_bad_only 2 "--only: 'nonsense' names no case" ${DR} selfcheck --only conv,nonsense)
 
 # A data directory without CIFAR-10 files is a data error naming the file.
 add_test(NAME cli_missing_data COMMAND ${EXPECT} 4 "data_batch_1.bin"

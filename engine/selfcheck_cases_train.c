@@ -1,0 +1,373 @@
+/* The selfcheck's data and training cases: the augmentation (group augment: the GPU batch
+ * against the CPU batch for a seed, bit for bit in fp32, within one rounding to the half
+ * type otherwise; labels equal), and short training runs from the same initial weights
+ * on both engines (group train: 20 steps of a small network with every layer type of the
+ * shipped configs, then an evaluation; group toolbox: 10 steps of a network with the
+ * speed-training options, stepping with trainer_after_step so that Lookahead acts, then
+ * an evaluation with 6 test-time views). The per-step losses and the test loss must
+ * track within the tolerance. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/status.h"
+#include "../kernels/rng.h"
+#include "data.h"
+#include "experiment.h"
+#include "graph.h"
+#include "selfcheck_case.h"
+#include "shuffle.h"
+#include "train.h"
+
+#define TRAIN_STEPS 20
+#define TRAIN_BATCH 32
+#define TRAIN_IMAGES (TRAIN_STEPS * TRAIN_BATCH)
+#define TOOLBOX_STEPS 10               /* the speed-training options' run */
+#define TEST_IMAGES 100
+#define EVAL_BATCH 64                  /* 100 = 64 + 36: the last batch is partial */
+
+/* A dataset of count images whose class shows (a bright band in one channel at a
+ * class-dependent height) under uniform noise, so that a small network learns it. */
+static int learnable_dataset(struct dataset *d, int count, uint32_t salt)
+{
+    d->count = count;
+    d->images = malloc((size_t)count * CIFAR10_IMAGE_BYTES);
+    d->labels = malloc((size_t)count);
+    if (!d->images || !d->labels) return DR_ERR_NOMEM;
+    for (int i = 0; i < count; i++) {
+        struct rng4 r = rng_draw(salt, SC_RNG_STREAM, 2, (uint32_t)i, 0);
+        int label = (int)rng_below(r.v[0], CIFAR10_CLASSES);
+        d->labels[i] = (uint8_t)label;
+        uint8_t *img = d->images + (size_t)i * CIFAR10_IMAGE_BYTES;
+        for (int j = 0; j < CIFAR10_IMAGE_BYTES; j += 4) {
+            struct rng4 q = rng_draw(salt, SC_RNG_STREAM, 3, (uint32_t)i, (uint32_t)j);
+            for (int b = 0; b < 4; b++) img[j + b] = (uint8_t)(q.v[b] >> 25);   /* 0..127 */
+        }
+        for (int y = 3 * label; y < 3 * label + 3; y++)
+            for (int x = 0; x < 32; x++) img[(label % 3) * 1024 + y * 32 + x] += 128;
+    }
+    return DR_OK;
+}
+
+/* ------------------------------------------------------------------ augmentation */
+
+struct augment_row {
+    const char *name;
+    int test;                   /* 1: the test batch (normalise only), params unused */
+    struct augment_params params;
+    int epoch;
+};
+
+static const struct augment_row AUGMENT_ROWS[] = {
+    {"pad4_reflect_crop_flip_cut8_e0", 0, {4, PAD_REFLECT, 1, 1, 8, 0, 0, 0, 0, 0}, 0},
+    {"pad4_reflect_crop_flip_cut8_e7", 0, {4, PAD_REFLECT, 1, 1, 8, 0, 0, 0, 0, 0}, 7},
+    {"pad16_zero_crop_flip_cut5_e3", 0, {16, PAD_ZERO, 1, 1, 5, 0, 0, 0, 0, 0}, 3},
+    {"centre_noflip_e1", 0, {4, PAD_REFLECT, 0, 0, 0, 0, 0, 0, 0, 0}, 1},
+    {"pad2_crop_altflip_e3", 0, {2, PAD_REFLECT, 1, 1, 0, 1, 0, 0, 0, 0}, 3},
+    {"view+1+1_mirrored_e0", 0, {1, PAD_REFLECT, 1, 1, 8, 0, 1, 1, 1, 1}, 0},
+    {"view-1-1_e0", 0, {1, PAD_REFLECT, 1, 1, 8, 0, 1, -1, -1, 0}, 0},
+    {"test_batch", 1, {0}, 0},
+};
+
+#define AUG_IMAGES 200
+#define AUG_CAP 64
+#define AUG_N 50
+
+/* images SC_S0, their labels SC_S1, the batch's rows SC_S2; the batch SC_Y, labels SC_Y2 */
+static int augment_build(struct sc_env *e, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    const struct augment_row *a = c->attr;
+    struct dataset d = {0};
+    int32_t *perm = NULL;
+    TRY(learnable_dataset(&d, AUG_IMAGES, 5));
+    TRY(sc_tensor(e, SC_S0, "images", TENSOR_U8, d.count, 3, 32, 32));
+    TRY(sc_tensor(e, SC_S1, "image_labels", TENSOR_U8, d.count, 1, 1, 1));
+    TRY(sc_tensor(e, SC_S2, "rows", TENSOR_I32, AUG_CAP, 1, 1, 1));
+    TRY(sc_tensor(e, SC_Y, "x", TENSOR_ACT, AUG_CAP, 3, 32, 32));
+    TRY(sc_tensor(e, SC_Y2, "labels", TENSOR_I32, AUG_CAP, 1, 1, 1));
+    sc_set_n(e, SC_S2, AUG_N);
+    sc_set_n(e, SC_Y, AUG_N);
+    sc_set_n(e, SC_Y2, AUG_N);
+    TRY(sc_write_raw(e, SC_S0, d.images));
+    TRY(sc_write_raw(e, SC_S1, d.labels));
+    perm = malloc(sizeof(int32_t) * (size_t)d.count);
+    CHECK_ALLOC(perm, "the selfcheck permutation");
+    shuffle_epoch(perm, d.count, 99, a->epoch);
+    TRY(sc_write_raw(e, SC_S2, perm));
+cleanup:
+    free(perm);
+    dataset_free(&d);
+    return rc;
+}
+
+static int augment_run(struct sc_side *t, const struct sc_case *c)
+{
+    const struct augment_row *a = c->attr;
+    return t->be->ops->augment(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_Y2), SC_T(t, SC_S0),
+                               SC_T(t, SC_S1), SC_T(t, SC_S2), a->test ? NULL : &a->params,
+                               1234567, a->epoch);
+}
+
+/* Appends a layer; in1/in2 name its inputs ("" = the previous layer). */
+static struct layer_spec *add_layer(struct net_spec *spec, const char *name, enum layer_type type,
+                                    const char *in1, const char *in2)
+{
+    struct layer_spec *l = net_spec_add(spec, type);
+    if (!l) return NULL;
+    snprintf(l->name, sizeof(l->name), "%s", name);
+    if (in1[0]) snprintf(l->inputs[l->n_inputs++], GRAPH_NAME_MAX, "%s", in1);
+    if (in2[0]) snprintf(l->inputs[l->n_inputs++], GRAPH_NAME_MAX, "%s", in2);
+    return l;
+}
+
+/* A small network with every layer type of the shipped configs: conv-bn-relu blocks, max
+ * pools, a residual add, a CELU, max and average pools concatenated, flatten, a linear
+ * layer with bias and a fixed scale. */
+static int small_net(struct net_spec *spec)
+{
+    struct layer_spec *l;
+    int ok = 1;
+#define ADD(name, type, in1, in2) ok = ok && (l = add_layer(spec, name, type, in1, in2)) != NULL
+    ADD("prep", LAYER_CONV, "", "");
+    if (ok) l->out = 16;
+    ADD("prep_bn", LAYER_BN, "", "");
+    ADD("prep_relu", LAYER_RELU, "", "");
+    ADD("pool1", LAYER_MAXPOOL, "", "");
+    if (ok) l->k = l->stride = 2;
+    ADD("conv2", LAYER_CONV, "", "");
+    if (ok) l->out = 32;
+    ADD("bn2", LAYER_BN, "", "");
+    ADD("act2", LAYER_CELU, "", "");
+    if (ok) l->alpha = 0.3f;
+    ADD("res", LAYER_CONV, "", "");
+    if (ok) l->out = 32;
+    ADD("res_bn", LAYER_BN, "", "");
+    ADD("res_relu", LAYER_RELU, "", "");
+    ADD("add", LAYER_ADD, "act2", "res_relu");
+    ADD("pool2", LAYER_MAXPOOL, "", "");
+    if (ok) l->k = l->stride = 2;
+    ADD("down", LAYER_CONV, "", "");
+    if (ok) {
+        l->out = 64;
+        l->stride = 2;
+        l->bias = 1;
+    }
+    ADD("gmax", LAYER_GMAXPOOL, "down", "");
+    ADD("gavg", LAYER_AVGPOOL, "down", "");
+    if (ok) l->k = l->stride = 4;
+    ADD("cat", LAYER_CONCAT, "gmax", "gavg");
+    ADD("flat", LAYER_FLATTEN, "", "");
+    ADD("linear", LAYER_LINEAR, "", "");
+    if (ok) {
+        l->out = 10;
+        l->bias = 1;
+    }
+    ADD("logits", LAYER_SCALE, "", "");
+    if (ok) l->scale = 0.125f;
+#undef ADD
+    return ok ? DR_OK : DR_ERR_NOMEM;
+}
+
+/* The speed-training options on one network: a 2x2 whitening layer with its negations
+ * and a bias, GELU, dirac-started convs, ghost batch norm (4 parts) with frozen scales,
+ * CELU, a global max pool and a bias-free linear layer with airbench's 1/9 scale. It
+ * pools early to stay cheap under the emulated CUDA runtime. */
+static int toolbox_net(struct net_spec *spec)
+{
+    struct layer_spec *l;
+    int ok = 1;
+#define ADD(name, type) ok = ok && (l = add_layer(spec, name, type, "", "")) != NULL
+    ADD("whiten", LAYER_WHITEN);
+    if (ok) {
+        l->k = 2;
+        l->pad = 0;
+        l->eps = 5e-4f;
+        l->negate = 1;
+        l->bias = 1;
+        l->bias_epochs = 1;
+        l->whiten_images = TRAIN_IMAGES;
+    }
+    ADD("act0", LAYER_GELU);
+    ADD("pool0", LAYER_MAXPOOL);
+    if (ok) l->k = l->stride = 2;
+    ADD("conv1", LAYER_CONV);
+    if (ok) {
+        l->out = 32;
+        l->dirac = 1;
+    }
+    ADD("pool1", LAYER_MAXPOOL);
+    if (ok) l->k = l->stride = 2;
+    ADD("bn1", LAYER_BN);
+    if (ok) {
+        l->splits = 4;
+        l->freeze_weight = 1;
+        l->eps = 1e-12f;
+        l->momentum = 0.4f;
+    }
+    ADD("act1", LAYER_CELU);
+    if (ok) l->alpha = 0.3f;
+    ADD("conv2", LAYER_CONV);
+    if (ok) {
+        l->out = 32;
+        l->dirac = 1;
+    }
+    ADD("bn2", LAYER_BN);
+    if (ok) l->splits = 4;
+    ADD("act2", LAYER_GELU);
+    ADD("gmax", LAYER_GMAXPOOL);
+    ADD("flat", LAYER_FLATTEN);
+    ADD("linear", LAYER_LINEAR);
+    if (ok) {
+        l->out = 10;
+        l->bias = 0;
+    }
+    ADD("logits", LAYER_SCALE);
+    if (ok) l->scale = 1.0f / 9.0f;
+#undef ADD
+    return ok ? DR_OK : DR_ERR_NOMEM;
+}
+
+static void small_experiment(struct experiment *e, int precision)
+{
+    memset(e, 0, sizeof(*e));
+    snprintf(e->name, sizeof(e->name), "selfcheck");
+    snprintf(e->path, sizeof(e->path), "(selfcheck network)");
+    e->train.epochs = 1.0;
+    e->train.batch_size = TRAIN_BATCH;
+    e->train.lr.count = 2;
+    e->train.lr.knots[0] = 0.0;
+    e->train.lr.knots[1] = 1.0;
+    e->train.lr.values[0] = 0.2;
+    e->train.lr.values[1] = 0.2;
+    e->train.momentum = 0.9;
+    e->train.nesterov = 1;
+    e->train.weight_decay = 5e-4;
+    e->train.loss = LOSS_SUM;
+    e->train.label_smoothing = 0.2;
+    e->train.precision = (enum precision)precision;
+    e->augment = (struct augment_params){4, PAD_REFLECT, 1, 1, 8, 0, 0, 0, 0, 0};
+    e->eval.batch_size = EVAL_BATCH;
+    e->seeds = 1;
+    for (int k = 0; k < PARAM_KIND_COUNT; k++) e->train.lr_scale[k] = e->train.wd_scale[k] = 1.0;
+}
+
+/* The toolbox run's options: airbench's translate and alternating flip, BN shifts at
+ * lr x 64 and wd / 64, Lookahead every 2 steps, and 6-view test-time augmentation. */
+static void toolbox_experiment(struct experiment *e, int precision)
+{
+    small_experiment(e, precision);
+    e->train.momentum = 0.85;
+    e->augment = (struct augment_params){2, PAD_REFLECT, 1, 1, 0, 1, 0, 0, 0, 0};
+    e->train.lr_scale[PARAM_BN_B] = 64.0;
+    e->train.wd_scale[PARAM_BN_B] = 1.0 / 64.0;
+    e->train.average.kind = AVERAGE_LOOKAHEAD;
+    e->train.average.every = 2;
+    e->train.average.decay = 0.95;
+    e->eval.tta = TTA_FLIP_TRANSLATE;
+}
+
+/* Summed loss and correct count accumulated by a trainer's model, then cleared. */
+static int take_loss(struct trainer *t, double *loss)
+{
+    int rc = DR_OK;
+    float st[2];
+    TRY(t->be->ops->tensor_read(t->be->ctx, st, &t->model.stats));
+    TRY(t->be->ops->tensor_zero(t->be->ctx, &t->model.stats));
+    *loss = st[0];
+cleanup:
+    return rc;
+}
+
+/* The training run of c (c->arg 0: the small network, 1: the speed-training options) on
+ * one engine: the mean loss of each step into host slot SC_S0, the test loss and
+ * accuracy after it into SC_S1 and SC_S2. */
+static int train_run(struct sc_side *t, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    const int toolbox = c->arg;
+    const int steps = toolbox ? TOOLBOX_STEPS : TRAIN_STEPS;
+    struct net_spec spec = {0};
+    struct graph g = {0};
+    struct experiment e;
+    struct dataset train = {0}, test = {0};
+    struct trainer tr = {0};
+    int32_t *perm = NULL;
+    char err[512] = "";
+    double loss, acc;
+    if (toolbox) {
+        toolbox_experiment(&e, t->precision);
+        TRY(toolbox_net(&spec));
+    } else {
+        small_experiment(&e, t->precision);
+        TRY(small_net(&spec));
+    }
+    TRY(graph_build(&g, &spec, 3, 32, 32, err, sizeof(err)));
+    TRY(learnable_dataset(&train, TRAIN_IMAGES, 11));
+    TRY(learnable_dataset(&test, TEST_IMAGES, 12));
+    TRY(trainer_create(&tr, &e, &g, t->be, &train, &test, 42));
+    perm = malloc(sizeof(int32_t) * TRAIN_IMAGES);
+    CHECK_ALLOC(perm, "the selfcheck permutation");
+    shuffle_epoch(perm, TRAIN_IMAGES, 42, 0);
+    for (int step = 0; step < steps; step++) {
+        float lr, wd, gs;
+        train_step_hparams(&e, step, steps, &lr, &wd, &gs, NULL);
+        TRY(trainer_step(&tr, 0, perm + step * TRAIN_BATCH, lr, wd, gs));
+        if (toolbox) TRY(trainer_after_step(&tr));
+        TRY(take_loss(&tr, &loss));
+        t->host[SC_S0][step] = (float)(loss / TRAIN_BATCH);
+    }
+    TRY(trainer_evaluate(&tr, &loss, &acc));
+    t->host[SC_S1][0] = (float)loss;
+    t->host[SC_S2][0] = (float)acc;
+cleanup:
+    if (rc == DR_ERR_CONFIG && err[0]) fprintf(stderr, "%s\n", err);
+    free(perm);
+    trainer_free(&tr);
+    dataset_free(&train);
+    dataset_free(&test);
+    graph_free(&g);
+    net_spec_free(&spec);
+    return rc;
+}
+
+static int train_build(struct sc_env *e, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    TRY(sc_host(e, SC_S0, "loss", c->arg ? TOOLBOX_STEPS : TRAIN_STEPS));
+    TRY(sc_host(e, SC_S1, "test_loss", 1));
+    TRY(sc_host(e, SC_S2, "test_acc", 1));   /* shown, not compared */
+cleanup:
+    return rc;
+}
+
+/* Largest relative difference of the per-step training loss and of the test loss. Half
+ * precisions train on rounded weights and activations, and training amplifies
+ * differences: a host emulation of the engine's kernels saw 3e-3 and 4e-3 at worst in
+ * fp16 and bf16 (1e-7 in fp32). */
+#define TRAIN_TOL {2e-3, 2e-2, 5e-2}
+/* The augmentation: fp32 exact, the half types within one rounding of the CPU value. */
+#define AUGMENT_TOL {0.0, 1.0 / 2048.0, 1.0 / 256.0}
+
+int sc_cases_train(struct sc_table *t)
+{
+    int rc = DR_OK;
+    for (size_t i = 0; i < sizeof(AUGMENT_ROWS) / sizeof(AUGMENT_ROWS[0]); i++) {
+        struct sc_case c = {.group = "augment", .build = augment_build, .run = augment_run,
+                            .metric = SC_ELEM_REL, .tol = AUGMENT_TOL, .attr = &AUGMENT_ROWS[i],
+                            .n_outputs = 2, .outputs = {SC_Y, SC_Y2}};
+        sc_name(&c, "augment", "%s", AUGMENT_ROWS[i].name);
+        TRY(sc_table_add(t, &c));
+    }
+    for (int toolbox = 0; toolbox < 2; toolbox++) {
+        struct sc_case c = {.group = toolbox ? "toolbox" : "train", .build = train_build,
+                            .run = train_run, .metric = SC_ELEM_REL, .tol = TRAIN_TOL,
+                            .show = 1, .arg = toolbox, .n_outputs = 2,
+                            .outputs = {SC_S0, SC_S1}};
+        if (toolbox) sc_name(&c, "toolbox", "speed_options_%dsteps_b%d", TOOLBOX_STEPS, TRAIN_BATCH);
+        else sc_name(&c, "train", "small_net_%dsteps_b%d", TRAIN_STEPS, TRAIN_BATCH);
+        TRY(sc_table_add(t, &c));
+    }
+cleanup:
+    return rc;
+}

@@ -140,6 +140,7 @@ static inline size_t cuda_dt_size(enum cuda_dtype dt)
 
 /* ------------------------------------------------------------------ shared helpers */
 
+#define CUDA_ALIGN 256 /* bytes: device allocations and parameter compute copies */
 #define CUDA_THREADS 256
 
 /* Grid size for a grid-stride loop over count elements (count > 0). */

@@ -109,7 +109,7 @@ int cfg_fill_experiment(struct experiment *e, const config_t *res,
         s = env && env[0] ? env : DEFAULT_DATA_DIR;
     }
     if (strlen(s) >= sizeof(e->data.dir)) {
-        fprintf(stderr, "%s: the data directory '%.60s...' is too long\n", e->path, s);
+        dr_eprintf("%s: the data directory '%.60s...' is too long\n", e->path, s);
         return DR_ERR_CONFIG;
     }
     snprintf(e->data.dir, sizeof(e->data.dir), "%s", s);
@@ -151,8 +151,8 @@ int cfg_fill_experiment(struct experiment *e, const config_t *res,
     e->seeds = read_int(&r, "seeds");
     e->target_accuracy = read_float(&r, "target_accuracy");
     if (r.missing) {
-        fprintf(stderr, "dawnrun: internal error: the resolved config has no valid '%s'\n",
-                r.missing);
+        dr_eprintf("dawnrun: internal error: the resolved config has no valid '%s'\n",
+                   r.missing);
         return DR_ERR_INTERNAL;
     }
     return DR_OK;

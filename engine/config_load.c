@@ -96,7 +96,7 @@ int experiment_load(struct experiment *e, const char *path, const char *const *s
     d.main_file = path;
 
     if (strlen(path) >= sizeof(e->path)) {
-        fprintf(stderr, "%s: the path is too long\n", path);
+        dr_eprintf("%s: the path is too long\n", path);
         rc = DR_ERR_IO;
         goto cleanup;
     }

@@ -60,8 +60,8 @@ static int check_includes(const char *file, const char *shown, const char *dir, 
         struct stat st;
         if (stat(full, &st) != 0) continue;
         if (!S_ISREG(st.st_mode)) {
-            fprintf(stderr, "%s:%d: cannot include \"%s\": not a regular file\n", shown,
-                    line_no, name);
+            dr_eprintf("%s:%d: cannot include \"%s\": not a regular file\n", shown,
+                       line_no, name);
             rc = DR_ERR_CONFIG;
         } else {
             rc = check_includes(full, full, dir, depth + 1);
@@ -85,8 +85,8 @@ static void report_parse_error(const config_t *cfg, struct cfg_diag *d)
                      sizeof(name));
         hint = name;
     }
-    fprintf(stderr, "%s:%d: %s%s\n", cfg_diag_file_name(d, config_error_file(cfg)),
-            config_error_line(cfg), text ? text : "parse error", hint);
+    dr_eprintf("%s:%d: %s%s\n", cfg_diag_file_name(d, config_error_file(cfg)),
+               config_error_line(cfg), text ? text : "parse error", hint);
 }
 
 int cfg_read_file(config_t *cfg, struct cfg_diag *d, const char *path)
@@ -96,7 +96,7 @@ int cfg_read_file(config_t *cfg, struct cfg_diag *d, const char *path)
     d->main_file = path;
     FILE *probe = fopen(path, "r");
     if (!probe) { /* a config error for the user: the file named is not there */
-        fprintf(stderr, "%s: cannot open the config: %s\n", path, strerror(errno));
+        dr_eprintf("%s: cannot open the config: %s\n", path, strerror(errno));
         rc = DR_ERR_CONFIG;
         goto cleanup;
     }
@@ -111,7 +111,7 @@ int cfg_read_file(config_t *cfg, struct cfg_diag *d, const char *path)
     }
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        fprintf(stderr, "%s: cannot read the config: not a regular file\n", path);
+        dr_eprintf("%s: cannot read the config: not a regular file\n", path);
         rc = DR_ERR_CONFIG;
         goto cleanup;
     }

@@ -17,9 +17,9 @@ int cfg_schema_load(config_t *schema)
 {
     config_init(schema);
     if (!config_read_string(schema, schema_config_schema)) {
-        fprintf(stderr, "dawnrun: internal error: the embedded config schema does not parse: "
-                        "line %d: %s\n",
-                config_error_line(schema), config_error_text(schema));
+        dr_eprintf("dawnrun: internal error: the embedded config schema does not parse: "
+                   "line %d: %s\n",
+                   config_error_line(schema), config_error_text(schema));
         return DR_ERR_INTERNAL;
     }
     return DR_OK;

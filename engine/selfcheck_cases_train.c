@@ -321,7 +321,7 @@ static int train_run(struct sc_side *t, const struct sc_case *c)
     t->host[SC_S1][0] = (float)loss;
     t->host[SC_S2][0] = (float)acc;
 cleanup:
-    if (rc == DR_ERR_CONFIG && err[0]) fprintf(stderr, "%s\n", err);
+    if (rc == DR_ERR_CONFIG && err[0]) dr_eprintf("%s\n", err);
     free(perm);
     trainer_free(&tr);
     dataset_free(&train);

@@ -43,8 +43,8 @@ int cmd_selfcheck(int argc, char **argv)
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--engine")) {
             if (!val || strcmp(val, "cuda")) {
-                fprintf(stderr, "dawnrun selfcheck: --engine: only cuda is checked (against "
-                                "the CPU engine)\n");
+                dr_eprintf("dawnrun selfcheck: --engine: only cuda is checked (against "
+                           "the CPU engine)\n");
                 return EXIT_USAGE;
             }
             i++;
@@ -64,8 +64,8 @@ int cmd_selfcheck(int argc, char **argv)
             } else if (k >= 0) {
                 first = last = k;
             } else {
-                fprintf(stderr, "dawnrun selfcheck: --precision: expected fp32, fp16, bf16 or "
-                                "all, got '%s'\n", val ? val : "");
+                dr_eprintf("dawnrun selfcheck: --precision: expected fp32, fp16, bf16 or "
+                           "all, got '%s'\n", val ? val : "");
                 return EXIT_USAGE;
             }
             i++;
@@ -75,13 +75,13 @@ int cmd_selfcheck(int argc, char **argv)
         } else if (!strcmp(argv[i], "--list")) {
             list = 1;
         } else {
-            fprintf(stderr, USAGE);
+            dr_eprintf(USAGE);
             return EXIT_USAGE;
         }
     }
     rc = selfcheck_open(&sc, only, why, sizeof(why));
     if (rc == DR_ERR_USAGE) {
-        fprintf(stderr, "dawnrun selfcheck: --only: %s\n", why);
+        dr_eprintf("dawnrun selfcheck: --only: %s\n", why);
         return EXIT_USAGE;
     }
     if (rc != DR_OK) return EXIT_FAILURE_OTHER;

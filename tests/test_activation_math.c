@@ -7,9 +7,10 @@
  * NaN. The bounds sit just above the maxima of exhaustive runs over all 2^32 inputs (exp
  * 1.01, expm1 1.46, erf 1.64, erfc 2.45 ulp) and over every fp32 x in [-112, 112] with
  * dy = 1 (celu alpha 0.3: 1.89 forward, 1.00 backward; gelu 2.82 forward, 2.71 backward
- * in the unit below). Also: NaN passes through every kernel, the accumulate flag adds
- * exactly what the plain call writes, and the bits depend neither on the thread count nor
- * on an element's position in the array. */
+ * in the unit below). Also: NaN passes through every kernel, celu gives its limit far
+ * down the negative side, the accumulate flag adds exactly what the plain call writes,
+ * and the bits depend neither on the thread count nor on an element's position in the
+ * array. */
 #include <float.h>
 #include <math.h>
 #include <omp.h>
@@ -216,6 +217,22 @@ static void test_special_inputs(void)
     CHECK(isnan(acc[0]) && isnan(acc[2]) && acc[7] == 6.0f);
 }
 
+/* celu far down the negative side gives its limit -alpha with slope 0, as at -inf: the
+ * remainder of x / alpha, which grows with x, must not reach exp and expm1. */
+static void test_celu_far_negative(float alpha)
+{
+    const float x[6] = {-1e30f, -0x1.336052p+45f, -1e10f, -3e6f * alpha, -FLT_MAX, -1e7f};
+    float y[6], dx[6], dy[6] = {1, 1, 1, 1, 1, 1};
+    activation_forward_cpu(y, x, ACT_CELU, alpha, 6);
+    activation_backward_cpu(dx, dy, x, ACT_CELU, alpha, 6, 0);
+    int ok = 1;
+    for (int i = 0; i < 6; i++) ok &= y[i] == -alpha && dx[i] == 0.0f;
+    if (!ok)
+        fprintf(stderr, "  celu alpha %g at -1e30: %g, slope %g\n", (double)alpha, (double)y[0],
+                (double)dx[0]);
+    CHECK(ok);
+}
+
 /* accumulate adds exactly what the plain call writes; 1 and 3 threads give the same bits;
  * so does every start offset (elements reached by the vector loop or its remainder). */
 static void test_bits(enum act_kind kind, float alpha, const char *name)
@@ -269,6 +286,8 @@ int main(void)
     test_celu(2.5f);
     test_gelu();
     test_special_inputs();
+    test_celu_far_negative(0.3f);
+    test_celu_far_negative(2.5f);
     test_bits(ACT_CELU, 0.3f, "celu");
     test_bits(ACT_GELU, 0.0f, "gelu");
     return check_finish("activation_math");

@@ -3,7 +3,6 @@
  * here vectorises; each element's bits depend on nothing but its inputs. */
 #include "../activation.h"
 
-#include <float.h>
 #include <math.h>
 
 #include "vmath.h"
@@ -14,15 +13,19 @@
 #define ACT_SQRT1_2_HI 0x1.6a09e6p-1f    /* 1 / sqrt(2) = HI + LO */
 #define ACT_SQRT1_2_LO 0x1.9fcef4p-27f
 #define ACT_INV_SQRT_2PI 0x1.988454p-2f  /* 1 / sqrt(2 pi) */
+#define ACT_CELU_ARG_MAX 0x1p21f         /* |x / alpha| beyond which its remainder is dropped */
 #define ACT_GELU_CLAMP 15.0f             /* erfc(15 / sqrt 2) and exp(-15^2 / 2) are 0 in fp32 */
 
-/* x / alpha as q + *lo, q = x * inv rounded and *lo its remainder (0 when q is infinite,
- * where the remainder would be inf or NaN; NaN x gives NaN q). */
+/* x / alpha as q + *lo, q = x * inv rounded and *lo its remainder; NaN x gives NaN q.
+ * Past |q| = ACT_CELU_ARG_MAX the remainder is dropped (*lo = 0): it grows with the ulp
+ * of q (and is inf or NaN for an infinite q), while exp and expm1 need it small next to 1
+ * and have long saturated there (they clamp q to [-120, 89]), so that x / alpha = -1e30
+ * gives the limit as -inf does. */
 static inline float act_celu_arg(float *lo, float x, float alpha, float inv)
 {
     const float q = x * inv;
     const float r = fmaf(-q, alpha, x) * inv;
-    *lo = vm_select(fabsf(q) <= FLT_MAX, r, 0.0f);
+    *lo = vm_select(fabsf(q) <= ACT_CELU_ARG_MAX, r, 0.0f);
     return q;
 }
 

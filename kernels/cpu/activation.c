@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "vmath.h"
+#include "../../base/status.h"
 
 /* Below this many elements the loops stay on one thread. */
 #define ACT_PARALLEL_MIN 32768
@@ -84,30 +85,33 @@ static inline float act_gelu_grad(float x, float dy)
     return dy * (cdf + xpdf);
 }
 
-void activation_forward_cpu(float *y, const float *x, enum act_kind kind, float alpha,
-                            size_t count)
+int activation_forward_cpu(float *y, const float *x, enum act_kind kind, float alpha,
+                           size_t count)
 {
     const long cnt = (long)count;
     switch (kind) {
     case ACT_RELU:
 #pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
         for (long i = 0; i < cnt; i++) y[i] = x[i] < 0.0f ? 0.0f : x[i];   /* NaN passes through */
-        break;
+        return DR_OK;
     case ACT_CELU: {
         const float inv = 1.0f / alpha;
 #pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
         for (long i = 0; i < cnt; i++) y[i] = act_celu(x[i], alpha, inv);
-        break;
+        return DR_OK;
     }
     case ACT_GELU:
 #pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
         for (long i = 0; i < cnt; i++) y[i] = act_gelu(x[i]);
+        return DR_OK;
+    case ACT_KIND_COUNT:
         break;
     }
+    return DR_ERR_INTERNAL;
 }
 
-void activation_backward_cpu(float *dx, const float *dy, const float *x, enum act_kind kind,
-                             float alpha, size_t count, int accumulate_dx)
+int activation_backward_cpu(float *dx, const float *dy, const float *x, enum act_kind kind,
+                            float alpha, size_t count, int accumulate_dx)
 {
     const long cnt = (long)count;
     switch (kind) {
@@ -119,7 +123,7 @@ void activation_backward_cpu(float *dx, const float *dy, const float *x, enum ac
 #pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
             for (long i = 0; i < cnt; i++) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
         }
-        break;
+        return DR_OK;
     case ACT_CELU: {
         const float inv = 1.0f / alpha;
         if (accumulate_dx) {
@@ -129,7 +133,7 @@ void activation_backward_cpu(float *dx, const float *dy, const float *x, enum ac
 #pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
             for (long i = 0; i < cnt; i++) dx[i] = act_celu_grad(x[i], dy[i], alpha, inv);
         }
-        break;
+        return DR_OK;
     }
     case ACT_GELU:
         if (accumulate_dx) {
@@ -139,6 +143,9 @@ void activation_backward_cpu(float *dx, const float *dy, const float *x, enum ac
 #pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
             for (long i = 0; i < cnt; i++) dx[i] = act_gelu_grad(x[i], dy[i]);
         }
+        return DR_OK;
+    case ACT_KIND_COUNT:
         break;
     }
+    return DR_ERR_INTERNAL;
 }

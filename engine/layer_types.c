@@ -26,6 +26,8 @@ static const struct layer_info layer_table[] = {
                     .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 1},
     [LAYER_GELU] = {.name = "gelu", .kind = LAYER_KIND_ACT, .act = ACT_GELU, ONE_INPUT,
                     .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 1},
+    [LAYER_SILU] = {.name = "silu", .kind = LAYER_KIND_ACT, .act = ACT_SILU, ONE_INPUT,
+                    .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 1},
     [LAYER_MAXPOOL] = {.name = "maxpool", .kind = LAYER_KIND_POOL, .pool = POOL_MAX, ONE_INPUT,
                        .rules = LAYER_RULE_K | LAYER_RULE_POOL_STRIDE,
                        .flops = LAYER_FLOPS_WINDOW},

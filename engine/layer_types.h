@@ -18,6 +18,7 @@ enum layer_type {
     LAYER_RELU,
     LAYER_CELU,      /* alpha */
     LAYER_GELU,
+    LAYER_SILU,
     LAYER_MAXPOOL,   /* k, stride (default k; 0 in a spec also means k) */
     LAYER_AVGPOOL,   /* k, stride (default k; 0 in a spec also means k) */
     LAYER_GMAXPOOL,  /* global max pool */

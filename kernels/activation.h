@@ -1,6 +1,7 @@
 /* Elementwise activations: relu, celu(alpha), gelu (exact: x Phi(x), Phi the normal
- * distribution function). Layout-free. NaN passes through; at +-inf every engine gives
- * the limits (gelu: -0 with slope 0 at -inf, +inf with slope 1 at +inf).
+ * distribution function), silu (x sigmoid(x) = x / (1 + exp(-x))). Layout-free. NaN
+ * passes through; at +-inf every engine gives the limits (gelu and silu: -0 with slope 0
+ * at -inf, +inf with slope 1 at +inf).
  *
  * A kind is one enum value, one name below and one case in each engine's twin
  * (kernels/cpu/activation.c, kernels/cuda/eltwise_cuda.cu); their switches have no
@@ -15,6 +16,7 @@ enum act_kind {
     ACT_RELU,
     ACT_CELU,          /* the only kind that reads alpha */
     ACT_GELU,
+    ACT_SILU,
     ACT_KIND_COUNT     /* not a kind: the number of kinds, 0 .. ACT_KIND_COUNT - 1 */
 };
 
@@ -25,6 +27,7 @@ static inline const char *act_kind_name(enum act_kind kind)
     case ACT_RELU: return "relu";
     case ACT_CELU: return "celu";
     case ACT_GELU: return "gelu";
+    case ACT_SILU: return "silu";
     case ACT_KIND_COUNT: break;
     }
     return "?";

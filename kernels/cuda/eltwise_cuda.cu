@@ -1,5 +1,5 @@
-/* Elementwise and data-movement ops on NHWC activations: relu / celu / gelu and their
- * gradients, add, scale, scaled copy, channel concat and flatten. The CUDA twins of
+/* Elementwise and data-movement ops on NHWC activations: relu / celu / gelu / silu and
+ * their gradients, add, scale, scaled copy, channel concat and flatten. The CUDA twins of
  * kernels/cpu/activation.c and kernels/cpu/tensor_ops.c; every value is computed in fp32
  * and rounded once to the activation type, products and sums with explicit rounding so
  * that none is fused into a multiply-add the CPU twin does not make. */
@@ -57,6 +57,26 @@ template <> struct act_fn<ACT_GELU> {
                                    : __fmul_rn(__fmul_rn(v, (float)ACT_INV_SQRT_2PI),
                                                expf(__fmul_rn(__fmul_rn(-0.5f, v), v)));
         return __fmul_rn(d, __fadd_rn(cdf, pdf));
+    }
+};
+
+template <> struct act_fn<ACT_SILU> {
+    /* x sigmoid(x): x / (1 + e) for x >= 0 and x e / (1 + e) for x < 0, e = exp(-|x|), so
+     * that exp never overflows; the limits -0 at -inf and +inf at +inf */
+    static __device__ float value(float v, float, float)
+    {
+        if (isinf(v)) return v > 0.0f ? v : -0.0f;
+        const float e = expf(-fabsf(v));
+        return __fdiv_rn(v < 0.0f ? __fmul_rn(v, e) : v, __fadd_rn(1.0f, e));
+    }
+    /* dy sigmoid(x) (1 + x (1 - sigmoid(x))); the limits: slope 1 at +inf, 0 at -inf */
+    static __device__ float grad(float v, float d, float, float)
+    {
+        if (isinf(v)) return __fmul_rn(d, v > 0.0f ? 1.0f : 0.0f);
+        const float e = expf(-fabsf(v)), den = __fadd_rn(1.0f, e);
+        const float s = __fdiv_rn(v < 0.0f ? e : 1.0f, den);       /* sigmoid(x) */
+        const float t = __fdiv_rn(v < 0.0f ? 1.0f : e, den);       /* 1 - sigmoid(x) */
+        return __fmul_rn(d, __fmul_rn(s, __fadd_rn(1.0f, __fmul_rn(v, t))));
     }
 };
 
@@ -121,6 +141,7 @@ int cuda_act_forward(void *ctx, struct tensor *y, const struct tensor *x, enum a
     case ACT_RELU: return act_forward_launch<ACT_RELU>(c, y, x, alpha, count);
     case ACT_CELU: return act_forward_launch<ACT_CELU>(c, y, x, alpha, count);
     case ACT_GELU: return act_forward_launch<ACT_GELU>(c, y, x, alpha, count);
+    case ACT_SILU: return act_forward_launch<ACT_SILU>(c, y, x, alpha, count);
     case ACT_KIND_COUNT: break;
     }
     FAIL(DR_ERR_INTERNAL, "activation: no CUDA kernel for kind %d", (int)kind);
@@ -143,6 +164,7 @@ int cuda_act_backward(void *ctx, struct tensor *dx, const struct tensor *dy,
     case ACT_RELU: return act_backward_launch<ACT_RELU>(c, dx, dy, x, alpha, count, accumulate);
     case ACT_CELU: return act_backward_launch<ACT_CELU>(c, dx, dy, x, alpha, count, accumulate);
     case ACT_GELU: return act_backward_launch<ACT_GELU>(c, dx, dy, x, alpha, count, accumulate);
+    case ACT_SILU: return act_backward_launch<ACT_SILU>(c, dx, dy, x, alpha, count, accumulate);
     case ACT_KIND_COUNT: break;
     }
     FAIL(DR_ERR_INTERNAL, "activation backward: no CUDA kernel for kind %d", (int)kind);

@@ -105,59 +105,64 @@ static int resolve_inputs(struct layer *l, const struct net_spec *spec, int i, c
     return DR_OK;
 }
 
-static int check_arity(const struct layer *l, char *err, size_t errlen)
+/* Checks the number of resolved inputs against the type's row. */
+static int check_arity(const struct layer *l, const struct layer_info *info, char *err,
+                       size_t errlen)
 {
     const struct layer_spec *ls = &l->spec;
-    if (ls->type == LAYER_ADD && l->n_inputs != 2)
-        return build_error(err, errlen, ls, "add needs exactly 2 inputs, got %d", l->n_inputs);
-    if (ls->type == LAYER_CONCAT && l->n_inputs < 2)
-        return build_error(err, errlen, ls, "concat needs at least 2 inputs, got %d",
-                           l->n_inputs);
-    if (ls->type != LAYER_ADD && ls->type != LAYER_CONCAT && l->n_inputs != 1)
-        return build_error(err, errlen, ls, "%s takes exactly 1 input, got %d",
-                           layer_type_name(ls->type), l->n_inputs);
-    return DR_OK;
+    const int lo = info->min_inputs, hi = info->max_inputs ? info->max_inputs : GRAPH_MAX_INPUTS;
+    const int n = l->n_inputs;
+    if (n >= lo && n <= hi) return DR_OK;
+    if (lo == 1 && hi == 1)
+        return build_error(err, errlen, ls, "%s takes exactly 1 input, got %d", info->name, n);
+    if (lo == hi)
+        return build_error(err, errlen, ls, "%s needs exactly %d inputs, got %d", info->name, lo,
+                           n);
+    if (n < lo)
+        return build_error(err, errlen, ls, "%s needs at least %d inputs, got %d", info->name, lo,
+                           n);
+    return build_error(err, errlen, ls, "%s takes at most %d inputs, got %d", info->name, hi, n);
 }
 
-/* Checks the attributes that do not depend on the input shape. */
-static int check_attributes(const struct layer_spec *ls, char *err, size_t errlen)
+/* Looks up spec layer ls's row: the attribute rules it names, which do not depend on the
+ * input shape, are checked in the order of enum layer_rule. */
+static int check_attributes(const struct layer_info **info_out, const struct layer_spec *ls,
+                            char *err, size_t errlen)
 {
-    enum layer_type t = ls->type;
-    if ((int)t < 0 || t >= LAYER_TYPE_COUNT)
-        return build_error(err, errlen, ls, "unknown layer type %d", (int)t);
-    if (t == LAYER_INPUT)
+    const struct layer_info *info = layer_info(ls->type);
+    *info_out = info;
+    if (!info) return build_error(err, errlen, ls, "unknown layer type %d", (int)ls->type);
+    if (info->kind == LAYER_KIND_INPUT)
         return build_error(err, errlen, ls,
                            "type 'input' cannot be used in a network (the image is implicit)");
-    if ((t == LAYER_CONV || t == LAYER_LINEAR || t == LAYER_SHORTCUT) && ls->out < 1)
+    const unsigned r = info->rules;
+    if ((r & LAYER_RULE_OUT) && ls->out < 1)
         return build_error(err, errlen, ls, "out must be >= 1, got %d", ls->out);
-    if ((t == LAYER_CONV || t == LAYER_MAXPOOL || t == LAYER_AVGPOOL) && ls->k < 1)
+    if ((r & LAYER_RULE_K) && ls->k < 1)
         return build_error(err, errlen, ls, "k must be >= 1, got %d", ls->k);
-    if (t == LAYER_CONV && ls->pad < -1)
-        return build_error(err, errlen, ls, "pad must be >= 0, got %d", ls->pad);
-    /* pools: stride 0 means "= k" */
-    if ((t == LAYER_CONV || t == LAYER_SHORTCUT) && ls->stride < 1)
-        return build_error(err, errlen, ls, "stride must be >= 1, got %d", ls->stride);
-    if ((t == LAYER_MAXPOOL || t == LAYER_AVGPOOL) && ls->stride < 0)
-        return build_error(err, errlen, ls, "stride must be >= 1, got %d", ls->stride);
-    if (t == LAYER_BN && ls->splits < 0)
-        return build_error(err, errlen, ls, "splits must be >= 1, got %d", ls->splits);
-    if (t == LAYER_WHITEN && (ls->k < 1 || ls->k > 7))
+    if ((r & LAYER_RULE_K_UPTO_7) && (ls->k < 1 || ls->k > 7))
         return build_error(err, errlen, ls, "k must be in 1..7, got %d", ls->k);
-    if (t == LAYER_WHITEN && ls->pad < -1)
+    if ((r & LAYER_RULE_PAD) && ls->pad < -1)
         return build_error(err, errlen, ls, "pad must be >= 0, got %d", ls->pad);
-    if (t == LAYER_WHITEN && ls->whiten_images < 1)
+    if ((r & LAYER_RULE_STRIDE) && ls->stride < 1)
+        return build_error(err, errlen, ls, "stride must be >= 1, got %d", ls->stride);
+    if ((r & LAYER_RULE_POOL_STRIDE) && ls->stride < 0)   /* 0 means "= k" */
+        return build_error(err, errlen, ls, "stride must be >= 1, got %d", ls->stride);
+    if ((r & LAYER_RULE_SPLITS) && ls->splits < 0)
+        return build_error(err, errlen, ls, "splits must be >= 1, got %d", ls->splits);
+    if ((r & LAYER_RULE_IMAGES) && ls->whiten_images < 1)
         return build_error(err, errlen, ls, "images must be >= 1, got %d", ls->whiten_images);
-    if (t == LAYER_WHITEN && ls->bias_epochs < 0)
+    if ((r & LAYER_RULE_BIAS_EPOCHS) && ls->bias_epochs < 0)
         return build_error(err, errlen, ls, "bias_epochs must be >= 0, got %d", ls->bias_epochs);
-    if ((t == LAYER_BN || t == LAYER_WHITEN) && !(ls->eps > 0.0f))
+    if ((r & LAYER_RULE_EPS) && !(ls->eps > 0.0f))
         return build_error(err, errlen, ls, "eps must be positive, got %g", (double)ls->eps);
-    if (t == LAYER_BN && !(ls->momentum >= 0.0f && ls->momentum <= 1.0f))
+    if ((r & LAYER_RULE_MOMENTUM) && !(ls->momentum >= 0.0f && ls->momentum <= 1.0f))
         return build_error(err, errlen, ls, "momentum must be in [0, 1], got %g",
                            (double)ls->momentum);
-    if (t == LAYER_CELU && !(ls->alpha != 0.0f && isfinite(ls->alpha)))
+    if ((r & LAYER_RULE_ALPHA) && !(ls->alpha != 0.0f && isfinite(ls->alpha)))
         return build_error(err, errlen, ls, "alpha must be finite and non-zero, got %g",
                            (double)ls->alpha);
-    if (t == LAYER_SCALE && !isfinite(ls->scale))
+    if ((r & LAYER_RULE_SCALE) && !isfinite(ls->scale))
         return build_error(err, errlen, ls, "scale must be finite");
     return DR_OK;
 }
@@ -169,22 +174,19 @@ static const char *shape_str(char *buf, size_t n, const struct layer *l)
     return buf;
 }
 
-/* Sets l's output shape (and resolves pad/stride in its spec copy) from its inputs. */
-static int infer_shape(const struct graph *g, struct layer *l, char *err, size_t errlen)
+/* Sets l's output shape (and resolves pad/stride in its spec copy) from its inputs; info
+ * is the row of its (resolved) type. */
+static int infer_shape(const struct graph *g, struct layer *l, const struct layer_info *info,
+                       char *err, size_t errlen)
 {
     struct layer_spec *ls = &l->spec;
     const struct layer *x = &g->layers[l->inputs[0]];
     char a[64], b[64];
-    int expect = ls->expect_in;
-    if ((ls->type == LAYER_CONV || ls->type == LAYER_BN || ls->type == LAYER_LINEAR) &&
-        expect > 0 && expect != l->in_c)
-        return build_error(err, errlen, ls, "expects %d input channels, got %d", expect,
-                           l->in_c);
     l->c = l->in_c;
     l->h = l->in_h;
     l->w = l->in_w;
-    switch (ls->type) {
-    case LAYER_WHITEN:
+    switch (info->kind) {
+    case LAYER_KIND_WHITEN:
         if (l->inputs[0] != 0)
             return build_error(err, errlen, ls,
                                "a whiten layer must take the image ('input') as its input, "
@@ -196,8 +198,8 @@ static int infer_shape(const struct graph *g, struct layer *l, char *err, size_t
         ls->stride = 1; /* from here on shaped like a conv (pad -1, only in a spec built
                            by hand, also means k/2) */
         /* fall through */
-    case LAYER_CONV: {
-        if (ls->type == LAYER_CONV && ls->dirac && l->in_c > ls->out)
+    case LAYER_KIND_CONV: {
+        if (info->kind == LAYER_KIND_CONV && ls->dirac && l->in_c > ls->out)
             return build_error(err, errlen, ls,
                                "dirac needs no more input channels than out = %d, got %d",
                                ls->out, l->in_c);
@@ -212,8 +214,7 @@ static int infer_shape(const struct graph *g, struct layer *l, char *err, size_t
         l->w = (pw - ls->k) / ls->stride + 1;
         return DR_OK;
     }
-    case LAYER_MAXPOOL:
-    case LAYER_AVGPOOL:
+    case LAYER_KIND_POOL:
         if (ls->stride == 0) ls->stride = ls->k;
         ls->pad = 0;
         if (ls->k > l->in_h || ls->k > l->in_w)
@@ -222,11 +223,10 @@ static int infer_shape(const struct graph *g, struct layer *l, char *err, size_t
         l->h = (l->in_h - ls->k) / ls->stride + 1;
         l->w = (l->in_w - ls->k) / ls->stride + 1;
         return DR_OK;
-    case LAYER_GMAXPOOL:
-    case LAYER_GAVGPOOL:
+    case LAYER_KIND_GLOBAL_POOL:
         l->h = l->w = 1;
         return DR_OK;
-    case LAYER_CONCAT:
+    case LAYER_KIND_CONCAT:
         l->c = 0;
         for (int s = 0; s < l->n_inputs; s++) {
             const struct layer *xs = &g->layers[l->inputs[s]];
@@ -240,7 +240,7 @@ static int infer_shape(const struct graph *g, struct layer *l, char *err, size_t
             l->c += xs->c;
         }
         return DR_OK;
-    case LAYER_ADD: {
+    case LAYER_KIND_ADD: {
         const struct layer *y = &g->layers[l->inputs[1]];
         if (y->c != x->c || y->h != x->h || y->w != x->w)
             return build_error(err, errlen, ls, "inputs have different shapes: '%s' is %s, '%s' is %s",
@@ -248,33 +248,30 @@ static int infer_shape(const struct graph *g, struct layer *l, char *err, size_t
                                shape_str(b, sizeof b, y));
         return DR_OK;
     }
-    case LAYER_FLATTEN: {
+    case LAYER_KIND_FLATTEN: {
         int64_t n = (int64_t)l->in_c * l->in_h * l->in_w;
         if (n > INT_MAX) return build_error(err, errlen, ls, "flattened size is too large");
         l->c = (int)n;
         l->h = l->w = 1;
         return DR_OK;
     }
-    case LAYER_LINEAR:
+    case LAYER_KIND_LINEAR:
         if (l->in_h != 1 || l->in_w != 1)
             return build_error(err, errlen, ls,
                                "input '%s' has shape %s; a linear layer needs a flatten before it",
                                x->spec.name, shape_str(a, sizeof a, x));
         l->c = ls->out;
         return DR_OK;
-    case LAYER_BN:
-    case LAYER_RELU:
-    case LAYER_CELU:
-    case LAYER_GELU:
-    case LAYER_SCALE:
+    case LAYER_KIND_BN:
+    case LAYER_KIND_ACT:
+    case LAYER_KIND_SCALE:
         return DR_OK;
-    case LAYER_INPUT:
-    case LAYER_SHORTCUT:
-    case LAYER_TYPE_COUNT:
+    case LAYER_KIND_INPUT:
+    case LAYER_KIND_SHORTCUT:   /* resolved before shaping */
         break;
     }
-    return build_error(err, errlen, ls, "internal error: no shape rule for type %d",
-                       (int)ls->type);
+    build_error(err, errlen, ls, "internal error: no shape rule for type %d", (int)ls->type);
+    return DR_ERR_INTERNAL;
 }
 
 /* Appends one parameter of layer `id` (initialised as DEFAULT, trained every epoch);
@@ -301,70 +298,84 @@ static struct param_desc *add_param(struct graph *g, int id, enum param_kind kin
 /* Lays out layer id's parameters (conv: weight then bias; bn: weight then bias; linear:
  * weight then bias; whiten: weight then bias) with PyTorch's default initialisation; a
  * frozen layer's are all untrainable, and so are whitening filters. */
-static void add_layer_params(struct graph *g, int id)
+static void add_layer_params(struct graph *g, int id, const struct layer_info *info)
 {
     struct layer *l = &g->layers[id];
     const struct layer_spec *ls = &l->spec;
     int train = !ls->frozen;
     l->param_first = g->n_params;
-    if (ls->type == LAYER_CONV) {
+    switch (info->kind) {
+    case LAYER_KIND_CONV: {
         float bound = (float)(1.0 / sqrt((double)l->in_c * ls->k * ls->k));
         struct param_desc *w =
             add_param(g, id, PARAM_CONV_W, ls->out, l->in_c, ls->k, ls->k, bound, 0.0f, train);
         if (ls->dirac) w->init = PARAM_INIT_DIRAC;
         if (ls->bias) add_param(g, id, PARAM_CONV_B, ls->out, 1, 1, 1, bound, 0.0f, train);
-    } else if (ls->type == LAYER_BN) {
+        break;
+    }
+    case LAYER_KIND_BN:
         add_param(g, id, PARAM_BN_W, l->c, 1, 1, 1, 0.0f, 1.0f, train && !ls->freeze_weight);
         add_param(g, id, PARAM_BN_B, l->c, 1, 1, 1, 0.0f, 0.0f, train && !ls->freeze_bias);
-    } else if (ls->type == LAYER_LINEAR) {
+        break;
+    case LAYER_KIND_LINEAR: {
         float bound = (float)(1.0 / sqrt((double)l->in_c));
         add_param(g, id, PARAM_LINEAR_W, ls->out, l->in_c, 1, 1, bound, 0.0f, train);
         if (ls->bias) add_param(g, id, PARAM_LINEAR_B, ls->out, 1, 1, 1, bound, 0.0f, train);
-    } else if (ls->type == LAYER_WHITEN) {
+        break;
+    }
+    case LAYER_KIND_WHITEN: {
         float bound = (float)(1.0 / sqrt((double)l->in_c * ls->k * ls->k));
         add_param(g, id, PARAM_WHITEN_W, ls->out, l->in_c, ls->k, ls->k, 0.0f, 0.0f, 0)->init =
             PARAM_INIT_WHITEN;
         if (ls->bias)
             add_param(g, id, PARAM_WHITEN_B, ls->out, 1, 1, 1, bound, 0.0f, train)->train_epochs =
                 ls->bias_epochs;
+        break;
+    }
+    case LAYER_KIND_INPUT:
+    case LAYER_KIND_SHORTCUT:
+    case LAYER_KIND_ACT:
+    case LAYER_KIND_POOL:
+    case LAYER_KIND_GLOBAL_POOL:
+    case LAYER_KIND_CONCAT:
+    case LAYER_KIND_ADD:
+    case LAYER_KIND_FLATTEN:
+    case LAYER_KIND_SCALE:
+        break;   /* no parameters */
     }
     l->param_count = g->n_params - l->param_first;
 }
 
-/* Forward FLOPs per image of one layer, by the convention in graph.h. */
-static int64_t layer_flops(const struct layer *l)
+/* Forward FLOPs per image of one layer, by its row's rule (the convention in graph.h);
+ * -1 for a rule this function does not know. */
+static int64_t layer_flops(const struct layer *l, const struct layer_info *info)
 {
     const struct layer_spec *ls = &l->spec;
     int64_t out = (int64_t)l->c * l->h * l->w;
-    switch (ls->type) {
-    case LAYER_CONV:
-    case LAYER_WHITEN:
-        return 2 * out * l->in_c * ls->k * ls->k + (ls->bias ? out : 0);
-    case LAYER_LINEAR:
-        return 2 * (int64_t)l->in_c * ls->out + (ls->bias ? ls->out : 0);
-    case LAYER_BN:
-        return 4 * out;
-    case LAYER_RELU:
-    case LAYER_CELU:
-    case LAYER_GELU:
-    case LAYER_SCALE:
-        return out;
-    case LAYER_ADD:
-        return out * (l->n_inputs - 1);
-    case LAYER_MAXPOOL:
-    case LAYER_AVGPOOL:
-        return out * ls->k * ls->k;
-    case LAYER_GMAXPOOL:
-    case LAYER_GAVGPOOL:
-        return (int64_t)l->in_c * l->in_h * l->in_w;
-    default:
+    switch (info->flops) {
+    case LAYER_FLOPS_NONE:
         return 0;
+    case LAYER_FLOPS_CONV:
+        return 2 * out * l->in_c * ls->k * ls->k + (ls->bias ? out : 0);
+    case LAYER_FLOPS_LINEAR:
+        return 2 * (int64_t)l->in_c * ls->out + (ls->bias ? ls->out : 0);
+    case LAYER_FLOPS_PER_OUTPUT:
+        return info->flops_per_output * out;
+    case LAYER_FLOPS_ADD:
+        return out * (l->n_inputs - 1);
+    case LAYER_FLOPS_WINDOW:
+        return out * ls->k * ls->k;
+    case LAYER_FLOPS_PER_INPUT:
+        return (int64_t)l->in_c * l->in_h * l->in_w;
     }
+    return -1;
 }
 
-static int is_matmul(enum layer_type t)
+/* Whether layer l (resolved) is a convolution or a matrix product. */
+static int is_matmul(const struct layer *l)
 {
-    return t == LAYER_CONV || t == LAYER_LINEAR || t == LAYER_WHITEN;
+    const struct layer_info *info = layer_info(l->spec.type);
+    return info && info->matmul;
 }
 
 int graph_build(struct graph *g, const struct net_spec *spec, int in_c, int in_h, int in_w,
@@ -405,21 +416,23 @@ int graph_build(struct graph *g, const struct net_spec *spec, int in_c, int in_h
     for (int i = 0; i < count; i++) {
         const struct layer_spec *ls = &spec->layers[i];
         struct layer *l = &g->layers[g->count];
+        const struct layer_info *info = NULL;
         TRY(check_name(spec, i, err, errlen));
         l->spec = *ls;
         TRY(resolve_inputs(l, spec, i, alias, prev, err, errlen));
-        TRY(check_attributes(ls, err, errlen));
-        TRY(check_arity(l, err, errlen));
+        TRY(check_attributes(&info, ls, err, errlen));
+        TRY(check_arity(l, info, err, errlen));
         const struct layer *x = &g->layers[l->inputs[0]];
         l->in_c = x->c;
         l->in_h = x->h;
         l->in_w = x->w;
-        if (ls->type == LAYER_SHORTCUT) {
-            if (ls->expect_in > 0 && ls->expect_in != l->in_c) {
-                rc = build_error(err, errlen, ls, "expects %d input channels, got %d",
-                                 ls->expect_in, l->in_c);
-                goto cleanup;
-            }
+        if ((info->rules & LAYER_RULE_IN_CHANNELS) && ls->expect_in > 0 &&
+            ls->expect_in != l->in_c) {
+            rc = build_error(err, errlen, ls, "expects %d input channels, got %d", ls->expect_in,
+                             l->in_c);
+            goto cleanup;
+        }
+        if (info->kind == LAYER_KIND_SHORTCUT) {
             if (l->in_c == ls->out && ls->stride == 1) { /* identity: no layer */
                 alias[i] = prev = l->inputs[0];
                 memset(l, 0, sizeof *l);
@@ -430,11 +443,17 @@ int graph_build(struct graph *g, const struct net_spec *spec, int in_c, int in_h
             l->spec.pad = 0;
             l->spec.bias = 0;
             l->spec.expect_in = 0;
+            info = layer_info(LAYER_CONV);
         }
-        TRY(infer_shape(g, l, err, errlen));
-        add_layer_params(g, g->count);
-        l->flops = layer_flops(l);
-        if (is_matmul(l->spec.type))
+        TRY(infer_shape(g, l, info, err, errlen));
+        add_layer_params(g, g->count, info);
+        l->flops = layer_flops(l, info);
+        if (l->flops < 0) {
+            build_error(err, errlen, ls, "internal error: no FLOP rule %d", (int)info->flops);
+            rc = DR_ERR_INTERNAL;
+            goto cleanup;
+        }
+        if (info->matmul)
             g->flops_forward += l->flops;
         else
             g->flops_elementwise += l->flops;
@@ -484,7 +503,7 @@ int64_t graph_train_flops(const struct graph *g)
     int64_t total = 0;
     for (int i = 1; i < g->count; i++) {
         const struct layer *l = &g->layers[i];
-        if (!is_matmul(l->spec.type)) {
+        if (!is_matmul(l)) {
             total += 2 * l->flops; /* forward + a backward of about the same cost */
             continue;
         }

@@ -1,43 +1,18 @@
 /* The network as data. A net_spec is what the config describes after block expansion
  * (names, types, attributes, source lines); graph_build() resolves it into a graph:
  * layers in topological order with input ids, output shapes, parameter shapes and
- * FLOPs. Engine-neutral: no device code, no config library. */
+ * FLOPs. Engine-neutral: no device code, no config library. The layer types and what each
+ * one is to the graph are in engine/layer_types.h. */
 #ifndef DAWNRUN_GRAPH_H
 #define DAWNRUN_GRAPH_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "layer_types.h"
+
 #define GRAPH_NAME_MAX 96
 #define GRAPH_MAX_INPUTS 8
-
-enum layer_type {
-    LAYER_INPUT,     /* the image batch; created by graph_build, never in a spec */
-    LAYER_CONV,      /* out, k, stride, pad, bias */
-    LAYER_BN,        /* eps, momentum, freeze_weight, freeze_bias */
-    LAYER_RELU,
-    LAYER_CELU,      /* alpha */
-    LAYER_GELU,
-    LAYER_MAXPOOL,   /* k, stride (default k; 0 in a spec also means k) */
-    LAYER_AVGPOOL,   /* k, stride (default k; 0 in a spec also means k) */
-    LAYER_GMAXPOOL,  /* global max pool */
-    LAYER_GAVGPOOL,  /* global average pool */
-    LAYER_CONCAT,    /* 2+ inputs, channels */
-    LAYER_ADD,       /* 2 inputs, same shape */
-    LAYER_FLATTEN,
-    LAYER_LINEAR,    /* out, bias */
-    LAYER_SCALE,     /* scale */
-    LAYER_SHORTCUT,  /* spec only: identity when in == out channels and stride 1, else a
-                        bias-free 1×1 conv (out, stride); graph_build resolves it */
-    LAYER_WHITEN,    /* k, pad, eps, whiten_images, negate, bias, bias_epochs: a fixed conv
-                        of the image whose filters are the patch-covariance eigenvectors
-                        (engine/whiten.h); out = 3*k*k, twice that with negate */
-    LAYER_TYPE_COUNT
-};
-
-/* Config name of a layer type ("conv", "bn", ...), and the reverse (-1 if unknown). */
-const char *layer_type_name(enum layer_type t);
-int layer_type_from_name(const char *name);
 
 /* One layer as written in the config (after blocks and variables are expanded). */
 struct layer_spec {
@@ -147,9 +122,10 @@ struct graph {
  * a multiply-accumulate being 2 FLOPs: conv 2*co*ci*k*k*ho*wo (+ co*ho*wo with bias),
  * linear 2*in*out (+ out with bias); their sum is graph.flops_forward (ResNet-9 on
  * 32x32: 758,523,904). The rest is graph.flops_elementwise, counted per output element:
- * bn 4 (batch statistics 2, fused scale-and-shift 2), relu/celu/gelu/scale 1 (a
+ * bn 4 (batch statistics 2, fused scale-and-shift 2), every activation and scale 1 (a
  * transcendental counts 1), add 1, maxpool/avgpool k*k (the window), global pools 1 per
- * input element, concat/flatten 0 (data movement). layer.flops uses the same rule. */
+ * input element, concat/flatten 0 (data movement). layer.flops uses the same rule, which
+ * each type's row in engine/layer_types.c names. */
 
 /* Resolves names, checks shapes and builds the graph for images of in_c×in_h×in_w.
  * Errors name the layer and its file:line ("nets/x.cfg:12: layer 'l1.conv': ...") and are

@@ -362,47 +362,44 @@ static int layer_forward(struct model *m, int i, int train)
     const struct backend_ops *ops = m->be->ops;
     void *ctx = m->be->ctx;
     const struct layer *l = &m->g->layers[i];
+    const struct layer_info *info = layer_info(l->spec.type);
     struct tensor *y = &m->y[i];
     const struct tensor *x = &m->y[l->inputs[0]];
     struct tensor *p = &m->p[l->param_first];
-    switch (l->spec.type) {
-    case LAYER_CONV:
-    case LAYER_WHITEN: {
+    switch (info ? info->kind : LAYER_KIND_INPUT) {
+    case LAYER_KIND_CONV:
+    case LAYER_KIND_WHITEN: {
         struct conv_attr a = {l->spec.k, l->spec.stride, l->spec.pad};
         return ops->conv_forward(ctx, y, x, p, layer_bias(l, m->p), &a);
     }
-    case LAYER_BN: {
+    case LAYER_KIND_BN: {
         struct bn_attr a = {l->spec.eps, l->spec.momentum, l->spec.splits};
         if (train)
             return ops->bn_forward_train(ctx, y, &m->bn_mean[i], &m->bn_invstd[i], &m->bn_rmean[i],
                                          &m->bn_rvar[i], x, &p[0], &p[1], &a);
         return ops->bn_forward_eval(ctx, y, x, &p[0], &p[1], &m->bn_rmean[i], &m->bn_rvar[i], &a);
     }
-    case LAYER_RELU: return ops->act_forward(ctx, y, x, ACT_RELU, 0.0f);
-    case LAYER_CELU: return ops->act_forward(ctx, y, x, ACT_CELU, l->spec.alpha);
-    case LAYER_GELU: return ops->act_forward(ctx, y, x, ACT_GELU, 0.0f);
-    case LAYER_MAXPOOL:
-    case LAYER_AVGPOOL: {
-        struct pool_attr a = {l->spec.type == LAYER_MAXPOOL ? POOL_MAX : POOL_AVG, l->spec.k,
-                              l->spec.k, l->spec.stride, l->spec.stride};
+    case LAYER_KIND_ACT: return ops->act_forward(ctx, y, x, info->act, l->spec.alpha);
+    case LAYER_KIND_POOL: {
+        struct pool_attr a = {info->pool, l->spec.k, l->spec.k, l->spec.stride, l->spec.stride};
         return ops->pool_forward(ctx, y, x, &a);
     }
-    case LAYER_GMAXPOOL:
-    case LAYER_GAVGPOOL: {
-        struct pool_attr a = {l->spec.type == LAYER_GMAXPOOL ? POOL_MAX : POOL_AVG, l->in_h,
-                              l->in_w, l->in_h, l->in_w};
+    case LAYER_KIND_GLOBAL_POOL: {
+        struct pool_attr a = {info->pool, l->in_h, l->in_w, l->in_h, l->in_w};
         return ops->pool_forward(ctx, y, x, &a);
     }
-    case LAYER_CONCAT: {
+    case LAYER_KIND_CONCAT: {
         const struct tensor *xs[GRAPH_MAX_INPUTS];
         for (int s = 0; s < l->n_inputs; s++) xs[s] = &m->y[l->inputs[s]];
         return ops->concat_forward(ctx, y, xs, l->n_inputs);
     }
-    case LAYER_ADD: return ops->add_forward(ctx, y, x, &m->y[l->inputs[1]]);
-    case LAYER_FLATTEN: return ops->flatten_forward(ctx, y, x);
-    case LAYER_LINEAR: return ops->linear_forward(ctx, y, x, p, layer_bias(l, m->p));
-    case LAYER_SCALE: return ops->scale_forward(ctx, y, x, l->spec.scale);
-    default: break;
+    case LAYER_KIND_ADD: return ops->add_forward(ctx, y, x, &m->y[l->inputs[1]]);
+    case LAYER_KIND_FLATTEN: return ops->flatten_forward(ctx, y, x);
+    case LAYER_KIND_LINEAR: return ops->linear_forward(ctx, y, x, p, layer_bias(l, m->p));
+    case LAYER_KIND_SCALE: return ops->scale_forward(ctx, y, x, l->spec.scale);
+    case LAYER_KIND_INPUT:
+    case LAYER_KIND_SHORTCUT:   /* graph_build resolves it */
+        break;
     }
     return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL, "layer '%s': no forward for type %d",
                      l->spec.name, (int)l->spec.type);
@@ -441,41 +438,35 @@ static int layer_backward(struct model *m, int i)
     const struct backend_ops *ops = m->be->ops;
     void *ctx = m->be->ctx;
     const struct layer *l = &m->g->layers[i];
+    const struct layer_info *info = layer_info(l->spec.type);
     const unsigned char *acc = &m->accum[i * GRAPH_MAX_INPUTS];
     const struct tensor *dy = &m->dy[i];
     const struct tensor *x = &m->y[l->inputs[0]];
     struct tensor *dx = input_grad(m, l, 0);
     struct tensor *p = &m->p[l->param_first], *dp = &m->dp[l->param_first];
-    switch (l->spec.type) {
-    case LAYER_CONV:
-    case LAYER_WHITEN: {
+    switch (info ? info->kind : LAYER_KIND_INPUT) {
+    case LAYER_KIND_CONV:
+    case LAYER_KIND_WHITEN: {
         struct conv_attr a = {l->spec.k, l->spec.stride, l->spec.pad};
         return ops->conv_backward(ctx, dx, dp, layer_bias(l, m->dp), dy, x, p, &a, acc[0]);
     }
-    case LAYER_BN: /* dx may be NULL: the parameter gradients are still needed */
+    case LAYER_KIND_BN: /* dx may be NULL: the parameter gradients are still needed */
         return ops->bn_backward(ctx, dx, &dp[0], &dp[1], dy, x, &p[0], &m->bn_mean[i],
                                 &m->bn_invstd[i], acc[0]);
-    case LAYER_RELU:
-    case LAYER_CELU:
-    case LAYER_GELU: {
+    case LAYER_KIND_ACT:
         if (!dx) return DR_OK;
-        enum act_kind k = l->spec.type == LAYER_RELU ? ACT_RELU
-                          : l->spec.type == LAYER_CELU ? ACT_CELU : ACT_GELU;
-        return ops->act_backward(ctx, dx, dy, x, k, l->spec.alpha, acc[0]);
-    }
-    case LAYER_MAXPOOL:
-    case LAYER_AVGPOOL:
-    case LAYER_GMAXPOOL:
-    case LAYER_GAVGPOOL: {
+        return ops->act_backward(ctx, dx, dy, x, info->act, l->spec.alpha, acc[0]);
+    case LAYER_KIND_POOL: {
         if (!dx) return DR_OK;
-        int global = l->spec.type == LAYER_GMAXPOOL || l->spec.type == LAYER_GAVGPOOL;
-        int is_max = l->spec.type == LAYER_MAXPOOL || l->spec.type == LAYER_GMAXPOOL;
-        struct pool_attr a = {is_max ? POOL_MAX : POOL_AVG, global ? l->in_h : l->spec.k,
-                              global ? l->in_w : l->spec.k, global ? l->in_h : l->spec.stride,
-                              global ? l->in_w : l->spec.stride};
+        struct pool_attr a = {info->pool, l->spec.k, l->spec.k, l->spec.stride, l->spec.stride};
         return ops->pool_backward(ctx, dx, dy, x, &m->y[i], &a, acc[0]);
     }
-    case LAYER_CONCAT: {
+    case LAYER_KIND_GLOBAL_POOL: {
+        if (!dx) return DR_OK;
+        struct pool_attr a = {info->pool, l->in_h, l->in_w, l->in_h, l->in_w};
+        return ops->pool_backward(ctx, dx, dy, x, &m->y[i], &a, acc[0]);
+    }
+    case LAYER_KIND_CONCAT: {
         struct tensor *dxs[GRAPH_MAX_INPUTS];
         int accs[GRAPH_MAX_INPUTS];
         for (int s = 0; s < l->n_inputs; s++) {
@@ -484,7 +475,7 @@ static int layer_backward(struct model *m, int i)
         }
         return ops->concat_backward(ctx, dxs, dy, l->n_inputs, accs);
     }
-    case LAYER_ADD: {
+    case LAYER_KIND_ADD: {
         int rc = DR_OK;
         for (int s = 0; s < 2 && rc == DR_OK; s++) {
             struct tensor *d = input_grad(m, l, s);
@@ -492,13 +483,15 @@ static int layer_backward(struct model *m, int i)
         }
         return rc;
     }
-    case LAYER_FLATTEN:
+    case LAYER_KIND_FLATTEN:
         return dx ? ops->flatten_backward(ctx, dx, dy, acc[0]) : DR_OK;
-    case LAYER_LINEAR:
+    case LAYER_KIND_LINEAR:
         return ops->linear_backward(ctx, dx, dp, layer_bias(l, m->dp), dy, x, p, acc[0]);
-    case LAYER_SCALE:
+    case LAYER_KIND_SCALE:
         return dx ? ops->scaled_copy(ctx, dx, dy, l->spec.scale, acc[0]) : DR_OK;
-    default: break;
+    case LAYER_KIND_INPUT:
+    case LAYER_KIND_SHORTCUT:   /* graph_build resolves it */
+        break;
     }
     return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL, "layer '%s': no backward for type %d",
                      l->spec.name, (int)l->spec.type);

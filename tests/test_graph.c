@@ -762,9 +762,63 @@ static void test_small_shapes(void)
     net_spec_free(&s);
 }
 
+/* The type table: a row for every type, an activation layer type named as its kind for
+ * every activation kind, and each activation type builds elementwise (same shape, one
+ * FLOP per element, no parameters). */
+static void test_type_table(void)
+{
+    for (int t = 0; t < LAYER_TYPE_COUNT; t++) {
+        const struct layer_info *info = layer_info((enum layer_type)t);
+        CHECK(info != NULL);   /* a type added to the enum without its row */
+        if (!info) {
+            fprintf(stderr, "  layer type %d has no row in engine/layer_types.c\n", t);
+            continue;
+        }
+        CHECK(info->min_inputs <= (info->max_inputs ? info->max_inputs : GRAPH_MAX_INPUTS));
+        CHECK(info->kind == LAYER_KIND_INPUT ? info->min_inputs == 0 : info->min_inputs >= 1);
+    }
+    CHECK(layer_info((enum layer_type)LAYER_TYPE_COUNT) == NULL);
+    CHECK(layer_info((enum layer_type)-1) == NULL);
+    CHECK(strcmp(layer_type_name((enum layer_type)LAYER_TYPE_COUNT), "unknown") == 0);
+    for (int k = 0; k < ACT_KIND_COUNT; k++) {
+        int types = 0;
+        for (int t = 0; t < LAYER_TYPE_COUNT; t++) {
+            const struct layer_info *info = layer_info((enum layer_type)t);
+            if (!info || info->kind != LAYER_KIND_ACT || (int)info->act != k) continue;
+            types++;
+            CHECK(strcmp(info->name, act_kind_name((enum act_kind)k)) == 0);
+        }
+        CHECK(types == 1);
+        if (types != 1)
+            fprintf(stderr, "  activation '%s' is the kind of %d layer types\n",
+                    act_kind_name((enum act_kind)k), types);
+    }
+    for (int t = 0; t < LAYER_TYPE_COUNT; t++) {
+        const struct layer_info *info = layer_info((enum layer_type)t);
+        if (!info || info->kind != LAYER_KIND_ACT) continue;
+        struct net_spec s = {0};
+        struct graph g;
+        char err[256];
+        add(&s, "act", (enum layer_type)t);
+        add(&s, "flat", LAYER_FLATTEN);
+        int rc = graph_build(&g, &s, 3, 4, 5, err, sizeof err);
+        CHECK(rc == DR_OK);
+        if (rc != DR_OK) fprintf(stderr, "  %s: %s\n", info->name, err);
+        if (rc == DR_OK) {
+            CHECK(shape_is(&g, "act", 3, 4, 5));
+            CHECK(g.layers[find(&g, "act")].flops == 60 && g.flops_elementwise == 60);
+            CHECK(g.n_params == 0 && g.flops_forward == 0);
+            CHECK(graph_train_flops(&g) == 120);
+            graph_free(&g);
+        }
+        net_spec_free(&s);
+    }
+}
+
 int main(void)
 {
     test_type_names();
+    test_type_table();
     test_resnet9();
     test_dawn_net();
     test_airbench();

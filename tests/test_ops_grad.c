@@ -6,14 +6,15 @@
  * Tolerances. Linear ops (conv, linear, pools, structural ops) use eps = 0.05 (0.01 for
  * pools): their differences are exact but for the fp32 rounding of y (~1e-6 in L;
  * observed errors <= 4e-5), checked with atol = rtol = 2e-4. Smooth nonlinear ops (bn,
- * celu, gelu, softmax) use eps = 1e-2: truncation ~eps² plus rounding (observed <= 4e-4,
+ * the activations, softmax) use eps = 1e-2: truncation ~eps² plus rounding (observed <= 4e-4,
  * for a 7-value batch norm), checked with atol 1e-3, rtol 2e-3; ghost batch norm (2 and 4
  * parts) is checked the same way. TEST_VERBOSE=1 prints the
  * worst error of each check. Kinks and ties are avoided: relu inputs keep |x| >= 0.1 and
  * max-pool inputs are 0.1 apart. The accumulate = 1 path is checked against (previous
  * contents + overwrite result) within 1e-5, parameter gradients are pre-filled with junk
  * to check they are overwritten, and max pooling is checked to route ties to the first
- * maximum. */
+ * maximum. Every activation kind (0 .. ACT_KIND_COUNT - 1) is checked: a new kind needs
+ * no edit here. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -567,10 +568,15 @@ int main(void)
     test_bn(3, 4, 6, 2);
     test_bn(2, 8, 4, 4);
 
-    test_act(ACT_RELU, 0.0f, "relu");
-    test_act(ACT_CELU, 0.3f, "celu alpha 0.3");
-    test_act(ACT_CELU, 1.0f, "celu alpha 1");
-    test_act(ACT_GELU, 0.0f, "gelu");
+    /* every activation kind, each at two alphas (celu reads it, the others ignore it) */
+    for (int k = 0; k < ACT_KIND_COUNT; k++)
+        for (int a = 0; a < 2; a++) {
+            const float alpha = a ? 1.0f : 0.3f;
+            char name[64];
+            snprintf(name, sizeof name, "%s alpha %g", act_kind_name((enum act_kind)k),
+                     (double)alpha);
+            test_act((enum act_kind)k, alpha, name);
+        }
 
     test_pool(POOL_MAX, 6, 6, 6, 2, 2, 2, 2);
     test_pool(POOL_MAX, 3, 7, 8, 2, 2, 2, 2);

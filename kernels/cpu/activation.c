@@ -1,12 +1,12 @@
-/* CPU activations: relu, celu, gelu (erf form) and their derivatives, elementwise over
- * static OpenMP blocks. exp, expm1 and erfc come from vmath.h, branch-free, so every loop
+/* CPU activations: relu, celu, gelu (erf form), silu and their derivatives, elementwise
+ * over static OpenMP blocks. exp, expm1 and erfc come from vmath.h, branch-free, so every loop
  * here vectorises; each element's bits depend on nothing but its inputs. */
 #include "../activation.h"
 
-#include <float.h>
 #include <math.h>
 
 #include "vmath.h"
+#include "../../base/status.h"
 
 /* Below this many elements the loops stay on one thread. */
 #define ACT_PARALLEL_MIN 32768
@@ -14,15 +14,20 @@
 #define ACT_SQRT1_2_HI 0x1.6a09e6p-1f    /* 1 / sqrt(2) = HI + LO */
 #define ACT_SQRT1_2_LO 0x1.9fcef4p-27f
 #define ACT_INV_SQRT_2PI 0x1.988454p-2f  /* 1 / sqrt(2 pi) */
+#define ACT_CELU_ARG_MAX 0x1p21f         /* |x / alpha| beyond which its remainder is dropped */
 #define ACT_GELU_CLAMP 15.0f             /* erfc(15 / sqrt 2) and exp(-15^2 / 2) are 0 in fp32 */
+#define ACT_SILU_CLAMP 110.0f            /* 110 exp(-110) is below half the least subnormal */
 
-/* x / alpha as q + *lo, q = x * inv rounded and *lo its remainder (0 when q is infinite,
- * where the remainder would be inf or NaN; NaN x gives NaN q). */
+/* x / alpha as q + *lo, q = x * inv rounded and *lo its remainder; NaN x gives NaN q.
+ * Past |q| = ACT_CELU_ARG_MAX the remainder is dropped (*lo = 0): it grows with the ulp
+ * of q (and is inf or NaN for an infinite q), while exp and expm1 need it small next to 1
+ * and have long saturated there (they clamp q to [-120, 89]), so that x / alpha = -1e30
+ * gives the limit as -inf does. */
 static inline float act_celu_arg(float *lo, float x, float alpha, float inv)
 {
     const float q = x * inv;
     const float r = fmaf(-q, alpha, x) * inv;
-    *lo = vm_select(fabsf(q) <= FLT_MAX, r, 0.0f);
+    *lo = vm_select(fabsf(q) <= ACT_CELU_ARG_MAX, r, 0.0f);
     return q;
 }
 
@@ -81,30 +86,74 @@ static inline float act_gelu_grad(float x, float dy)
     return dy * (cdf + xpdf);
 }
 
-void activation_forward_cpu(float *y, const float *x, enum act_kind kind, float alpha,
-                            size_t count)
+/* silu's parts at x from one exp(-|x|): stores e = exp(-|x|) as (1 + *u) *s1 *s2
+ * (vm_exp_parts), d = 1 + e and xe = xc e rounded once (xc = x with |x| clamped to
+ * ACT_SILU_CLAMP: past it xe is 0 in fp32 anyway, and inf * 0 never happens), and returns
+ * d. Then x sigmoid(x) = x / d for x >= 0 and xe / d for x < 0, where exp(-x) would
+ * overflow; x e keeps its accuracy down the negative tail, subnormal results included. */
+static inline float act_silu_parts(float *u, float *s1, float *s2, float *xe, float *xc, float x)
+{
+    const float xa = fabsf(x);
+    *xc = copysignf(vm_at_most(xa, ACT_SILU_CLAMP), x);
+    vm_exp_parts(u, s1, s2, -xa, 0.0f);
+    *xe = fmaf(*xc, *u, *xc) * *s1 * *s2;
+    return 1.0f + (1.0f + *u) * *s1 * *s2;
+}
+
+/* silu(x) = x sigmoid(x). x = -inf gives -0 (xe with the clamped x), +inf gives inf,
+ * NaN stays NaN. */
+static inline float act_silu(float x)
+{
+    float u, s1, s2, xe, xc;
+    const float d = act_silu_parts(&u, &s1, &s2, &xe, &xc, x);
+    return vm_select(x < 0.0f, xe, x) / d;
+}
+
+/* dy * silu'(x), silu' = sigmoid(x) (1 + x (1 - sigmoid(x))): for x >= 0 (1 + xe / d) / d,
+ * for x < 0 e (d + x) / d^2 with e applied last (vm_exp_parts' scaling, so that a
+ * subnormal slope rounds once). It crosses zero near x = -1.28, where d + x cancels; the
+ * limits are slope 1 at +inf and 0 at -inf. */
+static inline float act_silu_grad(float x, float dy)
+{
+    float u, s1, s2, xe, xc;
+    const float d = act_silu_parts(&u, &s1, &s2, &xe, &xc, x);
+    const float pos = (1.0f + xe / d) / d;
+    const float m = (d + xc) / (d * d);
+    const float neg = fmaf(m, u, m) * s1 * s2;
+    return dy * vm_select(x < 0.0f, neg, pos);
+}
+
+int activation_forward_cpu(float *y, const float *x, enum act_kind kind, float alpha,
+                           size_t count)
 {
     const long cnt = (long)count;
     switch (kind) {
     case ACT_RELU:
 #pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
         for (long i = 0; i < cnt; i++) y[i] = x[i] < 0.0f ? 0.0f : x[i];   /* NaN passes through */
-        break;
+        return DR_OK;
     case ACT_CELU: {
         const float inv = 1.0f / alpha;
 #pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
         for (long i = 0; i < cnt; i++) y[i] = act_celu(x[i], alpha, inv);
-        break;
+        return DR_OK;
     }
     case ACT_GELU:
 #pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
         for (long i = 0; i < cnt; i++) y[i] = act_gelu(x[i]);
+        return DR_OK;
+    case ACT_SILU:
+#pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
+        for (long i = 0; i < cnt; i++) y[i] = act_silu(x[i]);
+        return DR_OK;
+    case ACT_KIND_COUNT:
         break;
     }
+    return DR_ERR_INTERNAL;
 }
 
-void activation_backward_cpu(float *dx, const float *dy, const float *x, enum act_kind kind,
-                             float alpha, size_t count, int accumulate_dx)
+int activation_backward_cpu(float *dx, const float *dy, const float *x, enum act_kind kind,
+                            float alpha, size_t count, int accumulate_dx)
 {
     const long cnt = (long)count;
     switch (kind) {
@@ -116,7 +165,7 @@ void activation_backward_cpu(float *dx, const float *dy, const float *x, enum ac
 #pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
             for (long i = 0; i < cnt; i++) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
         }
-        break;
+        return DR_OK;
     case ACT_CELU: {
         const float inv = 1.0f / alpha;
         if (accumulate_dx) {
@@ -126,7 +175,7 @@ void activation_backward_cpu(float *dx, const float *dy, const float *x, enum ac
 #pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
             for (long i = 0; i < cnt; i++) dx[i] = act_celu_grad(x[i], dy[i], alpha, inv);
         }
-        break;
+        return DR_OK;
     }
     case ACT_GELU:
         if (accumulate_dx) {
@@ -136,6 +185,18 @@ void activation_backward_cpu(float *dx, const float *dy, const float *x, enum ac
 #pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
             for (long i = 0; i < cnt; i++) dx[i] = act_gelu_grad(x[i], dy[i]);
         }
+        return DR_OK;
+    case ACT_SILU:
+        if (accumulate_dx) {
+#pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
+            for (long i = 0; i < cnt; i++) dx[i] += act_silu_grad(x[i], dy[i]);
+        } else {
+#pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
+            for (long i = 0; i < cnt; i++) dx[i] = act_silu_grad(x[i], dy[i]);
+        }
+        return DR_OK;
+    case ACT_KIND_COUNT:
         break;
     }
+    return DR_ERR_INTERNAL;
 }

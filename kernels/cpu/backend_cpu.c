@@ -295,7 +295,8 @@ static int cpu_act_forward(void *ctx, struct tensor *y, const struct tensor *x, 
     cpu_enter(ctx);
     EXPECT(tensor_count(y) == tensor_count(x), "activation: %zu outputs for %zu inputs",
            tensor_count(y), tensor_count(x));
-    activation_forward_cpu(y->data, x->data, kind, alpha, tensor_count(x));
+    EXPECT(activation_forward_cpu(y->data, x->data, kind, alpha, tensor_count(x)) == DR_OK,
+           "activation: no CPU kernel for kind %d", (int)kind);
 cleanup:
     return rc;
 }
@@ -309,7 +310,9 @@ static int cpu_act_backward(void *ctx, struct tensor *dx, const struct tensor *d
     if (!fdata(dx)) return DR_OK;
     EXPECT(tensor_count(dx) == tensor_count(x) && tensor_count(dy) == tensor_count(x),
            "activation backward: sizes differ");
-    activation_backward_cpu(dx->data, dy->data, x->data, kind, alpha, tensor_count(x), accumulate);
+    EXPECT(activation_backward_cpu(dx->data, dy->data, x->data, kind, alpha, tensor_count(x),
+                                   accumulate) == DR_OK,
+           "activation backward: no CPU kernel for kind %d", (int)kind);
 cleanup:
     return rc;
 }

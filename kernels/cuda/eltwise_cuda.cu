@@ -1,5 +1,5 @@
-/* Elementwise and data-movement ops on NHWC activations: relu / celu / gelu and their
- * gradients, add, scale, scaled copy, channel concat and flatten. The CUDA twins of
+/* Elementwise and data-movement ops on NHWC activations: relu / celu / gelu / silu and
+ * their gradients, add, scale, scaled copy, channel concat and flatten. The CUDA twins of
  * kernels/cpu/activation.c and kernels/cpu/tensor_ops.c; every value is computed in fp32
  * and rounded once to the activation type, products and sums with explicit rounding so
  * that none is fused into a multiply-add the CPU twin does not make. */
@@ -16,48 +16,115 @@
 
 /* ------------------------------------------------------------------ activations */
 
-template <typename T>
-__global__ void act_forward_kernel(T *y, const T *x, int kind, float alpha, size_t count)
+/* One activation's value and gradient at v in fp32, one specialisation per kind; inv is
+ * 1 / alpha (celu reads them). The kernels below take the kind as a template argument and
+ * the launchers choose it in a switch, so that the compiler names a kind left out. */
+template <enum act_kind K> struct act_fn;
+
+template <> struct act_fn<ACT_RELU> {
+    static __device__ float value(float v, float, float)
+    {
+        return v < 0.0f ? 0.0f : v;   /* NaN passes through, as on the CPU */
+    }
+    static __device__ float grad(float v, float d, float, float)
+    {
+        return v > 0.0f ? d : 0.0f;
+    }
+};
+
+template <> struct act_fn<ACT_CELU> {
+    static __device__ float value(float v, float alpha, float inv)
+    {
+        return v > 0.0f ? v : __fmul_rn(alpha, __fsub_rn(expf(__fmul_rn(v, inv)), 1.0f));
+    }
+    static __device__ float grad(float v, float d, float, float inv)
+    {
+        return v > 0.0f ? d : __fmul_rn(d, expf(__fmul_rn(v, inv)));
+    }
+};
+
+template <> struct act_fn<ACT_GELU> {
+    /* x Phi(x), Phi from erfc as on the CPU (accurate in the negative tail) */
+    static __device__ float value(float v, float, float)
+    {
+        return isinf(v) ? (v > 0.0f ? v : -0.0f)
+                        : __fmul_rn(__fmul_rn(0.5f, v), erfcf(__fmul_rn(-v, (float)ACT_SQRT1_2)));
+    }
+    static __device__ float grad(float v, float d, float, float)
+    {
+        const float cdf = __fmul_rn(0.5f, erfcf(__fmul_rn(-v, (float)ACT_SQRT1_2)));
+        const float pdf = isinf(v) ? 0.0f   /* the limit: slope 0 at -inf, 1 at +inf */
+                                   : __fmul_rn(__fmul_rn(v, (float)ACT_INV_SQRT_2PI),
+                                               expf(__fmul_rn(__fmul_rn(-0.5f, v), v)));
+        return __fmul_rn(d, __fadd_rn(cdf, pdf));
+    }
+};
+
+template <> struct act_fn<ACT_SILU> {
+    /* x sigmoid(x): x / (1 + e) for x >= 0 and x e / (1 + e) for x < 0, e = exp(-|x|), so
+     * that exp never overflows; the limits -0 at -inf and +inf at +inf */
+    static __device__ float value(float v, float, float)
+    {
+        if (isinf(v)) return v > 0.0f ? v : -0.0f;
+        const float e = expf(-fabsf(v));
+        return __fdiv_rn(v < 0.0f ? __fmul_rn(v, e) : v, __fadd_rn(1.0f, e));
+    }
+    /* dy sigmoid(x) (1 + x (1 - sigmoid(x))); the limits: slope 1 at +inf, 0 at -inf */
+    static __device__ float grad(float v, float d, float, float)
+    {
+        if (isinf(v)) return __fmul_rn(d, v > 0.0f ? 1.0f : 0.0f);
+        const float e = expf(-fabsf(v)), den = __fadd_rn(1.0f, e);
+        const float s = __fdiv_rn(v < 0.0f ? e : 1.0f, den);       /* sigmoid(x) */
+        const float t = __fdiv_rn(v < 0.0f ? 1.0f : e, den);       /* 1 - sigmoid(x) */
+        return __fmul_rn(d, __fmul_rn(s, __fadd_rn(1.0f, __fmul_rn(v, t))));
+    }
+};
+
+template <typename T, enum act_kind K>
+__global__ void act_forward_kernel(T *y, const T *x, float alpha, size_t count)
 {
-    const float inv = kind == ACT_CELU ? 1.0f / alpha : 0.0f;
+    const float inv = K == ACT_CELU ? 1.0f / alpha : 0.0f;
+    GRID_STRIDE(i, count)
+    y[i] = cuda_from_f<T>(act_fn<K>::value(cuda_to_f<T>(x[i]), alpha, inv));
+}
+
+template <typename T, enum act_kind K>
+__global__ void act_backward_kernel(T *dx, const T *dy, const T *x, float alpha, size_t count,
+                                    int accumulate)
+{
+    const float inv = K == ACT_CELU ? 1.0f / alpha : 0.0f;
     GRID_STRIDE(i, count)
     {
-        const float v = cuda_to_f<T>(x[i]);
-        float r;
-        if (kind == ACT_RELU)
-            r = v < 0.0f ? 0.0f : v;   /* NaN passes through, as on the CPU */
-        else if (kind == ACT_CELU)
-            r = v > 0.0f ? v : __fmul_rn(alpha, __fsub_rn(expf(__fmul_rn(v, inv)), 1.0f));
-        else   /* x Phi(x), Phi from erfc as on the CPU (accurate in the negative tail) */
-            r = isinf(v) ? (v > 0.0f ? v : -0.0f)
-                         : __fmul_rn(__fmul_rn(0.5f, v),
-                                     erfcf(__fmul_rn(-v, (float)ACT_SQRT1_2)));
-        y[i] = cuda_from_f<T>(r);
+        const float g = act_fn<K>::grad(cuda_to_f<T>(x[i]), cuda_to_f<T>(dy[i]), alpha, inv);
+        dx[i] = cuda_from_f<T>(accumulate ? __fadd_rn(cuda_to_f<T>(dx[i]), g) : g);
     }
 }
 
-template <typename T>
-__global__ void act_backward_kernel(T *dx, const T *dy, const T *x, int kind, float alpha,
-                                    size_t count, int accumulate)
+template <enum act_kind K>
+static int act_forward_launch(struct cuda_ctx *c, struct tensor *y, const struct tensor *x,
+                              float alpha, size_t count)
 {
-    const float inv = kind == ACT_CELU ? 1.0f / alpha : 0.0f;
-    GRID_STRIDE(i, count)
-    {
-        const float v = cuda_to_f<T>(x[i]), d = cuda_to_f<T>(dy[i]);
-        float g;
-        if (kind == ACT_RELU) {
-            g = v > 0.0f ? d : 0.0f;
-        } else if (kind == ACT_CELU) {
-            g = v > 0.0f ? d : __fmul_rn(d, expf(__fmul_rn(v, inv)));
-        } else {
-            const float cdf = __fmul_rn(0.5f, erfcf(__fmul_rn(-v, (float)ACT_SQRT1_2)));
-            const float pdf = isinf(v) ? 0.0f   /* the limit: slope 0 at -inf, 1 at +inf */
-                                       : __fmul_rn(__fmul_rn(v, (float)ACT_INV_SQRT_2PI),
-                                                   expf(__fmul_rn(__fmul_rn(-0.5f, v), v)));
-            g = __fmul_rn(d, __fadd_rn(cdf, pdf));
-        }
-        dx[i] = cuda_from_f<T>(accumulate ? __fadd_rn(cuda_to_f<T>(dx[i]), g) : g);
-    }
+    int rc = DR_OK;
+    CUDA_DISPATCH(c->dt, T,
+                  act_forward_kernel<T, K><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
+                      (T *)y->data, (const T *)x->data, alpha, count));
+    CHECK_LAUNCH();
+cleanup:
+    return rc;
+}
+
+template <enum act_kind K>
+static int act_backward_launch(struct cuda_ctx *c, struct tensor *dx, const struct tensor *dy,
+                               const struct tensor *x, float alpha, size_t count, int accumulate)
+{
+    int rc = DR_OK;
+    CUDA_DISPATCH(c->dt, T,
+                  act_backward_kernel<T, K><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
+                      (T *)dx->data, (const T *)dy->data, (const T *)x->data, alpha, count,
+                      accumulate));
+    CHECK_LAUNCH();
+cleanup:
+    return rc;
 }
 
 int cuda_act_forward(void *ctx, struct tensor *y, const struct tensor *x, enum act_kind kind,
@@ -70,10 +137,14 @@ int cuda_act_forward(void *ctx, struct tensor *y, const struct tensor *x, enum a
            count);
     if (count == 0) goto cleanup;
     TRY(cuda_enter(c));
-    CUDA_DISPATCH(c->dt, T,
-                  act_forward_kernel<T><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
-                      (T *)y->data, (const T *)x->data, (int)kind, alpha, count));
-    CHECK_LAUNCH();
+    switch (kind) {
+    case ACT_RELU: return act_forward_launch<ACT_RELU>(c, y, x, alpha, count);
+    case ACT_CELU: return act_forward_launch<ACT_CELU>(c, y, x, alpha, count);
+    case ACT_GELU: return act_forward_launch<ACT_GELU>(c, y, x, alpha, count);
+    case ACT_SILU: return act_forward_launch<ACT_SILU>(c, y, x, alpha, count);
+    case ACT_KIND_COUNT: break;
+    }
+    FAIL(DR_ERR_INTERNAL, "activation: no CUDA kernel for kind %d", (int)kind);
 cleanup:
     return rc;
 }
@@ -89,11 +160,14 @@ int cuda_act_backward(void *ctx, struct tensor *dx, const struct tensor *dy,
            "activation backward: sizes differ");
     if (count == 0) goto cleanup;
     TRY(cuda_enter(c));
-    CUDA_DISPATCH(c->dt, T,
-                  act_backward_kernel<T><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
-                      (T *)dx->data, (const T *)dy->data, (const T *)x->data, (int)kind, alpha,
-                      count, accumulate));
-    CHECK_LAUNCH();
+    switch (kind) {
+    case ACT_RELU: return act_backward_launch<ACT_RELU>(c, dx, dy, x, alpha, count, accumulate);
+    case ACT_CELU: return act_backward_launch<ACT_CELU>(c, dx, dy, x, alpha, count, accumulate);
+    case ACT_GELU: return act_backward_launch<ACT_GELU>(c, dx, dy, x, alpha, count, accumulate);
+    case ACT_SILU: return act_backward_launch<ACT_SILU>(c, dx, dy, x, alpha, count, accumulate);
+    case ACT_KIND_COUNT: break;
+    }
+    FAIL(DR_ERR_INTERNAL, "activation backward: no CUDA kernel for kind %d", (int)kind);
 cleanup:
     return rc;
 }

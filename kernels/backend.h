@@ -17,6 +17,7 @@
 
 #include "activation.h"
 #include "augment.h"
+#include "counters.h"
 #include "pool.h"
 #include "tensor.h"
 
@@ -128,6 +129,12 @@ struct backend_ops {
      * the same shape and kind, PARAM or F32; every compute copy of a PARAM tensor that
      * changes is refreshed (avg may be used for evaluation). */
     int (*param_lerp)(void *ctx, struct tensor *avg, struct tensor *w, float t, int copy_back);
+
+    /* Optional (NULL when the engine counts nothing, as the CPU engine): the counts since
+     * the context was created or last reset (kernels/counters.h); reading them does not
+     * wait for the device. */
+    int (*counters)(void *ctx, struct backend_counters *out);
+    void (*counters_reset)(void *ctx);
 };
 
 struct backend {

@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "engine/run_plan.h"
 #include "engine/train.h"
+#include "kernels/counters.h"
 #include "load.h"
 
 static double bench_now(void)
@@ -53,6 +54,47 @@ static int run_steps(struct trainer *t, int steps, const int32_t *rows)
     TRY(t->be->ops->synchronize(t->be->ctx));
 cleanup:
     return rc;
+}
+
+/* The engine's counters now, or zeros and 0 when it counts nothing (the CPU engine). */
+static int read_counters(const struct backend *be, struct backend_counters *out, int *have)
+{
+    memset(out, 0, sizeof(*out));
+    *have = be->ops->counters != NULL;
+    return *have ? be->ops->counters(be->ctx, out) : DR_OK;
+}
+
+/* "4.1 kB" style, decimal units. */
+static void bench_bytes(char *out, size_t size, double bytes)
+{
+    const char *unit[] = {"B", "kB", "MB", "GB", "TB"};
+    int u = 0;
+    while (bytes >= 1000.0 && u < 4) {
+        bytes /= 1000.0;
+        u++;
+    }
+    snprintf(out, size, u == 0 ? "%.0f %s" : "%.2f %s", bytes, unit[u]);
+}
+
+/* One line of counts between before and after, divided by per (steps or batches). */
+static void print_counts(const char *what, const struct backend_counters *after,
+                         const struct backend_counters *before, double per)
+{
+    struct backend_counters d;
+    char rw[32], h2d[32], d2h[32], d2d[32];
+    backend_counters_diff(&d, after, before);
+    bench_bytes(rw, sizeof(rw), (double)(d.kernel_bytes_read + d.kernel_bytes_written) / per);
+    bench_bytes(h2d, sizeof(h2d), (double)d.h2d_bytes / per);
+    bench_bytes(d2h, sizeof(d2h), (double)d.d2h_bytes / per);
+    bench_bytes(d2d, sizeof(d2d), (double)d.d2d_bytes / per);
+    printf("%s: %.4g kernel launches, %.4g graph launches, %.4g cuDNN calls, %.4g cuBLAS "
+           "calls, own kernels %s read+written, %.4g H2D copies (%s), %.4g D2H (%s), "
+           "%.4g D2D (%s), %.4g memsets, %.4g synchronisations, %.4g allocations, %.4g frees\n",
+           what, (double)d.kernel_launches / per, (double)d.graph_launches / per,
+           (double)d.cudnn_calls / per, (double)d.cublas_calls / per, rw,
+           (double)d.h2d_copies / per, h2d, (double)d.d2h_copies / per, d2h,
+           (double)d.d2d_copies / per, d2d, (double)d.memsets / per, (double)d.syncs / per,
+           (double)d.allocs / per, (double)d.frees / per);
 }
 
 static void print_split(const struct model_profile *p, double total)
@@ -95,6 +137,8 @@ int cmd_bench(int argc, char **argv)
     struct backend be = {0};
     struct trainer t = {0};
     struct model_profile prof;
+    struct backend_counters train0, train1, eval0, eval1;
+    int counted = 0;
     int32_t *rows = NULL;
     int rc = runner_load(&e, &g, c.config, c.sets, c.n_sets);
     if (rc != DR_OK) return cli_exit_code(rc);
@@ -122,19 +166,23 @@ int cmd_bench(int argc, char **argv)
            (double)g.flops_forward / 1e9);
 
     TRY(run_steps(&t, (int)warmup, rows));
+    TRY(read_counters(&be, &train0, &counted));
     double t0 = bench_now();
     TRY(run_steps(&t, (int)steps, rows));
     double step_s = (bench_now() - t0) / (double)steps;
+    TRY(read_counters(&be, &train1, &counted));
     double gflops = (double)graph_train_flops(&g) * b / step_s / 1e9;
     printf("train: %.1f ms/step, %.1f images/s, %.1f GFLOP/s achieved\n", 1e3 * step_s,
            b / step_s, gflops);
 
     double loss, acc;
     TRY(trainer_evaluate(&t, &loss, &acc));
+    TRY(read_counters(&be, &eval0, &counted));
     t0 = bench_now();
     int eval_reps = strcmp(be.ops->name, "cpu") ? 10 : 1;
     for (int r = 0; r < eval_reps; r++) TRY(trainer_evaluate(&t, &loss, &acc));
     double eval_s = (bench_now() - t0) / eval_reps;
+    TRY(read_counters(&be, &eval1, &counted));
     printf("eval:  %.1f ms per %d images, %.1f images/s\n", 1e3 * eval_s, eb, eb / eval_s);
 
     double epochs = e.train.epochs;
@@ -157,6 +205,11 @@ int cmd_bench(int argc, char **argv)
     prof.optimizer_s /= (double)steps;
     prof.augment_s /= (double)steps;
     print_split(&prof, prof_total / (double)steps);
+    if (counted) {
+        print_counts("per training step", &train1, &train0, (double)steps);
+        print_counts("per eval batch", &eval1, &eval0,
+                     (double)eval_reps * (double)((test.count + eb - 1) / eb));
+    }
 cleanup:
     free(rows);
     trainer_free(&t);

@@ -13,6 +13,10 @@ if(DAWNRUN_HAVE_CUDA)
              COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_conv_algos.sh ${CMAKE_BINARY_DIR} ${mode})
     set_tests_properties(cuda_emulated_conv_${mode} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
   endforeach()
+  # the engine's counts as `dawnrun bench` prints them: present, above 0, deterministic
+  add_test(NAME cuda_emulated_bench_counts
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_bench_counts.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(cuda_emulated_bench_counts PROPERTIES TIMEOUT 1200 SKIP_RETURN_CODE 77)
   # no FMA contraction in the files that must match the CPU twin exactly
   add_test(NAME cuda_exact_files_uncontracted
            COMMAND ${CMAKE_SOURCE_DIR}/tests/check_uncontracted.sh

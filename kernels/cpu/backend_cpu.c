@@ -604,6 +604,8 @@ static const struct backend_ops cpu_ops = {
     .xent_backward = cpu_xent_backward,
     .sgd_update = cpu_sgd_update,
     .param_lerp = cpu_param_lerp,
+    .counters = NULL,   /* the CPU engine counts nothing */
+    .counters_reset = NULL,
 };
 
 /* Processor model from /proc/cpuinfo ("model name"), or "" when it cannot be read. */

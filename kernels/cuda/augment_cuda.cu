@@ -85,7 +85,10 @@ int cuda_augment(void *ctx, struct tensor *x, struct tensor *labels, const struc
                       (T *)x->data, (int32_t *)labels->data, (const uint8_t *)images->data,
                       (const uint8_t *)image_labels->data, (const int32_t *)rows->data, x->n,
                       (long)dataset_rows, p, aug != NULL, seed, epoch, c->flags_dev));
-    CHECK_LAUNCH();
+    /* reads n rows (int32), n images (IMAGE_BYTES u8) and n labels (u8); writes x (n, 3,
+     * 32, 32) in the compute type and n labels (int32) */
+    CHECK_LAUNCH(c, (size_t)x->n * (sizeof(int32_t) + IMAGE_BYTES + 1),
+                 tensor_count(x) * cuda_dt_size(c->dt) + (size_t)x->n * sizeof(int32_t));
 cleanup:
     return rc;
 }

@@ -41,9 +41,9 @@ static void cuda_destroy(void *ctx)
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
     if (!c) return;
     cudaSetDevice(c->device);
-    if (c->stream) cudaStreamSynchronize(c->stream);
+    if (c->stream) cuda_counted_sync(c);
     for (int s = 0; s < SLOT_COUNT; s++)
-        if (c->scratch[s].ptr) cudaFree(c->scratch[s].ptr);
+        if (c->scratch[s].ptr) cuda_counted_free(c, c->scratch[s].ptr);
     cuda_conv_release(c);
     if (c->td_x) cudnnDestroyTensorDescriptor(c->td_x);
     if (c->td_y) cudnnDestroyTensorDescriptor(c->td_y);
@@ -51,7 +51,7 @@ static void cuda_destroy(void *ctx)
     if (c->cd) cudnnDestroyConvolutionDescriptor(c->cd);
     if (c->cudnn) cudnnDestroy(c->cudnn);
     if (c->cublas) cublasDestroy(c->cublas);
-    if (c->flags) cudaFreeHost(c->flags);
+    if (c->flags) cuda_counted_free_host(c, c->flags);
     if (c->stream) cudaStreamDestroy(c->stream);
     free(c);
 }
@@ -125,7 +125,7 @@ static int cuda_tensor_alloc(void *ctx, struct tensor *t)
     TRY(cuda_enter(c));
     bytes = cuda_bytes(c, t);
     if (bytes == 0) bytes = CUDA_ALIGN;
-    e = cudaMalloc(&t->data, bytes);
+    e = cuda_counted_malloc(c, &t->data, bytes);
     if (e != cudaSuccess) {
         t->data = NULL;
         (void)cudaGetLastError();
@@ -137,7 +137,7 @@ static int cuda_tensor_alloc(void *ctx, struct tensor *t)
              kind_name(t->kind), t->n, t->c, t->h, t->w, bytes, free_b >> 20, total_b >> 20,
              cudaGetErrorString(e));
     }
-    CHECK_CUDA(cudaMemsetAsync(t->data, 0, bytes, c->stream));
+    CHECK_CUDA(cuda_counted_memset(c, t->data, bytes));
 cleanup:
     return rc;
 }
@@ -147,7 +147,7 @@ static void cuda_tensor_free(void *ctx, struct tensor *t)
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
     if (!t || !t->data) return;
     cudaSetDevice(c->device);
-    cudaFree(t->data);   /* waits for work that may still use it */
+    cuda_counted_free(c, t->data);   /* waits for work that may still use it */
     t->data = NULL;
 }
 
@@ -157,7 +157,7 @@ static int cuda_tensor_zero(void *ctx, struct tensor *t)
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
     if (!t->data) return DR_OK;
     TRY(cuda_enter(c));
-    CHECK_CUDA(cudaMemsetAsync(t->data, 0, cuda_bytes(c, t), c->stream));
+    CHECK_CUDA(cuda_counted_memset(c, t->data, cuda_bytes(c, t)));
 cleanup:
     return rc;
 }
@@ -195,8 +195,8 @@ static int cuda_tensor_write(void *ctx, struct tensor *t, const void *host)
     if (count == 0) goto cleanup;
     if (t->kind == TENSOR_U8 || t->kind == TENSOR_F32 || t->kind == TENSOR_I32) {
         /* pageable source: staged before the call returns, so the caller may reuse it */
-        CHECK_CUDA(cudaMemcpyAsync(t->data, host, cuda_bytes(c, t), cudaMemcpyHostToDevice,
-                                   c->stream));
+        CHECK_CUDA(cuda_counted_copy(c, t->data, host, cuda_bytes(c, t),
+                                     cudaMemcpyHostToDevice));
         goto cleanup;
     }
     tmp = malloc(cuda_bytes(c, t));
@@ -213,9 +213,8 @@ static int cuda_tensor_write(void *ctx, struct tensor *t, const void *host)
             });
         }
     }
-    CHECK_CUDA(cudaMemcpyAsync(t->data, tmp, cuda_bytes(c, t), cudaMemcpyHostToDevice,
-                               c->stream));
-    CHECK_CUDA(cudaStreamSynchronize(c->stream));
+    CHECK_CUDA(cuda_counted_copy(c, t->data, tmp, cuda_bytes(c, t), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cuda_counted_sync(c));
 cleanup:
     free(tmp);
     return rc;
@@ -231,19 +230,19 @@ static int cuda_tensor_read(void *ctx, void *host, const struct tensor *t)
     TRY(cuda_enter(c));
     if (count == 0) goto cleanup;
     if (t->kind == TENSOR_U8 || t->kind == TENSOR_F32 || t->kind == TENSOR_I32) {
-        CHECK_CUDA(cudaMemcpyAsync(host, t->data, cuda_bytes(c, t), cudaMemcpyDeviceToHost,
-                                   c->stream));
-        CHECK_CUDA(cudaStreamSynchronize(c->stream));
+        CHECK_CUDA(cuda_counted_copy(c, host, t->data, cuda_bytes(c, t),
+                                     cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cuda_counted_sync(c));
         TRY(cuda_take_flags(c));
         goto cleanup;
     }
     /* the fp32 master only for PARAM: its compute copy is derived from it */
     tmp = malloc(t->kind == TENSOR_ACT ? cuda_bytes(c, t) : count * sizeof(float));
     CHECK_ALLOC(tmp, "a host staging buffer for tensor_read");
-    CHECK_CUDA(cudaMemcpyAsync(tmp, t->data,
-                               t->kind == TENSOR_ACT ? cuda_bytes(c, t) : count * sizeof(float),
-                               cudaMemcpyDeviceToHost, c->stream));
-    CHECK_CUDA(cudaStreamSynchronize(c->stream));
+    CHECK_CUDA(cuda_counted_copy(c, tmp, t->data,
+                                 t->kind == TENSOR_ACT ? cuda_bytes(c, t) : count * sizeof(float),
+                                 cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cuda_counted_sync(c));
     TRY(cuda_take_flags(c));
     if (t->kind == TENSOR_ACT) {
         CUDA_DISPATCH(c->dt, T, host_from_nhwc<T>((float *)host, (const T *)tmp, t->n, t->c, hw));
@@ -260,10 +259,23 @@ static int cuda_synchronize(void *ctx)
     int rc = DR_OK;
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
     TRY(cuda_enter(c));
-    CHECK_CUDA(cudaStreamSynchronize(c->stream));
+    CHECK_CUDA(cuda_counted_sync(c));
     TRY(cuda_take_flags(c));
 cleanup:
     return rc;
+}
+
+/* ------------------------------------------------------------------ counters */
+
+static int cuda_counters(void *ctx, struct backend_counters *out)
+{
+    *out = ((const struct cuda_ctx *)ctx)->counts;
+    return DR_OK;
+}
+
+static void cuda_counters_reset(void *ctx)
+{
+    memset(&((struct cuda_ctx *)ctx)->counts, 0, sizeof(struct backend_counters));
 }
 
 /* ------------------------------------------------------------------ the table */
@@ -301,6 +313,8 @@ static const struct backend_ops cuda_ops_table = {
     /* .xent_backward = */ cuda_xent_backward,
     /* .sgd_update = */ cuda_sgd_update,
     /* .param_lerp = */ cuda_param_lerp,
+    /* .counters = */ cuda_counters,
+    /* .counters_reset = */ cuda_counters_reset,
 };
 
 /* ------------------------------------------------------------------ creation */
@@ -357,18 +371,18 @@ extern "C" int backend_cuda_create(struct backend *b, int device, int precision)
     CHECK_CUDA(cudaSetDevice(device));
     TRY(cuda_describe(c));
     CHECK_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
-    CHECK_CUDA(cudaHostAlloc((void **)&c->flags, sizeof(int) * FLAG_COUNT, cudaHostAllocMapped));
+    CHECK_CUDA(cuda_counted_host_alloc(c, (void **)&c->flags, sizeof(int) * FLAG_COUNT));
     memset(c->flags, 0, sizeof(int) * FLAG_COUNT);
     CHECK_CUDA(cudaHostGetDevicePointer((void **)&c->flags_dev, c->flags, 0));
-    CHECK_CUDNN(cudnnCreate(&c->cudnn));
-    CHECK_CUDNN(cudnnSetStream(c->cudnn, c->stream));
-    CHECK_CUDNN(cudnnCreateTensorDescriptor(&c->td_x));
-    CHECK_CUDNN(cudnnCreateTensorDescriptor(&c->td_y));
-    CHECK_CUDNN(cudnnCreateFilterDescriptor(&c->fd_w));
-    CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&c->cd));
-    CHECK_CUBLAS(cublasCreate(&c->cublas));
-    CHECK_CUBLAS(cublasSetStream(c->cublas, c->stream));
-    CHECK_CUBLAS(cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH));
+    CHECK_CUDNN(c, cudnnCreate(&c->cudnn));
+    CHECK_CUDNN(c, cudnnSetStream(c->cudnn, c->stream));
+    CHECK_CUDNN(c, cudnnCreateTensorDescriptor(&c->td_x));
+    CHECK_CUDNN(c, cudnnCreateTensorDescriptor(&c->td_y));
+    CHECK_CUDNN(c, cudnnCreateFilterDescriptor(&c->fd_w));
+    CHECK_CUDNN(c, cudnnCreateConvolutionDescriptor(&c->cd));
+    CHECK_CUBLAS(c, cublasCreate(&c->cublas));
+    CHECK_CUBLAS(c, cublasSetStream(c->cublas, c->stream));
+    CHECK_CUBLAS(c, cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH));
     b->ops = &cuda_ops_table;
     b->ctx = c;
     c = NULL;

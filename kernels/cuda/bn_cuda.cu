@@ -221,13 +221,20 @@ int cuda_bn_forward_train(void *ctx, struct tensor *y, struct tensor *save_mean,
                                             vec(running_mean), vec(running_var), sums,
                                             vec(gamma), vec(beta), ch, splits, split_rows,
                                             a->eps, a->momentum);
-    CHECK_LAUNCH();
+    /* reads sums (splits, 2, ch) doubles and gamma, beta, running mean and variance (ch
+     * floats each); writes coef (splits, COEF_FWD_COUNT, ch), save_mean and save_invstd
+     * (splits, ch) and the running statistics (ch each), floats */
+    CHECK_LAUNCH(c, sizeof(double) * 2 * splits * ch + sizeof(float) * 4 * ch,
+                 sizeof(float) * ((size_t)(COEF_FWD_COUNT + 2) * splits * ch + 2 * ch));
     if (split_rows == 0) goto cleanup;
     CUDA_DISPATCH(c->dt, T,
                   bn_apply_kernel<T><<<dim3(cuda_grid_rows(c, split_rows), (unsigned)splits),
                                        dim3(CH_X, CH_Y), 0, c->stream>>>(
                       (T *)y->data, (const T *)x->data, coef, split_rows, ch));
-    CHECK_LAUNCH();
+    /* reads x and coef (splits, COEF_FWD_COUNT, ch) floats; writes y */
+    CHECK_LAUNCH(c, (size_t)split_rows * splits * ch * cuda_dt_size(c->dt) +
+                        sizeof(float) * COEF_FWD_COUNT * splits * ch,
+                 (size_t)split_rows * splits * ch * cuda_dt_size(c->dt));
 cleanup:
     return rc;
 }
@@ -253,12 +260,16 @@ int cuda_bn_forward_eval(void *ctx, struct tensor *y, const struct tensor *x,
     TRY(cuda_scratch(c, SLOT_REDUCE, sizeof(float) * COEF_FWD_COUNT * ch, &buf));
     bn_eval_coef_kernel<<<(ch + CUDA_THREADS - 1) / CUDA_THREADS, CUDA_THREADS, 0, c->stream>>>(
         (float *)buf, vec(gamma), vec(beta), vec(running_mean), vec(running_var), ch, a->eps);
-    CHECK_LAUNCH();
+    /* reads gamma, beta, running mean and variance (ch floats each); writes coef
+     * (COEF_FWD_COUNT, ch) floats */
+    CHECK_LAUNCH(c, sizeof(float) * 4 * ch, sizeof(float) * COEF_FWD_COUNT * ch);
     CUDA_DISPATCH(c->dt, T,
                   bn_apply_kernel<T><<<cuda_grid_rows(c, rows), dim3(CH_X, CH_Y), 0,
                                        c->stream>>>((T *)y->data, (const T *)x->data,
                                                     (const float *)buf, rows, ch));
-    CHECK_LAUNCH();
+    /* reads x and coef (COEF_FWD_COUNT, ch) floats; writes y */
+    CHECK_LAUNCH(c, count * cuda_dt_size(c->dt) + sizeof(float) * COEF_FWD_COUNT * ch,
+                 count * cuda_dt_size(c->dt));
 cleanup:
     return rc;
 }
@@ -292,14 +303,23 @@ int cuda_bn_backward(void *ctx, struct tensor *dx, struct tensor *dgamma, struct
     bn_backward_finalize_kernel<<<(ch + CUDA_THREADS - 1) / CUDA_THREADS, CUDA_THREADS, 0,
                                   c->stream>>>(coef, vec(dgamma), vec(dbeta), sums, vec(gamma),
                                                vec(save_invstd), ch, splits, split_rows);
-    CHECK_LAUNCH();
+    /* reads sums (splits, 3, ch) doubles, gamma (ch) and save_invstd (splits, ch) floats;
+     * writes coef (splits, COEF_BWD_COUNT, ch) and dgamma, dbeta (ch each, when wanted) */
+    CHECK_LAUNCH(c, sizeof(double) * 3 * splits * ch + sizeof(float) * ((size_t)ch + splits * ch),
+                 sizeof(float) * ((size_t)COEF_BWD_COUNT * splits * ch +
+                                  (vec(dgamma) ? ch : 0) + (vec(dbeta) ? ch : 0)));
     if (!want_dx || split_rows == 0) goto cleanup;
     CUDA_DISPATCH(c->dt, T,
                   bn_backward_apply_kernel<T>
                   <<<dim3(cuda_grid_rows(c, split_rows), (unsigned)splits), dim3(CH_X, CH_Y), 0,
                      c->stream>>>((T *)dx->data, (const T *)dy->data, (const T *)x->data, coef,
                                   split_rows, ch, accumulate));
-    CHECK_LAUNCH();
+    /* reads dy, x (and dx when accumulating) and coef (splits, COEF_BWD_COUNT, ch) floats;
+     * writes dx */
+    CHECK_LAUNCH(c, (size_t)(2 + (accumulate != 0)) * split_rows * splits * ch *
+                            cuda_dt_size(c->dt) +
+                        sizeof(float) * COEF_BWD_COUNT * splits * ch,
+                 (size_t)split_rows * splits * ch * cuda_dt_size(c->dt));
 cleanup:
     return rc;
 }

@@ -38,13 +38,13 @@ int cuda_scratch(struct cuda_ctx *c, enum cuda_slot slot, size_t bytes, void **o
         *out = s->ptr;
         return DR_OK;
     }
-    CHECK_CUDA(cudaStreamSynchronize(c->stream));
-    if (s->ptr) CHECK_CUDA(cudaFree(s->ptr));
+    CHECK_CUDA(cuda_counted_sync(c));
+    if (s->ptr) CHECK_CUDA(cuda_counted_free(c, s->ptr));
     s->ptr = NULL;
     s->bytes = 0;
     want = bytes + bytes / 4;   /* headroom: fewer regrowths */
     want = (want + CUDA_ALIGN - 1) / CUDA_ALIGN * CUDA_ALIGN;
-    e = cudaMalloc(&s->ptr, want);
+    e = cuda_counted_malloc(c, &s->ptr, want);
     if (e != cudaSuccess) {
         s->ptr = NULL;
         (void)cudaGetLastError();

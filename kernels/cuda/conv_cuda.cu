@@ -57,10 +57,10 @@ static int conv_describe(struct cuda_ctx *c, const struct tensor *x, int co,
 {
     int rc = DR_OK;
     const cudnnDataType_t dt = cudnn_dtype(c->dt);
-    CHECK_CUDNN(cudnnSetTensor4dDescriptor(c->td_x, CUDNN_TENSOR_NHWC, dt, x->n, x->c, x->h, x->w));
-    CHECK_CUDNN(cudnnSetTensor4dDescriptor(c->td_y, CUDNN_TENSOR_NHWC, dt, x->n, co, ho, wo));
-    CHECK_CUDNN(cudnnSetFilter4dDescriptor(c->fd_w, dt, CUDNN_TENSOR_NHWC, co, x->c, a->k, a->k));
-    CHECK_CUDNN(cudnnSetConvolution2dDescriptor(c->cd, a->pad, a->pad, a->stride, a->stride, 1, 1,
+    CHECK_CUDNN(c, cudnnSetTensor4dDescriptor(c->td_x, CUDNN_TENSOR_NHWC, dt, x->n, x->c, x->h, x->w));
+    CHECK_CUDNN(c, cudnnSetTensor4dDescriptor(c->td_y, CUDNN_TENSOR_NHWC, dt, x->n, co, ho, wo));
+    CHECK_CUDNN(c, cudnnSetFilter4dDescriptor(c->fd_w, dt, CUDNN_TENSOR_NHWC, co, x->c, a->k, a->k));
+    CHECK_CUDNN(c, cudnnSetConvolution2dDescriptor(c->cd, a->pad, a->pad, a->stride, a->stride, 1, 1,
                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
 cleanup:
     return rc;
@@ -76,15 +76,15 @@ static int conv_candidates(struct cuda_ctx *c, int dir, struct conv_candidate *o
     cudnnConvolutionBwdFilterAlgoPerf_t pw[CONV_MAX_ALGOS];
     *count = 0;
     if (dir == DIR_FWD) {
-        CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, c->td_x, c->fd_w, c->cd,
+        CHECK_CUDNN(c, cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, c->td_x, c->fd_w, c->cd,
                                                            c->td_y, CONV_MAX_ALGOS, &n, pf));
         for (int i = 0; i < n; i++) out[i] = {(int)pf[i].algo, pf[i].status, pf[i].mathType};
     } else if (dir == DIR_BWD_DATA) {
-        CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        CHECK_CUDNN(c, cudnnGetConvolutionBackwardDataAlgorithm_v7(
             c->cudnn, c->fd_w, c->td_y, c->cd, c->td_x, CONV_MAX_ALGOS, &n, pd));
         for (int i = 0; i < n; i++) out[i] = {(int)pd[i].algo, pd[i].status, pd[i].mathType};
     } else {
-        CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        CHECK_CUDNN(c, cudnnGetConvolutionBackwardFilterAlgorithm_v7(
             c->cudnn, c->td_x, c->td_y, c->cd, c->fd_w, CONV_MAX_ALGOS, &n, pw));
         for (int i = 0; i < n; i++) out[i] = {(int)pw[i].algo, pw[i].status, pw[i].mathType};
     }
@@ -98,6 +98,7 @@ cleanup:
 static cudnnStatus_t conv_workspace(struct cuda_ctx *c, int dir, int algo, size_t *bytes)
 {
     *bytes = 0;
+    c->counts.cudnn_calls++;   /* the one query below, as CHECK_CUDNN counts */
     if (dir == DIR_FWD)
         return cudnnGetConvolutionForwardWorkspaceSize(c->cudnn, c->td_x, c->fd_w, c->cd, c->td_y,
                                                        (cudnnConvolutionFwdAlgo_t)algo, bytes);
@@ -119,8 +120,9 @@ static int conv_call(struct cuda_ctx *c, int dir, const struct cuda_conv_algo *e
     void *ws = NULL;
     const float one = 1.0f;
     *status = CUDNN_STATUS_SUCCESS;
-    CHECK_CUDNN(cudnnSetConvolutionMathType(c->cd, (cudnnMathType_t)e->math[i]));
+    CHECK_CUDNN(c, cudnnSetConvolutionMathType(c->cd, (cudnnMathType_t)e->math[i]));
     TRY(cuda_scratch(c, SLOT_CUDNN, e->workspace[i], &ws));
+    c->counts.cudnn_calls++;   /* the one execution below, as CHECK_CUDNN counts */
     if (dir == DIR_FWD)
         *status = cudnnConvolutionForward(c->cudnn, &one, c->td_x, io->x, c->fd_w, io->w, c->cd,
                                           (cudnnConvolutionFwdAlgo_t)e->algo[i], ws,
@@ -172,7 +174,7 @@ static int conv_choose(struct cuda_ctx *c, int dir, const struct conv_io *io,
     e->n = 0;
     conv_shape_text(shape, sizeof(shape), e->key);
     /* fp32: plain FMA math, so that no TF32 rounding creeps in; half: tensor cores */
-    CHECK_CUDNN(cudnnSetConvolutionMathType(
+    CHECK_CUDNN(c, cudnnSetConvolutionMathType(
         c->cd, c->dt == CUDA_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
     TRY(conv_candidates(c, dir, cand, &n));
     /* pass 0 keeps fp32 on FMA math; pass 1 (fp32 only) accepts what cuDNN offers */
@@ -183,7 +185,7 @@ static int conv_choose(struct cuda_ctx *c, int dir, const struct conv_io *io,
             const cudnnMathType_t math =
                 (c->dt == CUDA_F32 && pass == 0) ? CUDNN_FMA_MATH : cand[i].math;
             if (cand[i].status != CUDNN_STATUS_SUCCESS) continue;
-            CHECK_CUDNN(cudnnSetConvolutionMathType(c->cd, math));
+            CHECK_CUDNN(c, cudnnSetConvolutionMathType(c->cd, math));
             if (conv_workspace(c, dir, cand[i].algo, &ws) != CUDNN_STATUS_SUCCESS) continue;
             if (ws > CONV_WORKSPACE_CAP) continue;
             e->algo[e->n] = cand[i].algo;
@@ -200,10 +202,10 @@ static int conv_choose(struct cuda_ctx *c, int dir, const struct conv_io *io,
     for (int i = 0; i < e->n;) {
         cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
         double t0 = 0.0;
-        CHECK_CUDA(cudaStreamSynchronize(c->stream));
+        CHECK_CUDA(cuda_counted_sync(c));
         t0 = conv_now();
         TRY(conv_call(c, dir, e, i, io, out, &zero, &st));
-        CHECK_CUDA(cudaStreamSynchronize(c->stream));
+        CHECK_CUDA(cuda_counted_sync(c));
         secs[i] = conv_now() - t0;
         if (st == CUDNN_STATUS_SUCCESS) {
             i++;
@@ -351,9 +353,9 @@ int cuda_conv_backward(void *ctx, struct tensor *dx, struct tensor *dw, struct t
     TRY(cuda_enter(c));
     if (x->n == 0) {   /* an empty batch: gradients of the parameters are zero */
         if (want_dw)
-            CHECK_CUDA(cudaMemsetAsync(dw->data, 0, sizeof(float) * tensor_count(dw), c->stream));
+            CHECK_CUDA(cuda_counted_memset(c, dw->data, sizeof(float) * tensor_count(dw)));
         if (db && db->data)
-            CHECK_CUDA(cudaMemsetAsync(db->data, 0, sizeof(float) * tensor_count(db), c->stream));
+            CHECK_CUDA(cuda_counted_memset(c, db->data, sizeof(float) * tensor_count(db)));
         goto cleanup;
     }
     TRY(conv_describe(c, x, w->n, a, ho, wo));

@@ -81,6 +81,7 @@ struct cuda_ctx {
     struct cuda_conv_algo *algos;   /* cache, grown by doubling */
     int n_algos, cap_algos;
     char name[512];
+    struct backend_counters counts; /* since creation or the last counters_reset */
 };
 
 /* ------------------------------------------------------------------ element types */
@@ -136,6 +137,66 @@ template <> __host__ __device__ __forceinline__ __nv_bfloat16 cuda_from_f<__nv_b
 static inline size_t cuda_dt_size(enum cuda_dtype dt)
 {
     return dt == CUDA_F32 ? 4 : 2;
+}
+
+/* ------------------------------------------------------------------ counted runtime calls */
+/* Every copy, memset, synchronisation, allocation and free of the engine goes through one
+ * of these (inside CHECK_CUDA where its error matters), so that it is counted in c->counts;
+ * tests/check_launch_counted.py checks that no such runtime call is made directly. Copies
+ * and memsets are queued on the context's stream. */
+
+static inline cudaError_t cuda_counted_copy(struct cuda_ctx *c, void *dst, const void *src,
+                                            size_t bytes, cudaMemcpyKind kind)
+{
+    if (kind == cudaMemcpyHostToDevice) {
+        c->counts.h2d_copies++;
+        c->counts.h2d_bytes += bytes;
+    } else if (kind == cudaMemcpyDeviceToHost) {
+        c->counts.d2h_copies++;
+        c->counts.d2h_bytes += bytes;
+    } else {
+        c->counts.d2d_copies++;
+        c->counts.d2d_bytes += bytes;
+    }
+    return cudaMemcpyAsync(dst, src, bytes, kind, c->stream);
+}
+
+static inline cudaError_t cuda_counted_memset(struct cuda_ctx *c, void *dst, size_t bytes)
+{
+    c->counts.memsets++;
+    c->counts.memset_bytes += bytes;
+    return cudaMemsetAsync(dst, 0, bytes, c->stream);
+}
+
+static inline cudaError_t cuda_counted_sync(struct cuda_ctx *c)
+{
+    c->counts.syncs++;
+    return cudaStreamSynchronize(c->stream);
+}
+
+static inline cudaError_t cuda_counted_malloc(struct cuda_ctx *c, void **ptr, size_t bytes)
+{
+    c->counts.allocs++;
+    return cudaMalloc(ptr, bytes);
+}
+
+static inline cudaError_t cuda_counted_free(struct cuda_ctx *c, void *ptr)
+{
+    c->counts.frees++;
+    return cudaFree(ptr);
+}
+
+/* Pinned host memory mapped into the device's address space. */
+static inline cudaError_t cuda_counted_host_alloc(struct cuda_ctx *c, void **ptr, size_t bytes)
+{
+    c->counts.allocs++;
+    return cudaHostAlloc(ptr, bytes, cudaHostAllocMapped);
+}
+
+static inline cudaError_t cuda_counted_free_host(struct cuda_ctx *c, void *ptr)
+{
+    c->counts.frees++;
+    return cudaFreeHost(ptr);
 }
 
 /* ------------------------------------------------------------------ shared helpers */

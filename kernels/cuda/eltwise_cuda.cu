@@ -108,7 +108,8 @@ static int act_forward_launch(struct cuda_ctx *c, struct tensor *y, const struct
     CUDA_DISPATCH(c->dt, T,
                   act_forward_kernel<T, K><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
                       (T *)y->data, (const T *)x->data, alpha, count));
-    CHECK_LAUNCH();
+    /* reads x, writes y: count elements each */
+    CHECK_LAUNCH(c, count * cuda_dt_size(c->dt), count * cuda_dt_size(c->dt));
 cleanup:
     return rc;
 }
@@ -122,7 +123,9 @@ static int act_backward_launch(struct cuda_ctx *c, struct tensor *dx, const stru
                   act_backward_kernel<T, K><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
                       (T *)dx->data, (const T *)dy->data, (const T *)x->data, alpha, count,
                       accumulate));
-    CHECK_LAUNCH();
+    /* reads x, dy (and dx when accumulating), writes dx: count elements each */
+    CHECK_LAUNCH(c, (size_t)(2 + (accumulate != 0)) * count * cuda_dt_size(c->dt),
+                 count * cuda_dt_size(c->dt));
 cleanup:
     return rc;
 }
@@ -203,7 +206,8 @@ int cuda_add_forward(void *ctx, struct tensor *y, const struct tensor *a, const 
     CUDA_DISPATCH(c->dt, T,
                   add_kernel<T><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
                       (T *)y->data, (const T *)a->data, (const T *)b->data, count));
-    CHECK_LAUNCH();
+    /* reads a and b, writes y: count elements each */
+    CHECK_LAUNCH(c, 2 * count * cuda_dt_size(c->dt), count * cuda_dt_size(c->dt));
 cleanup:
     return rc;
 }
@@ -217,14 +221,16 @@ static int scaled_copy(struct cuda_ctx *c, void *dx, const void *dy, float s, si
     TRY(cuda_enter(c));
     if (!accumulate && s == 1.0f) {
         if (dx != dy)
-            CHECK_CUDA(cudaMemcpyAsync(dx, dy, count * cuda_dt_size(c->dt),
-                                       cudaMemcpyDeviceToDevice, c->stream));
+            CHECK_CUDA(cuda_counted_copy(c, dx, dy, count * cuda_dt_size(c->dt),
+                                         cudaMemcpyDeviceToDevice));
         goto cleanup;
     }
     CUDA_DISPATCH(c->dt, T,
                   scaled_copy_kernel<T><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
                       (T *)dx, (const T *)dy, s, count, accumulate));
-    CHECK_LAUNCH();
+    /* reads dy (and dx when accumulating), writes dx: count elements each */
+    CHECK_LAUNCH(c, (size_t)(1 + (accumulate != 0)) * count * cuda_dt_size(c->dt),
+                 count * cuda_dt_size(c->dt));
 cleanup:
     return rc;
 }
@@ -281,7 +287,10 @@ static int concat_slice(struct cuda_ctx *c, void *y, void *x, long rows, int cy,
     CUDA_DISPATCH(c->dt, T,
                   concat_kernel<T><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
                       (T *)y, (T *)x, rows, cy, cx, off, to_y, accumulate));
-    CHECK_LAUNCH();
+    /* copies the (rows, cx) slice one way (reading the target too when accumulating):
+     * count elements read, count written */
+    CHECK_LAUNCH(c, (size_t)(1 + (accumulate != 0)) * count * cuda_dt_size(c->dt),
+                 count * cuda_dt_size(c->dt));
 cleanup:
     return rc;
 }
@@ -363,15 +372,17 @@ static int flatten(struct cuda_ctx *c, void *y, void *x, int n, int ch, int hw, 
     TRY(cuda_enter(c));
     if (hw == 1 && !accumulate) {   /* (n, c, 1, 1): the same bytes */
         if (x != y)
-            CHECK_CUDA(cudaMemcpyAsync(forward ? y : x, forward ? x : y,
-                                       count * cuda_dt_size(c->dt), cudaMemcpyDeviceToDevice,
-                                       c->stream));
+            CHECK_CUDA(cuda_counted_copy(c, forward ? y : x, forward ? x : y,
+                                         count * cuda_dt_size(c->dt), cudaMemcpyDeviceToDevice));
         goto cleanup;
     }
     CUDA_DISPATCH(c->dt, T,
                   flatten_kernel<T><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
                       (T *)y, (T *)x, n, ch, hw, forward, accumulate));
-    CHECK_LAUNCH();
+    /* reads the source (and the target when accumulating), writes the target: count
+     * elements each */
+    CHECK_LAUNCH(c, (size_t)(1 + (accumulate != 0)) * count * cuda_dt_size(c->dt),
+                 count * cuda_dt_size(c->dt));
 cleanup:
     return rc;
 }

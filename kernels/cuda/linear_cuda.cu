@@ -24,7 +24,7 @@ int cuda_linear_forward(void *ctx, struct tensor *y, const struct tensor *x,
     TRY(backend_check_linear(y, x, w, b));
     if (n == 0 || out == 0) goto cleanup;
     TRY(cuda_enter(c));
-    CHECK_CUBLAS(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one,
+    CHECK_CUBLAS(c, cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one,
                               cuda_param_copy(c, w), dt, in, x->data, dt, in, &zero, y->data, dt,
                               out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     if (b && b->data) TRY(cuda_add_bias(c, y->data, (const float *)b->data, n, out));
@@ -48,18 +48,18 @@ int cuda_linear_backward(void *ctx, struct tensor *dx, struct tensor *dw, struct
     TRY(cuda_enter(c));
     if (n == 0) {   /* an empty batch: gradients of the parameters are zero */
         if (want_dw)
-            CHECK_CUDA(cudaMemsetAsync(dw->data, 0, sizeof(float) * tensor_count(dw), c->stream));
+            CHECK_CUDA(cuda_counted_memset(c, dw->data, sizeof(float) * tensor_count(dw)));
         if (db && db->data)
-            CHECK_CUDA(cudaMemsetAsync(db->data, 0, sizeof(float) * tensor_count(db), c->stream));
+            CHECK_CUDA(cuda_counted_memset(c, db->data, sizeof(float) * tensor_count(db)));
         goto cleanup;
     }
     if (want_dx && in > 0)
-        CHECK_CUBLAS(cublasGemmEx(c->cublas, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, &one,
+        CHECK_CUBLAS(c, cublasGemmEx(c->cublas, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, &one,
                                   cuda_param_copy(c, w), dt, in, dy->data, dt, out,
                                   accumulate ? &one : &zero, dx->data, dt, in, CUBLAS_COMPUTE_32F,
                                   CUBLAS_GEMM_DEFAULT));
     if (want_dw && in > 0 && out > 0)
-        CHECK_CUBLAS(cublasGemmEx(c->cublas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, &one, x->data,
+        CHECK_CUBLAS(c, cublasGemmEx(c->cublas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, &one, x->data,
                                   dt, in, dy->data, dt, out, &zero, dw->data, CUDA_R_32F, in,
                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     if (db && db->data) TRY(cuda_channel_sum(c, (float *)db->data, dy->data, n, out));

@@ -100,7 +100,11 @@ int cuda_xent_forward(void *ctx, struct tensor *stats, struct tensor *probs,
                       (float *)stats->data, (T *)probs->data, (const T *)logits->data,
                       (const int32_t *)labels->data, logits->c, logits->n, smoothing,
                       c->flags_dev));
-    CHECK_LAUNCH();
+    /* reads logits (n, k), n labels (int32) and stats (2 floats); writes probs (n, k)
+     * and stats */
+    CHECK_LAUNCH(c, tensor_count(logits) * cuda_dt_size(c->dt) +
+                        (size_t)logits->n * sizeof(int32_t) + 2 * sizeof(float),
+                 tensor_count(probs) * cuda_dt_size(c->dt) + 2 * sizeof(float));
 cleanup:
     return rc;
 }
@@ -122,7 +126,9 @@ int cuda_xent_backward(void *ctx, struct tensor *dlogits, const struct tensor *p
                   xent_backward_kernel<T><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
                       (T *)dlogits->data, (const T *)probs->data, (const int32_t *)labels->data,
                       probs->c, probs->n, smoothing, scale, c->flags_dev));
-    CHECK_LAUNCH();
+    /* reads probs (n, k) and n labels (int32); writes dlogits (n, k) */
+    CHECK_LAUNCH(c, count * cuda_dt_size(c->dt) + (size_t)probs->n * sizeof(int32_t),
+                 count * cuda_dt_size(c->dt));
 cleanup:
     return rc;
 }

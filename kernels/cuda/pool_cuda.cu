@@ -149,7 +149,8 @@ int cuda_pool_forward(void *ctx, struct tensor *y, const struct tensor *x,
                   pool_forward_kernel<T><<<cuda_grid_rows(c, rows), dim3(CH_X, CH_Y), 0,
                                            c->stream>>>((T *)y->data, (const T *)x->data, g,
                                                         a->kind == POOL_MAX));
-    CHECK_LAUNCH();
+    /* reads x once (windows that overlap read some elements again: not counted), writes y */
+    CHECK_LAUNCH(c, tensor_count(x) * cuda_dt_size(c->dt), tensor_count(y) * cuda_dt_size(c->dt));
 cleanup:
     return rc;
 }
@@ -177,14 +178,18 @@ int cuda_pool_backward(void *ctx, struct tensor *dx, const struct tensor *dy,
                       pool_argmax_kernel<T><<<cuda_grid_rows(c, (long)dy->n * g.ho * g.wo),
                                               dim3(CH_X, CH_Y), 0, c->stream>>>(
                           (int *)arg, (const T *)x->data, g));
-        CHECK_LAUNCH();
+        /* reads x once, writes one int position per output element */
+        CHECK_LAUNCH(c, nin * cuda_dt_size(c->dt), nout * sizeof(int));
     }
     CUDA_DISPATCH(c->dt, T,
                   pool_backward_kernel<T><<<cuda_grid_rows(c, (long)x->n * g.h * g.w),
                                             dim3(CH_X, CH_Y), 0, c->stream>>>(
                       (T *)dx->data, (const T *)dy->data, (const int *)arg, g,
                       a->kind == POOL_MAX, accumulate));
-    CHECK_LAUNCH();
+    /* reads dy, the positions (max pools) and dx when accumulating; writes dx */
+    CHECK_LAUNCH(c, nout * cuda_dt_size(c->dt) + (a->kind == POOL_MAX ? nout * sizeof(int) : 0) +
+                        (accumulate ? nin * cuda_dt_size(c->dt) : 0),
+                 nin * cuda_dt_size(c->dt));
 cleanup:
     return rc;
 }

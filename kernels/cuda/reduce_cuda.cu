@@ -78,22 +78,30 @@ int cuda_reduce_partial(struct cuda_ctx *c, double *partial, const void *a, cons
     int rc = DR_OK;
     const dim3 block(RED_X, RED_Y), grid((unsigned)((channels + RED_X - 1) / RED_X),
                                          (unsigned)parts, (unsigned)groups);
+    size_t rd = 0, wr = 0;
     EXPECT(channels > 0 && parts >= 1 && parts <= RED_MAX_PARTS && rows >= 0 && groups >= 1 &&
                groups <= 65535,
            "reduce: %d channels, %d parts, %ld rows, %d groups", channels, parts, rows, groups);
+    /* reads a (and b for REDUCE_BN_BWD), (groups, rows, channels) each; writes partial,
+     * groups × mode × parts × channels doubles (the mode is its number of quantities) */
+    rd = (size_t)(mode == REDUCE_BN_BWD ? 2 : 1) * groups * rows * channels * cuda_dt_size(c->dt);
+    wr = sizeof(double) * groups * (size_t)mode * parts * channels;
     CUDA_DISPATCH(c->dt, T, {
         const T *ta = (const T *)a, *tb = (const T *)b;
-        if (mode == REDUCE_SUM)
+        if (mode == REDUCE_SUM) {
             reduce_partial_kernel<T, REDUCE_SUM>
                 <<<grid, block, 0, c->stream>>>(partial, ta, tb, rows, channels, parts);
-        else if (mode == REDUCE_SUMSQ)
+            CHECK_LAUNCH(c, rd, wr);
+        } else if (mode == REDUCE_SUMSQ) {
             reduce_partial_kernel<T, REDUCE_SUMSQ>
                 <<<grid, block, 0, c->stream>>>(partial, ta, tb, rows, channels, parts);
-        else
+            CHECK_LAUNCH(c, rd, wr);
+        } else {
             reduce_partial_kernel<T, REDUCE_BN_BWD>
                 <<<grid, block, 0, c->stream>>>(partial, ta, tb, rows, channels, parts);
+            CHECK_LAUNCH(c, rd, wr);
+        }
     });
-    CHECK_LAUNCH();
 cleanup:
     return rc;
 }
@@ -106,7 +114,8 @@ int cuda_reduce_finish(struct cuda_ctx *c, double *out, const double *partial, i
     EXPECT(total > 0, "reduce finish: %d x %d sums", nq, channels);
     reduce_finish_kernel<double><<<(total + CUDA_THREADS - 1) / CUDA_THREADS, CUDA_THREADS, 0,
                                    c->stream>>>(out, partial, channels, parts, nq);
-    CHECK_LAUNCH();
+    /* reads partial (nq, parts, channels), writes out (nq, channels), doubles */
+    CHECK_LAUNCH(c, sizeof(double) * total * parts, sizeof(double) * total);
 cleanup:
     return rc;
 }
@@ -121,7 +130,8 @@ int cuda_channel_sum(struct cuda_ctx *c, float *out, const void *a, long rows, i
     TRY(cuda_reduce_partial(c, (double *)buf, a, NULL, rows, channels, parts, 1, REDUCE_SUM));
     reduce_finish_kernel<float><<<(channels + CUDA_THREADS - 1) / CUDA_THREADS, CUDA_THREADS, 0,
                                   c->stream>>>(out, (const double *)buf, channels, parts, 1);
-    CHECK_LAUNCH();
+    /* reads partial (parts, channels) doubles, writes out (channels) floats */
+    CHECK_LAUNCH(c, sizeof(double) * parts * channels, sizeof(float) * channels);
 cleanup:
     return rc;
 }
@@ -149,7 +159,9 @@ int cuda_add_bias(struct cuda_ctx *c, void *y, const float *b, long rows, int ch
     CUDA_DISPATCH(c->dt, T,
                   add_bias_kernel<T><<<cuda_grid_rows(c, rows), dim3(CH_X, CH_Y), 0,
                                        c->stream>>>((T *)y, b, rows, channels));
-    CHECK_LAUNCH();
+    /* reads y (rows, channels) and b (channels floats), writes y */
+    CHECK_LAUNCH(c, (size_t)rows * channels * cuda_dt_size(c->dt) + sizeof(float) * channels,
+                 (size_t)rows * channels * cuda_dt_size(c->dt));
 cleanup:
     return rc;
 }
@@ -169,7 +181,8 @@ int cuda_to_fp32(struct cuda_ctx *c, float *out, const void *in, size_t count)
     CUDA_DISPATCH(c->dt, T,
                   to_fp32_kernel<T><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
                       out, (const T *)in, count));
-    CHECK_LAUNCH();
+    /* reads count elements of the compute type, writes count floats */
+    CHECK_LAUNCH(c, count * cuda_dt_size(c->dt), count * sizeof(float));
 cleanup:
     return rc;
 }

@@ -39,7 +39,10 @@ int cuda_sgd_update(void *ctx, struct tensor *w, struct tensor *v, struct tensor
             (float *)w->data, (float *)v->data, (float *)dw->data, copy, lr, wd, momentum,
             nesterov, count);
     });
-    CHECK_LAUNCH();
+    /* reads w, v and dw (count floats each); writes them, and the compute copy of w in
+     * half precisions */
+    CHECK_LAUNCH(c, 3 * count * sizeof(float),
+                 3 * count * sizeof(float) + (c->dt == CUDA_F32 ? 0 : count * cuda_dt_size(c->dt)));
 cleanup:
     return rc;
 }
@@ -78,7 +81,11 @@ int cuda_param_lerp(void *ctx, struct tensor *avg, struct tensor *w, float t, in
         lerp_kernel<T><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
             (float *)avg->data, (float *)w->data, avg_copy, w_copy, s, t, copy_back, count);
     });
-    CHECK_LAUNCH();
+    /* reads avg and w (count floats each); writes avg (and w when copying back), each with
+     * its compute copy when it has one */
+    CHECK_LAUNCH(c, 2 * count * sizeof(float),
+                 (size_t)(1 + (copy_back != 0)) *
+                     (count * sizeof(float) + (copies ? count * cuda_dt_size(c->dt) : 0)));
 cleanup:
     return rc;
 }

@@ -13,6 +13,11 @@ if(DAWNRUN_HAVE_CUDA)
              COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_conv_algos.sh ${CMAKE_BINARY_DIR} ${mode})
     set_tests_properties(cuda_emulated_conv_${mode} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
   endforeach()
+  # stream capture and graph replay as real CUDA does them, and what capture forbids
+  add_test(NAME cuda_emulated_graph_capture
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu/run.sh --test ${CMAKE_BINARY_DIR}
+                   ${CMAKE_SOURCE_DIR}/tests/cuda_emu/test_graph_capture.cu)
+  set_tests_properties(cuda_emulated_graph_capture PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
   # no FMA contraction in the files that must match the CPU twin exactly
   add_test(NAME cuda_exact_files_uncontracted
            COMMAND ${CMAKE_SOURCE_DIR}/tests/check_uncontracted.sh

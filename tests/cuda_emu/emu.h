@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <driver_types.h>
 #include <functional>
 #undef __launch_bounds__
 #define __launch_bounds__(...)
@@ -28,9 +29,23 @@ static inline float __fmul_rn(float a, float b) { return a * b; }
 static inline float __fdiv_rn(float a, float b) { return a / b; }
 static inline int min(int a, int b) { return a < b ? a : b; }
 
-/* Runs body once per thread of the grid, block by block; what rewrite_launches.py puts in
- * place of kernel<<<grid, block, shared, stream>>>(args). Aborts on a launch configuration
- * the GPU would refuse. */
-void emu_launch(dim3 grid, dim3 block, const std::function<void()> &body);
+/* Runs body once per thread of the grid, block by block, on stream; what
+ * rewrite_launches.py puts in place of kernel<<<grid, block, shared, stream>>>(args). When
+ * stream is capturing, a copy of body is recorded instead (replayed by cudaGraphLaunch);
+ * a launch that capture refuses sets the error cudaGetLastError returns. Aborts on a launch
+ * configuration the GPU would refuse. */
+void emu_launch(dim3 grid, dim3 block, cudaStream_t stream, const std::function<void()> &body);
+
+/* The kinds of work a captured graph holds (cudaGraphExecUpdate compares them). */
+enum emu_node { EMU_NODE_KERNEL, EMU_NODE_MEMSET, EMU_NODE_MEMCPY, EMU_NODE_LIBRARY,
+                EMU_NODE_EVENT, EMU_NODE_GRAPH };
+
+/* Enqueues op of the given kind on stream: runs it now on a stream that is not capturing,
+ * records a copy of it on one that is (the cuDNN / cuBLAS stand-ins record their
+ * executions this way, with their scalars and descriptors copied into op). Returns
+ * cudaErrorStreamCaptureInvalidated on a stream whose capture was invalidated, and
+ * cudaErrorStreamCaptureImplicit (invalidating that capture) for the legacy stream while
+ * a blocking stream is capturing; op is then neither run nor recorded. */
+cudaError_t emu_enqueue(cudaStream_t stream, enum emu_node kind, const std::function<void()> &op);
 
 #endif

@@ -11,7 +11,11 @@
  * channels), k=N (filter size), type=float|half|bfloat16; an execution matching every
  * condition of one rule returns CUDNN_STATUS_NOT_SUPPORTED. For example
  * "algo=0,c=3,type=half" refuses algorithm 0 for 3-channel half inputs, and
- * "dir=bwd_filter,c=3,k=2" every backward-filter algorithm of the 2x2 whitening shape. */
+ * "dir=bwd_filter,c=3,k=2" every backward-filter algorithm of the 2x2 whitening shape.
+ * The handles remember their stream: an execution is checked when it is called and then
+ * enqueued there (emu_enqueue), so that on a capturing stream it is recorded with its
+ * alpha, beta and descriptors copied, as the real libraries' calls are captured when they
+ * neither allocate nor synchronise. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,12 +57,16 @@ struct emu_filter_desc {
 struct emu_conv_desc {
     int ph, pw, u, v, dh, dw, mode, compute, math;
 };
+struct emu_cudnn {
+    cudaStream_t stream;
+};
 
 const char *cudnnGetErrorString(cudnnStatus_t s)
 {
     return s == CUDNN_STATUS_SUCCESS         ? "CUDNN_STATUS_SUCCESS"
            : s == CUDNN_STATUS_NOT_SUPPORTED ? "CUDNN_STATUS_NOT_SUPPORTED"
            : s == CUDNN_STATUS_BAD_PARAM     ? "CUDNN_STATUS_BAD_PARAM"
+           : s == CUDNN_STATUS_EXECUTION_FAILED ? "CUDNN_STATUS_EXECUTION_FAILED"
                                              : "emulated cuDNN error";
 }
 
@@ -69,18 +77,19 @@ size_t cudnnGetVersion(void)
 
 cudnnStatus_t cudnnCreate(cudnnHandle_t *h)
 {
-    *h = (cudnnHandle_t)malloc(16);
+    *h = new emu_cudnn{NULL};
     return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t cudnnDestroy(cudnnHandle_t h)
 {
-    free(h);
+    delete h;
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnSetStream(cudnnHandle_t, cudaStream_t)
+cudnnStatus_t cudnnSetStream(cudnnHandle_t h, cudaStream_t s)
 {
+    h->stream = s;
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -131,7 +140,8 @@ cudnnStatus_t cudnnSetConvolutionMathType(cudnnCD d, cudnnMathType_t m)
 }
 
 /* 0 when x, w, c, y describe one NHWC cross-correlation of one data type. */
-static cudnnStatus_t emu_consistent(cudnnTD x, cudnnFD w, cudnnCD c, cudnnTD y)
+static cudnnStatus_t emu_consistent(const emu_tensor_desc *x, const emu_filter_desc *w,
+                                    const emu_conv_desc *c, const emu_tensor_desc *y)
 {
     const int ho = (x->h + 2 * c->ph - w->r) / c->u + 1, wo = (x->w + 2 * c->pw - w->s) / c->v + 1;
     const char *why = NULL;
@@ -290,20 +300,13 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t, cudn
 }
 
 /* dir 0: y = alpha conv(x, w) + beta y; 1: dx = alpha conv^T(dy, w) + beta dx;
- * 2: dw = alpha corr(x, dy) + beta dw. */
-static cudnnStatus_t emu_conv(int dir, cudnnTD xd, cudnnFD wd, cudnnCD cd, cudnnTD yd,
-                              const void *x, const void *w, const void *y, void *out,
-                              const void *alpha, const void *beta, void *ws, size_t ws_bytes)
+ * 2: dw = alpha corr(x, dy) + beta dw; the descriptors already checked. */
+static void emu_conv_run(int dir, const emu_tensor_desc *xd, const emu_filter_desc *wd,
+                         const emu_conv_desc *cd, const emu_tensor_desc *yd, const void *x,
+                         const void *w, const void *y, void *out, float a, float b, void *ws)
 {
-    cudnnStatus_t s = emu_consistent(xd, wd, cd, yd);
-    if (s) return s;
-    if (!ws || ws_bytes < emu_ws(dir)) {
-        fprintf(stderr, "emu cuDNN: workspace of %zu bytes, %zu needed\n", ws_bytes, emu_ws(dir));
-        return CUDNN_STATUS_BAD_PARAM;
-    }
     memset(ws, 0x5a, emu_ws(dir));
     const int dt = xd->dt;
-    const float a = *(const float *)alpha, b = *(const float *)beta;
     const size_t nx = (size_t)xd->n * xd->h * xd->w * xd->c;
     const size_t nw = (size_t)wd->k * wd->r * wd->s * wd->c;
     const size_t ny = (size_t)yd->n * yd->h * yd->w * yd->c;
@@ -333,59 +336,88 @@ static cudnnStatus_t emu_conv(int dir, cudnnTD xd, cudnnFD wd, cudnnCD cd, cudnn
                         }
     for (size_t i = 0; i < nout; i++)
         emu_put(dt, out, i, a * acc[i] + (b != 0.0f ? b * emu_get(dt, out, i) : 0.0));
-    return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t, const void *alpha, cudnnTD xd,
+/* Checks one convolution, then runs it on h's stream or records it there, with alpha,
+ * beta and copies of the descriptors. */
+static cudnnStatus_t emu_conv(cudnnHandle_t h, int dir, cudnnTD xd, cudnnFD wd, cudnnCD cd,
+                              cudnnTD yd, const void *x, const void *w, const void *y,
+                              void *out, const void *alpha, const void *beta, void *ws,
+                              size_t ws_bytes)
+{
+    cudnnStatus_t s = emu_consistent(xd, wd, cd, yd);
+    if (s) return s;
+    if (!ws || ws_bytes < emu_ws(dir)) {
+        fprintf(stderr, "emu cuDNN: workspace of %zu bytes, %zu needed\n", ws_bytes, emu_ws(dir));
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    const emu_tensor_desc xc = *xd, yc = *yd;
+    const emu_filter_desc wc = *wd;
+    const emu_conv_desc cc = *cd;
+    const float a = *(const float *)alpha, b = *(const float *)beta;
+    const cudaError_t e = emu_enqueue(h->stream, EMU_NODE_LIBRARY, [=]() {
+        emu_conv_run(dir, &xc, &wc, &cc, &yc, x, w, y, out, a, b, ws);
+    });
+    return e ? CUDNN_STATUS_EXECUTION_FAILED : CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha, cudnnTD xd,
                                       const void *x, cudnnFD wd, const void *w, cudnnCD cd,
                                       cudnnConvolutionFwdAlgo_t algo, void *ws, size_t ws_bytes,
                                       const void *beta, cudnnTD yd, void *y)
 {
     if (algo == 1 || algo > 3 || emu_refused(0, algo, xd, wd)) return CUDNN_STATUS_NOT_SUPPORTED;
-    return emu_conv(0, xd, wd, cd, yd, x, w, NULL, y, alpha, beta, ws, ws_bytes);
+    return emu_conv(h, 0, xd, wd, cd, yd, x, w, NULL, y, alpha, beta, ws, ws_bytes);
 }
 
-cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t, const void *alpha, cudnnFD wd,
+cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha, cudnnFD wd,
                                            const void *w, cudnnTD dyd, const void *dy, cudnnCD cd,
                                            cudnnConvolutionBwdDataAlgo_t algo, void *ws,
                                            size_t ws_bytes, const void *beta, cudnnTD dxd,
                                            void *dx)
 {
     if (algo == 1 || algo > 3 || emu_refused(1, algo, dxd, wd)) return CUDNN_STATUS_NOT_SUPPORTED;
-    return emu_conv(1, dxd, wd, cd, dyd, NULL, w, dy, dx, alpha, beta, ws, ws_bytes);
+    return emu_conv(h, 1, dxd, wd, cd, dyd, NULL, w, dy, dx, alpha, beta, ws, ws_bytes);
 }
 
-cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t, const void *alpha, cudnnTD xd,
+cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha, cudnnTD xd,
                                              const void *x, cudnnTD dyd, const void *dy,
                                              cudnnCD cd, cudnnConvolutionBwdFilterAlgo_t algo,
                                              void *ws, size_t ws_bytes, const void *beta,
                                              cudnnFD dwd, void *dw)
 {
     if (algo == 1 || algo > 3 || emu_refused(2, algo, xd, dwd)) return CUDNN_STATUS_NOT_SUPPORTED;
-    return emu_conv(2, xd, dwd, cd, dyd, x, NULL, dy, dw, alpha, beta, ws, ws_bytes);
+    return emu_conv(h, 2, xd, dwd, cd, dyd, x, NULL, dy, dw, alpha, beta, ws, ws_bytes);
 }
 
 /* ------------------------------------------------------------------ cuBLAS */
 
+struct emu_cublas {
+    cudaStream_t stream;
+};
+
 const char *cublasGetStatusString(cublasStatus_t s)
 {
-    return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "emulated cuBLAS error";
+    return s == CUBLAS_STATUS_SUCCESS            ? "CUBLAS_STATUS_SUCCESS"
+           : s == CUBLAS_STATUS_EXECUTION_FAILED ? "CUBLAS_STATUS_EXECUTION_FAILED"
+                                                 : "emulated cuBLAS error";
 }
 
 cublasStatus_t cublasCreate(cublasHandle_t *h)
 {
-    *h = (cublasHandle_t)malloc(16);
+    *h = new emu_cublas{NULL};
     return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasDestroy(cublasHandle_t h)
 {
-    free(h);
+    delete h;
     return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t)
+cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s)
 {
+    h->stream = s;
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -399,8 +431,30 @@ static int emu_blas_type(cudaDataType_t t)
     return t == CUDA_R_32F ? 0 : t == CUDA_R_16F ? 2 : 9;
 }
 
-/* C (m, n) = alpha op(A) op(B) + beta C, column-major, op(A) (m, k), op(B) (k, n). */
-cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m,
+/* C (m, n) = alpha op(A) op(B) + beta C, column-major, op(A) (m, k), op(B) (k, n); the
+ * arguments already checked. */
+static void emu_gemm_run(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                         float a, const void *A, int ta_t, int lda, const void *B, int tb_t,
+                         int ldb, float b, void *C, int tc_t, int ldc)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0.0;
+            for (int l = 0; l < k; l++) {
+                const size_t ai = ta == CUBLAS_OP_N ? (size_t)i + (size_t)l * lda
+                                                    : (size_t)l + (size_t)i * lda;
+                const size_t bi = tb == CUBLAS_OP_N ? (size_t)l + (size_t)j * ldb
+                                                    : (size_t)j + (size_t)l * ldb;
+                s += emu_get(ta_t, A, ai) * emu_get(tb_t, B, bi);
+            }
+            const size_t ci = (size_t)i + (size_t)j * ldc;
+            emu_put(tc_t, C, ci, a * s + (b != 0.0f ? b * emu_get(tc_t, C, ci) : 0.0));
+        }
+}
+
+/* Checks the product, then runs it on h's stream or records it there with alpha and beta
+ * (host scalars, read at the call as cuBLAS's host pointer mode does). */
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
                             int n, int k, const void *alpha, const void *A, cudaDataType_t at,
                             int lda, const void *B, cudaDataType_t bt, int ldb, const void *beta,
                             void *C, cudaDataType_t ct, int ldc, cublasComputeType_t compute,
@@ -415,18 +469,8 @@ cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperatio
     }
     const float a = *(const float *)alpha, b = *(const float *)beta;
     const int ta_t = emu_blas_type(at), tb_t = emu_blas_type(bt), tc_t = emu_blas_type(ct);
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++) {
-            double s = 0.0;
-            for (int l = 0; l < k; l++) {
-                const size_t ai = ta == CUBLAS_OP_N ? (size_t)i + (size_t)l * lda
-                                                    : (size_t)l + (size_t)i * lda;
-                const size_t bi = tb == CUBLAS_OP_N ? (size_t)l + (size_t)j * ldb
-                                                    : (size_t)j + (size_t)l * ldb;
-                s += emu_get(ta_t, A, ai) * emu_get(tb_t, B, bi);
-            }
-            const size_t ci = (size_t)i + (size_t)j * ldc;
-            emu_put(tc_t, C, ci, a * s + (b != 0.0f ? b * emu_get(tc_t, C, ci) : 0.0));
-        }
-    return CUBLAS_STATUS_SUCCESS;
+    const cudaError_t e = emu_enqueue(h->stream, EMU_NODE_LIBRARY, [=]() {
+        emu_gemm_run(ta, tb, m, n, k, a, A, ta_t, lda, B, tb_t, ldb, b, C, tc_t, ldc);
+    });
+    return e ? CUBLAS_STATUS_EXECUTION_FAILED : CUBLAS_STATUS_SUCCESS;
 }

@@ -3,12 +3,17 @@
  * suspend it; a block's threads run round-robin until all have finished, one block after
  * another. Device memory is host memory; fresh allocations are filled with 0xff bytes (NaN
  * in every float type) so that reading memory nobody wrote shows up as a mismatch. Streams
- * are immediate: every call completes before it returns. */
+ * are immediate: every call completes before it returns, except on a capturing stream
+ * (stream capture, below), where kernel launches, memsets, async copies, event records,
+ * graph launches and the cuDNN / cuBLAS stand-ins' executions are recorded, arguments by
+ * value, into a graph that cudaGraphLaunch replays in order. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ucontext.h>
 
+#include <map>
+#include <memory>
 #include <vector>
 
 #include "emu.h"
@@ -37,7 +42,7 @@ void __syncthreads(void)
     swapcontext(&emu_threads[emu_current], &emu_sched);
 }
 
-void emu_launch(dim3 g, dim3 b, const std::function<void()> &body)
+static void emu_run_grid(dim3 g, dim3 b, const std::function<void()> &body)
 {
     const unsigned n = b.x * b.y * b.z;
     if (!g.x || !g.y || !g.z || !n || n > 1024 || b.z > 64 || g.y > 65535 || g.z > 65535) {
@@ -78,11 +83,166 @@ void emu_launch(dim3 g, dim3 b, const std::function<void()> &body)
             }
 }
 
+/* ------------------------------------------------------------------ stream capture
+ *
+ * The rules below are those of the CUDA Programming Guide (section "CUDA Graphs", "Stream
+ * Capture": "Prohibited and Unhandled Operations" and "Invalidation") and of the runtime
+ * API reference (cudaStreamBeginCapture, cudaStreamEndCapture, cudaStreamIsCapturing,
+ * cudaThreadExchangeStreamCaptureMode, and the error codes of driver_types.h):
+ *  1. The legacy stream cannot be captured (cudaErrorStreamCaptureUnsupported), nor a
+ *     stream already capturing (cudaErrorIllegalState).
+ *  2. Synchronising or querying a capturing stream (cudaStreamSynchronize, cudaStreamQuery)
+ *     is invalid: cudaErrorStreamCaptureUnsupported. So is cudaDeviceSynchronize while any
+ *     stream captures ("a broader handle which encompasses an active capture").
+ *  3. Synchronising or querying an event last recorded in a capturing stream is invalid:
+ *     cudaErrorCapturedEvent.
+ *  4. Potentially unsafe calls (cudaMalloc, cudaFree, and the synchronous cudaMemcpy) are
+ *     refused with cudaErrorStreamCaptureUnsupported while a capture begun in the global or
+ *     thread-local mode is ongoing; the relaxed mode allows them. The emulation has one host
+ *     thread, so global and thread-local behave alike.
+ *  5. An async copy between the device and pageable host memory (not from cudaHostAlloc) on
+ *     a capturing stream is refused: cudaErrorStreamCaptureUnsupported.
+ *  6. The legacy stream is unusable while a blocking stream (created without
+ *     cudaStreamNonBlocking) captures: work on it, or synchronising it, returns
+ *     cudaErrorStreamCaptureImplicit; cudaStreamIsCapturing and cudaStreamGetCaptureInfo on
+ *     it return that error without invalidating anything.
+ *  7. Invalidation: an invalid operation invalidates the capture(s) it concerns; further
+ *     work on an invalidated stream returns cudaErrorStreamCaptureInvalidated and is dropped,
+ *     and cudaStreamEndCapture returns cudaErrorStreamCaptureInvalidated and a NULL graph.
+ * A refused kernel launch sets the error cudaGetLastError returns, as a real launch error. */
+
+struct emu_op {
+    emu_node kind;
+    std::function<void()> run;
+};
+typedef std::vector<emu_op> emu_ops;
+
+struct CUgraph_st {
+    emu_ops ops;
+};
+struct CUgraphExec_st {
+    std::shared_ptr<emu_ops> ops;
+};
+struct emu_capture_seq {
+    CUgraph_st *graph;
+    cudaStreamCaptureMode mode;
+    unsigned long long id;
+    int invalidated;
+};
+struct CUstream_st {
+    unsigned flags;
+    emu_capture_seq *cap;   /* NULL when not capturing */
+};
+struct CUevent_st {
+    unsigned long long captured_id;   /* the capture it was last recorded in, 0 if none */
+};
+
+static std::vector<CUstream_st *> emu_streams;   /* every created stream */
+static CUstream_st emu_per_thread_stream = {0, NULL};
+static unsigned long long emu_capture_ids;
+static cudaError_t emu_last_error = cudaSuccess;
+static std::map<const char *, size_t> emu_pinned;   /* cudaHostAlloc'ed ranges */
+
+static int emu_is_legacy(cudaStream_t s)
+{
+    return s == NULL || s == cudaStreamLegacy;
+}
+
+static CUstream_st *emu_stream(cudaStream_t s)
+{
+    return s == cudaStreamPerThread ? &emu_per_thread_stream : s;
+}
+
+static std::vector<CUstream_st *> emu_all_streams(void)
+{
+    std::vector<CUstream_st *> all = emu_streams;
+    all.push_back(&emu_per_thread_stream);
+    return all;
+}
+
+/* A blocking stream that is capturing (the legacy stream is then unusable), or NULL. */
+static CUstream_st *emu_blocking_capture(void)
+{
+    for (CUstream_st *s : emu_all_streams())
+        if (s->cap && !(s->flags & cudaStreamNonBlocking)) return s;
+    return NULL;
+}
+
+/* Invalidates every ongoing capture; with strict_only, those not begun in relaxed mode.
+ * Returns whether there was one. */
+static int emu_invalidate_captures(int strict_only)
+{
+    int any = 0;
+    for (CUstream_st *s : emu_all_streams())
+        if (s->cap && (!strict_only || s->cap->mode != cudaStreamCaptureModeRelaxed)) {
+            s->cap->invalidated = 1;
+            any = 1;
+        }
+    return any;
+}
+
+/* 1 when p .. p + n lies in memory from cudaHostAlloc. */
+static int emu_is_pinned(const void *p, size_t n)
+{
+    auto it = emu_pinned.upper_bound((const char *)p);
+    if (it == emu_pinned.begin()) return 0;
+    --it;
+    return (const char *)p + n <= it->first + it->second;
+}
+
+static cudaError_t emu_fail(cudaError_t e)
+{
+    emu_last_error = e;
+    return e;
+}
+
+cudaError_t emu_enqueue(cudaStream_t stream, emu_node kind, const std::function<void()> &op)
+{
+    if (emu_is_legacy(stream)) {
+        if (CUstream_st *b = emu_blocking_capture()) {
+            b->cap->invalidated = 1;
+            return cudaErrorStreamCaptureImplicit;
+        }
+        op();
+        return cudaSuccess;
+    }
+    CUstream_st *s = emu_stream(stream);
+    if (!s->cap) {
+        op();
+        return cudaSuccess;
+    }
+    if (s->cap->invalidated) return cudaErrorStreamCaptureInvalidated;
+    s->cap->graph->ops.push_back({kind, op});
+    return cudaSuccess;
+}
+
+void emu_launch(dim3 g, dim3 b, cudaStream_t stream, const std::function<void()> &body)
+{
+    const unsigned n = b.x * b.y * b.z;
+    if (!g.x || !g.y || !g.z || !n || n > 1024 || b.z > 64 || g.y > 65535 || g.z > 65535) {
+        fprintf(stderr, "emu: invalid launch: grid (%u, %u, %u), block (%u, %u, %u)\n", g.x, g.y,
+                g.z, b.x, b.y, b.z);
+        abort();
+    }
+    const std::function<void()> copy = body;   /* holds the arguments by value */
+    const cudaError_t e =
+        emu_enqueue(stream, EMU_NODE_KERNEL, [g, b, copy]() { emu_run_grid(g, b, copy); });
+    if (e) emu_fail(e);
+}
+
 extern "C" {
 
 const char *cudaGetErrorString(cudaError_t e)
 {
-    return e == cudaSuccess ? "no error" : "emulated CUDA error";
+    switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureImplicit: return "operation would make the legacy stream depend on a capturing blocking stream";
+    case cudaErrorCapturedEvent: return "operation not permitted on an event last recorded in a capturing stream";
+    case cudaErrorIllegalState: return "operation not permitted in the stream's capture state";
+    default: return "emulated CUDA error";
+    }
 }
 
 cudaError_t cudaGetDeviceCount(int *n)
@@ -98,11 +258,14 @@ cudaError_t cudaSetDevice(int d)
 
 cudaError_t cudaGetLastError(void)
 {
-    return cudaSuccess;
+    const cudaError_t e = emu_last_error;
+    emu_last_error = cudaSuccess;
+    return e;
 }
 
 cudaError_t cudaMalloc(void **p, size_t n)
 {
+    if (emu_invalidate_captures(1)) return emu_fail(cudaErrorStreamCaptureUnsupported);
     *p = malloc(n);
     if (!*p) return cudaErrorMemoryAllocation;
     memset(*p, 0xff, n);
@@ -111,47 +274,255 @@ cudaError_t cudaMalloc(void **p, size_t n)
 
 cudaError_t cudaFree(void *p)
 {
+    if (emu_invalidate_captures(1)) return emu_fail(cudaErrorStreamCaptureUnsupported);
     free(p);
     return cudaSuccess;
 }
 
-cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t)
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
 {
-    memset(p, v, n);
+    return emu_enqueue(s, EMU_NODE_MEMSET, [p, v, n]() { memset(p, v, n); });
+}
+
+cudaError_t cudaMemcpyAsync(void *d, const void *src, size_t n, cudaMemcpyKind kind,
+                            cudaStream_t s)
+{
+    /* rule 5: host memory on either side must be pinned for a captured copy */
+    const int host_src = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyHostToHost;
+    const int host_dst = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost;
+    CUstream_st *cs = emu_is_legacy(s) ? NULL : emu_stream(s);
+    if (cs && cs->cap && !cs->cap->invalidated &&
+        ((host_src && !emu_is_pinned(src, n)) || (host_dst && !emu_is_pinned(d, n)))) {
+        cs->cap->invalidated = 1;
+        return emu_fail(cudaErrorStreamCaptureUnsupported);
+    }
+    return emu_enqueue(s, EMU_NODE_MEMCPY, [d, src, n]() { memmove(d, src, n); });
+}
+
+cudaError_t cudaMemcpy(void *d, const void *src, size_t n, cudaMemcpyKind)
+{
+    if (emu_blocking_capture()) {
+        emu_invalidate_captures(0);
+        return emu_fail(cudaErrorStreamCaptureImplicit);
+    }
+    if (emu_invalidate_captures(1)) return emu_fail(cudaErrorStreamCaptureUnsupported);
+    memmove(d, src, n);
     return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t)
+cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
-    memmove(d, s, n);
+    if (emu_is_legacy(stream)) {
+        if (CUstream_st *b = emu_blocking_capture()) {
+            b->cap->invalidated = 1;
+            return emu_fail(cudaErrorStreamCaptureImplicit);
+        }
+        return cudaSuccess;
+    }
+    CUstream_st *s = emu_stream(stream);
+    if (s->cap) {
+        s->cap->invalidated = 1;
+        return emu_fail(cudaErrorStreamCaptureUnsupported);
+    }
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t)
+cudaError_t cudaStreamQuery(cudaStream_t stream)
 {
+    return cudaStreamSynchronize(stream);   /* same rules; work is always complete */
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+    if (emu_invalidate_captures(0)) return emu_fail(cudaErrorStreamCaptureUnsupported);
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int)
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
 {
-    *s = (cudaStream_t)malloc(16);
+    *s = new CUstream_st{flags, NULL};
+    emu_streams.push_back(*s);
     return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *s)
+{
+    return cudaStreamCreateWithFlags(s, cudaStreamDefault);
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
-    free(s);
+    if (emu_is_legacy(s) || s == cudaStreamPerThread) return cudaErrorInvalidResourceHandle;
+    for (size_t i = 0; i < emu_streams.size(); i++)
+        if (emu_streams[i] == s) emu_streams.erase(emu_streams.begin() + (long)i);
+    if (s->cap) {
+        delete s->cap->graph;
+        delete s->cap;
+    }
+    delete s;
     return cudaSuccess;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode)
+{
+    if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
+        mode != cudaStreamCaptureModeRelaxed)
+        return emu_fail(cudaErrorInvalidValue);
+    if (emu_is_legacy(stream)) return emu_fail(cudaErrorStreamCaptureUnsupported);
+    CUstream_st *s = emu_stream(stream);
+    if (s->cap) return emu_fail(cudaErrorIllegalState);
+    s->cap = new emu_capture_seq{new CUgraph_st, mode, ++emu_capture_ids, 0};
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
+{
+    if (!graph) return emu_fail(cudaErrorInvalidValue);
+    *graph = NULL;
+    if (emu_is_legacy(stream)) return emu_fail(cudaErrorIllegalState);
+    CUstream_st *s = emu_stream(stream);
+    if (!s->cap) return emu_fail(cudaErrorIllegalState);
+    emu_capture_seq *cap = s->cap;
+    s->cap = NULL;
+    const int invalidated = cap->invalidated;
+    if (invalidated)
+        delete cap->graph;
+    else
+        *graph = cap->graph;
+    delete cap;
+    return invalidated ? emu_fail(cudaErrorStreamCaptureInvalidated) : cudaSuccess;
+}
+
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus *status,
+                                     unsigned long long *id, cudaGraph_t *graph,
+                                     const cudaGraphNode_t **deps, const cudaGraphEdgeData **edges,
+                                     size_t *ndeps)
+{
+    if (!status) return emu_fail(cudaErrorInvalidValue);
+    if (emu_is_legacy(stream)) {
+        if (emu_blocking_capture()) return emu_fail(cudaErrorStreamCaptureImplicit);
+        *status = cudaStreamCaptureStatusNone;
+        return cudaSuccess;
+    }
+    const emu_capture_seq *cap = emu_stream(stream)->cap;
+    *status = !cap               ? cudaStreamCaptureStatusNone
+              : cap->invalidated ? cudaStreamCaptureStatusInvalidated
+                                 : cudaStreamCaptureStatusActive;
+    if (cap && id) *id = cap->id;
+    if (graph) *graph = cap ? cap->graph : NULL;
+    /* the emulated graph is a chain without node handles: no dependency set to report */
+    if (deps) *deps = NULL;
+    if (edges) *edges = NULL;
+    if (ndeps) *ndeps = 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus *status)
+{
+    return cudaStreamGetCaptureInfo(stream, status, NULL, NULL, NULL, NULL, NULL);
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long)
+{
+    if (!exec || !graph) return emu_fail(cudaErrorInvalidValue);
+    *exec = new CUgraphExec_st{std::make_shared<emu_ops>(graph->ops)};
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
+{
+    if (!exec) return emu_fail(cudaErrorInvalidValue);
+    const std::shared_ptr<emu_ops> ops = exec->ops;
+    const cudaError_t e = emu_enqueue(stream, EMU_NODE_GRAPH, [ops]() {
+        for (const emu_op &op : *ops) op.run();
+    });
+    return e ? emu_fail(e) : cudaSuccess;
+}
+
+cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
+                                cudaGraphExecUpdateResultInfo *info)
+{
+    if (!exec || !graph) return emu_fail(cudaErrorInvalidValue);
+    int same = exec->ops->size() == graph->ops.size();
+    for (size_t i = 0; same && i < graph->ops.size(); i++)
+        same = (*exec->ops)[i].kind == graph->ops[i].kind;
+    if (info) {
+        memset(info, 0, sizeof(*info));
+        info->result = same ? cudaGraphExecUpdateSuccess : cudaGraphExecUpdateErrorTopologyChanged;
+    }
+    if (!same) return emu_fail(cudaErrorGraphExecUpdateFailure);
+    exec->ops = std::make_shared<emu_ops>(graph->ops);   /* a running copy keeps its ops */
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
+{
+    delete exec;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+{
+    delete graph;
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int)
+{
+    *e = new CUevent_st{0};
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *e)
+{
+    return cudaEventCreateWithFlags(e, cudaEventDefault);
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t e)
+{
+    delete e;
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t stream)
+{
+    const CUstream_st *s = emu_is_legacy(stream) ? NULL : emu_stream(stream);
+    const cudaError_t err = emu_enqueue(stream, EMU_NODE_EVENT, []() {});
+    if (err) return emu_fail(err);
+    e->captured_id = s && s->cap ? s->cap->id : 0;
+    return cudaSuccess;
+}
+
+/* Rule 3: an event last recorded in a capture; invalidates that capture if still ongoing. */
+static cudaError_t emu_event_check(cudaEvent_t e)
+{
+    if (!e->captured_id) return cudaSuccess;
+    for (CUstream_st *s : emu_all_streams())
+        if (s->cap && s->cap->id == e->captured_id) s->cap->invalidated = 1;
+    return emu_fail(cudaErrorCapturedEvent);
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t e)
+{
+    return emu_event_check(e);
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t e)
+{
+    return emu_event_check(e);
 }
 
 cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int)
 {
     *p = malloc(n);
-    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+    if (!*p) return cudaErrorMemoryAllocation;
+    emu_pinned[(const char *)*p] = n;
+    return cudaSuccess;
 }
 
 cudaError_t cudaFreeHost(void *p)
 {
+    emu_pinned.erase((const char *)p);
     free(p);
     return cudaSuccess;
 }

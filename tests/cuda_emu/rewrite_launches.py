@@ -2,9 +2,11 @@
 """Host emulation (see run.sh): copies a CUDA source to stdout with every kernel launch
     kernel<T, ...><<<grid, block, shared, stream>>>(args)
 rewritten as
-    emu_launch(dim3(grid), dim3(block), [&]() { kernel<T, ...>(args); })
-so that a host C++ compiler accepts it. Launches may span lines; the kernel name may carry
-template arguments."""
+    emu_launch(dim3(grid), dim3(block), (cudaStream_t)(stream), [=]() { kernel<T, ...>(args); })
+so that a host C++ compiler accepts it (stream 0 when the launch names none). The lambda
+copies the arguments by value at the launch, as CUDA copies kernel parameters, so that a
+launch recorded by stream capture (emu_runtime.cpp) replays with the values it was given.
+Launches may span lines; the kernel name may carry template arguments."""
 import sys
 
 
@@ -62,8 +64,9 @@ def rewrite(src):
                 if depth == 0:
                     break
             q += 1
-        call = "emu_launch(dim3(%s), dim3(%s), [&]() { %s%s; })" % (
-            config[0], config[1], src[start:end], src[p:q + 1])
+        stream = config[3] if len(config) >= 4 else "0"
+        call = "emu_launch(dim3(%s), dim3(%s), (cudaStream_t)(%s), [=]() { %s%s; })" % (
+            config[0], config[1], stream, src[start:end], src[p:q + 1])
         src = src[:start] + call + src[q + 1:]
 
 

@@ -14,6 +14,9 @@
 #   tests/cuda_emu/run.sh BUILD_DIR [selfcheck flags, e.g. --precision fp16]
 #   tests/cuda_emu/run.sh --build BUILD_DIR    only builds; prints the emulated dawnrun's
 #                                                path (every command: bench, run, report...)
+#   tests/cuda_emu/run.sh --test BUILD_DIR FILE.cu   builds the CUDA test program FILE.cu
+#                                                against the emulated runtime and cuDNN /
+#                                                cuBLAS stand-ins alone, and runs it
 # BUILD_DIR is any CMake build of dawnrun (its libdawnrun_core.a is linked in); the
 # emulation is built in BUILD_DIR/cuda-emu, recompiling only what changed, one build at a
 # time (a lock). DAWNRUN_EMU_CUDNN_REFUSE makes chosen cuDNN executions fail (emu_libs.cpp).
@@ -22,7 +25,13 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BUILD_ONLY=0
+TEST_SRC=
 if [ "${1:-}" = "--build" ]; then BUILD_ONLY=1; shift; fi
+if [ "${1:-}" = "--test" ]; then
+    [ $# -eq 3 ] || { echo "usage: $0 --test BUILD_DIR FILE.cu" >&2; exit 2; }
+    TEST_SRC="$(cd "$(dirname "$3")" && pwd)/$(basename "$3")"
+    set -- "$2"
+fi
 [ $# -ge 1 ] || { echo "usage: $0 [--build] BUILD_DIR [selfcheck flags]" >&2; exit 2; }
 for tool in python3 g++; do
     command -v "$tool" >/dev/null || { echo "$tool not found: the emulated selfcheck is skipped"; exit 77; }
@@ -31,7 +40,8 @@ BUILD="$(cd "$1" && pwd)"
 shift
 CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
 CORE="$BUILD/libdawnrun_core.a"
-[ -f "$CORE" ] || { echo "$CORE: not found (build the project in $BUILD first)" >&2; exit 2; }
+[ -n "$TEST_SRC" ] || [ -f "$CORE" ] ||
+    { echo "$CORE: not found (build the project in $BUILD first)" >&2; exit 2; }
 WORK="$BUILD/cuda-emu"
 mkdir -p "$WORK/src" "$WORK/obj"
 
@@ -65,6 +75,25 @@ compile() {   # compile LANG SOURCE OBJECT, in the background when stale
     fi
     pids+=($!)
 }
+if [ -n "$TEST_SRC" ]; then
+    # a test program: the emulated runtime and libraries, and the test, nothing else
+    name="test_$(basename "$TEST_SRC" .cu)"
+    for f in "$HERE/emu_runtime.cpp" "$HERE/emu_libs.cpp"; do
+        compile c++ "$f" "$WORK/obj/$(basename "$f" .cpp).o"
+    done
+    mkdir -p "$WORK/test"
+    out="$WORK/test/$name.cpp"
+    python3 "$HERE/rewrite_launches.py" "$TEST_SRC" >"$out.tmp" && mv "$out.tmp" "$out"
+    g++ "${CXXFLAGS[@]}" -c "$out" -o "$WORK/test/$name.o" &
+    pids+=($!)
+    failed=0
+    for p in "${pids[@]}"; do wait "$p" || failed=1; done
+    [ "$failed" = 0 ] || { echo "emulated test build failed" >&2; exit 2; }
+    g++ "${SAN[@]}" "$WORK/test/$name.o" "$WORK/obj/emu_runtime.o" "$WORK/obj/emu_libs.o" \
+        -o "$WORK/test/$name" -lm -lpthread
+    flock -u 9
+    ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}" exec "$WORK/test/$name"
+fi
 for f in "$ROOT"/kernels/cuda/*.cu; do
     out="$WORK/src/$(basename "$f" .cu).cpp"
     if stale "$f" "$out" || stale "$HERE/rewrite_launches.py" "$out"; then
@@ -81,7 +110,9 @@ done
 failed=0
 for p in "${pids[@]}"; do wait "$p" || failed=1; done
 [ "$failed" = 0 ] || { echo "emulated build failed" >&2; exit 2; }
-if [ ! -x "$WORK/dawnrun" ] || [ "${#pids[@]}" -gt 0 ] || [ "$CORE" -nt "$WORK/dawnrun" ]; then
+# (an object may also have been rebuilt by a --test run, which links no dawnrun)
+if [ ! -x "$WORK/dawnrun" ] || [ "${#pids[@]}" -gt 0 ] || [ "$CORE" -nt "$WORK/dawnrun" ] ||
+   [ -n "$(find "$WORK/obj" -name '*.o' -newer "$WORK/dawnrun" | head -1)" ]; then
     rm -f "$WORK"/obj/main.o "$WORK"/obj/cli.o "$WORK"/obj/cmd_selfcheck.o   # older layout
     g++ "${SAN[@]}" -fopenmp "$WORK"/obj/*.o "$CORE" -o "$WORK/dawnrun" -ldnnl -lconfig \
         -lsqlite3 -lm -lpthread

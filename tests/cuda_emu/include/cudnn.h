@@ -8,6 +8,7 @@
 typedef enum {
     CUDNN_STATUS_SUCCESS = 0,
     CUDNN_STATUS_BAD_PARAM = 3,
+    CUDNN_STATUS_EXECUTION_FAILED = 8,
     CUDNN_STATUS_NOT_SUPPORTED = 9
 } cudnnStatus_t;
 typedef struct emu_cudnn *cudnnHandle_t;

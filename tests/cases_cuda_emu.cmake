@@ -17,7 +17,6 @@ if(DAWNRUN_HAVE_CUDA)
   add_test(NAME cuda_emulated_bench_counts
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_bench_counts.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(cuda_emulated_bench_counts PROPERTIES TIMEOUT 1200 SKIP_RETURN_CODE 77)
-
   # stream capture and graph replay as real CUDA does them, and what capture forbids
   add_test(NAME cuda_emulated_graph_capture
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu/run.sh --test ${CMAKE_BINARY_DIR}

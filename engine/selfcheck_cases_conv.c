@@ -25,32 +25,43 @@ static const struct conv_shape CONV_SHAPES[] = {
     {8, 8, 3, 24, 32, 2, 1, 0, 1, 1},       /* whitening: fixed filter, trained bias */
 };
 
-static int conv_build(struct sc_env *e, const struct sc_case *c)
+/* The tensors of an op with a weight and a bias, as a convolution with a k x k filter
+ * from ci channels of hw x hw to co channels of ho x ho (a linear layer: k = hw = ho = 1):
+ * x, dx (cap, ci, hw, hw) and y, dy (cap, co, ho, ho), used at n images; w, dw
+ * (co, ci, k, k) with w uniform in [-w_range, w_range]; b, db (co). The gradients start
+ * random: they are accumulated into or overwritten. */
+static int weighted_build(struct sc_env *e, int n, int cap, int ci, int hw, int co, int ho,
+                          int k, float w_range)
 {
     int rc = DR_OK;
-    const struct conv_shape *s = c->attr;
-    const int ho = (s->hw + 2 * s->pad - s->k) / s->stride + 1;
-    TRY(sc_tensor(e, SC_X, "x", TENSOR_ACT, s->cap, s->ci, s->hw, s->hw));
-    TRY(sc_tensor(e, SC_DX, "dx", TENSOR_ACT, s->cap, s->ci, s->hw, s->hw));
-    TRY(sc_tensor(e, SC_Y, "y", TENSOR_ACT, s->cap, s->co, ho, ho));
-    TRY(sc_tensor(e, SC_DY, "dy", TENSOR_ACT, s->cap, s->co, ho, ho));
-    TRY(sc_tensor(e, SC_W, "w", TENSOR_PARAM, s->co, s->ci, s->k, s->k));
-    TRY(sc_tensor(e, SC_DW, "dw", TENSOR_PARAM, s->co, s->ci, s->k, s->k));
-    TRY(sc_tensor(e, SC_B, "b", TENSOR_PARAM, s->co, 1, 1, 1));
-    TRY(sc_tensor(e, SC_DB, "db", TENSOR_PARAM, s->co, 1, 1, 1));
-    sc_set_n(e, SC_X, s->n);
-    sc_set_n(e, SC_DX, s->n);
-    sc_set_n(e, SC_Y, s->n);
-    sc_set_n(e, SC_DY, s->n);
+    TRY(sc_tensor(e, SC_X, "x", TENSOR_ACT, cap, ci, hw, hw));
+    TRY(sc_tensor(e, SC_DX, "dx", TENSOR_ACT, cap, ci, hw, hw));
+    TRY(sc_tensor(e, SC_Y, "y", TENSOR_ACT, cap, co, ho, ho));
+    TRY(sc_tensor(e, SC_DY, "dy", TENSOR_ACT, cap, co, ho, ho));
+    TRY(sc_tensor(e, SC_W, "w", TENSOR_PARAM, co, ci, k, k));
+    TRY(sc_tensor(e, SC_DW, "dw", TENSOR_PARAM, co, ci, k, k));
+    TRY(sc_tensor(e, SC_B, "b", TENSOR_PARAM, co, 1, 1, 1));
+    TRY(sc_tensor(e, SC_DB, "db", TENSOR_PARAM, co, 1, 1, 1));
+    sc_set_n(e, SC_X, n);
+    sc_set_n(e, SC_DX, n);
+    sc_set_n(e, SC_Y, n);
+    sc_set_n(e, SC_DY, n);
     TRY(sc_random(e, SC_X, -2.0f, 2.0f));
-    TRY(sc_random(e, SC_W, -0.3f, 0.3f));
+    TRY(sc_random(e, SC_W, -w_range, w_range));
     TRY(sc_random(e, SC_B, -1.0f, 1.0f));
     TRY(sc_random(e, SC_DY, -1.0f, 1.0f));
-    TRY(sc_random(e, SC_DX, -1.0f, 1.0f));   /* accumulated into, or overwritten */
+    TRY(sc_random(e, SC_DX, -1.0f, 1.0f));
     TRY(sc_random(e, SC_DW, -1.0f, 1.0f));
     TRY(sc_random(e, SC_DB, -1.0f, 1.0f));
 cleanup:
     return rc;
+}
+
+static int conv_build(struct sc_env *e, const struct sc_case *c)
+{
+    const struct conv_shape *s = c->attr;
+    const int ho = (s->hw + 2 * s->pad - s->k) / s->stride + 1;
+    return weighted_build(e, s->n, s->cap, s->ci, s->hw, s->co, ho, s->k, 0.3f);
 }
 
 static int conv_forward_run(struct sc_side *t, const struct sc_case *c)
@@ -138,29 +149,8 @@ static const struct linear_shape LINEAR_SHAPES[] = {
 
 static int linear_build(struct sc_env *e, const struct sc_case *c)
 {
-    int rc = DR_OK;
     const struct linear_shape *s = c->attr;
-    TRY(sc_tensor(e, SC_X, "x", TENSOR_ACT, s->cap, s->in, 1, 1));
-    TRY(sc_tensor(e, SC_DX, "dx", TENSOR_ACT, s->cap, s->in, 1, 1));
-    TRY(sc_tensor(e, SC_Y, "y", TENSOR_ACT, s->cap, s->out, 1, 1));
-    TRY(sc_tensor(e, SC_DY, "dy", TENSOR_ACT, s->cap, s->out, 1, 1));
-    TRY(sc_tensor(e, SC_W, "w", TENSOR_PARAM, s->out, s->in, 1, 1));
-    TRY(sc_tensor(e, SC_DW, "dw", TENSOR_PARAM, s->out, s->in, 1, 1));
-    TRY(sc_tensor(e, SC_B, "b", TENSOR_PARAM, s->out, 1, 1, 1));
-    TRY(sc_tensor(e, SC_DB, "db", TENSOR_PARAM, s->out, 1, 1, 1));
-    sc_set_n(e, SC_X, s->n);
-    sc_set_n(e, SC_DX, s->n);
-    sc_set_n(e, SC_Y, s->n);
-    sc_set_n(e, SC_DY, s->n);
-    TRY(sc_random(e, SC_X, -2.0f, 2.0f));
-    TRY(sc_random(e, SC_W, -0.1f, 0.1f));
-    TRY(sc_random(e, SC_B, -1.0f, 1.0f));
-    TRY(sc_random(e, SC_DY, -1.0f, 1.0f));
-    TRY(sc_random(e, SC_DX, -1.0f, 1.0f));
-    TRY(sc_random(e, SC_DW, -1.0f, 1.0f));
-    TRY(sc_random(e, SC_DB, -1.0f, 1.0f));
-cleanup:
-    return rc;
+    return weighted_build(e, s->n, s->cap, s->in, 1, s->out, 1, 1, 0.1f);
 }
 
 static int linear_forward_run(struct sc_side *t, const struct sc_case *c)

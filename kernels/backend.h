@@ -32,6 +32,33 @@ struct bn_attr {
                                  multiple of S), each normalised with its own statistics */
 };
 
+/* The step cursor (kernels/plan.h): a TENSOR_I32 of PLAN_CURSOR_LEN values in backend
+ * memory, the per-step state a replayed step reads. */
+enum { CURSOR_STEP = 0,    /* global training step (indexes the learning-rate table) */
+       CURSOR_EPOCH = 1,   /* 0-based epoch (the augmentation draw, parameter freezing) */
+       CURSOR_INDEX = 2,   /* batch index: within the epoch, or within the evaluation pass */
+       PLAN_CURSOR_LEN = 4 };
+
+/* Most inputs of a concat node (engine/graph.h GRAPH_MAX_INPUTS). */
+#define PLAN_MAX_CONCAT 8
+
+/* One trainable parameter in a multi-tensor SGD step. It is stepped with
+ * lr = (float)((double)lr_table[cursor[CURSOR_STEP]] * lr_scale) and weight decay wd,
+ * unless train_epochs > 0 and cursor[CURSOR_EPOCH] >= train_epochs (then left as is). */
+struct sgd_item {
+    struct tensor *w, *v, *dw;  /* PARAM, the same shape: parameter, momentum, gradient */
+    double lr_scale;
+    float wd;
+    int train_epochs;
+};
+
+/* One averaged tensor in a multi-tensor weight-averaging step (param_lerp semantics). */
+struct lerp_item {
+    struct tensor *avg, *w;
+};
+
+struct plan;
+
 struct pool_attr {
     enum pool_kind kind;
     int kh, kw, sh, sw;       /* global pools pass the whole plane */
@@ -129,6 +156,29 @@ struct backend_ops {
      * the same shape and kind, PARAM or F32; every compute copy of a PARAM tensor that
      * changes is refreshed (avg may be used for evaluation). */
     int (*param_lerp)(void *ctx, struct tensor *avg, struct tensor *w, float t, int copy_back);
+
+    /* --- the plan's own ops (kernels/plan.h) --- */
+
+    /* augment with the rows read from backend memory: batch row i is
+     * rows[cursor[CURSOR_INDEX] * stride + i] (i < x->n), the epoch of the draw is
+     * cursor[CURSOR_EPOCH]; otherwise as augment. rows I32, cursor I32 (PLAN_CURSOR_LEN). */
+    int (*augment_step)(void *ctx, struct tensor *x, struct tensor *labels,
+                        const struct tensor *images, const struct tensor *image_labels,
+                        const struct tensor *rows, const struct tensor *cursor, int stride,
+                        const struct augment_params *aug, uint64_t seed);
+    /* sgd_update on every item (struct sgd_item says with which lr and wd, and which are
+     * skipped), in one pass where the engine can; lr_table F32 (steps), cursor I32. */
+    int (*sgd_multi)(void *ctx, const struct sgd_item *items, int count,
+                     const struct tensor *lr_table, const struct tensor *cursor, float momentum,
+                     int nesterov);
+    /* param_lerp(avg, w, t, copy_back) on every item, in one pass where the engine can. */
+    int (*lerp_multi)(void *ctx, const struct lerp_item *items, int count, float t,
+                      int copy_back);
+    /* cursor[CURSOR_STEP] += 1 and cursor[CURSOR_INDEX] += 1, in backend memory. */
+    int (*cursor_advance)(void *ctx, struct tensor *cursor);
+    /* Optional (NULL: the engine runs plan_run_each): runs a whole plan, with whatever
+     * fusion and replay the backend supports, with plan_run_each's results. */
+    int (*plan_compute)(void *ctx, const struct plan *p);
 
     /* Optional (NULL when the engine counts nothing, as the CPU engine): the counts since
      * the context was created or last reset (kernels/counters.h); reading them does not

@@ -569,6 +569,87 @@ cleanup:
     return rc;
 }
 
+/* ------------------------------------------------------------------ the plan's own ops */
+
+/* The cursor's values, checked: a cursor that is not I32 (PLAN_CURSOR_LEN) is a caller's
+ * bug. */
+static int cpu_cursor(const int32_t **out, const struct tensor *cursor)
+{
+    int rc = DR_OK;
+    EXPECT(cursor && cursor->kind == TENSOR_I32 && tensor_count(cursor) == PLAN_CURSOR_LEN,
+           "the step cursor is not an I32 tensor of %d values", (int)PLAN_CURSOR_LEN);
+    *out = cursor->data;
+cleanup:
+    return rc;
+}
+
+static int cpu_augment_step(void *ctx, struct tensor *x, struct tensor *labels,
+                            const struct tensor *images, const struct tensor *image_labels,
+                            const struct tensor *rows, const struct tensor *cursor, int stride,
+                            const struct augment_params *aug, uint64_t seed)
+{
+    int rc = DR_OK;
+    const int32_t *cur = NULL;
+    TRY(cpu_cursor(&cur, cursor));
+    EXPECT(rows && rows->kind == TENSOR_I32 && stride >= x->n,
+           "augment_step: rows must be I32 and the stride (%d) at least the batch (%d)", stride,
+           x->n);
+    long first = (long)cur[CURSOR_INDEX] * stride;
+    EXPECT(cur[CURSOR_INDEX] >= 0 && first + x->n <= (long)tensor_count(rows),
+           "augment_step: batch %d of stride %d needs rows up to %ld of %zu",
+           (int)cur[CURSOR_INDEX], stride, first + x->n, tensor_count(rows));
+    struct tensor window = *rows;
+    window.data = (int32_t *)rows->data + first;
+    window.n = x->n;
+    window.c = window.h = window.w = 1;
+    TRY(cpu_augment(ctx, x, labels, images, image_labels, &window, aug, seed,
+                    (int)cur[CURSOR_EPOCH]));
+cleanup:
+    return rc;
+}
+
+static int cpu_sgd_multi(void *ctx, const struct sgd_item *items, int count,
+                         const struct tensor *lr_table, const struct tensor *cursor,
+                         float momentum, int nesterov)
+{
+    int rc = DR_OK;
+    const int32_t *cur = NULL;
+    TRY(cpu_cursor(&cur, cursor));
+    EXPECT(lr_table && lr_table->kind == TENSOR_F32 && cur[CURSOR_STEP] >= 0 &&
+               (size_t)cur[CURSOR_STEP] < tensor_count(lr_table),
+           "sgd_multi: step %d outside the learning-rate table", (int)cur[CURSOR_STEP]);
+    float lr = ((const float *)lr_table->data)[cur[CURSOR_STEP]];
+    for (int k = 0; k < count; k++) {
+        const struct sgd_item *it = &items[k];
+        if (it->train_epochs > 0 && cur[CURSOR_EPOCH] >= it->train_epochs) continue;
+        TRY(cpu_sgd_update(ctx, it->w, it->v, it->dw, (float)((double)lr * it->lr_scale), it->wd,
+                           momentum, nesterov));
+    }
+cleanup:
+    return rc;
+}
+
+static int cpu_lerp_multi(void *ctx, const struct lerp_item *items, int count, float t,
+                          int copy_back)
+{
+    int rc = DR_OK;
+    for (int k = 0; k < count; k++) TRY(cpu_param_lerp(ctx, items[k].avg, items[k].w, t, copy_back));
+cleanup:
+    return rc;
+}
+
+static int cpu_cursor_advance(void *ctx, struct tensor *cursor)
+{
+    int rc = DR_OK;
+    const int32_t *cur = NULL;
+    cpu_enter(ctx);
+    TRY(cpu_cursor(&cur, cursor));
+    ((int32_t *)cursor->data)[CURSOR_STEP]++;
+    ((int32_t *)cursor->data)[CURSOR_INDEX]++;
+cleanup:
+    return rc;
+}
+
 /* ------------------------------------------------------------------ the table */
 
 static const struct backend_ops cpu_ops = {
@@ -604,6 +685,11 @@ static const struct backend_ops cpu_ops = {
     .xent_backward = cpu_xent_backward,
     .sgd_update = cpu_sgd_update,
     .param_lerp = cpu_param_lerp,
+    .augment_step = cpu_augment_step,
+    .sgd_multi = cpu_sgd_multi,
+    .lerp_multi = cpu_lerp_multi,
+    .cursor_advance = cpu_cursor_advance,
+    .plan_compute = NULL,   /* node by node (plan_run_each) */
     .counters = NULL,   /* the CPU engine counts nothing */
     .counters_reset = NULL,
 };

@@ -313,6 +313,11 @@ static const struct backend_ops cuda_ops_table = {
     /* .xent_backward = */ cuda_xent_backward,
     /* .sgd_update = */ cuda_sgd_update,
     /* .param_lerp = */ cuda_param_lerp,
+    /* .augment_step = */ NULL,
+    /* .sgd_multi = */ NULL,
+    /* .lerp_multi = */ NULL,
+    /* .cursor_advance = */ NULL,
+    /* .plan_compute = */ NULL,
     /* .counters = */ cuda_counters,
     /* .counters_reset = */ cuda_counters_reset,
 };

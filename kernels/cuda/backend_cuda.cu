@@ -44,6 +44,8 @@ static void cuda_destroy(void *ctx)
     if (c->stream) cuda_counted_sync(c);
     for (int s = 0; s < SLOT_COUNT; s++)
         if (c->scratch[s].ptr) cuda_counted_free(c, c->scratch[s].ptr);
+    cuda_graph_release(c);
+    cuda_plan_release(c);
     cuda_conv_release(c);
     if (c->td_x) cudnnDestroyTensorDescriptor(c->td_x);
     if (c->td_y) cudnnDestroyTensorDescriptor(c->td_y);
@@ -317,10 +319,15 @@ static const struct backend_ops cuda_ops_table = {
     /* .sgd_multi = */ NULL,
     /* .lerp_multi = */ NULL,
     /* .cursor_advance = */ NULL,
-    /* .plan_compute = */ NULL,
+    /* .plan_compute = */ cuda_plan_compute,
     /* .counters = */ cuda_counters,
     /* .counters_reset = */ cuda_counters_reset,
 };
+
+const struct backend_ops *cuda_ops(void)
+{
+    return &cuda_ops_table;
+}
 
 /* ------------------------------------------------------------------ creation */
 

@@ -22,6 +22,7 @@
 
 extern "C" {
 #include "../backend.h"
+#include "../plan.h"
 #include "../backend_check.h"
 #include "../../base/status.h"
 }
@@ -82,6 +83,8 @@ struct cuda_ctx {
     int n_algos, cap_algos;
     char name[512];
     struct backend_counters counts; /* since creation or the last counters_reset */
+    void *plans;                    /* plan_cuda.cu: its analyses of the plans run so far */
+    void *graphs;                   /* graph_cuda.cu: the graphs captured so far */
 };
 
 /* ------------------------------------------------------------------ element types */
@@ -347,5 +350,29 @@ int cuda_param_lerp(void *ctx, struct tensor *avg, struct tensor *w, float t, in
 int cuda_augment(void *ctx, struct tensor *x, struct tensor *labels, const struct tensor *images,
                  const struct tensor *image_labels, const struct tensor *rows,
                  const struct augment_params *aug, uint64_t seed, int epoch);
+
+/* ------------------------------------------------------------------ plans and graphs */
+
+/* The engine's own op table (backend_cuda.cu), for running plan nodes through it. */
+const struct backend_ops *cuda_ops(void);
+
+/* plan_cuda.cu. Runs plan p eagerly on the stream: the fused patterns it supports as
+ * fused kernels, every other node through the table (plan_run_node). */
+int cuda_plan_execute(struct cuda_ctx *c, const struct plan *p);
+
+/* backend_ops.plan_compute: cuda_graph_run(c, p, cuda_plan_execute). */
+int cuda_plan_compute(void *ctx, const struct plan *p);
+
+/* Releases what plan_cuda.cu keeps in c->plans. */
+void cuda_plan_release(struct cuda_ctx *c);
+
+/* graph_cuda.cu. Runs p through `run`, and when p->replayable and graphs are on
+ * (DAWNRUN_CUDA_GRAPH is not 0) captures such a run into a CUDA graph once and replays it
+ * afterwards, for as long as plan_signature(p) is unchanged. */
+typedef int (*cuda_plan_runner)(struct cuda_ctx *c, const struct plan *p);
+int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner run);
+
+/* Releases what graph_cuda.cu keeps in c->graphs. */
+void cuda_graph_release(struct cuda_ctx *c);
 
 #endif

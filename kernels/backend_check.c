@@ -7,6 +7,9 @@ int backend_check_pool(int *ho, int *wo, const struct tensor *y, const struct te
                        const struct pool_attr *a)
 {
     int rc = DR_OK;
+    /* the kernels branch on max and treat anything else as average: an unknown kind must
+     * not get that far */
+    EXPECT(a->kind == POOL_MAX || a->kind == POOL_AVG, "pool: unknown kind %d", (int)a->kind);
     EXPECT(a->kh >= 1 && a->kw >= 1 && a->sh >= 1 && a->sw >= 1 && a->kh <= x->h &&
                a->kw <= x->w,
            "pool: window %dx%d stride %dx%d on a %dx%d plane", a->kh, a->kw, a->sh, a->sw, x->h,

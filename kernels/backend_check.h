@@ -9,7 +9,8 @@
 #include "augment.h"
 #include "backend.h"
 
-/* y (or dy) of a pool over x with attributes a; *ho, *wo get the output plane size. */
+/* y (or dy) of a pool over x with attributes a (kind POOL_MAX or POOL_AVG); *ho, *wo get
+ * the output plane size. */
 int backend_check_pool(int *ho, int *wo, const struct tensor *y, const struct tensor *x,
                        const struct pool_attr *a);
 

@@ -198,6 +198,10 @@ static void test_network(const struct backend *b)
           DR_OK);
     CHECK(o->act_forward(ctx, &y3, &y2, ACT_RELU, 0.0f) == DR_OK);
     CHECK(o->pool_forward(ctx, &y4, &y3, &pa) == DR_OK);
+    struct pool_attr unknown = pa;   /* a kind the kernels do not know is refused, not averaged */
+    unknown.kind = (enum pool_kind)(POOL_AVG + 1);
+    CHECK(o->pool_forward(ctx, &y4, &y3, &unknown) == DR_ERR_INTERNAL);
+    CHECK(o->pool_forward(ctx, &y4, &y3, &pa) == DR_OK);
     CHECK(o->flatten_forward(ctx, &y5, &y4) == DR_OK);
     CHECK(o->linear_forward(ctx, &y6, &y5, &lw, &lb) == DR_OK);
     CHECK(o->xent_forward(ctx, &stats, &probs, &y6, &labels, 0.2f) == DR_OK);

@@ -1,7 +1,8 @@
 /* The step as a plan (kernels/plan.h, engine/model_plan.c) on the CPU engine:
  * plan_node_tensors names every op kind's outputs as written and the outputs it adds to
  * also as read; plan_signature follows tensor handles' data pointers and sizes and
- * nothing else; the trainer's step plan, run twice, advances its cursor and takes the
+ * nothing else; the backward pass the plan's builders describe matches central
+ * differences of the loss; the trainer's step plan, run twice, advances its cursor and takes the
  * next rows of the permutation; and a run of the step plan (two epochs, a changing
  * learning rate, per-kind scales, a bias trained in the first epoch only, an EMA,
  * test-time views over a partial last batch) gives bit for bit what the same training
@@ -581,6 +582,91 @@ static void test_same_as_host(struct fixture *f)
     trainer_free(&r);
 }
 
+/* The summed loss of the batch in m->y[0] under the current parameters: the train-mode
+ * forward pass and the loss, through the plan's builders. */
+static int batch_loss(struct model *m, struct backend *be, double *loss)
+{
+    int rc = DR_OK;
+    float st[2];
+    TRY(be->ops->tensor_zero(be->ctx, &m->stats));
+    TRY(model_forward(m, 1));
+    TRY(model_loss(m, 0.0f));
+    TRY(be->ops->tensor_read(be->ctx, st, &m->stats));
+    *loss = st[0];
+cleanup:
+    return rc;
+}
+
+/* The backward pass the builders describe (accumulate flags, skipped gradients, the two
+ * consumers of relu1) against central differences of the loss: a few entries of every
+ * parameter tensor. */
+static void test_backward_gradients(struct fixture *f)
+{
+    enum { N = 8 };
+    struct backend *be = &f->be;
+    struct model m;
+    if (model_create(&m, &f->g, be, N) != DR_OK) {
+        CHECK(0);
+        return;
+    }
+    CHECK(model_init_params(&m, 11) == DR_OK);
+    CHECK(model_init_whiten(&m, &f->train) == DR_OK);
+    CHECK(model_set_batch(&m, N) == DR_OK);
+    size_t nx = tensor_count(&m.y[0]);
+    float *x = malloc(nx * sizeof(float));
+    int32_t lab[N];
+    for (size_t i = 0; x && i < nx; i++) {
+        struct rng4 r = rng_draw(0x9a17u, 5, 0, (uint32_t)i, 0);
+        x[i] = 2.0f * rng_unit(r.v[0]) - 1.0f;
+    }
+    for (int i = 0; i < N; i++) lab[i] = (i * 3) % 10;
+    CHECK(x && be->ops->tensor_write(be->ctx, &m.y[0], x) == DR_OK);
+    CHECK(be->ops->tensor_write(be->ctx, &m.labels, lab) == DR_OK);
+    double l0 = 0;
+    CHECK(batch_loss(&m, be, &l0) == DR_OK);
+    /* twice: a gradient added to where it should be written shows on stale buffers */
+    CHECK(model_backward(&m, 0.0f, 1.0f) == DR_OK);
+    CHECK(model_backward(&m, 0.0f, 1.0f) == DR_OK);
+    int bad = 0, checked = 0;
+    const float h = 1e-2f;
+    for (int k = 0; k < f->g.n_params; k++) {
+        size_t count = tensor_count(&m.p[k]);
+        float *w = read_all(be, &m.p[k]), *dw = read_all(be, &m.dp[k]);
+        if (!w || !dw) {
+            CHECK(0);
+            free(w);
+            free(dw);
+            continue;
+        }
+        for (int j = 0; j < 3 && (size_t)j < count; j++) {
+            size_t at = (size_t)j * (count / 3 + 1) % count;
+            float keep = w[at];
+            double lp = 0, lm = 0;
+            w[at] = keep + h;
+            CHECK(be->ops->tensor_write(be->ctx, &m.p[k], w) == DR_OK);
+            CHECK(batch_loss(&m, be, &lp) == DR_OK);
+            w[at] = keep - h;
+            CHECK(be->ops->tensor_write(be->ctx, &m.p[k], w) == DR_OK);
+            CHECK(batch_loss(&m, be, &lm) == DR_OK);
+            w[at] = keep;
+            CHECK(be->ops->tensor_write(be->ctx, &m.p[k], w) == DR_OK);
+            double num = (lp - lm) / (2.0 * h), ana = dw[at];
+            checked++;
+            if (fabs(num - ana) > 2e-2 + 5e-2 * fabs(ana)) {
+                printf("parameter %d [%zu]: gradient %.6g, central difference %.6g\n", k, at,
+                       ana, num);
+                bad++;
+            }
+        }
+        free(w);
+        free(dw);
+    }
+    printf("backward: %d of %d gradient entries off their central difference\n", bad, checked);
+    CHECK(bad == 0 && checked > 0);
+    free(x);
+    model_free(&m);
+}
+
 /* An engine without the plan's ops cannot build a step plan: an error naming the op,
  * not a call through NULL. */
 static void test_missing_op(struct fixture *f)
@@ -602,6 +688,7 @@ int main(void)
     CHECK(random_dataset(&f.test, TEST_IMAGES, 2) == DR_OK);
     CHECK(backend_cpu_create(&f.be, 2) == DR_OK);
     if (check_failures) return check_finish("plan");
+    test_backward_gradients(&f);
     test_step_twice(&f);
     test_signature(&f);
     test_same_as_host(&f);

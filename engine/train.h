@@ -104,9 +104,12 @@ struct trainer {
 
 /* Plans the run (experiment_plan on the data sets' sizes: DR_ERR_CONFIG, with its
  * message, when train has fewer images than a batch), builds the model for e (batch
- * max(train, eval)), uploads both datasets, initialises
- * parameters from seed (whitening filters from `train`), and starts the weight average
- * when train.average asks for one. */
+ * max(train, eval)), uploads both datasets, the test rows and the learning-rate table
+ * (train_step_hparams' lr of every global step), initialises parameters from seed
+ * (whitening filters from `train`), starts the weight average when train.average asks
+ * for one, and builds the step plan and the two evaluation plans. An engine without
+ * the plan's ops (augment_step, sgd_multi, cursor_advance; lerp_multi when averaging):
+ * DR_ERR_INTERNAL naming the op. */
 int trainer_create(struct trainer *t, const struct experiment *e, const struct graph *g,
                    struct backend *be, const struct dataset *train, const struct dataset *test,
                    uint64_t seed);

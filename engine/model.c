@@ -1,5 +1,5 @@
-/* Instantiates a graph on a backend and runs forward, loss, backward and SGD through
- * the backend table (see model.h). */
+/* Instantiates a graph on a backend (see model.h): its tensors, their initialisation,
+ * and the weight average; the passes themselves are built as plans in model_plan.c. */
 #include "model.h"
 
 #include <math.h>
@@ -174,6 +174,8 @@ void model_free(struct model *m)
     free(m->avg_rvar);
     free(m->live);
     free(m->accum);
+    free(m->sgd_items);
+    free(m->lerp_items);
     memset(m, 0, sizeof(*m));
 }
 
@@ -250,20 +252,38 @@ cleanup:
     return rc;
 }
 
-/* Visits every averaged tensor with its live twin: parameters, then BN statistics. */
-static int average_each(struct model *m, float t, int copy_back)
+/* Lists every averaged tensor with its live twin, parameters then BN statistics, into
+ * m->lerp_items (once). */
+static int average_items(struct model *m)
 {
     int rc = DR_OK;
-    const struct backend_ops *ops = m->be->ops;
-    for (int k = 0; k < m->g->n_params; k++)
-        TRY(ops->param_lerp(m->be->ctx, &m->avg[k], &m->p[k], t, copy_back));
-    for (int i = 0; i < m->g->count; i++) {
-        if (m->g->layers[i].spec.type != LAYER_BN) continue;
-        TRY(ops->param_lerp(m->be->ctx, &m->avg_rmean[i], &m->bn_rmean[i], t, copy_back));
-        TRY(ops->param_lerp(m->be->ctx, &m->avg_rvar[i], &m->bn_rvar[i], t, copy_back));
+    const struct graph *g = m->g;
+    if (m->lerp_items) return DR_OK;
+    size_t cap = (size_t)g->n_params + 2 * (size_t)g->count + 1;
+    struct lerp_item *items = dr_calloc(cap, sizeof(*items));
+    int n = 0;
+    CHECK_ALLOC(items, "the weight-average list");
+    for (int k = 0; k < g->n_params; k++) items[n++] = (struct lerp_item){&m->avg[k], &m->p[k]};
+    for (int i = 0; i < g->count; i++) {
+        if (g->layers[i].spec.type != LAYER_BN) continue;
+        items[n++] = (struct lerp_item){&m->avg_rmean[i], &m->bn_rmean[i]};
+        items[n++] = (struct lerp_item){&m->avg_rvar[i], &m->bn_rvar[i]};
     }
+    m->lerp_items = items;
+    m->lerp_count = n;
 cleanup:
     return rc;
+}
+
+/* Every averaged tensor: one lerp_multi over the list. */
+static int average_each(struct model *m, float t, int copy_back)
+{
+    const struct backend_ops *ops = m->be->ops;
+    if (!ops->lerp_multi)
+        return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL,
+                         "the %s engine has no lerp_multi operation: it cannot average weights",
+                         ops->name);
+    return ops->lerp_multi(m->be->ctx, m->lerp_items, m->lerp_count, t, copy_back);
 }
 
 /* Releases the averaged copies and their tables (a start that ran out of memory). */
@@ -277,7 +297,10 @@ static void average_drop(struct model *m)
     free(m->avg);
     free(m->avg_rmean);
     free(m->avg_rvar);
+    free(m->lerp_items);
     m->avg = m->avg_rmean = m->avg_rvar = NULL;
+    m->lerp_items = NULL;
+    m->lerp_count = 0;
 }
 
 int model_average_start(struct model *m)
@@ -301,6 +324,7 @@ int model_average_start(struct model *m)
             TRY(tensor_new(m, &m->avg_rvar[i], TENSOR_F32, g->layers[i].c, 1, 1, 1));
         }
     }
+    TRY(average_items(m));
     TRY(average_each(m, 1.0f, 0));
 cleanup:
     if (rc == DR_ERR_NOMEM) average_drop(m);   /* all or nothing: a later start retries */
@@ -349,185 +373,4 @@ int model_set_batch(struct model *m, int n)
     m->probs.n = n;
     m->labels.n = n;
     return DR_OK;
-}
-
-/* The optional bias parameter of a conv/linear layer, or NULL. */
-static struct tensor *layer_bias(const struct layer *l, struct tensor *set)
-{
-    return (l->spec.bias && l->param_count > 1) ? &set[l->param_first + 1] : NULL;
-}
-
-static int layer_forward(struct model *m, int i, int train)
-{
-    const struct backend_ops *ops = m->be->ops;
-    void *ctx = m->be->ctx;
-    const struct layer *l = &m->g->layers[i];
-    const struct layer_info *info = layer_info(l->spec.type);
-    struct tensor *y = &m->y[i];
-    const struct tensor *x = &m->y[l->inputs[0]];
-    struct tensor *p = &m->p[l->param_first];
-    switch (info ? info->kind : LAYER_KIND_INPUT) {
-    case LAYER_KIND_CONV:
-    case LAYER_KIND_WHITEN: {
-        struct conv_attr a = {l->spec.k, l->spec.stride, l->spec.pad};
-        return ops->conv_forward(ctx, y, x, p, layer_bias(l, m->p), &a);
-    }
-    case LAYER_KIND_BN: {
-        struct bn_attr a = {l->spec.eps, l->spec.momentum, l->spec.splits};
-        if (train)
-            return ops->bn_forward_train(ctx, y, &m->bn_mean[i], &m->bn_invstd[i], &m->bn_rmean[i],
-                                         &m->bn_rvar[i], x, &p[0], &p[1], &a);
-        return ops->bn_forward_eval(ctx, y, x, &p[0], &p[1], &m->bn_rmean[i], &m->bn_rvar[i], &a);
-    }
-    case LAYER_KIND_ACT: return ops->act_forward(ctx, y, x, info->act, l->spec.alpha);
-    case LAYER_KIND_POOL: {
-        struct pool_attr a = {info->pool, l->spec.k, l->spec.k, l->spec.stride, l->spec.stride};
-        return ops->pool_forward(ctx, y, x, &a);
-    }
-    case LAYER_KIND_GLOBAL_POOL: {
-        struct pool_attr a = {info->pool, l->in_h, l->in_w, l->in_h, l->in_w};
-        return ops->pool_forward(ctx, y, x, &a);
-    }
-    case LAYER_KIND_CONCAT: {
-        const struct tensor *xs[GRAPH_MAX_INPUTS];
-        for (int s = 0; s < l->n_inputs; s++) xs[s] = &m->y[l->inputs[s]];
-        return ops->concat_forward(ctx, y, xs, l->n_inputs);
-    }
-    case LAYER_KIND_ADD: return ops->add_forward(ctx, y, x, &m->y[l->inputs[1]]);
-    case LAYER_KIND_FLATTEN: return ops->flatten_forward(ctx, y, x);
-    case LAYER_KIND_LINEAR: return ops->linear_forward(ctx, y, x, p, layer_bias(l, m->p));
-    case LAYER_KIND_SCALE: return ops->scale_forward(ctx, y, x, l->spec.scale);
-    case LAYER_KIND_INPUT:
-    case LAYER_KIND_SHORTCUT:   /* graph_build resolves it */
-        break;
-    }
-    return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL, "layer '%s': no forward for type %d",
-                     l->spec.name, (int)l->spec.type);
-}
-
-int model_forward(struct model *m, int train)
-{
-    int rc = DR_OK;
-    for (int i = 1; i < m->g->count; i++) {
-        if (!m->live[i]) continue;
-        double t0 = prof_start(m);
-        TRY(layer_forward(m, i, train));
-        if (m->prof) m->prof->forward_s[m->g->layers[i].spec.type] += prof_stop(m, t0);
-    }
-cleanup:
-    return rc;
-}
-
-int model_loss(struct model *m, float smoothing)
-{
-    double t0 = prof_start(m);
-    int rc = m->be->ops->xent_forward(m->be->ctx, &m->stats, &m->probs, model_logits(m),
-                                      &m->labels, smoothing);
-    if (m->prof) m->prof->loss_s += prof_stop(m, t0);
-    return rc;
-}
-
-/* Gradient tensor for input slot s of layer l, or NULL when the input is the image. */
-static struct tensor *input_grad(struct model *m, const struct layer *l, int s)
-{
-    return l->inputs[s] == 0 ? NULL : &m->dy[l->inputs[s]];
-}
-
-static int layer_backward(struct model *m, int i)
-{
-    const struct backend_ops *ops = m->be->ops;
-    void *ctx = m->be->ctx;
-    const struct layer *l = &m->g->layers[i];
-    const struct layer_info *info = layer_info(l->spec.type);
-    const unsigned char *acc = &m->accum[i * GRAPH_MAX_INPUTS];
-    const struct tensor *dy = &m->dy[i];
-    const struct tensor *x = &m->y[l->inputs[0]];
-    struct tensor *dx = input_grad(m, l, 0);
-    struct tensor *p = &m->p[l->param_first], *dp = &m->dp[l->param_first];
-    switch (info ? info->kind : LAYER_KIND_INPUT) {
-    case LAYER_KIND_CONV:
-    case LAYER_KIND_WHITEN: {
-        struct conv_attr a = {l->spec.k, l->spec.stride, l->spec.pad};
-        return ops->conv_backward(ctx, dx, dp, layer_bias(l, m->dp), dy, x, p, &a, acc[0]);
-    }
-    case LAYER_KIND_BN: /* dx may be NULL: the parameter gradients are still needed */
-        return ops->bn_backward(ctx, dx, &dp[0], &dp[1], dy, x, &p[0], &m->bn_mean[i],
-                                &m->bn_invstd[i], acc[0]);
-    case LAYER_KIND_ACT:
-        if (!dx) return DR_OK;
-        return ops->act_backward(ctx, dx, dy, x, info->act, l->spec.alpha, acc[0]);
-    case LAYER_KIND_POOL: {
-        if (!dx) return DR_OK;
-        struct pool_attr a = {info->pool, l->spec.k, l->spec.k, l->spec.stride, l->spec.stride};
-        return ops->pool_backward(ctx, dx, dy, x, &m->y[i], &a, acc[0]);
-    }
-    case LAYER_KIND_GLOBAL_POOL: {
-        if (!dx) return DR_OK;
-        struct pool_attr a = {info->pool, l->in_h, l->in_w, l->in_h, l->in_w};
-        return ops->pool_backward(ctx, dx, dy, x, &m->y[i], &a, acc[0]);
-    }
-    case LAYER_KIND_CONCAT: {
-        struct tensor *dxs[GRAPH_MAX_INPUTS];
-        int accs[GRAPH_MAX_INPUTS];
-        for (int s = 0; s < l->n_inputs; s++) {
-            dxs[s] = input_grad(m, l, s);
-            accs[s] = acc[s];
-        }
-        return ops->concat_backward(ctx, dxs, dy, l->n_inputs, accs);
-    }
-    case LAYER_KIND_ADD: {
-        int rc = DR_OK;
-        for (int s = 0; s < 2 && rc == DR_OK; s++) {
-            struct tensor *d = input_grad(m, l, s);
-            if (d) rc = ops->scaled_copy(ctx, d, dy, 1.0f, acc[s]);
-        }
-        return rc;
-    }
-    case LAYER_KIND_FLATTEN:
-        return dx ? ops->flatten_backward(ctx, dx, dy, acc[0]) : DR_OK;
-    case LAYER_KIND_LINEAR:
-        return ops->linear_backward(ctx, dx, dp, layer_bias(l, m->dp), dy, x, p, acc[0]);
-    case LAYER_KIND_SCALE:
-        return dx ? ops->scaled_copy(ctx, dx, dy, l->spec.scale, acc[0]) : DR_OK;
-    case LAYER_KIND_INPUT:
-    case LAYER_KIND_SHORTCUT:   /* graph_build resolves it */
-        break;
-    }
-    return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL, "layer '%s': no backward for type %d",
-                     l->spec.name, (int)l->spec.type);
-}
-
-int model_backward(struct model *m, float smoothing, float scale)
-{
-    int rc = DR_OK;
-    double t0 = prof_start(m);
-    TRY(m->be->ops->xent_backward(m->be->ctx, &m->dy[m->g->output], &m->probs, &m->labels,
-                                  smoothing, scale));
-    if (m->prof) m->prof->loss_s += prof_stop(m, t0);
-    for (int i = m->g->count - 1; i > 0; i--) {
-        if (!m->live[i]) continue;
-        t0 = prof_start(m);
-        TRY(layer_backward(m, i));
-        if (m->prof) m->prof->backward_s[m->g->layers[i].spec.type] += prof_stop(m, t0);
-    }
-cleanup:
-    return rc;
-}
-
-int model_sgd(struct model *m, float lr, float wd, float momentum, int nesterov,
-              const double *lr_scale, const double *wd_scale, int epoch)
-{
-    int rc = DR_OK;
-    double t0 = prof_start(m);
-    for (int k = 0; k < m->g->n_params; k++) {
-        const struct param_desc *d = &m->g->params[k];
-        if (!d->trainable || (d->train_epochs > 0 && epoch >= d->train_epochs)) continue;
-        float lk = lr_scale ? (float)((double)lr * lr_scale[d->kind]) : lr;
-        float wk = wd_scale ? (float)((double)wd * wd_scale[d->kind]) : wd;
-        TRY(m->be->ops->sgd_update(m->be->ctx, &m->p[k], &m->v[k], &m->dp[k], lk, wk, momentum,
-                                   nesterov));
-    }
-    if (m->prof) m->prof->optimizer_s += prof_stop(m, t0);
-cleanup:
-    return rc;
 }

@@ -1,17 +1,20 @@
 /* A graph instantiated on a backend: every layer's output and gradient tensor, the
  * parameters with their gradients and momentum, BN statistics, and the loss state;
- * forward, loss, backward and the optimiser step, all through the backend table.
- * Engine-neutral: it never touches tensor contents. */
+ * forward, loss, backward and the optimiser step as plans (kernels/plan.h) run through
+ * the backend table: the training step and an evaluation batch as whole plans, each
+ * part also on its own. Engine-neutral: it never touches tensor contents. */
 #ifndef DAWNRUN_MODEL_H
 #define DAWNRUN_MODEL_H
 
 #include <stdint.h>
 
 #include "../kernels/backend.h"
+#include "../kernels/plan.h"
 #include "data.h"
 #include "graph.h"
 
-/* Per-layer-type time accumulated by model_forward/model_backward when profiling. */
+/* Per-layer-type time accumulated by model_run_plan (and model_average_update) when
+ * profiling. */
 struct model_profile {
     double forward_s[LAYER_TYPE_COUNT];
     double backward_s[LAYER_TYPE_COUNT];
@@ -35,6 +38,10 @@ struct model {
     unsigned char *live;      /* [g->count] 1 when the layer reaches the output */
     unsigned char *accum;     /* [g->count * GRAPH_MAX_INPUTS] backward accumulate flags */
     struct model_profile *prof; /* NULL = no profiling */
+    struct sgd_item *sgd_items; /* [sgd_count] the training plan's optimiser items */
+    int sgd_count;
+    struct lerp_item *lerp_items; /* [lerp_count] every averaged tensor with its live one */
+    int lerp_count;
 };
 
 /* Allocates every tensor for batches of up to batch_cap images and plans the backward
@@ -58,8 +65,9 @@ int model_init_whiten(struct model *m, const struct dataset *train);
  * sets them to the current values. Out of memory: DR_ERR_NOMEM, and no copy is kept. */
 int model_average_start(struct model *m);
 
-/* Every averaged tensor: avg += t * (w - avg); then, with copy_back, w = avg
- * (backend param_lerp), parameters and BN running statistics alike. */
+/* Every averaged tensor: avg += t * (w - avg); then, with copy_back, w = avg, parameters
+ * and BN running statistics alike, in one backend lerp_multi call. An engine without
+ * lerp_multi: DR_ERR_INTERNAL, naming it. */
 int model_average_update(struct model *m, float t, int copy_back);
 
 /* Exchanges the parameters and BN running statistics with their averages (a swap of
@@ -70,8 +78,54 @@ void model_average_swap(struct model *m);
  * is a caller's bug: DR_ERR_INTERNAL, and nothing changes. */
 int model_set_batch(struct model *m, int n);
 
+/* Where a plan's batches come from: batch b is rows[b * stride ..] of images and
+ * labels, b = cursor[CURSOR_INDEX], augmented with seed and cursor[CURSOR_EPOCH]. */
+struct model_batch_src {
+    const struct tensor *images;   /* U8 (count, 3, 32, 32) */
+    const struct tensor *labels;   /* U8 (count) */
+    const struct tensor *rows;     /* I32 (rows): dataset rows in batch order */
+    struct tensor *cursor;         /* I32 (PLAN_CURSOR_LEN), advanced by the plan */
+    int stride;                    /* rows per batch index */
+    uint64_t seed;
+};
+
+/* The hyperparameters of a training step that do not change from step to step; the
+ * learning rate is lr_table[cursor[CURSOR_STEP]] (times lr_scale[kind]). */
+struct model_step_opts {
+    const struct augment_params *aug;   /* the training augmentation (kept by the caller) */
+    float smoothing, grad_scale;        /* label smoothing; dlogits scale */
+    float wd, momentum;                 /* wd before the per-kind scale */
+    int nesterov;
+    const double *lr_scale, *wd_scale;  /* [PARAM_KIND_COUNT], NULL = 1 */
+    const struct tensor *lr_table;      /* F32 (total steps) */
+};
+
+/* Builds into p (released first) the training step: the batch at the cursor, the
+ * forward pass in train mode over every live layer, the loss into m->stats, the loss
+ * gradient and the backward pass, one SGD node over every trainable parameter (items
+ * kept in m->sgd_items: lr_scale[kind], (float)(wd * wd_scale[kind]), and the
+ * parameter's train_epochs), and the cursor's advance; replayable. The plan points at
+ * the model's tensor handles and at src's and o's tensors and aug, which must outlive
+ * it; the model's batch size is read when it runs. An engine without the plan's ops:
+ * DR_ERR_INTERNAL naming the op. */
+int model_plan_train(struct plan *p, struct model *m, const struct model_batch_src *src,
+                     const struct model_step_opts *o);
+
+/* Builds into p (released first) one evaluation batch: the test batch at the cursor
+ * (nviews 0), the forward pass in eval mode and the loss into m->stats; or, for nviews
+ * test-time views, per view the batch augmented with views[v] and the forward pass,
+ * summed into view_sum (ACT like the logits) with weights[v], and the loss of the sum.
+ * Then the cursor's advance; replayable. views and weights must outlive p. */
+int model_plan_eval(struct plan *p, struct model *m, const struct model_batch_src *src,
+                    const struct augment_params *views, const float *weights, int nviews,
+                    struct tensor *view_sum);
+
+/* Runs a plan of this model: plan_compute, or, when profiling (m->prof), node by node
+ * with a wait around each node, its time added to m->prof by layer type and phase. */
+int model_run_plan(struct model *m, const struct plan *p);
+
 /* Forward pass over y[0] (already filled) in train (batch statistics, running stats
- * updated) or eval mode. */
+ * updated) or eval mode: the training plan's forward part, run on its own. */
 int model_forward(struct model *m, int train);
 
 /* Softmax cross-entropy of the logits against m->labels; adds (summed loss, correct)
@@ -84,7 +138,8 @@ int model_backward(struct model *m, float smoothing, float scale);
 
 /* One SGD step (kernels/optimizer.h rule) on every parameter that is trainable in
  * `epoch` (param_desc.trainable and train_epochs), with lr * lr_scale[kind] and
- * wd * wd_scale[kind] (NULL scales = 1). */
+ * wd * wd_scale[kind] (NULL scales = 1): the training plan's SGD node with a one-entry
+ * learning-rate table. */
 int model_sgd(struct model *m, float lr, float wd, float momentum, int nesterov,
               const double *lr_scale, const double *wd_scale, int epoch);
 

@@ -1,8 +1,8 @@
 /* The selfcheck's data and training cases: the augmentation (group augment: the GPU batch
  * against the CPU batch for a seed, bit for bit in fp32, within one rounding to the half
  * type otherwise; labels equal), and short training runs from the same initial weights
- * on both engines (group train: 20 steps of a small network with every layer type of the
- * shipped configs, then an evaluation; group toolbox: 10 steps of a network with the
+ * on both engines, each step one run of the trainer's step plan (group train: 20 steps
+ * of a small network with every layer type of the shipped configs, then an evaluation; group toolbox: 10 steps of a network with the
  * speed-training options, stepping with trainer_after_step so that Lookahead acts, then
  * an evaluation with 6 test-time views). The per-step losses and the test loss must
  * track within the tolerance. */
@@ -292,7 +292,6 @@ static int train_run(struct sc_side *t, const struct sc_case *c)
     struct experiment e;
     struct dataset train = {0}, test = {0};
     struct trainer tr = {0};
-    int32_t *perm = NULL;
     char err[512] = "";
     double loss, acc;
     if (toolbox) {
@@ -306,14 +305,10 @@ static int train_run(struct sc_side *t, const struct sc_case *c)
     TRY(learnable_dataset(&train, TRAIN_IMAGES, 11));
     TRY(learnable_dataset(&test, TEST_IMAGES, 12));
     TRY(trainer_create(&tr, &e, &g, t->be, &train, &test, 42));
-    perm = malloc(sizeof(int32_t) * TRAIN_IMAGES);
-    CHECK_ALLOC(perm, "the selfcheck permutation");
-    shuffle_epoch(perm, TRAIN_IMAGES, 42, 0);
+    TRY(trainer_epoch_begin(&tr, 0));   /* epoch 0's permutation of seed 42, step 0 */
     for (int step = 0; step < steps; step++) {
-        float lr, wd, gs;
-        train_step_hparams(&e, step, steps, &lr, &wd, &gs, NULL);
-        TRY(trainer_step(&tr, 0, perm + step * TRAIN_BATCH, lr, wd, gs));
-        if (toolbox) TRY(trainer_after_step(&tr));
+        TRY(trainer_step(&tr));
+        TRY(trainer_after_step(&tr));   /* counts the step; the toolbox's Lookahead */
         TRY(take_loss(&tr, &loss));
         t->host[SC_S0][step] = (float)(loss / TRAIN_BATCH);
     }
@@ -322,7 +317,6 @@ static int train_run(struct sc_side *t, const struct sc_case *c)
     t->host[SC_S2][0] = (float)acc;
 cleanup:
     if (rc == DR_ERR_CONFIG && err[0]) dr_eprintf("%s\n", err);
-    free(perm);
     trainer_free(&tr);
     dataset_free(&train);
     dataset_free(&test);

@@ -1,8 +1,10 @@
-/* The training loop (see train.h): shuffle, augment, forward, loss, backward, SGD per
- * step; evaluation and one epoch_record per epoch. */
+/* The training loop (see train.h): per epoch the permutation and the cursor written
+ * once, then one plan run per step (batch, forward, loss, backward, SGD, cursor) and the
+ * weight average; evaluation as one plan run per batch, and one epoch_record per epoch. */
 #include "train.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -49,11 +51,74 @@ cleanup:
     return rc;
 }
 
+/* An I32 or F32 tensor of count values on the backend, written from host. */
+static int upload_vector(struct trainer *t, struct tensor *out, enum tensor_kind kind, int count,
+                         const void *host)
+{
+    int rc = DR_OK;
+    *out = (struct tensor){NULL, kind, count, 1, 1, 1};
+    TRY(t->be->ops->tensor_alloc(t->be->ctx, out));
+    if (host) TRY(t->be->ops->tensor_write(t->be->ctx, out, host));
+cleanup:
+    return rc;
+}
+
+/* The learning rate of every global step (train_step_hparams' lr, the floats the step
+ * applies), written once into t->lr_table. */
+static int upload_lr_table(struct trainer *t)
+{
+    int rc = DR_OK;
+    long steps = t->plan.total_steps;
+    float *lr = malloc((size_t)steps * sizeof(float));
+    CHECK_ALLOC(lr, "the learning-rate table");
+    for (long s = 0; s < steps; s++) {
+        float wd, gscale;
+        train_step_hparams(t->e, s, t->plan.steps_per_epoch, &lr[s], &wd, &gscale, NULL);
+    }
+    EXPECT(steps <= INT32_MAX, "a run of %ld steps", steps);
+    TRY(upload_vector(t, &t->lr_table, TENSOR_F32, (int)steps, lr));
+cleanup:
+    free(lr);
+    return rc;
+}
+
+/* The training step's plan and the evaluation's two (a full and the last batch). */
+static int build_plans(struct trainer *t)
+{
+    int rc = DR_OK;
+    const struct experiment *e = t->e;
+    float lr, wd, gscale;
+    train_step_hparams(e, 0, t->plan.steps_per_epoch, &lr, &wd, &gscale, NULL);
+    struct model_batch_src train = {&t->images, &t->image_labels, &t->perm_rows, &t->cursor,
+                                    t->plan.batch, t->seed};
+    struct model_step_opts o = {&e->augment,
+                                (float)e->train.label_smoothing,
+                                gscale,
+                                wd,
+                                (float)e->train.momentum,
+                                e->train.nesterov,
+                                e->train.lr_scale,
+                                e->train.wd_scale,
+                                &t->lr_table};
+    TRY(model_plan_train(&t->step_plan, &t->model, &train, &o));
+    struct model_batch_src test = {&t->test_images, &t->test_labels, &t->test_rows,
+                                   &t->eval_cursor, t->plan.eval_batch, t->seed};
+    int nviews = e->eval.tta == TTA_NONE ? 0 : train_tta_views(t->tta_views, t->tta_weights,
+                                                                e->eval.tta);
+    TRY(model_plan_eval(&t->eval_plan, &t->model, &test, t->tta_views, t->tta_weights, nviews,
+                        &t->tta_logits));
+    TRY(model_plan_eval(&t->eval_last_plan, &t->model, &test, t->tta_views, t->tta_weights,
+                        nviews, &t->tta_logits));
+cleanup:
+    return rc;
+}
+
 int trainer_create(struct trainer *t, const struct experiment *e, const struct graph *g,
                    struct backend *be, const struct dataset *train, const struct dataset *test,
                    uint64_t seed)
 {
     int rc = DR_OK;
+    int32_t *test_rows = NULL;
     memset(t, 0, sizeof(*t));
     t->e = e;
     t->g = g;
@@ -73,15 +138,20 @@ int trainer_create(struct trainer *t, const struct experiment *e, const struct g
     }
     TRY(upload_dataset(t, &t->images, &t->image_labels, train));
     TRY(upload_dataset(t, &t->test_images, &t->test_labels, test));
-    int rows_cap = batch > eval_batch ? batch : eval_batch;
-    t->rows = (struct tensor){NULL, TENSOR_I32, rows_cap, 1, 1, 1};
-    TRY(be->ops->tensor_alloc(be->ctx, &t->rows));
-    t->perm = malloc((size_t)train->count * sizeof(int32_t));
+    t->perm = malloc((size_t)t->plan.train_count * sizeof(int32_t));
     CHECK_ALLOC(t->perm, "the epoch permutation");
-    t->test_rows = malloc((size_t)(test->count > 0 ? test->count : 1) * sizeof(int32_t));
-    CHECK_ALLOC(t->test_rows, "the test row list");
-    for (int i = 0; i < test->count; i++) t->test_rows[i] = i;
+    TRY(upload_vector(t, &t->perm_rows, TENSOR_I32, t->plan.train_count, NULL));
+    int test_count = test->count > 0 ? test->count : 1;
+    test_rows = malloc((size_t)test_count * sizeof(int32_t));
+    CHECK_ALLOC(test_rows, "the test row list");
+    for (int i = 0; i < test_count; i++) test_rows[i] = i;
+    TRY(upload_vector(t, &t->test_rows, TENSOR_I32, test_count, test_rows));
+    TRY(upload_vector(t, &t->cursor, TENSOR_I32, PLAN_CURSOR_LEN, NULL));
+    TRY(upload_vector(t, &t->eval_cursor, TENSOR_I32, PLAN_CURSOR_LEN, NULL));
+    TRY(upload_lr_table(t));
+    TRY(build_plans(t));
 cleanup:
+    free(test_rows);
     if (rc != DR_OK) trainer_free(t);
     return rc;
 }
@@ -90,13 +160,16 @@ void trainer_free(struct trainer *t)
 {
     if (!t->be) return;
     const struct backend_ops *ops = t->be->ops;
-    struct tensor *ts[] = {&t->images, &t->image_labels, &t->test_images, &t->test_labels,
-                           &t->rows, &t->tta_logits};
+    struct tensor *ts[] = {&t->images,     &t->image_labels, &t->test_images, &t->test_labels,
+                           &t->perm_rows,  &t->test_rows,    &t->cursor,      &t->eval_cursor,
+                           &t->lr_table,   &t->tta_logits};
     for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
         if (ts[i]->data) ops->tensor_free(t->be->ctx, ts[i]);
+    plan_free(&t->step_plan);
+    plan_free(&t->eval_plan);
+    plan_free(&t->eval_last_plan);
     model_free(&t->model);
     free(t->perm);
-    free(t->test_rows);
     memset(t, 0, sizeof(*t));
 }
 
@@ -134,42 +207,13 @@ int train_tta_views(struct augment_params *views, float *weights, enum tta_kind 
     return n;
 }
 
-/* Logits of the current batch (rows already on the backend) into m->probs' stats:
- * one forward per view, the weighted sum in tta_logits, then the loss. */
-static int evaluate_batch(struct trainer *t, int n)
-{
-    int rc = DR_OK;
-    struct model *m = &t->model;
-    const struct backend_ops *ops = t->be->ops;
-    void *ctx = t->be->ctx;
-    struct augment_params views[TRAIN_TTA_MAX_VIEWS];
-    float weights[TRAIN_TTA_MAX_VIEWS];
-    if (t->e->eval.tta == TTA_NONE) {
-        TRY(ops->augment(ctx, &m->y[0], &m->labels, &t->test_images, &t->test_labels, &t->rows,
-                         NULL, t->seed, 0));
-        TRY(model_forward(m, 0));
-        TRY(model_loss(m, 0.0f));
-        goto cleanup;
-    }
-    int nv = train_tta_views(views, weights, t->e->eval.tta);
-    t->tta_logits.n = n;
-    for (int v = 0; v < nv; v++) {
-        TRY(ops->augment(ctx, &m->y[0], &m->labels, &t->test_images, &t->test_labels, &t->rows,
-                         &views[v], t->seed, 0));
-        TRY(model_forward(m, 0));
-        TRY(ops->scaled_copy(ctx, &t->tta_logits, model_logits(m), weights[v], v > 0));
-    }
-    TRY(ops->xent_forward(ctx, &m->stats, &m->probs, &t->tta_logits, &m->labels, 0.0f));
-cleanup:
-    return rc;
-}
-
 int trainer_evaluate(struct trainer *t, double *loss, double *acc)
 {
     int rc = DR_OK;
     struct model *m = &t->model;
     const struct backend_ops *ops = t->be->ops;
     const struct run_plan *plan = &t->plan;
+    const int32_t start[PLAN_CURSOR_LEN] = {0};
     int swapped = 0;
     double ls = 0, cs = 0;
     if (t->e->train.average.kind == AVERAGE_EMA) {
@@ -177,12 +221,15 @@ int trainer_evaluate(struct trainer *t, double *loss, double *acc)
         swapped = 1;
     }
     TRY(ops->tensor_zero(t->be->ctx, &m->stats));
+    TRY(ops->tensor_write(t->be->ctx, &t->eval_cursor, start));
     for (int b = 0; b < plan->eval_batches; b++) {
-        int n = b == plan->eval_batches - 1 ? plan->eval_last : plan->eval_batch;
+        int last = b == plan->eval_batches - 1;
+        int n = last ? plan->eval_last : plan->eval_batch;
         TRY(model_set_batch(m, n));
-        t->rows.n = n;
-        TRY(ops->tensor_write(t->be->ctx, &t->rows, t->test_rows + (size_t)b * plan->eval_batch));
-        TRY(evaluate_batch(t, n));
+        t->tta_logits.n = n;
+        /* the last batch has a plan of its own when it is smaller, so that each plan
+         * always runs on the same sizes */
+        TRY(model_run_plan(m, last && n != plan->eval_batch ? &t->eval_last_plan : &t->eval_plan));
     }
     TRY(take_stats(t, &ls, &cs));
     *loss = plan->test_count ? ls / plan->test_count : 0.0;
@@ -192,30 +239,31 @@ cleanup:
     return rc;
 }
 
-int trainer_step(struct trainer *t, int epoch, const int32_t *rows, float lr, float wd,
-                 float grad_scale)
+int trainer_epoch_begin(struct trainer *t, int epoch)
 {
     int rc = DR_OK;
-    const struct experiment *e = t->e;
-    struct model *m = &t->model;
     const struct backend_ops *ops = t->be->ops;
-    void *ctx = t->be->ctx;
-    float smoothing = (float)e->train.label_smoothing;
-    double ta = m->prof ? train_now() : 0.0;
-    TRY(model_set_batch(m, t->plan.batch));
-    t->rows.n = t->plan.batch;
-    TRY(ops->tensor_write(ctx, &t->rows, rows));
-    TRY(ops->augment(ctx, &m->y[0], &m->labels, &t->images, &t->image_labels, &t->rows,
-                     &e->augment, t->seed, epoch));
-    if (m->prof) {
-        ops->synchronize(ctx);
-        m->prof->augment_s += train_now() - ta;
-    }
-    TRY(model_forward(m, 1));
-    TRY(model_loss(m, smoothing));
-    TRY(model_backward(m, smoothing, grad_scale));
-    TRY(model_sgd(m, lr, wd, (float)e->train.momentum, e->train.nesterov, e->train.lr_scale,
-                  e->train.wd_scale, epoch));
+    EXPECT(t->step >= 0 && t->step <= INT32_MAX, "global step %ld", t->step);
+    int32_t cursor[PLAN_CURSOR_LEN] = {0};
+    cursor[CURSOR_STEP] = (int32_t)t->step;
+    cursor[CURSOR_EPOCH] = epoch;
+    cursor[CURSOR_INDEX] = 0;
+    shuffle_epoch(t->perm, t->plan.train_count, t->seed, epoch);
+    TRY(ops->tensor_write(t->be->ctx, &t->perm_rows, t->perm));
+    TRY(ops->tensor_write(t->be->ctx, &t->cursor, cursor));
+    TRY(model_set_batch(&t->model, t->plan.batch));
+    t->epoch_steps = t->plan.steps_per_epoch;
+cleanup:
+    return rc;
+}
+
+int trainer_step(struct trainer *t)
+{
+    int rc = DR_OK;
+    EXPECT(t->epoch_steps > 0, "a training step outside an epoch's batches");
+    TRY(model_set_batch(&t->model, t->plan.batch));   /* an evaluation may have changed it */
+    TRY(model_run_plan(&t->model, &t->step_plan));
+    t->epoch_steps--;
 cleanup:
     return rc;
 }
@@ -261,16 +309,18 @@ int trainer_epoch(struct trainer *t, int epoch, const struct train_hooks *hooks,
     memset(r, 0, sizeof(*r));
     r->epoch = epoch + 1;
     double t0 = train_now();
-    shuffle_epoch(t->perm, t->plan.train_count, t->seed, epoch);
+    TRY(trainer_epoch_begin(t, epoch));
     TRY(ops->tensor_zero(ctx, &m->stats));
     for (int s = 0; s < steps; s++) {
         if (hooks && hooks->should_stop && hooks->should_stop(hooks->user))
             FAIL(DR_ERR_INTERRUPTED, "stopped by a signal at epoch %d step %d", epoch + 1, s + 1);
-        float lr, wd, gscale;
-        train_step_hparams(e, t->step, t->plan.steps_per_epoch, &lr, &wd, &gscale, &sched);
-        TRY(trainer_step(t, epoch, t->perm + (size_t)s * (size_t)batch, lr, wd, gscale));
+        TRY(trainer_step(t));
         TRY(trainer_after_step(t));
         if (hooks && hooks->on_step) hooks->on_step(hooks->user, epoch + 1, s + 1, steps);
+    }
+    if (steps > 0) {   /* the schedule's value at the epoch's last step */
+        float lr, wd, gscale;
+        train_step_hparams(e, t->step - 1, t->plan.steps_per_epoch, &lr, &wd, &gscale, &sched);
     }
     TRY(take_stats(t, &ls, &cs));
     TRY(ops->synchronize(ctx));

@@ -50,6 +50,8 @@ void train_progress_start(struct train_progress *p);
 void train_progress_epoch(struct train_progress *p, int epoch, double train_time,
                           double test_time, double test_acc, double test_loss, double target);
 
+#define TRAIN_TTA_MAX_VIEWS 6
+
 struct trainer;
 
 /* What the caller of trainer_run does around the loop. Every member may be NULL. */
@@ -69,7 +71,9 @@ struct train_hooks {
     void *user;
 };
 
-/* A run in progress: model, datasets on the backend, the step counter. */
+/* A run in progress: model, datasets on the backend, the step counter, and the plans of
+ * a training step and of an evaluation batch with the per-step state they read from
+ * backend memory (cursors, rows, the learning-rate table). */
 struct trainer {
     const struct experiment *e;
     const struct graph *g;
@@ -77,11 +81,22 @@ struct trainer {
     struct model model;
     struct tensor images, image_labels;        /* training set on the backend */
     struct tensor test_images, test_labels;
-    struct tensor rows;                        /* I32 (batch) dataset rows of a step */
+    struct tensor perm_rows;                   /* I32 (train_count): the epoch's permutation,
+                                                  written once per epoch */
+    struct tensor test_rows;                   /* I32 (test_count): 0..test_count-1 */
+    struct tensor cursor;                      /* I32 (PLAN_CURSOR_LEN): the training
+                                                  step's {global step, epoch, batch} */
+    struct tensor eval_cursor;                 /* I32 (PLAN_CURSOR_LEN): the evaluation's */
+    struct tensor lr_table;                    /* F32 (total_steps): the lr of each step */
     struct tensor tta_logits;                  /* ACT like the logits: the weighted sum
                                                   over test-time views (eval.tta only) */
+    struct plan step_plan;                     /* one training step */
+    struct plan eval_plan, eval_last_plan;     /* a full and the last evaluation batch */
+    struct augment_params tta_views[TRAIN_TTA_MAX_VIEWS];
+    float tta_weights[TRAIN_TTA_MAX_VIEWS];
     int32_t *perm;                             /* host: the epoch's permutation */
-    int32_t *test_rows;                        /* host: 0..plan.test_count-1 */
+    int epoch_steps;                           /* steps trainer_step may still take in the
+                                                  epoch trainer_epoch_begin started */
     struct run_plan plan;                      /* of e on the two data sets */
     long step;                                 /* global steps done */
     uint64_t seed;
@@ -89,20 +104,29 @@ struct trainer {
 
 /* Plans the run (experiment_plan on the data sets' sizes: DR_ERR_CONFIG, with its
  * message, when train has fewer images than a batch), builds the model for e (batch
- * max(train, eval)), uploads both datasets, initialises
- * parameters from seed (whitening filters from `train`), and starts the weight average
- * when train.average asks for one. */
+ * max(train, eval)), uploads both datasets, the test rows and the learning-rate table
+ * (train_step_hparams' lr of every global step), initialises parameters from seed
+ * (whitening filters from `train`), starts the weight average when train.average asks
+ * for one, and builds the step plan and the two evaluation plans. An engine without
+ * the plan's ops (augment_step, sgd_multi, cursor_advance; lerp_multi when averaging):
+ * DR_ERR_INTERNAL naming the op. */
 int trainer_create(struct trainer *t, const struct experiment *e, const struct graph *g,
                    struct backend *be, const struct dataset *train, const struct dataset *test,
                    uint64_t seed);
 void trainer_free(struct trainer *t);
 
-/* One training step on the given dataset rows (train.batch_size of them) of `epoch`:
- * augment, forward, loss, backward, SGD with the given hyperparameters (times the
- * experiment's per-kind scales). It does not count the step or average the weights:
- * trainer_epoch does both (trainer_after_step). */
-int trainer_step(struct trainer *t, int epoch, const int32_t *rows, float lr, float wd,
-                 float grad_scale);
+/* Starts epoch `epoch` (0-based) of the training plan: the epoch's permutation
+ * (shuffle_epoch) written to perm_rows, the cursor written as {t->step, epoch, 0}, and
+ * the model's batch size set to the training batch. The only host-to-device writes of
+ * an epoch's steps. */
+int trainer_epoch_begin(struct trainer *t, int epoch);
+
+/* One training step: the step plan (batch at the cursor, forward, loss, backward, SGD
+ * with the learning rate of the cursor's global step, cursor advance), run with
+ * plan_compute (model_run_plan: node by node with timings when profiling). Steps
+ * beyond the epoch trainer_epoch_begin started: DR_ERR_INTERNAL. It does not count the
+ * step or average the weights: trainer_after_step does both. */
+int trainer_step(struct trainer *t);
 
 /* Counts a finished step (t->step) and applies train.average: an EMA or Lookahead update
  * when the new count is a multiple of `every`, and Lookahead's final w = avg after the
@@ -124,8 +148,6 @@ int trainer_evaluate(struct trainer *t, double *loss, double *acc);
  * short is not counted. Returns DR_OK, DR_ERR_DIVERGED, DR_ERR_INTERRUPTED, an engine
  * error, or the non-zero return of a hook. */
 int trainer_run(struct trainer *t, const struct train_hooks *hooks, struct train_progress *p);
-
-#define TRAIN_TTA_MAX_VIEWS 6
 
 /* The views of test-time augmentation `kind` (engine/experiment.h) as fixed augment
  * parameters with their weights, views and weights each of TRAIN_TTA_MAX_VIEWS entries;

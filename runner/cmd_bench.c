@@ -41,20 +41,9 @@ static int synthetic_dataset(struct dataset *d, int count)
     return DR_OK;
 }
 
-static int run_steps(struct trainer *t, int steps, const int32_t *rows)
-{
-    int rc = DR_OK;
-    float lr, wd, gs;
-    for (int s = 0; s < steps; s++) {
-        train_step_hparams(t->e, t->plan.steps_per_epoch, t->plan.steps_per_epoch, &lr, &wd, &gs,
-                           NULL);
-        TRY(trainer_step(t, 0, rows, lr, wd, gs));
-        TRY(trainer_after_step(t));   /* weight averaging belongs to a step's cost */
-    }
-    TRY(t->be->ops->synchronize(t->be->ctx));
-cleanup:
-    return rc;
-}
+/* Batches in the synthetic training set, at most: each run of steps starts an epoch of
+ * the step plan and takes a fresh one every this many steps. */
+#define BENCH_EPOCH_STEPS 16
 
 /* The engine's counters now, or zeros and 0 when it counts nothing (the CPU engine). */
 static int read_counters(const struct backend *be, struct backend_counters *out, int *have)
@@ -63,6 +52,50 @@ static int read_counters(const struct backend *be, struct backend_counters *out,
     *have = be->ops->counters != NULL;
     return *have ? be->ops->counters(be->ctx, out) : DR_OK;
 }
+
+/* out += the counts between before and after. */
+static void add_counts(struct backend_counters *out, const struct backend_counters *after,
+                       const struct backend_counters *before)
+{
+    struct backend_counters d;
+    backend_counters_diff(&d, after, before);
+    uint64_t *po = (uint64_t *)out;
+    const uint64_t *pd = (const uint64_t *)&d;
+    for (unsigned i = 0; i < sizeof(*out) / sizeof(uint64_t); i++) po[i] += pd[i];
+}
+
+/* `steps` training steps as a run takes them: the step plan, then the weight average
+ * (part of a step's cost). They start at epoch 0's first batch and step 0 of the
+ * learning-rate table, and begin a fresh epoch (its permutation and cursor written)
+ * whenever the synthetic set's batches or the table run out; counts gets the engine's
+ * counts of the steps alone, the epochs' writes left out, as in a real epoch's steps. */
+static int run_steps(struct trainer *t, int steps, struct backend_counters *counts)
+{
+    int rc = DR_OK, have = 0;
+    long per_epoch = t->plan.steps_per_epoch;
+    if (per_epoch > t->plan.total_steps) per_epoch = t->plan.total_steps;
+    struct backend_counters before, after;
+    memset(counts, 0, sizeof(*counts));
+    for (int s = 0; s < steps; s++) {
+        if (s % per_epoch == 0) {
+            if (s > 0) {
+                TRY(read_counters(t->be, &after, &have));
+                add_counts(counts, &after, &before);
+            }
+            t->step = 0;
+            TRY(trainer_epoch_begin(t, 0));
+            TRY(read_counters(t->be, &before, &have));
+        }
+        TRY(trainer_step(t));
+        TRY(trainer_after_step(t));
+    }
+    TRY(read_counters(t->be, &after, &have));
+    if (steps > 0) add_counts(counts, &after, &before);
+    TRY(t->be->ops->synchronize(t->be->ctx));
+cleanup:
+    return rc;
+}
+
 
 /* "4.1 kB" style, decimal units. */
 static void bench_bytes(char *out, size_t size, double bytes)
@@ -137,22 +170,21 @@ int cmd_bench(int argc, char **argv)
     struct backend be = {0};
     struct trainer t = {0};
     struct model_profile prof;
-    struct backend_counters train0, train1, eval0, eval1;
+    struct backend_counters train_counts, prof_counts, eval0, eval1, zero = {0};
     int counted = 0;
-    int32_t *rows = NULL;
     int rc = runner_load(&e, &g, c.config, c.sets, c.n_sets);
     if (rc != DR_OK) return cli_exit_code(rc);
     struct run_plan full;   /* the run the config describes, on the images it asks for */
     TRY(experiment_plan(&full, &e, RUN_PLAN_CONFIG_IMAGES, RUN_PLAN_CONFIG_IMAGES));
     int b = full.batch, eb = full.eval_batch;
-    TRY(synthetic_dataset(&train, b));
-    TRY(synthetic_dataset(&test, eb));
     TRY(cli_backend(&c, (int)e.train.precision, &be));
-    TRY(trainer_create(&t, &e, &g, &be, &train, &test, 0));
-    rows = malloc((size_t)b * sizeof(int32_t));
-    CHECK_ALLOC(rows, "the bench row list");
-    for (int i = 0; i < b; i++) rows[i] = i;
     if (steps == 0) steps = strcmp(be.ops->name, "cpu") ? 50 : 3;
+    /* as many batches as one run of steps takes, up to BENCH_EPOCH_STEPS */
+    long epoch_steps = warmup > steps ? warmup : steps;
+    if (epoch_steps > BENCH_EPOCH_STEPS) epoch_steps = BENCH_EPOCH_STEPS;
+    TRY(synthetic_dataset(&train, b * (int)epoch_steps));
+    TRY(synthetic_dataset(&test, eb));
+    TRY(trainer_create(&t, &e, &g, &be, &train, &test, 0));
 
     struct utsname u;
     uname(&u);
@@ -165,12 +197,10 @@ int cmd_bench(int argc, char **argv)
            "GFLOP/image\n", b, warmup, steps, (double)graph_train_flops(&g) / 1e9,
            (double)g.flops_forward / 1e9);
 
-    TRY(run_steps(&t, (int)warmup, rows));
-    TRY(read_counters(&be, &train0, &counted));
+    TRY(run_steps(&t, (int)warmup, &prof_counts));
     double t0 = bench_now();
-    TRY(run_steps(&t, (int)steps, rows));
+    TRY(run_steps(&t, (int)steps, &train_counts));
     double step_s = (bench_now() - t0) / (double)steps;
-    TRY(read_counters(&be, &train1, &counted));
     double gflops = (double)graph_train_flops(&g) * b / step_s / 1e9;
     printf("train: %.1f ms/step, %.1f images/s, %.1f GFLOP/s achieved\n", 1e3 * step_s,
            b / step_s, gflops);
@@ -194,7 +224,7 @@ int cmd_bench(int argc, char **argv)
     memset(&prof, 0, sizeof(prof));
     t.model.prof = &prof;
     t0 = bench_now();
-    TRY(run_steps(&t, (int)steps, rows));
+    TRY(run_steps(&t, (int)steps, &prof_counts));
     double prof_total = bench_now() - t0;
     t.model.prof = NULL;
     for (int k = 0; k < LAYER_TYPE_COUNT; k++) {
@@ -206,12 +236,11 @@ int cmd_bench(int argc, char **argv)
     prof.augment_s /= (double)steps;
     print_split(&prof, prof_total / (double)steps);
     if (counted) {
-        print_counts("per training step", &train1, &train0, (double)steps);
+        print_counts("per training step", &train_counts, &zero, (double)steps);
         print_counts("per eval batch", &eval1, &eval0,
                      (double)eval_reps * (double)((test.count + eb - 1) / eb));
     }
 cleanup:
-    free(rows);
     trainer_free(&t);
     backend_destroy(&be);
     dataset_free(&train);

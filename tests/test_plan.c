@@ -1,0 +1,701 @@
+/* The step as a plan (kernels/plan.h, engine/model_plan.c) on the CPU engine:
+ * plan_node_tensors names every op kind's outputs as written and the outputs it adds to
+ * also as read; plan_signature follows tensor handles' data pointers and sizes and
+ * nothing else; the backward pass the plan's builders describe matches central
+ * differences of the loss; the trainer's step plan, run twice, advances its cursor and takes the
+ * next rows of the permutation; and a run of the step plan (two epochs, a changing
+ * learning rate, per-kind scales, a bias trained in the first epoch only, an EMA,
+ * test-time views over a partial last batch) gives bit for bit what the same training
+ * driven from the host gives: rows written per step, augment, forward, loss, backward,
+ * one sgd_update per parameter with the lr of train_step_hparams, param_lerp per
+ * averaged tensor. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "base/status.h"
+#include "engine/data.h"
+#include "engine/experiment.h"
+#include "engine/graph.h"
+#include "engine/model.h"
+#include "engine/shuffle.h"
+#include "engine/train.h"
+#include "kernels/backend.h"
+#include "kernels/plan.h"
+#include "kernels/rng.h"
+
+/* ------------------------------------------------------------------ plan_node_tensors */
+
+struct want {
+    const struct tensor *t;
+    int written;
+};
+
+/* Whether node n lists exactly the handles of w (in any order), each with its flag. */
+static int lists_exactly(const struct plan_node *n, const struct want *w, int nw)
+{
+    const struct tensor *ts[PLAN_NODE_MAX_TENSORS];
+    int wr[PLAN_NODE_MAX_TENSORS], used[PLAN_NODE_MAX_TENSORS] = {0};
+    int count = plan_node_tensors(ts, wr, n);
+    if (count != nw) {
+        printf("%s: %d tensors listed, %d expected\n", plan_op_name(n->op), count, nw);
+        return 0;
+    }
+    for (int i = 0; i < nw; i++) {
+        int found = 0;
+        for (int j = 0; j < count && !found; j++)
+            if (!used[j] && ts[j] == w[i].t && wr[j] == w[i].written) used[j] = found = 1;
+        if (!found) {
+            printf("%s: tensor %d (%s) not listed\n", plan_op_name(n->op), i,
+                   w[i].written ? "written" : "read");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+#define WANT(...) ((const struct want[]){__VA_ARGS__})
+#define NWANT(...) ((int)(sizeof((const struct want[]){__VA_ARGS__}) / sizeof(struct want)))
+#define EXPECT_LIST(n, ...) CHECK(lists_exactly((n), WANT(__VA_ARGS__), NWANT(__VA_ARGS__)))
+
+/* Every op kind, with every tensor argument a distinct handle; the ops that take an
+ * accumulate flag once with it set (the output is read too) and once clear. */
+static void test_node_tensors(void)
+{
+    static struct tensor T[16];
+    static const struct sgd_item items[1];
+    int covered[PLAN_OP_COUNT] = {0};
+    struct plan_node n;
+    for (int acc = 0; acc < 2; acc++) {
+#define NODE(kind) (memset(&n, 0, sizeof(n)), n.op = (kind), covered[kind] = 1)
+        NODE(PLAN_BATCH);
+        n.u.batch.x = &T[0], n.u.batch.labels = &T[1], n.u.batch.images = &T[2];
+        n.u.batch.image_labels = &T[3], n.u.batch.rows = &T[4], n.u.batch.cursor = &T[5];
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 1}, {&T[2], 0}, {&T[3], 0}, {&T[4], 0}, {&T[5], 0});
+
+        NODE(PLAN_CONV_FWD);
+        n.u.conv_fwd.y = &T[0], n.u.conv_fwd.x = &T[1], n.u.conv_fwd.w = &T[2];
+        n.u.conv_fwd.b = &T[3];
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0}, {&T[3], 0});
+
+        NODE(PLAN_CONV_BWD);
+        n.u.conv_bwd.dx = &T[0], n.u.conv_bwd.dw = &T[1], n.u.conv_bwd.db = &T[2];
+        n.u.conv_bwd.dy = &T[3], n.u.conv_bwd.x = &T[4], n.u.conv_bwd.w = &T[5];
+        n.u.conv_bwd.accumulate = acc;
+        if (acc)
+            EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 1}, {&T[2], 1}, {&T[3], 0},
+                        {&T[4], 0}, {&T[5], 0});
+        else
+            EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 1}, {&T[2], 1}, {&T[3], 0}, {&T[4], 0},
+                        {&T[5], 0});
+
+        NODE(PLAN_BN_FWD_TRAIN);   /* the running statistics are updated: read and written */
+        n.u.bn_fwd_train.y = &T[0], n.u.bn_fwd_train.save_mean = &T[1];
+        n.u.bn_fwd_train.save_invstd = &T[2], n.u.bn_fwd_train.running_mean = &T[3];
+        n.u.bn_fwd_train.running_var = &T[4], n.u.bn_fwd_train.x = &T[5];
+        n.u.bn_fwd_train.gamma = &T[6], n.u.bn_fwd_train.beta = &T[7];
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 1}, {&T[2], 1}, {&T[3], 1}, {&T[3], 0}, {&T[4], 1},
+                    {&T[4], 0}, {&T[5], 0}, {&T[6], 0}, {&T[7], 0});
+
+        NODE(PLAN_BN_FWD_EVAL);
+        n.u.bn_fwd_eval.y = &T[0], n.u.bn_fwd_eval.x = &T[1], n.u.bn_fwd_eval.gamma = &T[2];
+        n.u.bn_fwd_eval.beta = &T[3], n.u.bn_fwd_eval.running_mean = &T[4];
+        n.u.bn_fwd_eval.running_var = &T[5];
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0}, {&T[3], 0}, {&T[4], 0}, {&T[5], 0});
+
+        NODE(PLAN_BN_BWD);
+        n.u.bn_bwd.dx = &T[0], n.u.bn_bwd.dgamma = &T[1], n.u.bn_bwd.dbeta = &T[2];
+        n.u.bn_bwd.dy = &T[3], n.u.bn_bwd.x = &T[4], n.u.bn_bwd.gamma = &T[5];
+        n.u.bn_bwd.save_mean = &T[6], n.u.bn_bwd.save_invstd = &T[7];
+        n.u.bn_bwd.accumulate = acc;
+        if (acc)
+            EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 1}, {&T[2], 1}, {&T[3], 0},
+                        {&T[4], 0}, {&T[5], 0}, {&T[6], 0}, {&T[7], 0});
+        else
+            EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 1}, {&T[2], 1}, {&T[3], 0}, {&T[4], 0},
+                        {&T[5], 0}, {&T[6], 0}, {&T[7], 0});
+
+        NODE(PLAN_ACT_FWD);
+        n.u.act_fwd.y = &T[0], n.u.act_fwd.x = &T[1];
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0});
+
+        NODE(PLAN_ACT_BWD);
+        n.u.act_bwd.dx = &T[0], n.u.act_bwd.dy = &T[1], n.u.act_bwd.x = &T[2];
+        n.u.act_bwd.accumulate = acc;
+        if (acc) EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 0}, {&T[2], 0});
+        else EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0});
+
+        NODE(PLAN_POOL_FWD);
+        n.u.pool_fwd.y = &T[0], n.u.pool_fwd.x = &T[1];
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0});
+
+        NODE(PLAN_POOL_BWD);
+        n.u.pool_bwd.dx = &T[0], n.u.pool_bwd.dy = &T[1], n.u.pool_bwd.x = &T[2];
+        n.u.pool_bwd.y = &T[3], n.u.pool_bwd.accumulate = acc;
+        if (acc) EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 0}, {&T[2], 0}, {&T[3], 0});
+        else EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0}, {&T[3], 0});
+
+        NODE(PLAN_CONCAT_FWD);
+        n.u.concat_fwd.y = &T[0], n.u.concat_fwd.xs[0] = &T[1], n.u.concat_fwd.xs[1] = &T[2];
+        n.u.concat_fwd.xs[2] = &T[3], n.u.concat_fwd.count = 3;
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0}, {&T[3], 0});
+
+        NODE(PLAN_CONCAT_BWD);   /* the image's gradient (NULL) is left out */
+        n.u.concat_bwd.dxs[0] = &T[0], n.u.concat_bwd.dxs[1] = NULL;
+        n.u.concat_bwd.dxs[2] = &T[2], n.u.concat_bwd.dy = &T[3], n.u.concat_bwd.count = 3;
+        n.u.concat_bwd.accumulate[0] = acc, n.u.concat_bwd.accumulate[2] = !acc;
+        if (acc) EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[2], 1}, {&T[3], 0});
+        else EXPECT_LIST(&n, {&T[0], 1}, {&T[2], 1}, {&T[2], 0}, {&T[3], 0});
+
+        NODE(PLAN_ADD_FWD);
+        n.u.add_fwd.y = &T[0], n.u.add_fwd.a = &T[1], n.u.add_fwd.b = &T[2];
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0});
+
+        NODE(PLAN_SCALE_FWD);
+        n.u.scale_fwd.y = &T[0], n.u.scale_fwd.x = &T[1];
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0});
+
+        NODE(PLAN_SCALED_COPY);
+        n.u.scaled_copy.dx = &T[0], n.u.scaled_copy.dy = &T[1], n.u.scaled_copy.accumulate = acc;
+        if (acc) EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 0});
+        else EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0});
+
+        NODE(PLAN_FLATTEN_FWD);
+        n.u.flatten_fwd.y = &T[0], n.u.flatten_fwd.x = &T[1];
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0});
+
+        NODE(PLAN_FLATTEN_BWD);
+        n.u.flatten_bwd.dx = &T[0], n.u.flatten_bwd.dy = &T[1], n.u.flatten_bwd.accumulate = acc;
+        if (acc) EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 0});
+        else EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0});
+
+        NODE(PLAN_LINEAR_FWD);   /* no bias: NULL is left out */
+        n.u.linear_fwd.y = &T[0], n.u.linear_fwd.x = &T[1], n.u.linear_fwd.w = &T[2];
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0});
+
+        NODE(PLAN_LINEAR_BWD);
+        n.u.linear_bwd.dx = &T[0], n.u.linear_bwd.dw = &T[1], n.u.linear_bwd.db = &T[2];
+        n.u.linear_bwd.dy = &T[3], n.u.linear_bwd.x = &T[4], n.u.linear_bwd.w = &T[5];
+        n.u.linear_bwd.accumulate = acc;
+        if (acc)
+            EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 1}, {&T[2], 1}, {&T[3], 0},
+                        {&T[4], 0}, {&T[5], 0});
+        else
+            EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 1}, {&T[2], 1}, {&T[3], 0}, {&T[4], 0},
+                        {&T[5], 0});
+
+        NODE(PLAN_XENT_FWD);   /* the stats are added to */
+        n.u.xent_fwd.stats = &T[0], n.u.xent_fwd.probs = &T[1], n.u.xent_fwd.logits = &T[2];
+        n.u.xent_fwd.labels = &T[3];
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 1}, {&T[2], 0}, {&T[3], 0});
+
+        NODE(PLAN_XENT_BWD);
+        n.u.xent_bwd.dlogits = &T[0], n.u.xent_bwd.probs = &T[1], n.u.xent_bwd.labels = &T[2];
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0});
+
+        NODE(PLAN_SGD);   /* the items are read from the node itself, not listed */
+        n.u.sgd.items = items, n.u.sgd.count = 1, n.u.sgd.lr_table = &T[0];
+        n.u.sgd.cursor = &T[1];
+        EXPECT_LIST(&n, {&T[0], 0}, {&T[1], 0});
+
+        NODE(PLAN_CURSOR_ADVANCE);
+        n.u.cursor_advance.cursor = &T[0];
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0});
+#undef NODE
+    }
+    for (int k = 0; k < PLAN_OP_COUNT; k++) {
+        if (!covered[k]) printf("op %s (%d) not checked\n", plan_op_name((enum plan_op)k), k);
+        CHECK(covered[k]);
+    }
+}
+
+/* ------------------------------------------------------------------ the trainer's plans */
+
+#define TRAIN_IMAGES 96
+#define BATCH 16
+#define TEST_IMAGES 50
+#define EVAL_BATCH 20   /* 50 = 20 + 20 + 10: a partial last batch */
+
+static struct layer_spec *add(struct net_spec *s, const char *name, enum layer_type t)
+{
+    struct layer_spec *l = net_spec_add(s, t);
+    if (l) snprintf(l->name, sizeof(l->name), "%s", name);
+    return l;
+}
+
+/* whiten (bias trained in epoch 1 only) -> relu -> conv -> bn -> relu1 -> conv2 ->
+ * add(relu1, conv2) -> relu2 -> global max pool -> flatten -> linear -> scale: relu1's
+ * gradient is accumulated from two consumers. */
+static int test_net(struct graph *g)
+{
+    struct net_spec s = {0};
+    struct layer_spec *l;
+    char err[256];
+    int ok = 1;
+#define ADD(name, type) ok = ok && (l = add(&s, name, type)) != NULL
+    ADD("whiten", LAYER_WHITEN);
+    if (ok) {
+        l->k = 2;
+        l->pad = 0;
+        l->eps = 5e-4f;
+        l->negate = 1;
+        l->bias = 1;
+        l->bias_epochs = 1;
+        l->whiten_images = TRAIN_IMAGES;
+    }
+    ADD("relu0", LAYER_RELU);
+    ADD("conv1", LAYER_CONV);
+    if (ok) l->out = 8;
+    ADD("bn1", LAYER_BN);
+    ADD("relu1", LAYER_RELU);
+    ADD("conv2", LAYER_CONV);
+    if (ok) l->out = 8;
+    ADD("add", LAYER_ADD);
+    if (ok) {
+        l->n_inputs = 2;
+        snprintf(l->inputs[0], sizeof(l->inputs[0]), "relu1");
+        snprintf(l->inputs[1], sizeof(l->inputs[1]), "conv2");
+    }
+    ADD("relu2", LAYER_RELU);
+    ADD("pool", LAYER_GMAXPOOL);
+    ADD("flat", LAYER_FLATTEN);
+    ADD("linear", LAYER_LINEAR);
+    if (ok) {
+        l->out = 10;
+        l->bias = 1;
+    }
+    ADD("logits", LAYER_SCALE);
+    if (ok) l->scale = 0.25f;
+#undef ADD
+    int rc = ok ? graph_build(g, &s, 3, 32, 32, err, sizeof(err)) : DR_ERR_NOMEM;
+    if (rc != DR_OK && ok) printf("graph_build: %s\n", err);
+    net_spec_free(&s);
+    return rc;
+}
+
+static void test_experiment(struct experiment *e)
+{
+    memset(e, 0, sizeof(*e));
+    snprintf(e->name, sizeof(e->name), "plan-test");
+    snprintf(e->path, sizeof(e->path), "(test)");
+    e->train.epochs = 2.0;
+    e->train.batch_size = BATCH;
+    e->train.lr.count = 3;
+    e->train.lr.knots[0] = 0.0, e->train.lr.knots[1] = 1.0, e->train.lr.knots[2] = 2.0;
+    e->train.lr.values[0] = 0.05, e->train.lr.values[1] = 0.4, e->train.lr.values[2] = 0.02;
+    e->train.momentum = 0.9;
+    e->train.nesterov = 1;
+    e->train.weight_decay = 5e-4;
+    e->train.loss = LOSS_SUM;
+    e->train.label_smoothing = 0.2;
+    e->augment = (struct augment_params){4, PAD_REFLECT, 1, 1, 8, 0, 0, 0, 0, 0};
+    e->eval.batch_size = EVAL_BATCH;
+    e->eval.tta = TTA_FLIP;
+    for (int k = 0; k < PARAM_KIND_COUNT; k++) e->train.lr_scale[k] = e->train.wd_scale[k] = 1.0;
+    e->train.lr_scale[PARAM_BN_B] = 8.0;
+    e->train.wd_scale[PARAM_BN_B] = 0.125;
+    e->train.average.kind = AVERAGE_EMA;
+    e->train.average.every = 2;
+    e->train.average.momentum = 0.8;
+    e->seeds = 1;
+}
+
+static int random_dataset(struct dataset *d, int count, uint32_t stream)
+{
+    d->count = count;
+    d->images = malloc((size_t)count * CIFAR10_IMAGE_BYTES);
+    d->labels = malloc((size_t)count);
+    if (!d->images || !d->labels) return DR_ERR_NOMEM;
+    for (int i = 0; i < count; i++) {
+        for (int j = 0; j < CIFAR10_IMAGE_BYTES; j += 4) {
+            struct rng4 r = rng_draw(0x9a17u, stream, 0, (uint32_t)i, (uint32_t)j);
+            for (int k = 0; k < 4; k++)
+                d->images[(size_t)i * CIFAR10_IMAGE_BYTES + j + k] = (uint8_t)r.v[k];
+        }
+        struct rng4 r = rng_draw(0x9a17u, stream, 1, (uint32_t)i, 0);
+        d->labels[i] = (uint8_t)rng_below(r.v[0], 10);
+    }
+    return DR_OK;
+}
+
+/* The whole of t, host copy, malloc'd; NULL on failure. */
+static void *read_all(struct backend *be, const struct tensor *t)
+{
+    size_t bytes = tensor_count(t) * (t->kind == TENSOR_U8 ? 1 : 4);
+    void *h = malloc(bytes ? bytes : 1);
+    if (h && be->ops->tensor_read(be->ctx, h, t) != DR_OK) {
+        free(h);
+        h = NULL;
+    }
+    return h;
+}
+
+/* Whether a and b hold the same bytes (both readable, same size). */
+static int same_tensor(struct backend *be, const struct tensor *a, const struct tensor *b)
+{
+    if (tensor_count(a) != tensor_count(b) || a->kind != b->kind) return 0;
+    void *x = read_all(be, a), *y = read_all(be, b);
+    size_t bytes = tensor_count(a) * (a->kind == TENSOR_U8 ? 1 : 4);
+    int ok = x && y && memcmp(x, y, bytes) == 0;
+    free(x);
+    free(y);
+    return ok;
+}
+
+static int read_cursor(struct backend *be, const struct tensor *cursor, int32_t *out)
+{
+    return be->ops->tensor_read(be->ctx, out, cursor);
+}
+
+struct fixture {
+    struct experiment e;
+    struct graph g;
+    struct dataset train, test;
+    struct backend be;
+};
+
+/* The step plan run twice on one plan object: the cursor goes {step, epoch, 0} ->
+ * {step + 1, epoch, 1} -> {step + 2, epoch, 2}; each step's batch holds the next rows
+ * of the epoch's permutation (labels, and the images as the host-driven augment of those
+ * rows makes them); the signature stays. */
+static void test_step_twice(struct fixture *f)
+{
+    struct trainer t;
+    struct backend *be = &f->be;
+    int32_t cur[PLAN_CURSOR_LEN], perm[TRAIN_IMAGES];
+    struct tensor rows = {NULL, TENSOR_I32, BATCH, 1, 1, 1};
+    struct tensor x = {NULL, TENSOR_ACT, BATCH, 3, 32, 32};
+    struct tensor labels = {NULL, TENSOR_I32, BATCH, 1, 1, 1};
+    if (trainer_create(&t, &f->e, &f->g, be, &f->train, &f->test, 7) != DR_OK) {
+        CHECK(0);
+        return;
+    }
+    CHECK(be->ops->tensor_alloc(be->ctx, &rows) == DR_OK);
+    CHECK(be->ops->tensor_alloc(be->ctx, &x) == DR_OK);
+    CHECK(be->ops->tensor_alloc(be->ctx, &labels) == DR_OK);
+    const int epoch = 1;
+    t.step = 6;   /* as after epoch 0 of 6 steps */
+    CHECK(trainer_epoch_begin(&t, epoch) == DR_OK);
+    CHECK(read_cursor(be, &t.cursor, cur) == DR_OK);
+    CHECK(cur[CURSOR_STEP] == 6 && cur[CURSOR_EPOCH] == epoch && cur[CURSOR_INDEX] == 0);
+    shuffle_epoch(perm, TRAIN_IMAGES, 7, epoch);
+    uint64_t sig = plan_signature(&t.step_plan);
+    for (int s = 0; s < 2; s++) {
+        CHECK(trainer_step(&t) == DR_OK);
+        CHECK(read_cursor(be, &t.cursor, cur) == DR_OK);
+        printf("after step %d: cursor {%d, %d, %d}\n", s + 1, (int)cur[CURSOR_STEP],
+               (int)cur[CURSOR_EPOCH], (int)cur[CURSOR_INDEX]);
+        CHECK(cur[CURSOR_STEP] == 6 + s + 1 && cur[CURSOR_EPOCH] == epoch &&
+              cur[CURSOR_INDEX] == s + 1);
+        int32_t got[BATCH];
+        CHECK(be->ops->tensor_read(be->ctx, got, &t.model.labels) == DR_OK);
+        int ok = 1;
+        for (int i = 0; i < BATCH; i++) ok &= got[i] == f->train.labels[perm[s * BATCH + i]];
+        CHECK(ok);
+        /* the images: the augment of the same rows for this epoch, computed apart */
+        CHECK(be->ops->tensor_write(be->ctx, &rows, perm + s * BATCH) == DR_OK);
+        CHECK(be->ops->augment(be->ctx, &x, &labels, &t.images, &t.image_labels, &rows,
+                               &f->e.augment, t.seed, epoch) == DR_OK);
+        CHECK(same_tensor(be, &x, &t.model.y[0]));
+        CHECK(plan_signature(&t.step_plan) == sig);
+    }
+    be->ops->tensor_free(be->ctx, &rows);
+    be->ops->tensor_free(be->ctx, &x);
+    be->ops->tensor_free(be->ctx, &labels);
+    trainer_free(&t);
+}
+
+/* plan_signature of the step plan: the same for the same handles whatever their
+ * contents; another data pointer or n (of an activation, of a tensor reached only
+ * through the SGD items) changes it, and putting it back restores it. */
+static void test_signature(struct fixture *f)
+{
+    struct trainer t;
+    if (trainer_create(&t, &f->e, &f->g, &f->be, &f->train, &f->test, 7) != DR_OK) {
+        CHECK(0);
+        return;
+    }
+    struct plan *p = &t.step_plan;
+    struct model *m = &t.model;
+    CHECK(trainer_epoch_begin(&t, 0) == DR_OK);   /* the training batch size */
+    uint64_t s0 = plan_signature(p);
+    CHECK(plan_signature(p) == s0);
+    CHECK(trainer_step(&t) == DR_OK);   /* every tensor's contents change */
+    CHECK(plan_signature(p) == s0);
+
+    CHECK(model_set_batch(m, BATCH - 4) == DR_OK);   /* n of every activation */
+    CHECK(plan_signature(p) != s0);
+    CHECK(model_set_batch(m, BATCH) == DR_OK);
+    CHECK(plan_signature(p) == s0);
+
+    struct tensor *y = &m->y[3];
+    y->n--;
+    CHECK(plan_signature(p) != s0);
+    y->n++;
+    void *data = y->data;
+    y->data = m->dy[3].data;
+    CHECK(plan_signature(p) != s0);
+    y->data = data;
+    CHECK(plan_signature(p) == s0);
+
+    struct tensor *v = &m->v[m->g->n_params - 1];   /* only in the SGD node's items */
+    data = v->data;
+    v->data = m->dp[0].data;
+    CHECK(plan_signature(p) != s0);
+    v->data = data;
+    CHECK(plan_signature(p) == s0);
+
+    model_average_swap(m);   /* other parameter handles' data */
+    CHECK(plan_signature(p) != s0);
+    model_average_swap(m);
+    CHECK(plan_signature(p) == s0);
+    trainer_free(&t);
+}
+
+/* The host-driven evaluation of trainer r's model: per batch the rows written, per view
+ * augment and the eval forward pass, the weighted sum, and the loss. */
+static int host_evaluate(struct trainer *r, double *loss, double *acc)
+{
+    int rc = DR_OK;
+    struct model *m = &r->model;
+    const struct backend_ops *ops = r->be->ops;
+    void *ctx = r->be->ctx;
+    struct augment_params views[TRAIN_TTA_MAX_VIEWS];
+    float weights[TRAIN_TTA_MAX_VIEWS], st[2];
+    int32_t rows_host[TEST_IMAGES];
+    struct tensor rows = {NULL, TENSOR_I32, EVAL_BATCH, 1, 1, 1};
+    int nv = train_tta_views(views, weights, r->e->eval.tta);
+    for (int i = 0; i < TEST_IMAGES; i++) rows_host[i] = i;
+    model_average_swap(m);   /* the EMA's weights */
+    TRY(ops->tensor_alloc(ctx, &rows));
+    TRY(ops->tensor_zero(ctx, &m->stats));
+    for (int b = 0; b * EVAL_BATCH < TEST_IMAGES; b++) {
+        int n = TEST_IMAGES - b * EVAL_BATCH < EVAL_BATCH ? TEST_IMAGES - b * EVAL_BATCH
+                                                           : EVAL_BATCH;
+        TRY(model_set_batch(m, n));
+        rows.n = n;
+        r->tta_logits.n = n;
+        TRY(ops->tensor_write(ctx, &rows, rows_host + b * EVAL_BATCH));
+        for (int v = 0; v < nv; v++) {
+            TRY(ops->augment(ctx, &m->y[0], &m->labels, &r->test_images, &r->test_labels, &rows,
+                             &views[v], r->seed, 0));
+            TRY(model_forward(m, 0));
+            TRY(ops->scaled_copy(ctx, &r->tta_logits, model_logits(m), weights[v], v > 0));
+        }
+        TRY(ops->xent_forward(ctx, &m->stats, &m->probs, &r->tta_logits, &m->labels, 0.0f));
+    }
+    TRY(ops->tensor_read(ctx, st, &m->stats));
+    *loss = (double)st[0] / TEST_IMAGES;
+    *acc = (double)st[1] / TEST_IMAGES;
+cleanup:
+    model_average_swap(m);
+    if (rows.data) ops->tensor_free(ctx, &rows);
+    return rc;
+}
+
+/* Two epochs of the step plan (trainer_epoch) against the same training driven from the
+ * host on a trainer created alike: parameters, momentum, BN statistics, the averages,
+ * the training stats and the evaluation agree to the bit. */
+static void test_same_as_host(struct fixture *f)
+{
+    struct trainer a, r;
+    struct backend *be = &f->be;
+    const struct backend_ops *ops = be->ops;
+    const struct experiment *e = &f->e;
+    int32_t perm[TRAIN_IMAGES];
+    struct tensor rows = {NULL, TENSOR_I32, BATCH, 1, 1, 1};
+    if (trainer_create(&a, e, &f->g, be, &f->train, &f->test, 3) != DR_OK ||
+        trainer_create(&r, e, &f->g, be, &f->train, &f->test, 3) != DR_OK) {
+        CHECK(0);
+        return;
+    }
+    CHECK(a.plan.steps_per_epoch == TRAIN_IMAGES / BATCH && a.plan.epochs == 2);
+    CHECK(ops->tensor_alloc(be->ctx, &rows) == DR_OK);
+    struct model *m = &r.model;
+    float smoothing = (float)e->train.label_smoothing;
+    for (int ep = 0; ep < 2; ep++) {
+        struct epoch_record rec;
+        CHECK(trainer_epoch(&a, ep, NULL, &rec) == DR_OK);
+
+        shuffle_epoch(perm, TRAIN_IMAGES, r.seed, ep);
+        CHECK(ops->tensor_zero(be->ctx, &m->stats) == DR_OK);
+        for (int s = 0; s < r.plan.steps_per_epoch; s++) {
+            float lr, wd, gs;
+            train_step_hparams(e, r.step, r.plan.steps_per_epoch, &lr, &wd, &gs, NULL);
+            CHECK(model_set_batch(m, BATCH) == DR_OK);
+            CHECK(ops->tensor_write(be->ctx, &rows, perm + s * BATCH) == DR_OK);
+            CHECK(ops->augment(be->ctx, &m->y[0], &m->labels, &r.images, &r.image_labels, &rows,
+                               &e->augment, r.seed, ep) == DR_OK);
+            CHECK(model_forward(m, 1) == DR_OK);
+            CHECK(model_loss(m, smoothing) == DR_OK);
+            CHECK(model_backward(m, smoothing, gs) == DR_OK);
+            for (int k = 0; k < r.g->n_params; k++) {
+                const struct param_desc *d = &r.g->params[k];
+                if (!d->trainable || (d->train_epochs > 0 && ep >= d->train_epochs)) continue;
+                float lk = (float)((double)lr * e->train.lr_scale[d->kind]);
+                float wk = (float)((double)wd * e->train.wd_scale[d->kind]);
+                CHECK(ops->sgd_update(be->ctx, &m->p[k], &m->v[k], &m->dp[k], lk, wk,
+                                      (float)e->train.momentum, e->train.nesterov) == DR_OK);
+            }
+            r.step++;
+            if (r.step % e->train.average.every == 0) {
+                float tt = (float)(1.0 - pow(e->train.average.momentum, e->train.average.every));
+                for (int k = 0; k < r.g->n_params; k++)
+                    CHECK(ops->param_lerp(be->ctx, &m->avg[k], &m->p[k], tt, 0) == DR_OK);
+                for (int i = 0; i < r.g->count; i++) {
+                    if (r.g->layers[i].spec.type != LAYER_BN) continue;
+                    CHECK(ops->param_lerp(be->ctx, &m->avg_rmean[i], &m->bn_rmean[i], tt, 0) ==
+                          DR_OK);
+                    CHECK(ops->param_lerp(be->ctx, &m->avg_rvar[i], &m->bn_rvar[i], tt, 0) ==
+                          DR_OK);
+                }
+            }
+        }
+        float st[2];
+        CHECK(ops->tensor_read(be->ctx, st, &m->stats) == DR_OK);
+        double tl = st[0] / ((double)r.plan.steps_per_epoch * BATCH);
+        printf("epoch %d: train loss %.9g (host-driven %.9g)\n", ep + 1, rec.train_loss, tl);
+        CHECK(rec.train_loss == tl);
+        double hl = 0, ha = 0;
+        CHECK(host_evaluate(&r, &hl, &ha) == DR_OK);
+        printf("epoch %d: test loss %.9g acc %.4f (host-driven %.9g %.4f)\n", ep + 1,
+               rec.test_loss, rec.test_acc, hl, ha);
+        CHECK(rec.test_loss == hl && rec.test_acc == ha);
+    }
+    CHECK(a.step == r.step);
+    int ok = 1;
+    for (int k = 0; k < a.g->n_params; k++)
+        ok &= same_tensor(be, &a.model.p[k], &r.model.p[k]) &&
+              same_tensor(be, &a.model.v[k], &r.model.v[k]) &&
+              same_tensor(be, &a.model.avg[k], &r.model.avg[k]);
+    for (int i = 0; i < a.g->count; i++)
+        if (a.g->layers[i].spec.type == LAYER_BN)
+            ok &= same_tensor(be, &a.model.bn_rmean[i], &r.model.bn_rmean[i]) &&
+                  same_tensor(be, &a.model.bn_rvar[i], &r.model.bn_rvar[i]) &&
+                  same_tensor(be, &a.model.avg_rmean[i], &r.model.avg_rmean[i]) &&
+                  same_tensor(be, &a.model.avg_rvar[i], &r.model.avg_rvar[i]);
+    CHECK(ok);
+    ops->tensor_free(be->ctx, &rows);
+    trainer_free(&a);
+    trainer_free(&r);
+}
+
+/* The summed loss of the batch in m->y[0] under the current parameters: the train-mode
+ * forward pass and the loss, through the plan's builders. */
+static int batch_loss(struct model *m, struct backend *be, double *loss)
+{
+    int rc = DR_OK;
+    float st[2];
+    TRY(be->ops->tensor_zero(be->ctx, &m->stats));
+    TRY(model_forward(m, 1));
+    TRY(model_loss(m, 0.0f));
+    TRY(be->ops->tensor_read(be->ctx, st, &m->stats));
+    *loss = st[0];
+cleanup:
+    return rc;
+}
+
+/* The backward pass the builders describe (accumulate flags, skipped gradients, the two
+ * consumers of relu1) against central differences of the loss: a few entries of every
+ * parameter tensor. */
+static void test_backward_gradients(struct fixture *f)
+{
+    enum { N = 8 };
+    struct backend *be = &f->be;
+    struct model m;
+    if (model_create(&m, &f->g, be, N) != DR_OK) {
+        CHECK(0);
+        return;
+    }
+    CHECK(model_init_params(&m, 11) == DR_OK);
+    CHECK(model_init_whiten(&m, &f->train) == DR_OK);
+    CHECK(model_set_batch(&m, N) == DR_OK);
+    size_t nx = tensor_count(&m.y[0]);
+    float *x = malloc(nx * sizeof(float));
+    int32_t lab[N];
+    for (size_t i = 0; x && i < nx; i++) {
+        struct rng4 r = rng_draw(0x9a17u, 5, 0, (uint32_t)i, 0);
+        x[i] = 2.0f * rng_unit(r.v[0]) - 1.0f;
+    }
+    for (int i = 0; i < N; i++) lab[i] = (i * 3) % 10;
+    CHECK(x && be->ops->tensor_write(be->ctx, &m.y[0], x) == DR_OK);
+    CHECK(be->ops->tensor_write(be->ctx, &m.labels, lab) == DR_OK);
+    double l0 = 0;
+    CHECK(batch_loss(&m, be, &l0) == DR_OK);
+    /* twice: a gradient added to where it should be written shows on stale buffers */
+    CHECK(model_backward(&m, 0.0f, 1.0f) == DR_OK);
+    CHECK(model_backward(&m, 0.0f, 1.0f) == DR_OK);
+    int bad = 0, checked = 0;
+    const float h = 1e-2f;
+    for (int k = 0; k < f->g.n_params; k++) {
+        size_t count = tensor_count(&m.p[k]);
+        float *w = read_all(be, &m.p[k]), *dw = read_all(be, &m.dp[k]);
+        if (!w || !dw) {
+            CHECK(0);
+            free(w);
+            free(dw);
+            continue;
+        }
+        for (int j = 0; j < 3 && (size_t)j < count; j++) {
+            size_t at = (size_t)j * (count / 3 + 1) % count;
+            float keep = w[at];
+            double lp = 0, lm = 0;
+            w[at] = keep + h;
+            CHECK(be->ops->tensor_write(be->ctx, &m.p[k], w) == DR_OK);
+            CHECK(batch_loss(&m, be, &lp) == DR_OK);
+            w[at] = keep - h;
+            CHECK(be->ops->tensor_write(be->ctx, &m.p[k], w) == DR_OK);
+            CHECK(batch_loss(&m, be, &lm) == DR_OK);
+            w[at] = keep;
+            CHECK(be->ops->tensor_write(be->ctx, &m.p[k], w) == DR_OK);
+            double num = (lp - lm) / (2.0 * h), ana = dw[at];
+            checked++;
+            if (fabs(num - ana) > 2e-2 + 5e-2 * fabs(ana)) {
+                printf("parameter %d [%zu]: gradient %.6g, central difference %.6g\n", k, at,
+                       ana, num);
+                bad++;
+            }
+        }
+        free(w);
+        free(dw);
+    }
+    printf("backward: %d of %d gradient entries off their central difference\n", bad, checked);
+    CHECK(bad == 0 && checked > 0);
+    free(x);
+    model_free(&m);
+}
+
+/* An engine without the plan's ops cannot build a step plan: an error naming the op,
+ * not a call through NULL. */
+static void test_missing_op(struct fixture *f)
+{
+    struct backend_ops ops = *f->be.ops;
+    ops.sgd_multi = NULL;
+    struct backend be = {&ops, f->be.ctx};
+    struct trainer t;
+    CHECK(trainer_create(&t, &f->e, &f->g, &be, &f->train, &f->test, 7) == DR_ERR_INTERNAL);
+}
+
+int main(void)
+{
+    test_node_tensors();
+    struct fixture f = {0};
+    test_experiment(&f.e);
+    CHECK(test_net(&f.g) == DR_OK);
+    CHECK(random_dataset(&f.train, TRAIN_IMAGES, 1) == DR_OK);
+    CHECK(random_dataset(&f.test, TEST_IMAGES, 2) == DR_OK);
+    CHECK(backend_cpu_create(&f.be, 2) == DR_OK);
+    if (check_failures) return check_finish("plan");
+    test_backward_gradients(&f);
+    test_step_twice(&f);
+    test_signature(&f);
+    test_same_as_host(&f);
+    test_missing_op(&f);
+    backend_destroy(&f.be);
+    graph_free(&f.g);
+    dataset_free(&f.train);
+    dataset_free(&f.test);
+    return check_finish("plan");
+}

@@ -5,7 +5,9 @@
  * of a small network with every layer type of the shipped configs, then an evaluation; group toolbox: 10 steps of a network with the
  * speed-training options, stepping with trainer_after_step so that Lookahead acts, then
  * an evaluation with 6 test-time views). The per-step losses and the test loss must
- * track within the tolerance. */
+ * track within the tolerance. augment_step (group augment) as augment, with the batch's
+ * rows and epoch taken from a step cursor at a batch past the first and a stride longer
+ * than the batch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +110,53 @@ static int augment_run(struct sc_side *t, const struct sc_case *c)
                                SC_T(t, SC_S1), SC_T(t, SC_S2), a->test ? NULL : &a->params,
                                1234567, a->epoch);
 }
+
+/* augment_step: the epoch's whole permutation (AUG_IMAGES rows) and a cursor at batch
+ * STEP_INDEX of STEP_STRIDE rows (more than the batch of AUG_N), so that the batch is
+ * rows[STEP_INDEX * STEP_STRIDE ..] and the epoch the cursor's. */
+#define STEP_STRIDE 60
+#define STEP_INDEX 2
+
+/* as augment_build, with rows SC_S2 of AUG_IMAGES and the cursor SC_S3 */
+static int augment_step_build(struct sc_env *e, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    const struct augment_row *a = c->attr;
+    struct dataset d = {0};
+    int32_t *perm = NULL;
+    const int32_t cursor[PLAN_CURSOR_LEN] = {17, a->epoch, STEP_INDEX, 0};
+    TRY(learnable_dataset(&d, AUG_IMAGES, 5));
+    TRY(sc_tensor(e, SC_S0, "images", TENSOR_U8, d.count, 3, 32, 32));
+    TRY(sc_tensor(e, SC_S1, "image_labels", TENSOR_U8, d.count, 1, 1, 1));
+    TRY(sc_tensor(e, SC_S2, "rows", TENSOR_I32, AUG_IMAGES, 1, 1, 1));
+    TRY(sc_tensor(e, SC_S3, "cursor", TENSOR_I32, PLAN_CURSOR_LEN, 1, 1, 1));
+    TRY(sc_tensor(e, SC_Y, "x", TENSOR_ACT, AUG_CAP, 3, 32, 32));
+    TRY(sc_tensor(e, SC_Y2, "labels", TENSOR_I32, AUG_CAP, 1, 1, 1));
+    sc_set_n(e, SC_Y, AUG_N);
+    sc_set_n(e, SC_Y2, AUG_N);
+    TRY(sc_write_raw(e, SC_S0, d.images));
+    TRY(sc_write_raw(e, SC_S1, d.labels));
+    TRY(sc_write_raw(e, SC_S3, cursor));
+    perm = malloc(sizeof(int32_t) * (size_t)d.count);
+    CHECK_ALLOC(perm, "the selfcheck permutation");
+    shuffle_epoch(perm, d.count, 99, a->epoch);
+    TRY(sc_write_raw(e, SC_S2, perm));
+cleanup:
+    free(perm);
+    dataset_free(&d);
+    return rc;
+}
+
+static int augment_step_run(struct sc_side *t, const struct sc_case *c)
+{
+    const struct augment_row *a = c->attr;
+    return t->be->ops->augment_step(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_Y2), SC_T(t, SC_S0),
+                                    SC_T(t, SC_S1), SC_T(t, SC_S2), SC_T(t, SC_S3), STEP_STRIDE,
+                                    a->test ? NULL : &a->params, 1234567);
+}
+
+/* The augmentation rows augment_step is checked with (indices of AUGMENT_ROWS). */
+static const int AUGMENT_STEP_ROWS[] = {1, 2, 7};
 
 /* Appends a layer; in1/in2 name its inputs ("" = the previous layer). */
 static struct layer_spec *add_layer(struct net_spec *spec, const char *name, enum layer_type type,
@@ -351,6 +400,14 @@ int sc_cases_train(struct sc_table *t)
                             .metric = SC_ELEM_REL, .tol = AUGMENT_TOL, .attr = &AUGMENT_ROWS[i],
                             .n_outputs = 2, .outputs = {SC_Y, SC_Y2}};
         sc_name(&c, "augment", "%s", AUGMENT_ROWS[i].name);
+        TRY(sc_table_add(t, &c));
+    }
+    for (size_t i = 0; i < sizeof(AUGMENT_STEP_ROWS) / sizeof(AUGMENT_STEP_ROWS[0]); i++) {
+        const struct augment_row *a = &AUGMENT_ROWS[AUGMENT_STEP_ROWS[i]];
+        struct sc_case c = {.group = "augment", .build = augment_step_build,
+                            .run = augment_step_run, .metric = SC_ELEM_REL, .tol = AUGMENT_TOL,
+                            .attr = a, .n_outputs = 2, .outputs = {SC_Y, SC_Y2}};
+        sc_name(&c, "augment_step", "%s_b%d_s%d", a->name, STEP_INDEX, STEP_STRIDE);
         TRY(sc_table_add(t, &c));
     }
     for (int toolbox = 0; toolbox < 2; toolbox++) {

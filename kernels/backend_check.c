@@ -137,3 +137,61 @@ int backend_check_lerp(const struct tensor *avg, const struct tensor *w)
 cleanup:
     return rc;
 }
+
+int backend_check_cursor(const struct tensor *cursor, const char *op)
+{
+    int rc = DR_OK;
+    EXPECT(cursor && cursor->data && cursor->kind == TENSOR_I32 &&
+               tensor_count(cursor) == PLAN_CURSOR_LEN,
+           "%s: the step cursor is not an I32 tensor of %d values", op, (int)PLAN_CURSOR_LEN);
+cleanup:
+    return rc;
+}
+
+int backend_check_augment_step(const struct tensor *x, const struct tensor *rows,
+                               const struct tensor *cursor, int stride)
+{
+    int rc = DR_OK;
+    TRY(backend_check_cursor(cursor, "augment_step"));
+    EXPECT(rows && rows->kind == TENSOR_I32 && stride >= x->n,
+           "augment_step: rows must be I32 and the stride (%d) at least the batch (%d)", stride,
+           x->n);
+cleanup:
+    return rc;
+}
+
+int backend_check_sgd_multi(const struct sgd_item *items, int count,
+                            const struct tensor *lr_table, const struct tensor *cursor)
+{
+    int rc = DR_OK;
+    TRY(backend_check_cursor(cursor, "sgd_multi"));
+    EXPECT(lr_table && lr_table->data && lr_table->kind == TENSOR_F32 &&
+               tensor_count(lr_table) > 0,
+           "sgd_multi: the learning-rate table is not an F32 tensor of at least one value");
+    EXPECT(count >= 0 && (items || count == 0), "sgd_multi: %d items", count);
+    for (int k = 0; k < count; k++) {
+        const struct sgd_item *it = &items[k];
+        EXPECT(it->w && it->v && it->dw && it->w->data && it->v->data && it->dw->data,
+               "sgd_multi: item %d lacks a tensor", k);
+        EXPECT(it->w->kind == TENSOR_PARAM && it->v->kind == TENSOR_PARAM &&
+                   it->dw->kind == TENSOR_PARAM,
+               "sgd_multi: item %d is not of PARAM tensors", k);
+        EXPECT(tensor_count(it->v) == tensor_count(it->w) &&
+                   tensor_count(it->dw) == tensor_count(it->w),
+               "sgd_multi: item %d: w, v and dw sizes differ (%zu, %zu, %zu)", k,
+               tensor_count(it->w), tensor_count(it->v), tensor_count(it->dw));
+        EXPECT(it->train_epochs >= 0, "sgd_multi: item %d trains for %d epochs", k,
+               it->train_epochs);
+    }
+cleanup:
+    return rc;
+}
+
+int backend_check_lerp_multi(const struct lerp_item *items, int count)
+{
+    int rc = DR_OK;
+    EXPECT(count >= 0 && (items || count == 0), "lerp_multi: %d items", count);
+    for (int k = 0; k < count; k++) TRY(backend_check_lerp(items[k].avg, items[k].w));
+cleanup:
+    return rc;
+}

@@ -46,4 +46,24 @@ int backend_check_augment(size_t *dataset_rows, const struct tensor *x,
  * TENSOR_PARAM or TENSOR_F32. */
 int backend_check_lerp(const struct tensor *avg, const struct tensor *w);
 
+/* The step cursor of the plan's own ops (op names the op in the message): an I32 tensor
+ * of PLAN_CURSOR_LEN values with its data. Its values are the engine's to check (they
+ * may live on the device). */
+int backend_check_cursor(const struct tensor *cursor, const char *op);
+
+/* The arguments of augment_step beyond augment's: rows I32, the stride at least the batch
+ * (x->n), the cursor as backend_check_cursor says. */
+int backend_check_augment_step(const struct tensor *x, const struct tensor *rows,
+                               const struct tensor *cursor, int stride);
+
+/* The arguments of sgd_multi: count >= 0 items (items non-NULL when count > 0), each with
+ * w, v and dw present, PARAM, of one element count, train_epochs >= 0; lr_table F32 with
+ * at least one value; the cursor as backend_check_cursor says. */
+int backend_check_sgd_multi(const struct sgd_item *items, int count,
+                            const struct tensor *lr_table, const struct tensor *cursor);
+
+/* The arguments of lerp_multi: count >= 0 items (items non-NULL when count > 0), each as
+ * backend_check_lerp says. */
+int backend_check_lerp_multi(const struct lerp_item *items, int count);
+
 #endif

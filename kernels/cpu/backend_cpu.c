@@ -571,29 +571,14 @@ cleanup:
 
 /* ------------------------------------------------------------------ the plan's own ops */
 
-/* The cursor's values, checked: a cursor that is not I32 (PLAN_CURSOR_LEN) is a caller's
- * bug. */
-static int cpu_cursor(const int32_t **out, const struct tensor *cursor)
-{
-    int rc = DR_OK;
-    EXPECT(cursor && cursor->kind == TENSOR_I32 && tensor_count(cursor) == PLAN_CURSOR_LEN,
-           "the step cursor is not an I32 tensor of %d values", (int)PLAN_CURSOR_LEN);
-    *out = cursor->data;
-cleanup:
-    return rc;
-}
-
 static int cpu_augment_step(void *ctx, struct tensor *x, struct tensor *labels,
                             const struct tensor *images, const struct tensor *image_labels,
                             const struct tensor *rows, const struct tensor *cursor, int stride,
                             const struct augment_params *aug, uint64_t seed)
 {
     int rc = DR_OK;
-    const int32_t *cur = NULL;
-    TRY(cpu_cursor(&cur, cursor));
-    EXPECT(rows && rows->kind == TENSOR_I32 && stride >= x->n,
-           "augment_step: rows must be I32 and the stride (%d) at least the batch (%d)", stride,
-           x->n);
+    TRY(backend_check_augment_step(x, rows, cursor, stride));
+    const int32_t *cur = cursor->data;
     long first = (long)cur[CURSOR_INDEX] * stride;
     EXPECT(cur[CURSOR_INDEX] >= 0 && first + x->n <= (long)tensor_count(rows),
            "augment_step: batch %d of stride %d needs rows up to %ld of %zu",
@@ -613,10 +598,9 @@ static int cpu_sgd_multi(void *ctx, const struct sgd_item *items, int count,
                          float momentum, int nesterov)
 {
     int rc = DR_OK;
-    const int32_t *cur = NULL;
-    TRY(cpu_cursor(&cur, cursor));
-    EXPECT(lr_table && lr_table->kind == TENSOR_F32 && cur[CURSOR_STEP] >= 0 &&
-               (size_t)cur[CURSOR_STEP] < tensor_count(lr_table),
+    TRY(backend_check_sgd_multi(items, count, lr_table, cursor));
+    const int32_t *cur = cursor->data;
+    EXPECT(cur[CURSOR_STEP] >= 0 && (size_t)cur[CURSOR_STEP] < tensor_count(lr_table),
            "sgd_multi: step %d outside the learning-rate table", (int)cur[CURSOR_STEP]);
     float lr = ((const float *)lr_table->data)[cur[CURSOR_STEP]];
     for (int k = 0; k < count; k++) {
@@ -633,6 +617,7 @@ static int cpu_lerp_multi(void *ctx, const struct lerp_item *items, int count, f
                           int copy_back)
 {
     int rc = DR_OK;
+    TRY(backend_check_lerp_multi(items, count));
     for (int k = 0; k < count; k++) TRY(cpu_param_lerp(ctx, items[k].avg, items[k].w, t, copy_back));
 cleanup:
     return rc;
@@ -641,9 +626,8 @@ cleanup:
 static int cpu_cursor_advance(void *ctx, struct tensor *cursor)
 {
     int rc = DR_OK;
-    const int32_t *cur = NULL;
     cpu_enter(ctx);
-    TRY(cpu_cursor(&cur, cursor));
+    TRY(backend_check_cursor(cursor, "cursor_advance"));
     ((int32_t *)cursor->data)[CURSOR_STEP]++;
     ((int32_t *)cursor->data)[CURSOR_INDEX]++;
 cleanup:

@@ -30,6 +30,10 @@ static int cuda_take_flags(struct cuda_ctx *c)
         c->flags[FLAG_BAD_LABEL] = 0;
         FAIL(DR_ERR_DATA, "loss: a label is outside 0..classes-1");
     }
+    if (c->flags[FLAG_BAD_STEP]) {
+        c->flags[FLAG_BAD_STEP] = 0;
+        FAIL(DR_ERR_INTERNAL, "sgd_multi: the step cursor is outside the learning-rate table");
+    }
 cleanup:
     return rc;
 }
@@ -47,10 +51,8 @@ static void cuda_destroy(void *ctx)
     cuda_graph_release(c);
     cuda_plan_release(c);
     cuda_conv_release(c);
-    if (c->td_x) cudnnDestroyTensorDescriptor(c->td_x);
-    if (c->td_y) cudnnDestroyTensorDescriptor(c->td_y);
-    if (c->fd_w) cudnnDestroyFilterDescriptor(c->fd_w);
-    if (c->cd) cudnnDestroyConvolutionDescriptor(c->cd);
+    cuda_tables_release(c);
+    cuda_arena_release(c);
     if (c->cudnn) cudnnDestroy(c->cudnn);
     if (c->cublas) cublasDestroy(c->cublas);
     if (c->flags) cuda_counted_free_host(c, c->flags);
@@ -127,6 +129,11 @@ static int cuda_tensor_alloc(void *ctx, struct tensor *t)
     TRY(cuda_enter(c));
     bytes = cuda_bytes(c, t);
     if (bytes == 0) bytes = CUDA_ALIGN;
+    if (cuda_arena_holds(t->kind, bytes)) {   /* parameters and small vectors: a slab's block */
+        TRY(cuda_arena_alloc(c, &t->data, bytes));
+        CHECK_CUDA(cuda_counted_memset(c, t->data, bytes));
+        goto cleanup;
+    }
     e = cuda_counted_malloc(c, &t->data, bytes);
     if (e != cudaSuccess) {
         t->data = NULL;
@@ -149,7 +156,8 @@ static void cuda_tensor_free(void *ctx, struct tensor *t)
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
     if (!t || !t->data) return;
     cudaSetDevice(c->device);
-    cuda_counted_free(c, t->data);   /* waits for work that may still use it */
+    if (!cuda_arena_free(c, t->data))   /* a slab's block goes back in stream order */
+        cuda_counted_free(c, t->data);  /* waits for work that may still use it */
     t->data = NULL;
 }
 
@@ -315,10 +323,10 @@ static const struct backend_ops cuda_ops_table = {
     /* .xent_backward = */ cuda_xent_backward,
     /* .sgd_update = */ cuda_sgd_update,
     /* .param_lerp = */ cuda_param_lerp,
-    /* .augment_step = */ NULL,
-    /* .sgd_multi = */ NULL,
-    /* .lerp_multi = */ NULL,
-    /* .cursor_advance = */ NULL,
+    /* .augment_step = */ cuda_augment_step,
+    /* .sgd_multi = */ cuda_sgd_multi,
+    /* .lerp_multi = */ cuda_lerp_multi,
+    /* .cursor_advance = */ cuda_cursor_advance,
     /* .plan_compute = */ cuda_plan_compute,
     /* .counters = */ cuda_counters,
     /* .counters_reset = */ cuda_counters_reset,
@@ -388,10 +396,6 @@ extern "C" int backend_cuda_create(struct backend *b, int device, int precision)
     CHECK_CUDA(cudaHostGetDevicePointer((void **)&c->flags_dev, c->flags, 0));
     CHECK_CUDNN(c, cudnnCreate(&c->cudnn));
     CHECK_CUDNN(c, cudnnSetStream(c->cudnn, c->stream));
-    CHECK_CUDNN(c, cudnnCreateTensorDescriptor(&c->td_x));
-    CHECK_CUDNN(c, cudnnCreateTensorDescriptor(&c->td_y));
-    CHECK_CUDNN(c, cudnnCreateFilterDescriptor(&c->fd_w));
-    CHECK_CUDNN(c, cudnnCreateConvolutionDescriptor(&c->cd));
     CHECK_CUBLAS(c, cublasCreate(&c->cublas));
     CHECK_CUBLAS(c, cublasSetStream(c->cublas, c->stream));
     CHECK_CUBLAS(c, cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH));

@@ -5,7 +5,10 @@
  * A candidate that fails when executed (cuDNN lists configurations its kernels then
  * refuse) is skipped, at the trial or later, for the next one; a shape for which none
  * works ends the run with one message naming direction, shape, data type and layout.
- * One workspace, grown to the largest need, serves them all. Half precisions compute in
+ * Each shape's cuDNN descriptors are made and set once, with its algorithm cache entry,
+ * so that a convolution of a shape seen before makes only the execution call (and a
+ * math-type call when a refused algorithm moved it to another). One workspace, grown to
+ * the largest need, serves them all. Half precisions compute in
  * fp32 (cuDNN's "pseudo-half" configuration) and use tensor cores; fp32 asks for plain FMA
  * math (no TF32), so that it matches the CPU engine. The weight gradient of a
  * half-precision run comes out of cuDNN in the activation type and is widened into the
@@ -51,23 +54,54 @@ static const char *cudnn_dtype_name(enum cuda_dtype dt)
     return dt == CUDA_F32 ? "float (fp32)" : dt == CUDA_F16 ? "half (fp16)" : "bfloat16 (bf16)";
 }
 
-/* Sets the context's descriptors: x (n, ci, h, w), w (co, ci, k, k), y (n, co, ho, wo). */
-static int conv_describe(struct cuda_ctx *c, const struct tensor *x, int co,
-                         const struct conv_attr *a, int ho, int wo)
+/* Destroys entry e's descriptors (those made). */
+static void conv_entry_free(struct cuda_conv_algo *e)
+{
+    if (e->td_x) cudnnDestroyTensorDescriptor(e->td_x);
+    if (e->td_y) cudnnDestroyTensorDescriptor(e->td_y);
+    if (e->fd_w) cudnnDestroyFilterDescriptor(e->fd_w);
+    if (e->cd) cudnnDestroyConvolutionDescriptor(e->cd);
+    e->td_x = e->td_y = NULL;
+    e->fd_w = NULL;
+    e->cd = NULL;
+}
+
+/* Makes and sets entry e's descriptors: x (n, ci, h, w), w (co, ci, k, k), y (n, co, ho,
+ * wo). */
+static int conv_describe(struct cuda_ctx *c, struct cuda_conv_algo *e, const struct tensor *x,
+                         int co, const struct conv_attr *a, int ho, int wo)
 {
     int rc = DR_OK;
     const cudnnDataType_t dt = cudnn_dtype(c->dt);
-    CHECK_CUDNN(c, cudnnSetTensor4dDescriptor(c->td_x, CUDNN_TENSOR_NHWC, dt, x->n, x->c, x->h, x->w));
-    CHECK_CUDNN(c, cudnnSetTensor4dDescriptor(c->td_y, CUDNN_TENSOR_NHWC, dt, x->n, co, ho, wo));
-    CHECK_CUDNN(c, cudnnSetFilter4dDescriptor(c->fd_w, dt, CUDNN_TENSOR_NHWC, co, x->c, a->k, a->k));
-    CHECK_CUDNN(c, cudnnSetConvolution2dDescriptor(c->cd, a->pad, a->pad, a->stride, a->stride, 1, 1,
+    CHECK_CUDNN(c, cudnnCreateTensorDescriptor(&e->td_x));
+    CHECK_CUDNN(c, cudnnCreateTensorDescriptor(&e->td_y));
+    CHECK_CUDNN(c, cudnnCreateFilterDescriptor(&e->fd_w));
+    CHECK_CUDNN(c, cudnnCreateConvolutionDescriptor(&e->cd));
+    e->cd_math = -1;
+    CHECK_CUDNN(c, cudnnSetTensor4dDescriptor(e->td_x, CUDNN_TENSOR_NHWC, dt, x->n, x->c, x->h, x->w));
+    CHECK_CUDNN(c, cudnnSetTensor4dDescriptor(e->td_y, CUDNN_TENSOR_NHWC, dt, x->n, co, ho, wo));
+    CHECK_CUDNN(c, cudnnSetFilter4dDescriptor(e->fd_w, dt, CUDNN_TENSOR_NHWC, co, x->c, a->k, a->k));
+    CHECK_CUDNN(c, cudnnSetConvolution2dDescriptor(e->cd, a->pad, a->pad, a->stride, a->stride, 1, 1,
                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
 cleanup:
     return rc;
 }
 
-/* cuDNN's ranked candidates (heuristics) for direction dir on the current descriptors. */
-static int conv_candidates(struct cuda_ctx *c, int dir, struct conv_candidate *out, int *count)
+/* Sets the math type of e's convolution descriptor, unless it holds it already. */
+static int conv_set_math(struct cuda_ctx *c, struct cuda_conv_algo *e, cudnnMathType_t math)
+{
+    int rc = DR_OK;
+    if (e->cd_math == (int)math) return DR_OK;
+    e->cd_math = -1;
+    CHECK_CUDNN(c, cudnnSetConvolutionMathType(e->cd, math));
+    e->cd_math = (int)math;
+cleanup:
+    return rc;
+}
+
+/* cuDNN's ranked candidates (heuristics) for direction dir on e's descriptors. */
+static int conv_candidates(struct cuda_ctx *c, const struct cuda_conv_algo *e, int dir,
+                           struct conv_candidate *out, int *count)
 {
     int rc = DR_OK;
     int n = 0;
@@ -76,16 +110,16 @@ static int conv_candidates(struct cuda_ctx *c, int dir, struct conv_candidate *o
     cudnnConvolutionBwdFilterAlgoPerf_t pw[CONV_MAX_ALGOS];
     *count = 0;
     if (dir == DIR_FWD) {
-        CHECK_CUDNN(c, cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, c->td_x, c->fd_w, c->cd,
-                                                           c->td_y, CONV_MAX_ALGOS, &n, pf));
+        CHECK_CUDNN(c, cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, e->td_x, e->fd_w, e->cd,
+                                                           e->td_y, CONV_MAX_ALGOS, &n, pf));
         for (int i = 0; i < n; i++) out[i] = {(int)pf[i].algo, pf[i].status, pf[i].mathType};
     } else if (dir == DIR_BWD_DATA) {
         CHECK_CUDNN(c, cudnnGetConvolutionBackwardDataAlgorithm_v7(
-            c->cudnn, c->fd_w, c->td_y, c->cd, c->td_x, CONV_MAX_ALGOS, &n, pd));
+            c->cudnn, e->fd_w, e->td_y, e->cd, e->td_x, CONV_MAX_ALGOS, &n, pd));
         for (int i = 0; i < n; i++) out[i] = {(int)pd[i].algo, pd[i].status, pd[i].mathType};
     } else {
         CHECK_CUDNN(c, cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-            c->cudnn, c->td_x, c->td_y, c->cd, c->fd_w, CONV_MAX_ALGOS, &n, pw));
+            c->cudnn, e->td_x, e->td_y, e->cd, e->fd_w, CONV_MAX_ALGOS, &n, pw));
         for (int i = 0; i < n; i++) out[i] = {(int)pw[i].algo, pw[i].status, pw[i].mathType};
     }
     *count = n;
@@ -95,24 +129,25 @@ cleanup:
 
 /* Workspace bytes of algo in direction dir under the descriptor's current math type;
  * a status other than success means the combination is not supported. */
-static cudnnStatus_t conv_workspace(struct cuda_ctx *c, int dir, int algo, size_t *bytes)
+static cudnnStatus_t conv_workspace(struct cuda_ctx *c, const struct cuda_conv_algo *e, int dir,
+                                    int algo, size_t *bytes)
 {
     *bytes = 0;
     c->counts.cudnn_calls++;   /* the one query below, as CHECK_CUDNN counts */
     if (dir == DIR_FWD)
-        return cudnnGetConvolutionForwardWorkspaceSize(c->cudnn, c->td_x, c->fd_w, c->cd, c->td_y,
+        return cudnnGetConvolutionForwardWorkspaceSize(c->cudnn, e->td_x, e->fd_w, e->cd, e->td_y,
                                                        (cudnnConvolutionFwdAlgo_t)algo, bytes);
     if (dir == DIR_BWD_DATA)
         return cudnnGetConvolutionBackwardDataWorkspaceSize(
-            c->cudnn, c->fd_w, c->td_y, c->cd, c->td_x, (cudnnConvolutionBwdDataAlgo_t)algo,
+            c->cudnn, e->fd_w, e->td_y, e->cd, e->td_x, (cudnnConvolutionBwdDataAlgo_t)algo,
             bytes);
     return cudnnGetConvolutionBackwardFilterWorkspaceSize(
-        c->cudnn, c->td_x, c->td_y, c->cd, c->fd_w, (cudnnConvolutionBwdFilterAlgo_t)algo, bytes);
+        c->cudnn, e->td_x, e->td_y, e->cd, e->fd_w, (cudnnConvolutionBwdFilterAlgo_t)algo, bytes);
 }
 
-/* Queues candidate i of entry e on the current descriptors, writing into out with the
- * given beta; returns cuDNN's status (not checked here: a refusal means "try the next"). */
-static int conv_call(struct cuda_ctx *c, int dir, const struct cuda_conv_algo *e, int i,
+/* Queues candidate i of entry e on its descriptors, writing into out with the given beta;
+ * returns cuDNN's status (not checked here: a refusal means "try the next"). */
+static int conv_call(struct cuda_ctx *c, int dir, struct cuda_conv_algo *e, int i,
                      const struct conv_io *io, void *out, const float *beta,
                      cudnnStatus_t *status)
 {
@@ -120,21 +155,21 @@ static int conv_call(struct cuda_ctx *c, int dir, const struct cuda_conv_algo *e
     void *ws = NULL;
     const float one = 1.0f;
     *status = CUDNN_STATUS_SUCCESS;
-    CHECK_CUDNN(c, cudnnSetConvolutionMathType(c->cd, (cudnnMathType_t)e->math[i]));
+    TRY(conv_set_math(c, e, (cudnnMathType_t)e->math[i]));
     TRY(cuda_scratch(c, SLOT_CUDNN, e->workspace[i], &ws));
     c->counts.cudnn_calls++;   /* the one execution below, as CHECK_CUDNN counts */
     if (dir == DIR_FWD)
-        *status = cudnnConvolutionForward(c->cudnn, &one, c->td_x, io->x, c->fd_w, io->w, c->cd,
+        *status = cudnnConvolutionForward(c->cudnn, &one, e->td_x, io->x, e->fd_w, io->w, e->cd,
                                           (cudnnConvolutionFwdAlgo_t)e->algo[i], ws,
-                                          e->workspace[i], beta, c->td_y, out);
+                                          e->workspace[i], beta, e->td_y, out);
     else if (dir == DIR_BWD_DATA)
-        *status = cudnnConvolutionBackwardData(c->cudnn, &one, c->fd_w, io->w, c->td_y, io->dy,
-                                               c->cd, (cudnnConvolutionBwdDataAlgo_t)e->algo[i],
-                                               ws, e->workspace[i], beta, c->td_x, out);
+        *status = cudnnConvolutionBackwardData(c->cudnn, &one, e->fd_w, io->w, e->td_y, io->dy,
+                                               e->cd, (cudnnConvolutionBwdDataAlgo_t)e->algo[i],
+                                               ws, e->workspace[i], beta, e->td_x, out);
     else
         *status = cudnnConvolutionBackwardFilter(
-            c->cudnn, &one, c->td_x, io->x, c->td_y, io->dy, c->cd,
-            (cudnnConvolutionBwdFilterAlgo_t)e->algo[i], ws, e->workspace[i], beta, c->fd_w, out);
+            c->cudnn, &one, e->td_x, io->x, e->td_y, io->dy, e->cd,
+            (cudnnConvolutionBwdFilterAlgo_t)e->algo[i], ws, e->workspace[i], beta, e->fd_w, out);
 cleanup:
     return rc;
 }
@@ -174,9 +209,8 @@ static int conv_choose(struct cuda_ctx *c, int dir, const struct conv_io *io,
     e->n = 0;
     conv_shape_text(shape, sizeof(shape), e->key);
     /* fp32: plain FMA math, so that no TF32 rounding creeps in; half: tensor cores */
-    CHECK_CUDNN(c, cudnnSetConvolutionMathType(
-        c->cd, c->dt == CUDA_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
-    TRY(conv_candidates(c, dir, cand, &n));
+    TRY(conv_set_math(c, e, c->dt == CUDA_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+    TRY(conv_candidates(c, e, dir, cand, &n));
     /* pass 0 keeps fp32 on FMA math; pass 1 (fp32 only) accepts what cuDNN offers */
     for (int pass = 0; pass < 2 && e->n == 0; pass++) {
         if (pass == 1 && c->dt != CUDA_F32) break;
@@ -185,8 +219,8 @@ static int conv_choose(struct cuda_ctx *c, int dir, const struct conv_io *io,
             const cudnnMathType_t math =
                 (c->dt == CUDA_F32 && pass == 0) ? CUDNN_FMA_MATH : cand[i].math;
             if (cand[i].status != CUDNN_STATUS_SUCCESS) continue;
-            CHECK_CUDNN(c, cudnnSetConvolutionMathType(c->cd, math));
-            if (conv_workspace(c, dir, cand[i].algo, &ws) != CUDNN_STATUS_SUCCESS) continue;
+            TRY(conv_set_math(c, e, math));
+            if (conv_workspace(c, e, dir, cand[i].algo, &ws) != CUDNN_STATUS_SUCCESS) continue;
             if (ws > CONV_WORKSPACE_CAP) continue;
             e->algo[e->n] = cand[i].algo;
             e->math[e->n] = (int)math;
@@ -233,11 +267,13 @@ cleanup:
     return rc;
 }
 
-/* Runs the convolution of the current descriptors (key) in direction dir on io, with the
- * cached algorithms, choosing them on first use (conv_choose); a cached algorithm that
- * fails is dropped for the next. Fails with DR_ERR_DEVICE, naming direction, shape, data
- * type and layout, when no algorithm works. */
-static int conv_run(struct cuda_ctx *c, const int key[10], int dir, const struct conv_io *io)
+/* Runs the convolution of x (n, ci, h, w) with co outputs of attributes a to a (ho, wo)
+ * plane (key) in direction dir on io, with the cached descriptors and algorithms, made
+ * and chosen on first use (conv_describe, conv_choose); a cached algorithm that fails is
+ * dropped for the next. Fails with DR_ERR_DEVICE, naming direction, shape, data type and
+ * layout, when no algorithm works. */
+static int conv_run(struct cuda_ctx *c, const int key[10], int dir, const struct conv_io *io,
+                    const struct tensor *x, int co, const struct conv_attr *a, int ho, int wo)
 {
     int rc = DR_OK;
     struct cuda_conv_algo *e = NULL;
@@ -256,7 +292,12 @@ static int conv_run(struct cuda_ctx *c, const int key[10], int dir, const struct
         e = &c->algos[c->n_algos];
         memset(e, 0, sizeof(*e));
         memcpy(e->key, key, sizeof(e->key));
-        TRY(conv_choose(c, dir, io, e));
+        rc = conv_describe(c, e, x, co, a, ho, wo);
+        if (rc == DR_OK) rc = conv_choose(c, dir, io, e);
+        if (rc != DR_OK) {   /* not cached: the next call tries again */
+            conv_entry_free(e);
+            goto cleanup;
+        }
         c->n_algos++;   /* cached even when empty: the shape fails at once next time */
     }
     while (e->n > 0) {
@@ -280,6 +321,7 @@ cleanup:
 
 void cuda_conv_release(struct cuda_ctx *c)
 {
+    for (int i = 0; i < c->n_algos; i++) conv_entry_free(&c->algos[i]);
     free(c->algos);
     c->algos = NULL;
     c->n_algos = c->cap_algos = 0;
@@ -324,11 +366,10 @@ int cuda_conv_forward(void *ctx, struct tensor *y, const struct tensor *x, const
     TRY(conv_check(y, x, w, b, a, &ho, &wo));
     if (x->n == 0) goto cleanup;
     TRY(cuda_enter(c));
-    TRY(conv_describe(c, x, w->n, a, ho, wo));
     conv_key(key, x, w->n, a, DIR_FWD, c->dt);
     io = {x->data, cuda_param_copy(c, w), NULL, y->data, tensor_count(y) * cuda_dt_size(c->dt),
           &zero};
-    TRY(conv_run(c, key, DIR_FWD, &io));
+    TRY(conv_run(c, key, DIR_FWD, &io, x, w->n, a, ho, wo));
     if (b && b->data)
         TRY(cuda_add_bias(c, y->data, (const float *)b->data, (long)y->n * ho * wo, y->c));
 cleanup:
@@ -358,12 +399,11 @@ int cuda_conv_backward(void *ctx, struct tensor *dx, struct tensor *dw, struct t
             CHECK_CUDA(cuda_counted_memset(c, db->data, sizeof(float) * tensor_count(db)));
         goto cleanup;
     }
-    TRY(conv_describe(c, x, w->n, a, ho, wo));
     if (want_dx) {
         conv_key(key, x, w->n, a, DIR_BWD_DATA, c->dt);
         io = {NULL, cuda_param_copy(c, w), dy->data, dx->data,
               tensor_count(dx) * cuda_dt_size(c->dt), accumulate ? &one : &zero};
-        TRY(conv_run(c, key, DIR_BWD_DATA, &io));
+        TRY(conv_run(c, key, DIR_BWD_DATA, &io, x, w->n, a, ho, wo));
     }
     if (want_dw) {
         conv_key(key, x, w->n, a, DIR_BWD_FILTER, c->dt);
@@ -372,7 +412,7 @@ int cuda_conv_backward(void *ctx, struct tensor *dx, struct tensor *dw, struct t
         else
             TRY(cuda_scratch(c, SLOT_DW, tensor_count(dw) * cuda_dt_size(c->dt), &target));
         io = {x->data, NULL, dy->data, target, tensor_count(dw) * cuda_dt_size(c->dt), &zero};
-        TRY(conv_run(c, key, DIR_BWD_FILTER, &io));
+        TRY(conv_run(c, key, DIR_BWD_FILTER, &io, x, w->n, a, ho, wo));
         if (target != dw->data) TRY(cuda_to_fp32(c, (float *)dw->data, target, tensor_count(dw)));
     }
     if (db && db->data)

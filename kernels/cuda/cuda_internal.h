@@ -8,8 +8,9 @@
  *   TENSOR_PARAM  fp32 master in (n, h, w, c) order (conv weights KRSC, as cuDNN's NHWC
  *                 filters; linear weights and vectors are unchanged), followed in half
  *                 precisions by a compute copy of the same layout at cuda_param_copy().
- *                 The copy is rewritten by tensor_write, tensor_zero, sgd_update and
- *                 param_lerp.
+ *                 The copy is rewritten by tensor_write, tensor_zero, sgd_update,
+ *                 param_lerp, sgd_multi and lerp_multi. PARAM tensors, and small F32 and
+ *                 I32 ones, live in the parameter arena (arena_cuda.cu).
  *   TENSOR_F32 / I32 / U8   the canonical form, unchanged.
  * Every op is queued on the context's stream; none waits for the device. */
 #ifndef DAWNRUN_CUDA_INTERNAL_H
@@ -45,6 +46,7 @@ enum cuda_slot {
 enum cuda_flag {
     FLAG_BAD_ROW,    /* augment: a batch row outside the dataset */
     FLAG_BAD_LABEL,  /* loss: a label outside 0..k-1 */
+    FLAG_BAD_STEP,   /* sgd_multi: the cursor's step outside the learning-rate table */
     FLAG_COUNT
 };
 
@@ -55,10 +57,15 @@ struct cuda_scratch {
 
 #define CUDA_CONV_MAX_ALGOS 16
 
-/* One cached convolution algorithm choice: the candidates that ran, fastest first; the
- * first is used, and one that fails later is dropped for the next. */
+/* One cached convolution: its cuDNN descriptors, set once when the shape is first seen,
+ * and its algorithm choice: the candidates that ran, fastest first; the first is used,
+ * and one that fails later is dropped for the next. */
 struct cuda_conv_algo {
     int key[10];                           /* n, c, h, w, co, k, stride, pad, direction, dtype */
+    cudnnTensorDescriptor_t td_x, td_y;    /* x (n, c, h, w), y (n, co, ho, wo), NHWC */
+    cudnnFilterDescriptor_t fd_w;          /* w (co, c, k, k), KRSC */
+    cudnnConvolutionDescriptor_t cd;
+    int cd_math;                           /* the math type cd holds now, -1 = unknown */
     int n;                                 /* candidates left */
     int algo[CUDA_CONV_MAX_ALGOS];         /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
     int math[CUDA_CONV_MAX_ALGOS];         /* cudnnMathType_t */
@@ -73,9 +80,6 @@ struct cuda_ctx {
     cudaStream_t stream;
     cudnnHandle_t cudnn;
     cublasHandle_t cublas;
-    cudnnTensorDescriptor_t td_x, td_y;
-    cudnnFilterDescriptor_t fd_w;
-    cudnnConvolutionDescriptor_t cd;
     struct cuda_scratch scratch[SLOT_COUNT];
     int *flags;                     /* [FLAG_COUNT], pinned and mapped: the host view */
     int *flags_dev;                 /* the same memory as kernels address it */
@@ -85,6 +89,9 @@ struct cuda_ctx {
     struct backend_counters counts; /* since creation or the last counters_reset */
     void *plans;                    /* plan_cuda.cu: its analyses of the plans run so far */
     void *graphs;                   /* graph_cuda.cu: the graphs captured so far */
+    void *tables;                   /* sgd_cuda.cu: the device item tables of sgd_multi and
+                                       lerp_multi, by items array */
+    void *arena;                    /* arena_cuda.cu: the slabs of the small tensors */
 };
 
 /* ------------------------------------------------------------------ element types */
@@ -350,6 +357,47 @@ int cuda_param_lerp(void *ctx, struct tensor *avg, struct tensor *w, float t, in
 int cuda_augment(void *ctx, struct tensor *x, struct tensor *labels, const struct tensor *images,
                  const struct tensor *image_labels, const struct tensor *rows,
                  const struct augment_params *aug, uint64_t seed, int epoch);
+
+/* ------------------------------------------------------------------ the plan's own ops */
+/* Each reads the cursor (and sgd_multi the learning-rate table) in device memory, so that
+ * a captured step replays them unchanged. sgd_multi and lerp_multi are one launch each:
+ * their items go to the device as a table, uploaded on the first call with a given items
+ * array (its tensors' addresses and sizes, its scalars) and reused while it is unchanged;
+ * that first call must not be made while the stream is being captured. A steady-state
+ * call copies, allocates and waits for nothing. */
+
+int cuda_augment_step(void *ctx, struct tensor *x, struct tensor *labels,
+                      const struct tensor *images, const struct tensor *image_labels,
+                      const struct tensor *rows, const struct tensor *cursor, int stride,
+                      const struct augment_params *aug, uint64_t seed);
+int cuda_sgd_multi(void *ctx, const struct sgd_item *items, int count,
+                   const struct tensor *lr_table, const struct tensor *cursor, float momentum,
+                   int nesterov);
+int cuda_lerp_multi(void *ctx, const struct lerp_item *items, int count, float t, int copy_back);
+int cuda_cursor_advance(void *ctx, struct tensor *cursor);
+
+/* Releases the item tables sgd_cuda.cu keeps in c->tables. */
+void cuda_tables_release(struct cuda_ctx *c);
+
+/* ------------------------------------------------------------------ the parameter arena */
+/* arena_cuda.cu: parameters, their gradients and optimiser state, and small fp32 / int32
+ * tensors (batch-norm statistics, the cursor), are carved out of a few large device slabs
+ * instead of one allocation each; each block starts at a CUDA_ALIGN boundary. */
+
+/* Whether a tensor of this kind and storage size is placed in the arena. */
+int cuda_arena_holds(enum tensor_kind kind, size_t bytes);
+
+/* *ptr = a block of bytes from a slab, a new slab allocated when none has room. DR_OK, or
+ * DR_ERR_NOMEM (reported) when the device has no memory for a new slab. */
+int cuda_arena_alloc(struct cuda_ctx *c, void **ptr, size_t bytes);
+
+/* Returns ptr's block to its slab, freeing the slab when it is left empty; 0 when ptr is
+ * not in the arena (nothing done). Blocks are reused in stream order: the next user's
+ * work is queued on the same stream after the last user's. */
+int cuda_arena_free(struct cuda_ctx *c, void *ptr);
+
+/* Frees every slab (the context's end). */
+void cuda_arena_release(struct cuda_ctx *c);
 
 /* ------------------------------------------------------------------ plans and graphs */
 

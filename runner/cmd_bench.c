@@ -114,20 +114,29 @@ static void print_counts(const char *what, const struct backend_counters *after,
                          const struct backend_counters *before, double per)
 {
     struct backend_counters d;
-    char rw[32], h2d[32], d2h[32], d2d[32];
+    char rw[32], h2d[32], d2h[32], d2d[32], grw[32], gd2d[32];
     backend_counters_diff(&d, after, before);
     bench_bytes(rw, sizeof(rw), (double)(d.kernel_bytes_read + d.kernel_bytes_written) / per);
+    bench_bytes(grw, sizeof(grw),
+                (double)(d.graph_kernel_bytes_read + d.graph_kernel_bytes_written) / per);
+    bench_bytes(gd2d, sizeof(gd2d), (double)d.graph_d2d_bytes / per);
     bench_bytes(h2d, sizeof(h2d), (double)d.h2d_bytes / per);
     bench_bytes(d2h, sizeof(d2h), (double)d.d2h_bytes / per);
     bench_bytes(d2d, sizeof(d2d), (double)d.d2d_bytes / per);
     printf("%s: %.4g kernel launches, %.4g graph launches, %.4g cuDNN calls, %.4g cuBLAS "
            "calls, own kernels %s read+written, %.4g H2D copies (%s), %.4g D2H (%s), "
-           "%.4g D2D (%s), %.4g memsets, %.4g synchronisations, %.4g allocations, %.4g frees\n",
+           "%.4g D2D (%s), %.4g memsets, %.4g synchronisations, %.4g allocations, %.4g frees; "
+           "replayed by the graph launches: %.4g graph kernels (%s read+written), %.4g graph "
+           "cuDNN calls, %.4g graph cuBLAS calls, %.4g graph memsets, %.4g graph D2D (%s); "
+           "%.4g graph captures\n",
            what, (double)d.kernel_launches / per, (double)d.graph_launches / per,
            (double)d.cudnn_calls / per, (double)d.cublas_calls / per, rw,
            (double)d.h2d_copies / per, h2d, (double)d.d2h_copies / per, d2h,
            (double)d.d2d_copies / per, d2d, (double)d.memsets / per, (double)d.syncs / per,
-           (double)d.allocs / per, (double)d.frees / per);
+           (double)d.allocs / per, (double)d.frees / per, (double)d.graph_kernels / per, grw,
+           (double)d.graph_cudnn_calls / per, (double)d.graph_cublas_calls / per,
+           (double)d.graph_memsets / per, (double)d.graph_d2d_copies / per, gd2d,
+           (double)d.graph_captures / per);
 }
 
 static void print_split(const struct model_profile *p, double total)

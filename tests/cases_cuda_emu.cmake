@@ -22,6 +22,15 @@ if(DAWNRUN_HAVE_CUDA)
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu/run.sh --test ${CMAKE_BINARY_DIR}
                    ${CMAKE_SOURCE_DIR}/tests/cuda_emu/test_graph_capture.cu)
   set_tests_properties(cuda_emulated_graph_capture PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+  # the engine's CUDA graphs of replayable plans: capture, replay, recapture, counts, and
+  # a clean error for an op that cannot be captured
+  add_test(NAME cuda_emulated_graph_run
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_graph_run.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(cuda_emulated_graph_run PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+  # a training step of `dawnrun bench` is one graph launch and nothing else from the host
+  add_test(NAME cuda_emulated_step_structure
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_step_structure.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(cuda_emulated_step_structure PROPERTIES TIMEOUT 2400 SKIP_RETURN_CODE 77)
   # no FMA contraction in the files that must match the CPU twin exactly
   add_test(NAME cuda_exact_files_uncontracted
            COMMAND ${CMAKE_SOURCE_DIR}/tests/check_uncontracted.sh

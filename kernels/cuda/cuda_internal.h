@@ -152,8 +152,8 @@ static inline size_t cuda_dt_size(enum cuda_dtype dt)
 /* ------------------------------------------------------------------ counted runtime calls */
 /* Every copy, memset, synchronisation, allocation and free of the engine goes through one
  * of these (inside CHECK_CUDA where its error matters), so that it is counted in c->counts;
- * tests/check_launch_counted.py checks that no such runtime call is made directly. Copies
- * and memsets are queued on the context's stream. */
+ * tests/check_launch_counted.py checks that no such runtime call is made directly. Copies,
+ * memsets and graph launches are queued on the context's stream. */
 
 static inline cudaError_t cuda_counted_copy(struct cuda_ctx *c, void *dst, const void *src,
                                             size_t bytes, cudaMemcpyKind kind)
@@ -207,6 +207,26 @@ static inline cudaError_t cuda_counted_free_host(struct cuda_ctx *c, void *ptr)
 {
     c->counts.frees++;
     return cudaFreeHost(ptr);
+}
+
+/* Launches a graph instantiated from a captured run that counted `captured` (the counts
+ * that run took, graph_cuda.cu): counts the launch and adds the captured run's work to the
+ * graph_* fields (kernels/counters.h). */
+static inline cudaError_t cuda_counted_graph_launch(struct cuda_ctx *c, cudaGraphExec_t exec,
+                                                    const struct backend_counters *captured)
+{
+    struct backend_counters *n = &c->counts;
+    n->graph_launches++;
+    n->graph_kernels += captured->kernel_launches;
+    n->graph_kernel_bytes_read += captured->kernel_bytes_read;
+    n->graph_kernel_bytes_written += captured->kernel_bytes_written;
+    n->graph_cudnn_calls += captured->cudnn_calls;
+    n->graph_cublas_calls += captured->cublas_calls;
+    n->graph_memsets += captured->memsets;
+    n->graph_memset_bytes += captured->memset_bytes;
+    n->graph_d2d_copies += captured->d2d_copies;
+    n->graph_d2d_bytes += captured->d2d_bytes;
+    return cudaGraphLaunch(exec, c->stream);
 }
 
 /* ------------------------------------------------------------------ shared helpers */
@@ -415,8 +435,12 @@ int cuda_plan_compute(void *ctx, const struct plan *p);
 void cuda_plan_release(struct cuda_ctx *c);
 
 /* graph_cuda.cu. Runs p through `run`, and when p->replayable and graphs are on
- * (DAWNRUN_CUDA_GRAPH is not 0) captures such a run into a CUDA graph once and replays it
- * afterwards, for as long as plan_signature(p) is unchanged. */
+ * (DAWNRUN_CUDA_GRAPH is not 0 when the context first runs a plan) captures such a run
+ * into a CUDA graph once and replays it afterwards, for as long as plan_signature(p) and
+ * the scratch buffers are unchanged: the first run of a signature is eager (the warm-up),
+ * the second is captured and launched, later ones are one cudaGraphLaunch. `run` must
+ * neither synchronise, allocate nor copy between host and device once warmed up; when a
+ * capture fails anyway, the capture is ended and an internal error names the plan node. */
 typedef int (*cuda_plan_runner)(struct cuda_ctx *c, const struct plan *p);
 int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner run);
 

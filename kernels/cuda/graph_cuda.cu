@@ -1,12 +1,242 @@
-/* CUDA graphs for replayable plans: capture once, replay while the plan is unchanged. */
+/* CUDA graphs for replayable plans (kernels/plan.h): a plan that is run again unchanged is
+ * run once eagerly (the warm-up: algorithm choices, scratch growth and one-time uploads
+ * happen there), captured into a graph on its next run, and from then on replayed with one
+ * cudaGraphLaunch per run, for as long as its signature and the scratch buffers its kernels
+ * address are unchanged. Each plan keeps a few graphs, one per signature it ran with (a
+ * shorter last evaluation batch, swapped weight-averaging handles), the least recently used
+ * one recaptured in place (cudaGraphExecUpdate where the topology allows). The counts a
+ * captured run made are taken out of the host counts and added to the graph_* counts at
+ * each launch (kernels/counters.h). DAWNRUN_CUDA_GRAPH=0, read when a context first runs a
+ * plan, turns graphs off: every plan then runs eagerly. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "cuda_internal.h"
+
+#define GRAPH_SLOTS 4   /* graphs kept per plan, one per signature */
+
+/* One signature's graph of a plan. */
+struct graph_slot {
+    uint64_t signature;
+    int used;                            /* 1: signature is this slot's */
+    int warmed;                          /* the plan ran eagerly with this signature */
+    int captured;                        /* exec replays this signature's run */
+    unsigned long long last_use;
+    cudaGraphExec_t exec;                /* may be an older signature's: updated in place */
+    void *scratch[SLOT_COUNT];           /* the scratch buffers at capture */
+    struct backend_counters counted;     /* what the captured run counted */
+};
+
+struct graph_entry {
+    const struct plan *plan;
+    struct graph_slot slots[GRAPH_SLOTS];
+};
+
+struct graph_cache {
+    int enabled;
+    unsigned long long clock;
+    struct graph_entry *entries;
+    int count, cap;
+};
+
+static const char *const phase_names[PLAN_PHASE_COUNT] = {"batch", "forward", "loss",
+                                                          "backward", "optimizer"};
+
+/* The context's cache, created on first use (which reads DAWNRUN_CUDA_GRAPH). */
+static int graph_cache_get(struct cuda_ctx *c, struct graph_cache **out)
+{
+    int rc = DR_OK;
+    struct graph_cache *g = (struct graph_cache *)c->graphs;
+    if (!g) {
+        const char *env = getenv("DAWNRUN_CUDA_GRAPH");
+        g = (struct graph_cache *)calloc(1, sizeof(*g));
+        CHECK_ALLOC(g, "the CUDA graph cache");
+        g->enabled = !(env && strcmp(env, "0") == 0);
+        c->graphs = g;
+    }
+    *out = g;
+cleanup:
+    return rc;
+}
+
+/* The entry of plan p, added (all slots empty) when p is new. */
+static int graph_entry_get(struct graph_cache *g, const struct plan *p, struct graph_entry **out)
+{
+    int rc = DR_OK;
+    for (int i = 0; i < g->count; i++)
+        if (g->entries[i].plan == p) {
+            *out = &g->entries[i];
+            return DR_OK;
+        }
+    if (g->count == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 8;
+        struct graph_entry *grown =
+            (struct graph_entry *)realloc(g->entries, sizeof(*grown) * (size_t)cap);
+        CHECK_ALLOC(grown, "the CUDA graph cache");
+        g->entries = grown;
+        g->cap = cap;
+    }
+    *out = &g->entries[g->count++];
+    memset(*out, 0, sizeof(**out));
+    (*out)->plan = p;
+cleanup:
+    return rc;
+}
+
+/* The slot of signature sig: its own, else an unused one, else the least recently used
+ * one, taken over (its exec kept, to be updated by the next capture). */
+static struct graph_slot *graph_slot_get(struct graph_entry *e, uint64_t sig)
+{
+    struct graph_slot *pick = NULL;
+    for (int i = 0; i < GRAPH_SLOTS; i++)
+        if (e->slots[i].used && e->slots[i].signature == sig) return &e->slots[i];
+    for (int i = 0; i < GRAPH_SLOTS && !pick; i++)
+        if (!e->slots[i].used) pick = &e->slots[i];
+    if (!pick) {
+        pick = &e->slots[0];
+        for (int i = 1; i < GRAPH_SLOTS; i++)
+            if (e->slots[i].last_use < pick->last_use) pick = &e->slots[i];
+    }
+    pick->used = 1;
+    pick->signature = sig;
+    pick->warmed = 0;
+    pick->captured = 0;
+    return pick;
+}
+
+/* 1 when the scratch buffers are those the slot's graph was captured with. */
+static int graph_scratch_same(const struct cuda_ctx *c, const struct graph_slot *s)
+{
+    for (int k = 0; k < SLOT_COUNT; k++)
+        if (c->scratch[k].ptr != s->scratch[k]) return 0;
+    return 1;
+}
+
+/* After a failed capture of p: finds the first node that cannot be captured on its own
+ * (each node, as a plan of one run through `run`, captured into a graph that is thrown
+ * away; nothing runs) and reports it as an internal error. Leaves the counts and the
+ * stream as they were. */
+static int graph_blame(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner run)
+{
+    const struct backend_counters saved = c->counts;
+    int bad = -1;
+    for (int i = 0; i < p->count && bad < 0; i++) {
+        cudaGraph_t scrap = NULL;
+        struct plan one;
+        memset(&one, 0, sizeof(one));
+        one.nodes = &p->nodes[i];
+        one.count = one.cap = 1;
+        if (cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeGlobal) != cudaSuccess) break;
+        const int node_rc = run(c, &one);
+        const cudaError_t end = cudaStreamEndCapture(c->stream, &scrap);
+        if (scrap) cudaGraphDestroy(scrap);
+        if (node_rc != DR_OK || end != cudaSuccess) bad = i;
+    }
+    (void)cudaGetLastError();
+    c->counts = saved;
+    if (bad < 0)
+        return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL,
+                         "a plan of %d nodes cannot be captured into a CUDA graph, though "
+                         "each node can on its own (a fused kernel synchronises, allocates "
+                         "or copies between host and device); DAWNRUN_CUDA_GRAPH=0 runs it "
+                         "without graphs", p->count);
+    const struct plan_node *n = &p->nodes[bad];
+    return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL,
+                     "plan node %d of %d (%s, %s, layer %d) cannot be captured into a CUDA "
+                     "graph: it synchronises, allocates or copies between host and device "
+                     "during a step; DAWNRUN_CUDA_GRAPH=0 runs the plan without graphs",
+                     bad, p->count, plan_op_name(n->op),
+                     (unsigned)n->phase < PLAN_PHASE_COUNT ? phase_names[n->phase] : "?",
+                     n->layer);
+}
+
+/* Captures one run of p (through run) on the stream into s->exec, updating the exec s
+ * already holds when the topology allows, else instantiating a new one. The capture runs
+ * nothing, so the counts it made are moved into s->counted. On failure the capture is
+ * ended, the error names the node that could not be captured, and s is left uncaptured. */
+static int graph_capture(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner run,
+                         struct graph_slot *s)
+{
+    int rc = DR_OK, run_rc = DR_OK;
+    cudaGraph_t graph = NULL;
+    cudaError_t end = cudaSuccess;
+    const struct backend_counters before = c->counts;
+    struct backend_counters rec;
+    s->captured = 0;
+    CHECK_CUDA(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeGlobal));
+    run_rc = run(c, p);
+    end = cudaStreamEndCapture(c->stream, &graph);   /* always: the stream stops capturing */
+    backend_counters_diff(&rec, &c->counts, &before);
+    c->counts = before;
+    if (run_rc != DR_OK || end != cudaSuccess) {
+        (void)cudaGetLastError();
+        rc = graph_blame(c, p, run);
+        goto cleanup;
+    }
+    /* what real capture would accept but a step must not do (a pinned copy, say) */
+    EXPECT(!rec.syncs && !rec.allocs && !rec.frees && !rec.h2d_copies && !rec.d2h_copies,
+           "a plan of %d nodes, captured into a CUDA graph, counted %llu synchronisations, "
+           "%llu allocations, %llu frees and %llu host<->device copies: a step must do none",
+           p->count, (unsigned long long)rec.syncs, (unsigned long long)rec.allocs,
+           (unsigned long long)rec.frees,
+           (unsigned long long)(rec.h2d_copies + rec.d2h_copies));
+    if (s->exec) {
+        cudaGraphExecUpdateResultInfo info;
+        if (cudaGraphExecUpdate(s->exec, graph, &info) != cudaSuccess) {
+            (void)cudaGetLastError();   /* another topology: a new exec below */
+            CHECK_CUDA(cudaGraphExecDestroy(s->exec));
+            s->exec = NULL;
+        }
+    }
+    if (!s->exec) CHECK_CUDA(cudaGraphInstantiate(&s->exec, graph, 0));
+    for (int k = 0; k < SLOT_COUNT; k++) s->scratch[k] = c->scratch[k].ptr;
+    s->counted = rec;
+    s->captured = 1;
+    c->counts.graph_captures++;
+cleanup:
+    if (graph) cudaGraphDestroy(graph);
+    return rc;
+}
 
 int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner run)
 {
-    return run(c, p);
+    int rc = DR_OK;
+    struct graph_cache *g = NULL;
+    struct graph_entry *e = NULL;
+    struct graph_slot *s = NULL;
+    if (!p->replayable) return run(c, p);
+    TRY(graph_cache_get(c, &g));
+    if (!g->enabled) return run(c, p);
+    TRY(cuda_enter(c));
+    TRY(graph_entry_get(g, p, &e));
+    s = graph_slot_get(e, plan_signature(p));
+    s->last_use = ++g->clock;
+    if (s->captured && !graph_scratch_same(c, s)) s->captured = 0;   /* a scratch regrew */
+    if (!s->warmed) {
+        TRY(run(c, p));
+        s->warmed = 1;
+        goto cleanup;
+    }
+    if (!s->captured) {
+        rc = graph_capture(c, p, run, s);
+        if (rc != DR_OK) {
+            s->warmed = 0;   /* the next run warms up again (redoing what failed) */
+            goto cleanup;
+        }
+    }
+    CHECK_CUDA(cuda_counted_graph_launch(c, s->exec, &s->counted));
+cleanup:
+    return rc;
 }
 
 void cuda_graph_release(struct cuda_ctx *c)
 {
+    struct graph_cache *g = (struct graph_cache *)c->graphs;
+    if (!g) return;
+    for (int i = 0; i < g->count; i++)
+        for (int k = 0; k < GRAPH_SLOTS; k++)
+            if (g->entries[i].slots[k].exec) cudaGraphExecDestroy(g->entries[i].slots[k].exec);
+    free(g->entries);
+    free(g);
     c->graphs = NULL;
 }

@@ -96,8 +96,9 @@ static void emu_run_grid(dim3 g, dim3 b, const std::function<void()> &body)
  *     stream captures ("a broader handle which encompasses an active capture").
  *  3. Synchronising or querying an event last recorded in a capturing stream is invalid:
  *     cudaErrorCapturedEvent.
- *  4. Potentially unsafe calls (cudaMalloc, cudaFree, and the synchronous cudaMemcpy) are
- *     refused with cudaErrorStreamCaptureUnsupported while a capture begun in the global or
+ *  4. Potentially unsafe calls (cudaMalloc, cudaFree, the pinned host allocations
+ *     cudaHostAlloc and cudaFreeHost, and the synchronous cudaMemcpy) are refused with
+ *     cudaErrorStreamCaptureUnsupported while a capture begun in the global or
  *     thread-local mode is ongoing; the relaxed mode allows them. The emulation has one host
  *     thread, so global and thread-local behave alike.
  *  5. An async copy between the device and pageable host memory (not from cudaHostAlloc) on
@@ -514,6 +515,7 @@ cudaError_t cudaEventQuery(cudaEvent_t e)
 
 cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int)
 {
+    if (emu_invalidate_captures(1)) return emu_fail(cudaErrorStreamCaptureUnsupported);
     *p = malloc(n);
     if (!*p) return cudaErrorMemoryAllocation;
     emu_pinned[(const char *)*p] = n;
@@ -522,6 +524,7 @@ cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int)
 
 cudaError_t cudaFreeHost(void *p)
 {
+    if (emu_invalidate_captures(1)) return emu_fail(cudaErrorStreamCaptureUnsupported);
     emu_pinned.erase((const char *)p);
     free(p);
     return cudaSuccess;

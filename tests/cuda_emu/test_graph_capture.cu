@@ -190,6 +190,10 @@ static void test_forbidden(cudaStream_t s, cudaStream_t blocking)
     expect_invalidates(s, global, unsupported, [&] { return cudaMalloc(&p, 64); }, __LINE__);
     expect_invalidates(s, cudaStreamCaptureModeThreadLocal, unsupported,
                        [&] { return cudaMalloc(&p, 64); }, __LINE__);
+    void *host = NULL;
+    expect_invalidates(s, global, unsupported,
+                       [&] { return cudaHostAlloc(&host, 64, cudaHostAllocMapped); }, __LINE__);
+    expect_invalidates(s, global, unsupported, [&] { return cudaFreeHost(pinned); }, __LINE__);
     float *doomed = dev_fill(0, 0);
     expect_invalidates(s, global, unsupported, [&] { return cudaFree(doomed); }, __LINE__);
     OK(cudaFree(doomed));   /* the refused free did not free it */
@@ -225,13 +229,15 @@ static void test_forbidden(cudaStream_t s, cudaStream_t blocking)
     expect_invalidates(blocking, global, cudaErrorStreamCaptureImplicit,
                        [&] { return cudaStreamSynchronize(0); }, __LINE__);
 
-    /* what stays allowed: relaxed mode's cudaMalloc, pinned host copies, an event's record */
+    /* what stays allowed: relaxed mode's allocations, pinned host copies, an event's record */
     cudaGraph_t g = NULL;
     cudaGraphExec_t ge = NULL;
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
     OK(cudaMalloc(&p, 64));
     OK(cudaFree(p));
+    OK(cudaHostAlloc(&host, 64, cudaHostAllocMapped));
+    OK(cudaFreeHost(host));
     for (int i = 0; i < N; i++) pinned[i] = (float)i;
     OK(cudaMemcpyAsync(d, pinned, N * sizeof(float), cudaMemcpyHostToDevice, s));
     shift_kernel<<<(N + 31) / 32, 32, 0, s>>>(d, 1.0f, N);

@@ -31,6 +31,16 @@ if(DAWNRUN_HAVE_CUDA)
   add_test(NAME cuda_emulated_step_structure
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_step_structure.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(cuda_emulated_step_structure PROPERTIES TIMEOUT 2400 SKIP_RETURN_CODE 77)
+  # count-only mode (tests/cuda_emu/emu.h): nothing computed, everything else as always,
+  # and the engine's counts unchanged by it
+  add_test(NAME cuda_emulated_count_only
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu/run.sh --test ${CMAKE_BINARY_DIR}
+                   ${CMAKE_SOURCE_DIR}/tests/cuda_emu/test_count_only.cu)
+  set_tests_properties(cuda_emulated_count_only PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+  add_test(NAME cuda_emulated_count_only_same_counts
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_count_only.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(cuda_emulated_count_only_same_counts PROPERTIES TIMEOUT 1200
+                       SKIP_RETURN_CODE 77)
   # no FMA contraction in the files that must match the CPU twin exactly
   add_test(NAME cuda_exact_files_uncontracted
            COMMAND ${CMAKE_SOURCE_DIR}/tests/check_uncontracted.sh

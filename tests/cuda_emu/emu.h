@@ -33,7 +33,8 @@ static inline int min(int a, int b) { return a < b ? a : b; }
  * rewrite_launches.py puts in place of kernel<<<grid, block, shared, stream>>>(args). When
  * stream is capturing, a copy of body is recorded instead (replayed by cudaGraphLaunch);
  * a launch that capture refuses sets the error cudaGetLastError returns. Aborts on a launch
- * configuration the GPU would refuse. */
+ * configuration the GPU would refuse. In count-only mode (emu_count_only) the launch is
+ * checked, enqueued and recorded as always, but body never runs. */
 void emu_launch(dim3 grid, dim3 block, cudaStream_t stream, const std::function<void()> &body);
 
 /* The kinds of work a captured graph holds (cudaGraphExecUpdate compares them). */
@@ -47,5 +48,13 @@ enum emu_node { EMU_NODE_KERNEL, EMU_NODE_MEMSET, EMU_NODE_MEMCPY, EMU_NODE_LIBR
  * cudaErrorStreamCaptureImplicit (invalidating that capture) for the legacy stream while
  * a blocking stream is capturing; op is then neither run nor recorded. */
 cudaError_t emu_enqueue(cudaStream_t stream, enum emu_node kind, const std::function<void()> &op);
+
+/* 1 when DAWNRUN_EMU_COUNT_ONLY is set to anything but "" or "0": kernel bodies and the
+ * cuDNN / cuBLAS executions are not computed (they are checked, enqueued and captured as
+ * always, and return success), while memory, copies, memsets, events, streams and graphs
+ * behave as always. For counting the engine's structure (`dawnrun bench` counters) at
+ * real batch sizes; every computed value is then meaningless, so no correctness test may
+ * use it. The first call with the mode on says so on stderr, once. */
+int emu_count_only(void);
 
 #endif

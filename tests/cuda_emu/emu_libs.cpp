@@ -15,7 +15,9 @@
  * The handles remember their stream: an execution is checked when it is called and then
  * enqueued there (emu_enqueue), so that on a capturing stream it is recorded with its
  * alpha, beta and descriptors copied, as the real libraries' calls are captured when they
- * neither allocate nor synchronise. */
+ * neither allocate nor synchronise. With DAWNRUN_EMU_COUNT_ONLY (emu_count_only, emu.h) an
+ * execution is checked and enqueued or recorded as always, returns success, and computes
+ * nothing (its output and workspace are left as they are). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -355,9 +357,11 @@ static cudnnStatus_t emu_conv(cudnnHandle_t h, int dir, cudnnTD xd, cudnnFD wd, 
     const emu_filter_desc wc = *wd;
     const emu_conv_desc cc = *cd;
     const float a = *(const float *)alpha, b = *(const float *)beta;
-    const cudaError_t e = emu_enqueue(h->stream, EMU_NODE_LIBRARY, [=]() {
-        emu_conv_run(dir, &xc, &wc, &cc, &yc, x, w, y, out, a, b, ws);
-    });
+    const cudaError_t e = emu_count_only()
+                              ? emu_enqueue(h->stream, EMU_NODE_LIBRARY, []() {})
+                              : emu_enqueue(h->stream, EMU_NODE_LIBRARY, [=]() {
+                                    emu_conv_run(dir, &xc, &wc, &cc, &yc, x, w, y, out, a, b, ws);
+                                });
     return e ? CUDNN_STATUS_EXECUTION_FAILED : CUDNN_STATUS_SUCCESS;
 }
 
@@ -469,8 +473,11 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
     }
     const float a = *(const float *)alpha, b = *(const float *)beta;
     const int ta_t = emu_blas_type(at), tb_t = emu_blas_type(bt), tc_t = emu_blas_type(ct);
-    const cudaError_t e = emu_enqueue(h->stream, EMU_NODE_LIBRARY, [=]() {
-        emu_gemm_run(ta, tb, m, n, k, a, A, ta_t, lda, B, tb_t, ldb, b, C, tc_t, ldc);
-    });
+    const cudaError_t e =
+        emu_count_only()
+            ? emu_enqueue(h->stream, EMU_NODE_LIBRARY, []() {})
+            : emu_enqueue(h->stream, EMU_NODE_LIBRARY, [=]() {
+                  emu_gemm_run(ta, tb, m, n, k, a, A, ta_t, lda, B, tb_t, ldb, b, C, tc_t, ldc);
+              });
     return e ? CUBLAS_STATUS_EXECUTION_FAILED : CUBLAS_STATUS_SUCCESS;
 }

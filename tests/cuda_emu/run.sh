@@ -20,6 +20,9 @@
 # BUILD_DIR is any CMake build of dawnrun (its libdawnrun_core.a is linked in); the
 # emulation is built in BUILD_DIR/cuda-emu, recompiling only what changed, one build at a
 # time (a lock). DAWNRUN_EMU_CUDNN_REFUSE makes chosen cuDNN executions fail (emu_libs.cpp).
+# DAWNRUN_EMU_COUNT_ONLY=1 runs the emulated dawnrun without computing kernels, cuDNN or
+# cuBLAS (emu.h): for `dawnrun bench`'s counts at real batch sizes (bench/count-structure.sh)
+# only, never for checking results; the selfcheck and --test modes refuse it.
 # Needs the CUDA headers (CUDA_HOME, default /usr/local/cuda), g++ and python3.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -33,6 +36,11 @@ if [ "${1:-}" = "--test" ]; then
     set -- "$2"
 fi
 [ $# -ge 1 ] || { echo "usage: $0 [--build] BUILD_DIR [selfcheck flags]" >&2; exit 2; }
+# count-only mode computes nothing (emu.h): a check run under it would check nothing
+if [ "$BUILD_ONLY" = 0 ] && [ -n "${DAWNRUN_EMU_COUNT_ONLY:-}" ] && [ "$DAWNRUN_EMU_COUNT_ONLY" != 0 ]; then
+    echo "$0: DAWNRUN_EMU_COUNT_ONLY is set: results would be meaningless; unset it to check" >&2
+    exit 2
+fi
 for tool in python3 g++; do
     command -v "$tool" >/dev/null || { echo "$tool not found: the emulated selfcheck is skipped"; exit 77; }
 done

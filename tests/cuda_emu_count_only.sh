@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The emulation's count-only mode (DAWNRUN_EMU_COUNT_ONLY, tests/cuda_emu/emu.h) leaves the
+# CUDA engine's counts unchanged: `dawnrun bench --engine cuda` on the same configuration
+# prints the same per-step and per-eval-batch counter lines with the mode on and off (the
+# engine counts in its own code, whatever the kernels compute). The mode says once on
+# stderr that results are meaningless; without it nothing is said.
+#   tests/cuda_emu_count_only.sh BUILD_DIR [CONFIG]    CONFIG default tests/e2e/tiny.cfg
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="$1"
+CONFIG="${2:-$ROOT/tests/e2e/tiny.cfg}"
+DR="$("$ROOT/tests/cuda_emu/run.sh" --build "$BUILD")" || exit $?
+DIR="$(mktemp -d)"
+trap 'rm -rf "$DIR"' EXIT
+export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
+fail() { echo "FAIL: $*"; for f in "$DIR"/*.out "$DIR"/*.err; do echo "== $f"; cat "$f"; done; exit 1; }
+bench() {   # bench NAME [env assignments]: the bench's stdout in NAME.out, stderr in NAME.err
+    local name="$1"
+    shift
+    env "$@" "$DR" bench "$CONFIG" --engine cuda --batch 32 --steps 2 --warmup 1 \
+        >"$DIR/$name.out" 2>"$DIR/$name.err" || fail "bench ($name) exited $?"
+    grep -E '^per (training step|eval batch): ' "$DIR/$name.out" >"$DIR/$name.counts"
+}
+bench computed -u DAWNRUN_EMU_COUNT_ONLY
+bench count_only DAWNRUN_EMU_COUNT_ONLY=1
+for what in "per training step" "per eval batch"; do
+    grep -q "^$what: " "$DIR/computed.counts" || fail "no '$what' counts line"
+done
+cmp -s "$DIR/computed.counts" "$DIR/count_only.counts" ||
+    fail "the counts differ with DAWNRUN_EMU_COUNT_ONLY: $(diff "$DIR/computed.counts" "$DIR/count_only.counts")"
+notices="$(grep -c 'DAWNRUN_EMU_COUNT_ONLY' "$DIR/count_only.err")"
+[ "$notices" = 1 ] || fail "count-only mode said so $notices times on stderr, not once"
+if grep -q 'DAWNRUN_EMU_COUNT_ONLY' "$DIR/computed.err"; then
+    fail "without DAWNRUN_EMU_COUNT_ONLY the emulation still announced count-only mode"
+fi
+cat "$DIR/count_only.counts"
+echo "the counts are identical with and without count-only mode"

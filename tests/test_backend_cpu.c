@@ -3,7 +3,8 @@
  * other kinds as they are; a small conv → bn → relu → max pool → flatten → linear →
  * softmax cross-entropy network run forward and backward through the table gives exactly
  * the bits of the direct kernel calls (same thread count), and so do ghost batch norm and
- * param_lerp; bad shapes, splits, tensor kinds and labels come back as errors. */
+ * param_lerp; bad shapes, splits, tensor kinds and labels come back as errors, and so do
+ * bad arguments of the plan's own ops. */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -463,6 +464,58 @@ static void test_augment(const struct backend *b)
     o->tensor_free(b->ctx, &x);
 }
 
+/* The plan's own ops on bad arguments (the shared checks of kernels/backend_check.h): a
+ * cursor that is not I32 of PLAN_CURSOR_LEN, sgd items that are not PARAM or train for a
+ * negative number of epochs, an empty learning-rate table, a stride below the batch. And
+ * a good call: the frozen item is left as it is, the other stepped, the cursor advanced. */
+static void test_plan_op_checks(const struct backend *b)
+{
+    const struct backend_ops *o = b->ops;
+    void *ctx = b->ctx;
+    struct tensor cur = make(b, TENSOR_I32, PLAN_CURSOR_LEN, 1, 1, 1);
+    struct tensor bad = make(b, TENSOR_F32, PLAN_CURSOR_LEN, 1, 1, 1);
+    struct tensor lr = make(b, TENSOR_F32, 4, 1, 1, 1), none = make(b, TENSOR_F32, 0, 1, 1, 1);
+    struct tensor w = make(b, TENSOR_PARAM, 3, 1, 1, 1), v = make(b, TENSOR_PARAM, 3, 1, 1, 1);
+    struct tensor dw = make(b, TENSOR_PARAM, 3, 1, 1, 1), f = make(b, TENSOR_F32, 3, 1, 1, 1);
+    struct tensor w2 = make(b, TENSOR_PARAM, 3, 1, 1, 1), v2 = make(b, TENSOR_PARAM, 3, 1, 1, 1);
+    struct tensor dw2 = make(b, TENSOR_PARAM, 3, 1, 1, 1);
+    struct tensor x = make(b, TENSOR_ACT, 4, 3, 32, 32), labels = make(b, TENSOR_I32, 4, 1, 1, 1);
+    struct tensor images = make(b, TENSOR_U8, 8, 3, 32, 32), il = make(b, TENSOR_U8, 8, 1, 1, 1);
+    struct tensor rows = make(b, TENSOR_I32, 8, 1, 1, 1);
+    const int32_t at[PLAN_CURSOR_LEN] = {1, 2, 1, 0};
+    const float rates[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
+    memcpy(cur.data, at, sizeof(at));
+    memcpy(lr.data, rates, sizeof(rates));
+    for (int i = 0; i < 3; i++) {
+        ((float *)w.data)[i] = ((float *)w2.data)[i] = 1.0f;
+        ((float *)dw.data)[i] = ((float *)dw2.data)[i] = 1.0f;
+    }
+    struct sgd_item items[2] = {{&w, &v, &dw, 1.0, 0.0f, 2}, {&w2, &v2, &dw2, 2.0, 0.0f, 3}};
+    struct sgd_item wrong = {&f, &v, &dw, 1.0, 0.0f, 0}, negative = {&w, &v, &dw, 1.0, 0.0f, -1};
+    struct lerp_item pair = {&w, &f};
+    fprintf(stderr, "(eight error messages expected below)\n");
+    CHECK(o->cursor_advance(ctx, &bad) == DR_ERR_INTERNAL);
+    CHECK(o->sgd_multi(ctx, items, 2, &lr, &bad, 0.9f, 1) == DR_ERR_INTERNAL);
+    CHECK(o->sgd_multi(ctx, items, 2, &none, &cur, 0.9f, 1) == DR_ERR_INTERNAL);
+    CHECK(o->sgd_multi(ctx, &wrong, 1, &lr, &cur, 0.9f, 1) == DR_ERR_INTERNAL);
+    CHECK(o->sgd_multi(ctx, &negative, 1, &lr, &cur, 0.9f, 1) == DR_ERR_INTERNAL);
+    CHECK(o->lerp_multi(ctx, &pair, 1, 0.5f, 0) == DR_ERR_INTERNAL);
+    CHECK(o->augment_step(ctx, &x, &labels, &images, &il, &rows, &cur, 3, NULL, 1) ==
+          DR_ERR_INTERNAL);
+    CHECK(o->augment_step(ctx, &x, &labels, &images, &il, &rows, &bad, 4, NULL, 1) ==
+          DR_ERR_INTERNAL);
+    CHECK(o->augment_step(ctx, &x, &labels, &images, &il, &rows, &cur, 4, NULL, 1) == DR_OK);
+    /* epoch 2: the first item (2 epochs) is frozen, the second stepped at lr 0.25 x 2 */
+    CHECK(o->sgd_multi(ctx, items, 2, &lr, &cur, 0.9f, 0) == DR_OK);
+    CHECK(((float *)w.data)[2] == 1.0f && ((float *)w2.data)[2] == 0.5f);
+    CHECK(o->cursor_advance(ctx, &cur) == DR_OK);
+    const int32_t *now = cur.data;
+    CHECK(now[CURSOR_STEP] == 2 && now[CURSOR_EPOCH] == 2 && now[CURSOR_INDEX] == 2);
+    struct tensor *all[] = {&cur, &bad, &lr, &none, &w, &v, &dw, &f, &w2, &v2, &dw2, &x,
+                            &labels, &images, &il, &rows};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) o->tensor_free(ctx, all[i]);
+}
+
 int main(void)
 {
     struct backend b = {NULL, NULL};
@@ -475,6 +528,7 @@ int main(void)
         test_param_lerp(&b);
         test_concat_null(&b);
         test_augment(&b);
+        test_plan_op_checks(&b);
     }
     backend_destroy(&b);
     return check_finish("test_backend_cpu");

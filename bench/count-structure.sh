@@ -189,6 +189,11 @@ for i in range(1, n + 1):
         sys.exit("count-structure.sh: %s: validate planned batch %d, not %d" % (name, vbatch, batch))
     m = re.search(r"x ([0-9]+) test-time views", validate)
     views = int(m.group(1)) if m else 1
+    for what, c in counts.items():
+        if c["graphs"] and not c["rw"]:
+            print("count-structure.sh: %s: %s: graph launches but no own-kernel bytes: does the "
+                  "engine count the kernels of a replayed graph? Its memory time is missing" %
+                  (name, what), file=sys.stderr)
     rows.append(dict(name=name, counts=counts, train_flops=train_gflop * 1e9 * batch,
                      eval_flops=eval_gflop * 1e9 * eb * views, eb=eb, steps=steps,
                      test=test, epochs=epochs, views=views))

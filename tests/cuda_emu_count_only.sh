@@ -17,7 +17,7 @@ fail() { echo "FAIL: $*"; for f in "$DIR"/*.out "$DIR"/*.err; do echo "== $f"; c
 bench() {   # bench NAME [env assignments]: the bench's stdout in NAME.out, stderr in NAME.err
     local name="$1"
     shift
-    env "$@" "$DR" bench "$CONFIG" --engine cuda --batch 32 --steps 2 --warmup 1 \
+    env "$@" "$DR" bench "$CONFIG" --engine cuda --batch 32 --steps 1 --warmup 0 \
         >"$DIR/$name.out" 2>"$DIR/$name.err" || fail "bench ($name) exited $?"
     grep -E '^per (training step|eval batch): ' "$DIR/$name.out" >"$DIR/$name.counts"
 }

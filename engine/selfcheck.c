@@ -23,6 +23,7 @@ static const struct {
     {"train", "training: a small network from the same weights on both engines, then an "
               "evaluation"},
     {"toolbox", "training with the speed-training options, then an evaluation with views"},
+    {"plan", "plans: small steps run whole (an engine may fuse nodes) and node by node"},
 };
 #define GROUP_COUNT ((int)(sizeof(GROUPS) / sizeof(GROUPS[0])))
 
@@ -48,6 +49,7 @@ static int table_build(struct sc_table *t)
     TRY(sc_cases_ops(t));
     TRY(sc_cases_optim(t));
     TRY(sc_cases_train(t));
+    TRY(sc_cases_plan(t));
 cleanup:
     return rc;
 }

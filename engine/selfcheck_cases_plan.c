@@ -13,7 +13,10 @@
  *   nulldx    act1's output, bn1 reading the input itself (its dx NULL: no conv1);
  *   accin     act1's output, act2's backward adding into a gradient that holds values
  *             from before the step (so it cannot be folded into bn2's).
- * eval: conv1 -> bn1 (eval) -> act -> flatten -> linear -> cross-entropy forward.
+ * eval: conv1 -> bn1 (eval) -> act -> flatten -> linear -> cross-entropy forward;
+ * eval_shared: the step's forward in eval mode with bn1's output as the residual (read
+ * by the add alone, besides act1). The rows cover every activation kind, ghost batch
+ * norm, and channel counts that allow 16-byte packs (8) and that do not (6).
  *
  * On an engine that counts its work (backend_ops.counters), a case runs the step twice:
  * node by node (DAWNRUN_CUDA_FUSE=0) and whole; the whole run must make fewer kernel
@@ -34,7 +37,8 @@
 #define PL_CIN 3    /* input channels before conv1 */
 #define PL_TOL {1e-3, 0.5, 0.5}
 
-enum pl_topo { TOPO_RESIDUAL, TOPO_ACC, TOPO_SHARED, TOPO_NULLDX, TOPO_ACCIN, TOPO_EVAL };
+enum pl_topo { TOPO_RESIDUAL, TOPO_ACC, TOPO_SHARED, TOPO_NULLDX, TOPO_ACCIN, TOPO_EVAL,
+                TOPO_EVAL_SHARED };
 
 struct plan_row {
     const char *name;
@@ -57,6 +61,7 @@ static const struct plan_row PLAN_ROWS[] = {
     {"accin_gelu", TOPO_ACCIN, ACT_GELU, 1, 8},
     {"eval_relu", TOPO_EVAL, ACT_RELU, 1, 8},
     {"eval_gelu_c6", TOPO_EVAL, ACT_GELU, 1, 6},
+    {"eval_shared_celu", TOPO_EVAL_SHARED, ACT_CELU, 1, 8},
 };
 #define PLAN_ROW_COUNT ((int)(sizeof(PLAN_ROWS) / sizeof(PLAN_ROWS[0])))
 
@@ -92,6 +97,18 @@ static int has_conv1(const struct plan_row *r)
     return r->topo != TOPO_NULLDX;
 }
 
+/* Whether row r's plan is a training step (else an evaluation batch), and whether it has
+ * the second block (conv2, bn2, act2, add). */
+static int is_train(const struct plan_row *r)
+{
+    return r->topo < TOPO_EVAL;
+}
+
+static int two_blocks(const struct plan_row *r)
+{
+    return r->topo != TOPO_EVAL;
+}
+
 static int x_channels(const struct plan_row *r)
 {
     return has_conv1(r) ? PL_CIN : r->channels;
@@ -101,11 +118,11 @@ static int x_channels(const struct plan_row *r)
 static int out_list(int *list, int out, const struct plan_row *r)
 {
     int n = 0;
-    const int train = r->topo != TOPO_EVAL, conv1 = has_conv1(r);
+    const int train = is_train(r), conv1 = has_conv1(r);
     switch (out) {
-    case 0:
+    case 0:   /* not act2's output, which only the add reads (a fused step may skip it) */
         list[n++] = T_A1;
-        if (train) list[n++] = T_A2, list[n++] = T_S;
+        if (two_blocks(r)) list[n++] = T_S;
         break;
     case 1: list[n++] = T_L, list[n++] = T_P; break;
     case 2: list[n++] = T_STATS; break;
@@ -122,6 +139,7 @@ static int out_list(int *list, int out, const struct plan_row *r)
         break;
     case 5:
         list[n++] = T_RM1, list[n++] = T_RV1;
+        if (!train && two_blocks(r)) list[n++] = T_RM2, list[n++] = T_RV2;
         if (train)
             list[n++] = T_SM1, list[n++] = T_SI1, list[n++] = T_SM2, list[n++] = T_SI2,
             list[n++] = T_RM2, list[n++] = T_RV2;
@@ -210,7 +228,7 @@ static int build_plan(struct plan *p, struct pl_net *net, const struct plan_row 
     struct plan_node *n;
     const struct conv_attr conv = {3, 1, 1};
     const struct bn_attr bn = {1e-5f, 0.1f, r->splits};
-    const int train = r->topo != TOPO_EVAL, conv1 = has_conv1(r);
+    const int train = is_train(r), conv1 = has_conv1(r);
     const float alpha = 0.75f;
 #define NODE(op, phase)                                                                    \
     do {                                                                                   \
@@ -234,13 +252,19 @@ static int build_plan(struct plan *p, struct pl_net *net, const struct plan_row 
     NODE(PLAN_ACT_FWD, PLAN_PHASE_FORWARD);
     n->u.act_fwd = (__typeof__(n->u.act_fwd)){&t[T_A1], &t[T_Y1], r->kind, alpha};
     const struct tensor *head = &t[T_A1];
-    if (train) {
+    if (two_blocks(r)) {
         NODE(PLAN_CONV_FWD, PLAN_PHASE_FORWARD);
         n->u.conv_fwd = (__typeof__(n->u.conv_fwd)){&t[T_C2], &t[T_A1], net->w2, NULL, conv};
-        NODE(PLAN_BN_FWD_TRAIN, PLAN_PHASE_FORWARD);
-        n->u.bn_fwd_train = (__typeof__(n->u.bn_fwd_train)){
-            &t[T_Y2], &t[T_SM2], &t[T_SI2], &t[T_RM2], &t[T_RV2], &t[T_C2], &t[T_G2],
-            &t[T_B2], bn};
+        if (train) {
+            NODE(PLAN_BN_FWD_TRAIN, PLAN_PHASE_FORWARD);
+            n->u.bn_fwd_train = (__typeof__(n->u.bn_fwd_train)){
+                &t[T_Y2], &t[T_SM2], &t[T_SI2], &t[T_RM2], &t[T_RV2], &t[T_C2], &t[T_G2],
+                &t[T_B2], bn};
+        } else {
+            NODE(PLAN_BN_FWD_EVAL, PLAN_PHASE_FORWARD);
+            n->u.bn_fwd_eval = (__typeof__(n->u.bn_fwd_eval)){
+                &t[T_Y2], &t[T_C2], &t[T_G2], &t[T_B2], &t[T_RM2], &t[T_RV2], bn};
+        }
         NODE(PLAN_ACT_FWD, PLAN_PHASE_FORWARD);
         n->u.act_fwd = (__typeof__(n->u.act_fwd)){&t[T_A2], &t[T_Y2], r->kind, alpha};
         NODE(PLAN_ADD_FWD, PLAN_PHASE_FORWARD);
@@ -405,7 +429,8 @@ static int plan_run(struct sc_side *s, const struct sc_case *c)
     net.bn1_in = has_conv1(r) ? &net.t[T_C1] : net.x;
     net.d_bn1_in = has_conv1(r) ? &net.t[T_DC1] : NULL;
     net.residual = r->topo == TOPO_ACC ? &net.t[T_C1]
-                   : r->topo == TOPO_SHARED ? &net.t[T_Y1] : &net.t[T_A1];
+                   : r->topo == TOPO_SHARED || r->topo == TOPO_EVAL_SHARED ? &net.t[T_Y1]
+                                                                           : &net.t[T_A1];
     net.d_residual = r->topo == TOPO_ACC ? &net.t[T_DC1]
                      : r->topo == TOPO_SHARED ? &net.t[T_DY1] : &net.t[T_DA1];
     TRY(build_plan(&p, &net, r));

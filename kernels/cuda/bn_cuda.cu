@@ -148,43 +148,44 @@ cleanup:
 
 /* Launches bn_apply_kernel<T, V, K> on splits parts of split_rows rows. */
 template <typename T, int V, enum act_kind K>
-static int bn_apply_launch(struct cuda_ctx *c, T *y, T *out, const T *x, const float *coef,
-                           long split_rows, int ch, int splits, float alpha)
+static int bn_apply_launch(struct cuda_ctx *c, T *y, T *out, const T *x, const T *res,
+                           const float *coef, long split_rows, int ch, int splits, float alpha)
 {
     int rc = DR_OK;
     const size_t count = (size_t)split_rows * splits * ch;
     const dim3 block = cuda_block_rows(ch / V);
     bn_apply_kernel<T, V, K><<<dim3(cuda_grid_rows_cover(split_rows, block), (unsigned)splits),
-                               block, 0, c->stream>>>(y, out, x, coef, split_rows, ch, alpha);
-    /* reads x and coef (splits, COEF_FWD_COUNT, ch) floats; writes y when it is kept and
-     * the activation's output when there is one */
-    CHECK_LAUNCH(c, count * sizeof(T) + sizeof(float) * COEF_FWD_COUNT * splits * ch,
+                               block, 0, c->stream>>>(y, out, x, res, coef, split_rows, ch, alpha);
+    /* reads x (and res when adding it) and coef (splits, COEF_FWD_COUNT, ch) floats; writes
+     * y when it is kept and the activation's (or the add's) output when there is one */
+    CHECK_LAUNCH(c, count * sizeof(T) * (1 + (res != NULL)) +
+                        sizeof(float) * COEF_FWD_COUNT * splits * ch,
                  count * sizeof(T) * ((y != NULL) + (K != ACT_NONE)));
 cleanup:
     return rc;
 }
 
 template <typename T, enum act_kind K>
-static int bn_apply_width(struct cuda_ctx *c, T *y, T *out, const T *x, const float *coef,
-                          long split_rows, int ch, int splits, float alpha)
+static int bn_apply_width(struct cuda_ctx *c, T *y, T *out, const T *x, const T *res,
+                          const float *coef, long split_rows, int ch, int splits, float alpha)
 {
-    if (bn_width<T>(ch, y, out, x) > 1)
-        return bn_apply_launch<T, cuda_vec_width<T>(), K>(c, y, out, x, coef, split_rows, ch,
-                                                         splits, alpha);
-    return bn_apply_launch<T, 1, K>(c, y, out, x, coef, split_rows, ch, splits, alpha);
+    if (bn_width<T>(ch, y, out, x) > 1 && cuda_aligned16(res))
+        return bn_apply_launch<T, cuda_vec_width<T>(), K>(c, y, out, x, res, coef, split_rows,
+                                                         ch, splits, alpha);
+    return bn_apply_launch<T, 1, K>(c, y, out, x, res, coef, split_rows, ch, splits, alpha);
 }
 
-/* The forward's elementwise pass, with the activation act when not NULL
- * (fused_bn_cuda.cu). */
+/* The forward's elementwise pass, with the activation act (and the residual res) when
+ * act is not NULL (fused_bn_cuda.cu). */
 static int bn_apply(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
-                    const struct cuda_bn_act *act, const struct tensor *x, const float *coef,
+                    const struct tensor *res, const struct cuda_bn_act *act, const struct tensor *x, const float *coef,
                     long split_rows, int ch, int splits)
 {
     int rc = DR_OK;
-    if (act) return cuda_bn_apply_act(c, y, out, act, x, coef, split_rows, ch, splits);
+    if (act) return cuda_bn_apply_act(c, y, out, res, act, x, coef, split_rows, ch, splits);
     CUDA_DISPATCH(c->dt, T,
                   return bn_apply_width<T, ACT_NONE>(c, (T *)y->data, NULL, (const T *)x->data,
-                                                     coef, split_rows, ch, splits, 0.0f));
+                                                     NULL, coef, split_rows, ch, splits, 0.0f));
     FAIL(DR_ERR_INTERNAL, "bn: unknown activation dtype %d", (int)c->dt);
 cleanup:
     return rc;
@@ -245,7 +246,8 @@ cleanup:
 }
 
 int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
-                        const struct cuda_bn_act *act, float *coef_keep,
+                        const struct tensor *res, const struct cuda_bn_act *act,
+                        float *coef_keep,
                         struct tensor *save_mean, struct tensor *save_invstd,
                         struct tensor *running_mean, struct tensor *running_var,
                         const struct tensor *x, const struct tensor *gamma,
@@ -258,7 +260,8 @@ int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out
     double *partial = NULL;
     float *coef = NULL;
     EXPECT((y || act) && (!y || cuda_same_shape(y, x)) &&
-               (!act || (out && cuda_same_shape(out, x))),
+               (!act || (out && cuda_same_shape(out, x))) &&
+               (!res || (act && cuda_same_shape(res, x))),
            "bn: output unlike input (%d, %d, %d, %d)", x->n, x->c, x->h, x->w);
     TRY(backend_check_bn_parts(&splits, x, save_mean, save_invstd, a));
     EXPECT(bn_vec_ok(running_mean, ch) && bn_vec_ok(running_var, ch) && bn_vec_ok(gamma, ch) &&
@@ -281,7 +284,7 @@ int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out
     CHECK_LAUNCH(c, sizeof(double) * 2 * splits * parts * ch + sizeof(float) * 4 * ch,
                  sizeof(float) * ((size_t)(COEF_FWD_COUNT + 2) * splits * ch + 2 * ch));
     if (split_rows == 0) goto cleanup;
-    TRY(bn_apply(c, y, out, act, x, coef, split_rows, ch, splits));
+    TRY(bn_apply(c, y, out, res, act, x, coef, split_rows, ch, splits));
 cleanup:
     return rc;
 }
@@ -292,12 +295,12 @@ int cuda_bn_forward_train(void *ctx, struct tensor *y, struct tensor *save_mean,
                           const struct tensor *gamma, const struct tensor *beta,
                           const struct bn_attr *a)
 {
-    return cuda_bn_train_fused((struct cuda_ctx *)ctx, y, NULL, NULL, NULL, save_mean,
+    return cuda_bn_train_fused((struct cuda_ctx *)ctx, y, NULL, NULL, NULL, NULL, save_mean,
                                save_invstd, running_mean, running_var, x, gamma, beta, a);
 }
 
 int cuda_bn_eval_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
-                       const struct cuda_bn_act *act, const struct tensor *x,
+                       const struct tensor *res, const struct cuda_bn_act *act, const struct tensor *x,
                        const struct tensor *gamma, const struct tensor *beta,
                        const struct tensor *running_mean, const struct tensor *running_var,
                        const struct bn_attr *a)
@@ -308,7 +311,8 @@ int cuda_bn_eval_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
     const size_t count = tensor_count(x);
     void *buf = NULL;
     EXPECT((y || act) && (!y || cuda_same_shape(y, x)) &&
-               (!act || (out && cuda_same_shape(out, x))),
+               (!act || (out && cuda_same_shape(out, x))) &&
+               (!res || (act && cuda_same_shape(res, x))),
            "bn: output unlike input (%d, %d, %d, %d)", x->n, x->c, x->h, x->w);
     EXPECT(bn_vec_ok(running_mean, ch) && bn_vec_ok(running_var, ch) && bn_vec_ok(gamma, ch) &&
                bn_vec_ok(beta, ch),
@@ -321,7 +325,7 @@ int cuda_bn_eval_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
     /* reads gamma, beta, running mean and variance (ch floats each); writes coef
      * (COEF_FWD_COUNT, ch) floats */
     CHECK_LAUNCH(c, sizeof(float) * 4 * ch, sizeof(float) * COEF_FWD_COUNT * ch);
-    TRY(bn_apply(c, y, out, act, x, (const float *)buf, rows, ch, 1));
+    TRY(bn_apply(c, y, out, res, act, x, (const float *)buf, rows, ch, 1));
 cleanup:
     return rc;
 }
@@ -331,8 +335,8 @@ int cuda_bn_forward_eval(void *ctx, struct tensor *y, const struct tensor *x,
                          const struct tensor *running_mean, const struct tensor *running_var,
                          const struct bn_attr *a)
 {
-    return cuda_bn_eval_fused((struct cuda_ctx *)ctx, y, NULL, NULL, x, gamma, beta, running_mean,
-                              running_var, a);
+    return cuda_bn_eval_fused((struct cuda_ctx *)ctx, y, NULL, NULL, NULL, x, gamma, beta,
+                              running_mean, running_var, a);
 }
 
 int cuda_bn_backward_fused(struct cuda_ctx *c, struct tensor *dx, struct tensor *dgamma,

@@ -129,13 +129,16 @@ static inline int bn_width(int c, const void *p0, const void *p1, const void *p2
 
 /* The forward's elementwise pass, V channels a thread (a 16-byte pack or one), K the
  * activation after it (ACT_NONE: none): y = ((x - hi) - lo) * scale + shift, stored when y
- * is not NULL; out = act(y as stored), when K is an activation. Block cuda_block_rows(c /
+ * is not NULL; out = act(y as stored) when K is an activation, or, with res not NULL,
+ * out = res + act(y) (the residual add after it, act(y) rounded as the activation stores
+ * it). Block cuda_block_rows(c /
  * V), grid (cuda_grid_rows_cover, splits): blockIdx.y is the ghost batch-norm part, of
  * `rows` rows each. */
 template <typename T, int V, enum act_kind K>
 __global__ void bn_apply_kernel(T *__restrict__ y,         /* (splits, rows, c) or NULL */
                                 T *__restrict__ out,       /* (splits, rows, c) or NULL */
                                 const T *__restrict__ x,   /* (splits, rows, c) */
+                                const T *__restrict__ res, /* (splits, rows, c) or NULL */
                                 const float *__restrict__ coef, /* (splits, COEF_FWD_COUNT, c) */
                                 long rows, int c, float alpha)
 {
@@ -164,6 +167,12 @@ __global__ void bn_apply_kernel(T *__restrict__ y,         /* (splits, rows, c) 
                 yv.v[k] = cuda_from_f<T>(__fadd_rn(__fmul_rn(t, scale[k]), shift[k]));
                 if (K != ACT_NONE)
                     ov.v[k] = cuda_from_f<T>(act_fn<K>::value(cuda_to_f<T>(yv.v[k]), alpha, inv));
+            }
+            if (K != ACT_NONE && res) {
+                const P rv = ((const P *)res)[i];
+                for (int k = 0; k < V; k++)
+                    ov.v[k] = cuda_from_f<T>(
+                        __fadd_rn(cuda_to_f<T>(rv.v[k]), cuda_to_f<T>(ov.v[k])));
             }
             if (y) ((P *)y)[i] = yv;
             if (K != ACT_NONE) ((P *)out)[i] = ov;

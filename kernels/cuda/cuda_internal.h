@@ -456,19 +456,21 @@ struct cuda_bn_act {
 };
 
 /* Train-mode batch norm; y (the batch norm's output) may be NULL when nothing else reads
- * it, out is act(y) (NULL with act NULL: no activation); coef_keep, when not NULL, is a
+ * it, out is act(y) (NULL with act NULL: no activation), or res + act(y) when res (the
+ * other operand of a residual add, x's shape) is not NULL; coef_keep, when not NULL, is a
  * device buffer of (splits, COEF_FWD_COUNT, c) floats that keeps the coefficients for
  * cuda_bn_backward_fused (else they live in scratch). */
 int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
-                        const struct cuda_bn_act *act, float *coef_keep,
+                        const struct tensor *res, const struct cuda_bn_act *act,
+                        float *coef_keep,
                         struct tensor *save_mean, struct tensor *save_invstd,
                         struct tensor *running_mean, struct tensor *running_var,
                         const struct tensor *x, const struct tensor *gamma,
                         const struct tensor *beta, const struct bn_attr *a);
 
-/* Eval-mode batch norm, y and out as for cuda_bn_train_fused. */
+/* Eval-mode batch norm, y, out and res as for cuda_bn_train_fused. */
 int cuda_bn_eval_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
-                       const struct cuda_bn_act *act, const struct tensor *x,
+                       const struct tensor *res, const struct cuda_bn_act *act, const struct tensor *x,
                        const struct tensor *gamma, const struct tensor *beta,
                        const struct tensor *running_mean, const struct tensor *running_var,
                        const struct bn_attr *a);
@@ -485,11 +487,12 @@ int cuda_bn_backward_fused(struct cuda_ctx *c, struct tensor *dx, struct tensor 
                            int accumulate);
 
 /* fused_bn_cuda.cu: the elementwise passes of cuda_bn_train_fused / cuda_bn_eval_fused
- * (out = act(y), y written when not NULL) and of cuda_bn_backward_fused (dy = act'(y) * d)
+ * (out = act(y) or res + act(y), y written when not NULL) and of cuda_bn_backward_fused (dy = act'(y) * d)
  * with an activation, on splits parts of split_rows rows; coef and fcoef as there. */
 int cuda_bn_apply_act(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
-                      const struct cuda_bn_act *act, const struct tensor *x, const float *coef,
-                      long split_rows, int ch, int splits);
+                      const struct tensor *res, const struct cuda_bn_act *act,
+                      const struct tensor *x, const float *coef, long split_rows, int ch,
+                      int splits);
 int cuda_bn_backward_apply_act(struct cuda_ctx *c, struct tensor *dx, const struct tensor *d,
                                const struct tensor *x, const float *coef,
                                const struct cuda_bn_act *act, const float *fcoef,

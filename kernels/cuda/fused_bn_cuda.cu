@@ -61,50 +61,56 @@ cleanup:
 
 /* Launches bn_apply_kernel<T, V, K> on splits parts of split_rows rows. */
 template <typename T, int V, enum act_kind K>
-static int bn_apply_launch(struct cuda_ctx *c, T *y, T *out, const T *x, const float *coef,
-                           long split_rows, int ch, int splits, float alpha)
+static int bn_apply_launch(struct cuda_ctx *c, T *y, T *out, const T *x, const T *res,
+                           const float *coef, long split_rows, int ch, int splits, float alpha)
 {
     int rc = DR_OK;
     const size_t count = (size_t)split_rows * splits * ch;
     const dim3 block = cuda_block_rows(ch / V);
     bn_apply_kernel<T, V, K><<<dim3(cuda_grid_rows_cover(split_rows, block), (unsigned)splits),
-                               block, 0, c->stream>>>(y, out, x, coef, split_rows, ch, alpha);
-    /* reads x and coef (splits, COEF_FWD_COUNT, ch) floats; writes y when it is kept and
-     * the activation's output when there is one */
-    CHECK_LAUNCH(c, count * sizeof(T) + sizeof(float) * COEF_FWD_COUNT * splits * ch,
+                               block, 0, c->stream>>>(y, out, x, res, coef, split_rows, ch, alpha);
+    /* reads x (and res when adding it) and coef (splits, COEF_FWD_COUNT, ch) floats; writes
+     * y when it is kept and the activation's (or the add's) output when there is one */
+    CHECK_LAUNCH(c, count * sizeof(T) * (1 + (res != NULL)) +
+                        sizeof(float) * COEF_FWD_COUNT * splits * ch,
                  count * sizeof(T) * ((y != NULL) + (K != ACT_NONE)));
 cleanup:
     return rc;
 }
 
 template <typename T, enum act_kind K>
-static int bn_apply_width(struct cuda_ctx *c, T *y, T *out, const T *x, const float *coef,
-                          long split_rows, int ch, int splits, float alpha)
+static int bn_apply_width(struct cuda_ctx *c, T *y, T *out, const T *x, const T *res,
+                          const float *coef, long split_rows, int ch, int splits, float alpha)
 {
-    if (bn_width<T>(ch, y, out, x) > 1)
-        return bn_apply_launch<T, cuda_vec_width<T>(), K>(c, y, out, x, coef, split_rows, ch,
-                                                         splits, alpha);
-    return bn_apply_launch<T, 1, K>(c, y, out, x, coef, split_rows, ch, splits, alpha);
+    if (bn_width<T>(ch, y, out, x) > 1 && cuda_aligned16(res))
+        return bn_apply_launch<T, cuda_vec_width<T>(), K>(c, y, out, x, res, coef, split_rows,
+                                                         ch, splits, alpha);
+    return bn_apply_launch<T, 1, K>(c, y, out, x, res, coef, split_rows, ch, splits, alpha);
 }
 
 int cuda_bn_apply_act(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
-                    const struct cuda_bn_act *act, const struct tensor *x, const float *coef,
-                    long split_rows, int ch, int splits)
+                      const struct tensor *res, const struct cuda_bn_act *act,
+                      const struct tensor *x, const float *coef, long split_rows, int ch,
+                      int splits)
 {
     int rc = DR_OK;
     const float alpha = act->alpha;
     CUDA_DISPATCH(c->dt, T, {
-        T *ty = y ? (T *)y->data : NULL, *to = out ? (T *)out->data : NULL;
-        const T *tx = (const T *)x->data;
+        T *ty = y ? (T *)y->data : NULL, *to = (T *)out->data;
+        const T *tx = (const T *)x->data, *tr = res ? (const T *)res->data : NULL;
         switch (act->kind) {
         case ACT_RELU:
-            return bn_apply_width<T, ACT_RELU>(c, ty, to, tx, coef, split_rows, ch, splits, alpha);
+            return bn_apply_width<T, ACT_RELU>(c, ty, to, tx, tr, coef, split_rows, ch, splits,
+                                               alpha);
         case ACT_CELU:
-            return bn_apply_width<T, ACT_CELU>(c, ty, to, tx, coef, split_rows, ch, splits, alpha);
+            return bn_apply_width<T, ACT_CELU>(c, ty, to, tx, tr, coef, split_rows, ch, splits,
+                                               alpha);
         case ACT_GELU:
-            return bn_apply_width<T, ACT_GELU>(c, ty, to, tx, coef, split_rows, ch, splits, alpha);
+            return bn_apply_width<T, ACT_GELU>(c, ty, to, tx, tr, coef, split_rows, ch, splits,
+                                               alpha);
         case ACT_SILU:
-            return bn_apply_width<T, ACT_SILU>(c, ty, to, tx, coef, split_rows, ch, splits, alpha);
+            return bn_apply_width<T, ACT_SILU>(c, ty, to, tx, tr, coef, split_rows, ch, splits,
+                                               alpha);
         case ACT_KIND_COUNT: break;
         }
     });

@@ -5,7 +5,8 @@
  * signature (plan_signature) and kept in c->plans:
  *   - forward: BN_FWD_TRAIN or BN_FWD_EVAL, then ACT_FWD of its output: one elementwise
  *     pass after the statistics writing the activation's output, and the batch norm's
- *     output only when another node reads it;
+ *     output only when another node reads it; and when an ADD_FWD is the activation's
+ *     output's only reader (a residual add), that pass writes the add's output instead;
  *   - backward: ACT_BWD whose dx only a BN_BWD reads, that batch norm's forward being in
  *     the plan: the batch norm's backward takes the activation's dy, recomputes its output
  *     from x with the coefficients the forward kept, and the activation's dx is never
@@ -32,7 +33,9 @@ enum step_kind {
 struct step {
     enum step_kind kind;
     int act;          /* the activation node folded in, -1 none */
-    int fwd;          /* STEP_BN_BWD: the BN_FWD_TRAIN node whose coefficients it reads */
+    int add;          /* forward: the residual ADD_FWD folded in after act, -1 none */
+    int fwd;          /* STEP_BN_BWD and the ACT_BWD folded into it: the BN_FWD_TRAIN node
+                         whose coefficients it reads */
     int keep_y;       /* forward: the batch norm's output is read elsewhere, so written */
     int keeps_coef;   /* STEP_BN_TRAIN: its coefficients are kept for a fused backward */
     size_t coef_at;   /* ... at this float offset of the entry's coefficient buffer */
@@ -167,6 +170,32 @@ static int forward_act(const struct plan *p, int i)
     return j;
 }
 
+/* The ADD_FWD node that may be folded in after activation node j of batch norm node i:
+ * the activation's output, written by j alone, is read by that add alone (the next node
+ * touching it), whose other operand is neither that output nor the batch norm's and is not
+ * written between i and the add, and whose own output nothing touches in between; -1 when
+ * there is none. */
+static int forward_add(const struct plan *p, int i, int j)
+{
+    const struct tensor *y, *x, *gamma, *beta;
+    const struct tensor *out = p->nodes[j].u.act_fwd.y;
+    bn_fwd_tensors(&p->nodes[i], &y, &x, &gamma, &beta);
+    if (count_touching(p, out, 1, j, -1) != 0) return -1;
+    const int q = next_touching(p, out, j);
+    if (q < 0 || p->nodes[q].op != PLAN_ADD_FWD) return -1;
+    const struct plan_node *n = &p->nodes[q];
+    const int first = same_tensor(n->u.add_fwd.a, out), second = same_tensor(n->u.add_fwd.b, out);
+    if (first == second) return -1;   /* not an operand, or both */
+    const struct tensor *res = first ? n->u.add_fwd.b : n->u.add_fwd.a, *sum = n->u.add_fwd.y;
+    if (!res || !res->data || !sum || !sum->data || !cuda_same_shape(res, out) ||
+        !cuda_same_shape(sum, out) || same_tensor(res, y) || same_tensor(sum, out) ||
+        same_tensor(sum, res) || same_tensor(sum, y) || same_tensor(sum, x) ||
+        count_touching(p, out, 0, q, -1) != 0 || touched_between(p, sum, i, q, 0) ||
+        touched_between(p, res, i, q, 1))
+        return -1;
+    return q;
+}
+
 /* For ACT_BWD node k: the BN_BWD node m its dx feeds (the only reader of that dx, which k
  * alone writes, overwriting), with the BN_FWD_TRAIN node *fwd that wrote k's input, the
  * same batch norm as m's (x, gamma, statistics), x, gamma and beta unchanged from the
@@ -225,14 +254,15 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
     e->count = p->count;
     e->steps = s = (struct step *)calloc((size_t)(p->count ? p->count : 1), sizeof(*s));
     CHECK_ALLOC(s, "the CUDA plan analysis");
-    for (int i = 0; i < p->count; i++) s[i] = (struct step){STEP_RUN, -1, -1, 0, 0, 0};
+    for (int i = 0; i < p->count; i++) s[i] = (struct step){STEP_RUN, -1, -1, -1, 0, 0, 0};
     /* backward first: which forward batch norms must keep their coefficients */
     for (int k = 0; k < p->count; k++) {
         int fwd, m;
         if (p->nodes[k].op != PLAN_ACT_BWD || s[k].kind != STEP_RUN) continue;
         if ((m = backward_bn(p, k, &fwd)) < 0 || s[m].kind != STEP_RUN) continue;
         s[k].kind = STEP_SKIP;
-        s[m] = (struct step){STEP_BN_BWD, k, fwd, 0, 0, 0};
+        s[k].fwd = fwd;
+        s[m] = (struct step){STEP_BN_BWD, k, -1, fwd, 0, 0, 0};
         s[fwd].keeps_coef = 1;
     }
     for (int i = 0; i < p->count; i++) {
@@ -242,17 +272,23 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
         if (j < 0 && !s[i].keeps_coef) continue;
         s[i].kind = n->op == PLAN_BN_FWD_TRAIN ? STEP_BN_TRAIN : STEP_BN_EVAL;
         s[i].act = j;
-        if (j >= 0) s[j].kind = STEP_SKIP;
+        if (j < 0) continue;
+        s[j].kind = STEP_SKIP;
+        s[i].add = forward_add(p, i, j);
+        if (s[i].add >= 0) s[s[i].add].kind = STEP_SKIP;
     }
     /* which fused forwards must still write their output: a reader that is neither the
-     * activation folded into it nor a backward recomputing it */
+     * activation folded into it nor an activation backward folded into a batch norm
+     * backward that recomputes it (a folded add still reads its operands) */
     for (int i = 0; i < p->count; i++) {
         if (s[i].kind != STEP_BN_TRAIN && s[i].kind != STEP_BN_EVAL) continue;
         const struct tensor *y, *x, *gamma, *beta;
         bn_fwd_tensors(&p->nodes[i], &y, &x, &gamma, &beta);
         for (int r = 0; r < p->count && !s[i].keep_y; r++) {
             int reads, writes;
-            if (r == i || r == s[i].act || s[r].kind == STEP_SKIP) continue;
+            if (r == i || r == s[i].act ||
+                (p->nodes[r].op == PLAN_ACT_BWD && s[r].kind == STEP_SKIP && s[r].fwd == i))
+                continue;
             node_touches(&reads, &writes, &p->nodes[r], y);
             s[i].keep_y = reads;
         }
@@ -308,6 +344,12 @@ cleanup:
     return rc;
 }
 
+/* The operand of add node q that is not t. */
+static const struct tensor *add_other(const struct plan_node *q, const struct tensor *t)
+{
+    return same_tensor(q->u.add_fwd.a, t) ? q->u.add_fwd.b : q->u.add_fwd.a;
+}
+
 /* Runs node i of p as its step says. */
 static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_entry *e, int i)
 {
@@ -318,9 +360,11 @@ static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_
     case STEP_SKIP: return DR_OK;
     case STEP_BN_TRAIN: {
         const struct plan_node *a = s->act >= 0 ? &p->nodes[s->act] : NULL;
+        const struct plan_node *q = s->add >= 0 ? &p->nodes[s->add] : NULL;
         if (a) act = (struct cuda_bn_act){a->u.act_fwd.kind, a->u.act_fwd.alpha};
         return cuda_bn_train_fused(c, s->keep_y || !a ? n->u.bn_fwd_train.y : NULL,
-                                   a ? a->u.act_fwd.y : NULL, a ? &act : NULL,
+                                   q ? q->u.add_fwd.y : a ? a->u.act_fwd.y : NULL,
+                                   q ? add_other(q, a->u.act_fwd.y) : NULL, a ? &act : NULL,
                                    s->keeps_coef ? e->coef + s->coef_at : NULL,
                                    n->u.bn_fwd_train.save_mean, n->u.bn_fwd_train.save_invstd,
                                    n->u.bn_fwd_train.running_mean, n->u.bn_fwd_train.running_var,
@@ -329,8 +373,11 @@ static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_
     }
     case STEP_BN_EVAL: {
         const struct plan_node *a = &p->nodes[s->act];
+        const struct plan_node *q = s->add >= 0 ? &p->nodes[s->add] : NULL;
         act = (struct cuda_bn_act){a->u.act_fwd.kind, a->u.act_fwd.alpha};
-        return cuda_bn_eval_fused(c, s->keep_y ? n->u.bn_fwd_eval.y : NULL, a->u.act_fwd.y, &act,
+        return cuda_bn_eval_fused(c, s->keep_y ? n->u.bn_fwd_eval.y : NULL,
+                                  q ? q->u.add_fwd.y : a->u.act_fwd.y,
+                                  q ? add_other(q, a->u.act_fwd.y) : NULL, &act,
                                   n->u.bn_fwd_eval.x, n->u.bn_fwd_eval.gamma,
                                   n->u.bn_fwd_eval.beta, n->u.bn_fwd_eval.running_mean,
                                   n->u.bn_fwd_eval.running_var, &n->u.bn_fwd_eval.a);

@@ -71,7 +71,7 @@ int selfcheck_open(struct selfcheck *sc, const char *only, char *why, size_t why
     CHECK_ALLOC(sc->chosen, "the selfcheck table");
     if (only && !*only) {
         snprintf(why, whylen, "expected a comma-separated list of case names, their prefixes "
-                              "or groups (conv, ops, augment, train, toolbox), got ''");
+                              "or groups (conv, ops, augment, train, toolbox, plan), got ''");
         rc = DR_ERR_USAGE;
     }
     for (const char *p = only; rc == DR_OK && p && *p;) {
@@ -89,7 +89,7 @@ int selfcheck_open(struct selfcheck *sc, const char *only, char *why, size_t why
         }
         if (!hits) {
             snprintf(why, whylen, "'%.*s' names no case: give a case name or its prefix (see "
-                                  "--list), or a group (conv, ops, augment, train, toolbox)",
+                                  "--list), or a group (conv, ops, augment, train, toolbox, plan)",
                      (int)len, p);
             rc = DR_ERR_USAGE;
         }

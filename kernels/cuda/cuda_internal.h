@@ -279,13 +279,15 @@ static inline int cuda_aligned16(const void *p)
 }
 
 /* Grid for a grid-stride loop over count work items of elementwise work: a block per
- * CUDA_THREADS items, so that the grid covers the whole GPU (no per-SM cap), within the
- * grid's x limit. */
-static inline unsigned cuda_grid_cover(size_t count)
+ * CUDA_THREADS items up to CUDA_COVER_BLOCKS blocks per SM (four full waves of resident
+ * threads on current GPUs: the whole GPU is busy, and each thread loops over the rest). */
+#define CUDA_COVER_BLOCKS 32
+static inline unsigned cuda_grid_cover(const struct cuda_ctx *c, size_t count)
 {
     size_t blocks = (count + CUDA_THREADS - 1) / CUDA_THREADS;
+    const size_t cap = (size_t)(c->sm_count > 0 ? c->sm_count : 80) * CUDA_COVER_BLOCKS;
     if (blocks < 1) blocks = 1;
-    return (unsigned)(blocks < 0x7fffffffu ? blocks : 0x7fffffffu);
+    return (unsigned)(blocks < cap ? blocks : cap);
 }
 
 /* Block shape (x, y) of a per-row kernel walking `vecs` channel vectors per row: x covers
@@ -296,12 +298,14 @@ static inline dim3 cuda_block_rows(int vecs)
     return dim3((unsigned)x, (unsigned)(CUDA_THREADS / x));
 }
 
-/* Grid x for such a kernel over rows rows: every row group its block (no per-SM cap). */
-static inline unsigned cuda_grid_rows_cover(long rows, dim3 block)
+/* Grid x for such a kernel over rows rows: a block per block.y rows, up to
+ * CUDA_COVER_BLOCKS blocks per SM (FOR_ROWS loops over the rest). */
+static inline unsigned cuda_grid_rows_cover(const struct cuda_ctx *c, long rows, dim3 block)
 {
     long blocks = (rows + (long)block.y - 1) / (long)block.y;
+    const long cap = (long)(c->sm_count > 0 ? c->sm_count : 80) * CUDA_COVER_BLOCKS;
     if (blocks < 1) blocks = 1;
-    return (unsigned)(blocks < 0x7fffffffL ? blocks : 0x7fffffffL);
+    return (unsigned)(blocks < cap ? blocks : cap);
 }
 
 /* ------------------------------------------------------------------ deterministic sums */
@@ -470,7 +474,8 @@ int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out
 
 /* Eval-mode batch norm, y, out and res as for cuda_bn_train_fused. */
 int cuda_bn_eval_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
-                       const struct tensor *res, const struct cuda_bn_act *act, const struct tensor *x,
+                       const struct tensor *res, const struct cuda_bn_act *act,
+                       const struct tensor *x,
                        const struct tensor *gamma, const struct tensor *beta,
                        const struct tensor *running_mean, const struct tensor *running_var,
                        const struct bn_attr *a);
@@ -487,7 +492,8 @@ int cuda_bn_backward_fused(struct cuda_ctx *c, struct tensor *dx, struct tensor 
                            int accumulate);
 
 /* fused_bn_cuda.cu: the elementwise passes of cuda_bn_train_fused / cuda_bn_eval_fused
- * (out = act(y) or res + act(y), y written when not NULL) and of cuda_bn_backward_fused (dy = act'(y) * d)
+ * (out = act(y) or res + act(y), y written when not NULL) and of cuda_bn_backward_fused
+ * (dy = act'(y) * d)
  * with an activation, on splits parts of split_rows rows; coef and fcoef as there. */
 int cuda_bn_apply_act(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
                       const struct tensor *res, const struct cuda_bn_act *act,

@@ -71,7 +71,7 @@ static int act_forward_launch(struct cuda_ctx *c, struct tensor *y, const struct
     int rc = DR_OK;
     CUDA_DISPATCH(c->dt, T, {
         const int v = elementwise_width<T>(count, y->data, x->data, NULL);
-        const unsigned grid = cuda_grid_cover(count / (size_t)v);
+        const unsigned grid = cuda_grid_cover(c, count / (size_t)v);
         if (v > 1) {
             act_forward_kernel<T, cuda_vec_width<T>(), K>
                 <<<grid, CUDA_THREADS, 0, c->stream>>>((T *)y->data, (const T *)x->data, alpha,
@@ -95,7 +95,7 @@ static int act_backward_launch(struct cuda_ctx *c, struct tensor *dx, const stru
     int rc = DR_OK;
     CUDA_DISPATCH(c->dt, T, {
         const int v = elementwise_width<T>(count, dx->data, dy->data, x->data);
-        const unsigned grid = cuda_grid_cover(count / (size_t)v);
+        const unsigned grid = cuda_grid_cover(c, count / (size_t)v);
         if (v > 1) {
             act_backward_kernel<T, cuda_vec_width<T>(), K>
                 <<<grid, CUDA_THREADS, 0, c->stream>>>((T *)dx->data, (const T *)dy->data,
@@ -207,7 +207,7 @@ int cuda_add_forward(void *ctx, struct tensor *y, const struct tensor *a, const 
     TRY(cuda_enter(c));
     CUDA_DISPATCH(c->dt, T, {
         const int v = elementwise_width<T>(count, y->data, a->data, b->data);
-        const unsigned grid = cuda_grid_cover(count / (size_t)v);
+        const unsigned grid = cuda_grid_cover(c, count / (size_t)v);
         if (v > 1) {
             add_kernel<T, cuda_vec_width<T>()><<<grid, CUDA_THREADS, 0, c->stream>>>(
                 (T *)y->data, (const T *)a->data, (const T *)b->data, count);
@@ -238,7 +238,7 @@ static int scaled_copy(struct cuda_ctx *c, void *dx, const void *dy, float s, si
     }
     CUDA_DISPATCH(c->dt, T, {
         const int v = elementwise_width<T>(count, dx, dy, NULL);
-        const unsigned grid = cuda_grid_cover(count / (size_t)v);
+        const unsigned grid = cuda_grid_cover(c, count / (size_t)v);
         if (v > 1) {
             scaled_copy_kernel<T, cuda_vec_width<T>()>
                 <<<grid, CUDA_THREADS, 0, c->stream>>>((T *)dx, (const T *)dy, s, count,
@@ -307,7 +307,7 @@ static int concat_slice(struct cuda_ctx *c, void *y, void *x, long rows, int cy,
     const size_t count = (size_t)rows * (size_t)cx;
     if (count == 0) return DR_OK;
     CUDA_DISPATCH(c->dt, T,
-                  concat_kernel<T><<<cuda_grid_cover(count), CUDA_THREADS, 0, c->stream>>>(
+                  concat_kernel<T><<<cuda_grid_cover(c, count), CUDA_THREADS, 0, c->stream>>>(
                       (T *)y, (T *)x, rows, cy, cx, off, to_y, accumulate));
     /* copies the (rows, cx) slice one way (reading the target too when accumulating):
      * count elements read, count written */
@@ -399,7 +399,7 @@ static int flatten(struct cuda_ctx *c, void *y, void *x, int n, int ch, int hw, 
         goto cleanup;
     }
     CUDA_DISPATCH(c->dt, T,
-                  flatten_kernel<T><<<cuda_grid_cover(count), CUDA_THREADS, 0, c->stream>>>(
+                  flatten_kernel<T><<<cuda_grid_cover(c, count), CUDA_THREADS, 0, c->stream>>>(
                       (T *)y, (T *)x, n, ch, hw, forward, accumulate));
     /* reads the source (and the target when accumulating), writes the target: count
      * elements each */

@@ -67,8 +67,9 @@ static int bn_apply_launch(struct cuda_ctx *c, T *y, T *out, const T *x, const T
     int rc = DR_OK;
     const size_t count = (size_t)split_rows * splits * ch;
     const dim3 block = cuda_block_rows(ch / V);
-    bn_apply_kernel<T, V, K><<<dim3(cuda_grid_rows_cover(split_rows, block), (unsigned)splits),
-                               block, 0, c->stream>>>(y, out, x, res, coef, split_rows, ch, alpha);
+    bn_apply_kernel<T, V, K>
+        <<<dim3(cuda_grid_rows_cover(c, split_rows, block), (unsigned)splits), block, 0,
+           c->stream>>>(y, out, x, res, coef, split_rows, ch, alpha);
     /* reads x (and res when adding it) and coef (splits, COEF_FWD_COUNT, ch) floats; writes
      * y when it is kept and the activation's (or the add's) output when there is one */
     CHECK_LAUNCH(c, count * sizeof(T) * (1 + (res != NULL)) +
@@ -129,7 +130,7 @@ static int bn_backward_apply_launch(struct cuda_ctx *c, T *dx, const T *dy, cons
     const size_t count = (size_t)split_rows * splits * ch;
     const dim3 block = cuda_block_rows(ch / V);
     bn_backward_apply_kernel<T, V, K>
-        <<<dim3(cuda_grid_rows_cover(split_rows, block), (unsigned)splits), block, 0,
+        <<<dim3(cuda_grid_rows_cover(c, split_rows, block), (unsigned)splits), block, 0,
            c->stream>>>(dx, dy, x, coef, fcoef, split_rows, ch, accumulate, alpha);
     /* reads dy, x (and dx when accumulating), coef (splits, COEF_BWD_COUNT, ch) floats and,
      * with an activation folded in, fcoef (splits, COEF_FWD_COUNT, ch) floats; writes dx */

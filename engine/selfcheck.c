@@ -23,6 +23,7 @@ static const struct {
     {"train", "training: a small network from the same weights on both engines, then an "
               "evaluation"},
     {"toolbox", "training with the speed-training options, then an evaluation with views"},
+    {"plan", "plans: small steps run whole (an engine may fuse nodes) and node by node"},
 };
 #define GROUP_COUNT ((int)(sizeof(GROUPS) / sizeof(GROUPS[0])))
 
@@ -48,6 +49,7 @@ static int table_build(struct sc_table *t)
     TRY(sc_cases_ops(t));
     TRY(sc_cases_optim(t));
     TRY(sc_cases_train(t));
+    TRY(sc_cases_plan(t));
 cleanup:
     return rc;
 }
@@ -69,7 +71,7 @@ int selfcheck_open(struct selfcheck *sc, const char *only, char *why, size_t why
     CHECK_ALLOC(sc->chosen, "the selfcheck table");
     if (only && !*only) {
         snprintf(why, whylen, "expected a comma-separated list of case names, their prefixes "
-                              "or groups (conv, ops, augment, train, toolbox), got ''");
+                              "or groups (conv, ops, augment, train, toolbox, plan), got ''");
         rc = DR_ERR_USAGE;
     }
     for (const char *p = only; rc == DR_OK && p && *p;) {
@@ -87,7 +89,7 @@ int selfcheck_open(struct selfcheck *sc, const char *only, char *why, size_t why
         }
         if (!hits) {
             snprintf(why, whylen, "'%.*s' names no case: give a case name or its prefix (see "
-                                  "--list), or a group (conv, ops, augment, train, toolbox)",
+                                  "--list), or a group (conv, ops, augment, train, toolbox, plan)",
                      (int)len, p);
             rc = DR_ERR_USAGE;
         }

@@ -28,7 +28,7 @@ struct selfcheck {
 
 /* Builds the table and chooses the cases only names: a comma-separated list of items,
  * each choosing the case of that name if there is one, else the cases whose name starts
- * with it or whose group it names (conv, ops, augment, train, toolbox); NULL chooses
+ * with it or whose group it names (conv, ops, augment, train, toolbox, plan); NULL chooses
  * every case. DR_ERR_USAGE, with the reason in
  * why, when an item chooses nothing or the list is empty; DR_ERR_NOMEM. */
 int selfcheck_open(struct selfcheck *sc, const char *only, char *why, size_t whylen);

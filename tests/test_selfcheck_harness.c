@@ -131,7 +131,7 @@ static void test_table(void)
         for (int p = 0; p < SC_PRECISIONS; p++) CHECK(c->tol[p] >= 0.0 && c->tol[p] < 1.0);
         CHECK(c->metric >= 0 && c->metric < SC_METRIC_COUNT);
         int groups = 0;
-        for (const char *g = "conv\0ops\0augment\0train\0toolbox\0"; *g; g += strlen(g) + 1)
+        for (const char *g = "conv\0ops\0augment\0train\0toolbox\0plan\0"; *g; g += strlen(g) + 1)
             groups += !strcmp(c->group, g);
         CHECK(groups == 1);
         conv += !strcmp(c->group, "conv");

@@ -332,11 +332,6 @@ static const struct backend_ops cuda_ops_table = {
     /* .counters_reset = */ cuda_counters_reset,
 };
 
-const struct backend_ops *cuda_ops(void)
-{
-    return &cuda_ops_table;
-}
-
 /* ------------------------------------------------------------------ creation */
 
 extern "C" int backend_cuda_probe(int device, char *why, size_t whylen)
@@ -385,6 +380,7 @@ extern "C" int backend_cuda_create(struct backend *b, int device, int precision)
     c = (struct cuda_ctx *)calloc(1, sizeof(*c));
     CHECK_ALLOC(c, "the CUDA backend");
     c->device = device;
+    c->ops = &cuda_ops_table;
     c->precision = precision;
     c->dt = precision == PRECISION_FP16 ? CUDA_F16
             : precision == PRECISION_BF16 ? CUDA_BF16 : CUDA_F32;

@@ -74,6 +74,9 @@ struct cuda_conv_algo {
 
 struct cuda_ctx {
     int device;
+    const struct backend_ops *ops;  /* the engine's own table (backend_cuda.cu), held as data
+                                       so that plan_cuda.cu can run nodes through it without
+                                       the two files depending on each other */
     int precision;                  /* enum precision */
     enum cuda_dtype dt;             /* activation dtype */
     int sm_count;
@@ -282,6 +285,88 @@ int cuda_enter(struct cuda_ctx *c);
  * which may still use the old one) when needed. */
 int cuda_scratch(struct cuda_ctx *c, enum cuda_slot slot, size_t bytes, void **out);
 
+/* ------------------------------------------------------------------ vectors and grids */
+/* Elementwise kernels move 16 bytes per load and store (4 fp32 or 8 half values) when the
+ * element count (or, per row, the channel count) and the pointers allow it, else one
+ * element: cuda_pack<T, V> is V elements read or written as one aligned access. */
+
+#define CUDA_VEC_BYTES 16
+
+template <typename T, int V> struct alignas(sizeof(T) * V) cuda_pack {
+    T v[V];
+};
+
+/* Elements of type T in one 16-byte access. */
+template <typename T> constexpr int cuda_vec_width()
+{
+    return CUDA_VEC_BYTES / (int)sizeof(T);
+}
+
+/* Whether p may be read or written 16 bytes at a time (NULL counts as aligned). */
+static inline int cuda_aligned16(const void *p)
+{
+    return ((uintptr_t)p % CUDA_VEC_BYTES) == 0;
+}
+
+/* Grid for a grid-stride loop over count work items of elementwise work: a block per
+ * CUDA_THREADS items up to CUDA_COVER_BLOCKS blocks per SM (four full waves of resident
+ * threads on current GPUs: the whole GPU is busy, and each thread loops over the rest). */
+#define CUDA_COVER_BLOCKS 32
+static inline unsigned cuda_grid_cover(const struct cuda_ctx *c, size_t count)
+{
+    size_t blocks = (count + CUDA_THREADS - 1) / CUDA_THREADS;
+    const size_t cap = (size_t)(c->sm_count > 0 ? c->sm_count : 80) * CUDA_COVER_BLOCKS;
+    if (blocks < 1) blocks = 1;
+    return (unsigned)(blocks < cap ? blocks : cap);
+}
+
+/* Block shape (x, y) of a per-row kernel walking `vecs` channel vectors per row: x covers
+ * the row's vectors (up to CH_X), y the rows, CUDA_THREADS threads in all. */
+static inline dim3 cuda_block_rows(int vecs)
+{
+    const int x = vecs < CH_X ? (vecs > 0 ? vecs : 1) : CH_X;
+    return dim3((unsigned)x, (unsigned)(CUDA_THREADS / x));
+}
+
+/* Grid x for such a kernel over rows rows: a block per block.y rows, up to
+ * CUDA_COVER_BLOCKS blocks per SM (FOR_ROWS loops over the rest). */
+static inline unsigned cuda_grid_rows_cover(const struct cuda_ctx *c, long rows, dim3 block)
+{
+    long blocks = (rows + (long)block.y - 1) / (long)block.y;
+    const long cap = (long)(c->sm_count > 0 ? c->sm_count : 80) * CUDA_COVER_BLOCKS;
+    if (blocks < 1) blocks = 1;
+    return (unsigned)(blocks < cap ? blocks : cap);
+}
+
+/* ------------------------------------------------------------------ deterministic sums */
+
+#define RED_X 32      /* channels per block: one warp reads 32 neighbouring channels */
+#define FIN_Y 32      /* the tree's lanes over the parts (a power of two) */
+
+/* The sum over p < parts of partial[p * channels + ch], by a (RED_X, FIN_Y) block whose
+ * thread (x, y) owns channel ch: lane y sums parts y, y + FIN_Y, ... in order, then the
+ * lanes are added pairwise in a fixed tree (y + half into y), so the result is the same
+ * bits on every run. Every thread of the block must call it; every one gets the result.
+ * sh: the block's shared (FIN_Y, RED_X) buffer. */
+static __device__ __forceinline__ double cuda_tree_sum(double (*sh)[RED_X],
+                                                       const double *partial, int parts,
+                                                       int channels, int ch)
+{
+    double t = 0.0;
+    if (ch < channels)
+        for (int p = threadIdx.y; p < parts; p += FIN_Y) t += partial[(size_t)p * channels + ch];
+    sh[threadIdx.y][threadIdx.x] = t;
+    __syncthreads();
+    for (int half = FIN_Y / 2; half > 0; half /= 2) {
+        if ((int)threadIdx.y < half)
+            sh[threadIdx.y][threadIdx.x] += sh[threadIdx.y + half][threadIdx.x];
+        __syncthreads();
+    }
+    t = sh[0][threadIdx.x];
+    __syncthreads();   /* the buffer is free for the next call */
+    return t;
+}
+
 /* ------------------------------------------------------------------ shared kernels */
 
 /* Per-channel reductions over the rows of an NHWC tensor (rows = n*h*w), in double.
@@ -303,9 +388,20 @@ int cuda_reduce_partial(struct cuda_ctx *c, double *partial, const void *a, cons
                         long rows, int channels, int parts, int groups,
                         enum cuda_reduce_mode mode);
 
-/* out[q * channels + ch] = sum over parts of partial[q][part][ch] (fixed order). */
+/* out[q * channels + ch] = sum over parts of partial[q][part][ch] (a fixed tree,
+ * cuda_tree_sum). */
 int cuda_reduce_finish(struct cuda_ctx *c, double *out, const double *partial, int channels,
                        int parts, int nq);
+
+/* REDUCE_BN_BWD of a batch norm's backward fused with the activation after it: as
+ * cuda_reduce_partial with b = act'(y) * d computed on the fly, y the batch norm's
+ * output recomputed from a (its input x) with the forward's coefficients fcoef (groups,
+ * COEF_FWD_COUNT, channels) and rounded to the dtype as the forward stored it, and the
+ * product rounded as the activation's backward stores it; d (groups, rows, channels) is
+ * the gradient of the activation's output. */
+int cuda_reduce_partial_act(struct cuda_ctx *c, double *partial, const void *a, const void *d,
+                            const float *fcoef, long rows, int channels, int parts, int groups,
+                            enum act_kind kind, float alpha);
 
 /* Sum over rows of a (rows, channels) activation into an fp32 vector (bias gradients). */
 int cuda_channel_sum(struct cuda_ctx *c, float *out, const void *a, long rows, int channels);
@@ -419,10 +515,68 @@ int cuda_arena_free(struct cuda_ctx *c, void *ptr);
 /* Frees every slab (the context's end). */
 void cuda_arena_release(struct cuda_ctx *c);
 
+/* ------------------------------------------------------------------ fused batch norm */
+/* bn_cuda.cu, for the plan executor (plan_cuda.cu): a batch norm with the activation that
+ * follows it in one elementwise pass (forward), or with the activation's backward folded
+ * into its own (backward). Arguments as the backend ops', and: */
+
+/* The forward's per-channel coefficients, (splits, COEF_FWD_COUNT, c) floats:
+ * y = ((x - hi) - lo) * scale + shift. */
+enum { COEF_SCALE, COEF_HI, COEF_LO, COEF_SHIFT, COEF_FWD_COUNT };
+
+/* The activation fused with a batch norm. */
+struct cuda_bn_act {
+    enum act_kind kind;
+    float alpha;
+};
+
+/* Train-mode batch norm; y (the batch norm's output) may be NULL when nothing else reads
+ * it, out is act(y) (NULL with act NULL: no activation), or res + act(y) when res (the
+ * other operand of a residual add, x's shape) is not NULL; coef_keep, when not NULL, is a
+ * device buffer of (splits, COEF_FWD_COUNT, c) floats that keeps the coefficients for
+ * cuda_bn_backward_fused (else they live in scratch). */
+int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
+                        const struct tensor *res, const struct cuda_bn_act *act,
+                        float *coef_keep,
+                        struct tensor *save_mean, struct tensor *save_invstd,
+                        struct tensor *running_mean, struct tensor *running_var,
+                        const struct tensor *x, const struct tensor *gamma,
+                        const struct tensor *beta, const struct bn_attr *a);
+
+/* Eval-mode batch norm, y, out and res as for cuda_bn_train_fused. */
+int cuda_bn_eval_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
+                       const struct tensor *res, const struct cuda_bn_act *act,
+                       const struct tensor *x,
+                       const struct tensor *gamma, const struct tensor *beta,
+                       const struct tensor *running_mean, const struct tensor *running_var,
+                       const struct bn_attr *a);
+
+/* The batch norm's backward with the activation's backward before it: its dy is
+ * act'(y) * d, y recomputed from x with fcoef (what cuda_bn_train_fused kept), so that
+ * neither y nor the activation's dx is read or written. dx may be NULL; accumulate as
+ * bn_backward's. */
+int cuda_bn_backward_fused(struct cuda_ctx *c, struct tensor *dx, struct tensor *dgamma,
+                           struct tensor *dbeta, const struct tensor *d,
+                           const struct cuda_bn_act *act, const float *fcoef,
+                           const struct tensor *x, const struct tensor *gamma,
+                           const struct tensor *save_mean, const struct tensor *save_invstd,
+                           int accumulate);
+
+/* fused_bn_cuda.cu: the elementwise passes of cuda_bn_train_fused / cuda_bn_eval_fused
+ * (out = act(y) or res + act(y), y written when not NULL) and of cuda_bn_backward_fused
+ * (dy = act'(y) * d)
+ * with an activation, on splits parts of split_rows rows; coef and fcoef as there. */
+int cuda_bn_apply_act(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
+                      const struct tensor *res, const struct cuda_bn_act *act,
+                      const struct tensor *x, const float *coef, long split_rows, int ch,
+                      int splits);
+int cuda_bn_backward_apply_act(struct cuda_ctx *c, struct tensor *dx, const struct tensor *d,
+                               const struct tensor *x, const float *coef,
+                               const struct cuda_bn_act *act, const float *fcoef,
+                               long split_rows, int ch, int splits, int accumulate);
+
 /* ------------------------------------------------------------------ plans and graphs */
 
-/* The engine's own op table (backend_cuda.cu), for running plan nodes through it. */
-const struct backend_ops *cuda_ops(void);
 
 /* plan_cuda.cu. Runs plan p eagerly on the stream: the fused patterns it supports as
  * fused kernels, every other node through the table (plan_run_node). */

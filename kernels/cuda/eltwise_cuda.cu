@@ -5,98 +5,62 @@
  * that none is fused into a multiply-add the CPU twin does not make. */
 #include <math.h>
 
+#include "act_cuda.h"
 #include "cuda_internal.h"
-
-#define ACT_SQRT1_2 0.70710678118654752440      /* 1 / sqrt(2) */
-#define ACT_INV_SQRT_2PI 0.39894228040143267794 /* 1 / sqrt(2 pi) */
 
 #define GRID_STRIDE(i, count)                                                              \
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (count);            \
          i += (size_t)gridDim.x * blockDim.x)
 
-/* ------------------------------------------------------------------ activations */
+/* The elementwise kernels walk count / V packs of V elements (cuda_pack), V = 16 bytes
+ * worth when elementwise_width allows, else 1. */
+#define GRID_STRIDE_PACKS(i, count, V) GRID_STRIDE(i, (count) / (size_t)(V))
 
-/* One activation's value and gradient at v in fp32, one specialisation per kind; inv is
- * 1 / alpha (celu reads them). The kernels below take the kind as a template argument and
- * the launchers choose it in a switch, so that the compiler names a kind left out. */
-template <enum act_kind K> struct act_fn;
-
-template <> struct act_fn<ACT_RELU> {
-    static __device__ float value(float v, float, float)
-    {
-        return v < 0.0f ? 0.0f : v;   /* NaN passes through, as on the CPU */
-    }
-    static __device__ float grad(float v, float d, float, float)
-    {
-        return v > 0.0f ? d : 0.0f;
-    }
-};
-
-template <> struct act_fn<ACT_CELU> {
-    static __device__ float value(float v, float alpha, float inv)
-    {
-        return v > 0.0f ? v : __fmul_rn(alpha, __fsub_rn(expf(__fmul_rn(v, inv)), 1.0f));
-    }
-    static __device__ float grad(float v, float d, float, float inv)
-    {
-        return v > 0.0f ? d : __fmul_rn(d, expf(__fmul_rn(v, inv)));
-    }
-};
-
-template <> struct act_fn<ACT_GELU> {
-    /* x Phi(x), Phi from erfc as on the CPU (accurate in the negative tail) */
-    static __device__ float value(float v, float, float)
-    {
-        return isinf(v) ? (v > 0.0f ? v : -0.0f)
-                        : __fmul_rn(__fmul_rn(0.5f, v), erfcf(__fmul_rn(-v, (float)ACT_SQRT1_2)));
-    }
-    static __device__ float grad(float v, float d, float, float)
-    {
-        const float cdf = __fmul_rn(0.5f, erfcf(__fmul_rn(-v, (float)ACT_SQRT1_2)));
-        const float pdf = isinf(v) ? 0.0f   /* the limit: slope 0 at -inf, 1 at +inf */
-                                   : __fmul_rn(__fmul_rn(v, (float)ACT_INV_SQRT_2PI),
-                                               expf(__fmul_rn(__fmul_rn(-0.5f, v), v)));
-        return __fmul_rn(d, __fadd_rn(cdf, pdf));
-    }
-};
-
-template <> struct act_fn<ACT_SILU> {
-    /* x sigmoid(x): x / (1 + e) for x >= 0 and x e / (1 + e) for x < 0, e = exp(-|x|), so
-     * that exp never overflows; the limits -0 at -inf and +inf at +inf */
-    static __device__ float value(float v, float, float)
-    {
-        if (isinf(v)) return v > 0.0f ? v : -0.0f;
-        const float e = expf(-fabsf(v));
-        return __fdiv_rn(v < 0.0f ? __fmul_rn(v, e) : v, __fadd_rn(1.0f, e));
-    }
-    /* dy sigmoid(x) (1 + x (1 - sigmoid(x))); the limits: slope 1 at +inf, 0 at -inf */
-    static __device__ float grad(float v, float d, float, float)
-    {
-        if (isinf(v)) return __fmul_rn(d, v > 0.0f ? 1.0f : 0.0f);
-        const float e = expf(-fabsf(v)), den = __fadd_rn(1.0f, e);
-        const float s = __fdiv_rn(v < 0.0f ? e : 1.0f, den);       /* sigmoid(x) */
-        const float t = __fdiv_rn(v < 0.0f ? 1.0f : e, den);       /* 1 - sigmoid(x) */
-        return __fmul_rn(d, __fmul_rn(s, __fadd_rn(1.0f, __fmul_rn(v, t))));
-    }
-};
-
-template <typename T, enum act_kind K>
-__global__ void act_forward_kernel(T *y, const T *x, float alpha, size_t count)
+/* The widest V (16 bytes of T, or 1) that count and every pointer allow. */
+template <typename T>
+static int elementwise_width(size_t count, const void *p0, const void *p1, const void *p2)
 {
-    const float inv = K == ACT_CELU ? 1.0f / alpha : 0.0f;
-    GRID_STRIDE(i, count)
-    y[i] = cuda_from_f<T>(act_fn<K>::value(cuda_to_f<T>(x[i]), alpha, inv));
+    const int v = cuda_vec_width<T>();
+    return count % (size_t)v == 0 && cuda_aligned16(p0) && cuda_aligned16(p1) &&
+                   cuda_aligned16(p2)
+               ? v
+               : 1;
 }
 
-template <typename T, enum act_kind K>
-__global__ void act_backward_kernel(T *dx, const T *dy, const T *x, float alpha, size_t count,
+template <typename T, int V, enum act_kind K>
+__global__ void act_forward_kernel(T *__restrict__ y, const T *__restrict__ x, float alpha,
+                                   size_t count)
+{
+    typedef cuda_pack<T, V> P;
+    const float inv = act_inv_alpha<K>(alpha);
+    GRID_STRIDE_PACKS(i, count, V)
+    {
+        const P xv = ((const P *)x)[i];
+        P yv;
+        for (int k = 0; k < V; k++)
+            yv.v[k] = cuda_from_f<T>(act_fn<K>::value(cuda_to_f<T>(xv.v[k]), alpha, inv));
+        ((P *)y)[i] = yv;
+    }
+}
+
+template <typename T, int V, enum act_kind K>
+__global__ void act_backward_kernel(T *__restrict__ dx, const T *__restrict__ dy,
+                                    const T *__restrict__ x, float alpha, size_t count,
                                     int accumulate)
 {
-    const float inv = K == ACT_CELU ? 1.0f / alpha : 0.0f;
-    GRID_STRIDE(i, count)
+    typedef cuda_pack<T, V> P;
+    const float inv = act_inv_alpha<K>(alpha);
+    GRID_STRIDE_PACKS(i, count, V)
     {
-        const float g = act_fn<K>::grad(cuda_to_f<T>(x[i]), cuda_to_f<T>(dy[i]), alpha, inv);
-        dx[i] = cuda_from_f<T>(accumulate ? __fadd_rn(cuda_to_f<T>(dx[i]), g) : g);
+        const P xv = ((const P *)x)[i], dv = ((const P *)dy)[i];
+        P out;
+        if (accumulate) out = ((const P *)dx)[i];
+        for (int k = 0; k < V; k++) {
+            const float g =
+                act_fn<K>::grad(cuda_to_f<T>(xv.v[k]), cuda_to_f<T>(dv.v[k]), alpha, inv);
+            out.v[k] = cuda_from_f<T>(accumulate ? __fadd_rn(cuda_to_f<T>(out.v[k]), g) : g);
+        }
+        ((P *)dx)[i] = out;
     }
 }
 
@@ -105,11 +69,21 @@ static int act_forward_launch(struct cuda_ctx *c, struct tensor *y, const struct
                               float alpha, size_t count)
 {
     int rc = DR_OK;
-    CUDA_DISPATCH(c->dt, T,
-                  act_forward_kernel<T, K><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
-                      (T *)y->data, (const T *)x->data, alpha, count));
-    /* reads x, writes y: count elements each */
-    CHECK_LAUNCH(c, count * cuda_dt_size(c->dt), count * cuda_dt_size(c->dt));
+    CUDA_DISPATCH(c->dt, T, {
+        const int v = elementwise_width<T>(count, y->data, x->data, NULL);
+        const unsigned grid = cuda_grid_cover(c, count / (size_t)v);
+        if (v > 1) {
+            act_forward_kernel<T, cuda_vec_width<T>(), K>
+                <<<grid, CUDA_THREADS, 0, c->stream>>>((T *)y->data, (const T *)x->data, alpha,
+                                                       count);
+            /* reads x, writes y: count elements each */
+            CHECK_LAUNCH(c, count * cuda_dt_size(c->dt), count * cuda_dt_size(c->dt));
+        } else {
+            act_forward_kernel<T, 1, K><<<grid, CUDA_THREADS, 0, c->stream>>>(
+                (T *)y->data, (const T *)x->data, alpha, count);
+            CHECK_LAUNCH(c, count * cuda_dt_size(c->dt), count * cuda_dt_size(c->dt));
+        }
+    });
 cleanup:
     return rc;
 }
@@ -119,13 +93,25 @@ static int act_backward_launch(struct cuda_ctx *c, struct tensor *dx, const stru
                                const struct tensor *x, float alpha, size_t count, int accumulate)
 {
     int rc = DR_OK;
-    CUDA_DISPATCH(c->dt, T,
-                  act_backward_kernel<T, K><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
-                      (T *)dx->data, (const T *)dy->data, (const T *)x->data, alpha, count,
-                      accumulate));
-    /* reads x, dy (and dx when accumulating), writes dx: count elements each */
-    CHECK_LAUNCH(c, (size_t)(2 + (accumulate != 0)) * count * cuda_dt_size(c->dt),
-                 count * cuda_dt_size(c->dt));
+    CUDA_DISPATCH(c->dt, T, {
+        const int v = elementwise_width<T>(count, dx->data, dy->data, x->data);
+        const unsigned grid = cuda_grid_cover(c, count / (size_t)v);
+        if (v > 1) {
+            act_backward_kernel<T, cuda_vec_width<T>(), K>
+                <<<grid, CUDA_THREADS, 0, c->stream>>>((T *)dx->data, (const T *)dy->data,
+                                                       (const T *)x->data, alpha, count,
+                                                       accumulate);
+            /* reads x, dy (and dx when accumulating), writes dx: count elements each */
+            CHECK_LAUNCH(c, (size_t)(2 + (accumulate != 0)) * count * cuda_dt_size(c->dt),
+                         count * cuda_dt_size(c->dt));
+        } else {
+            act_backward_kernel<T, 1, K><<<grid, CUDA_THREADS, 0, c->stream>>>(
+                (T *)dx->data, (const T *)dy->data, (const T *)x->data, alpha, count,
+                accumulate);
+            CHECK_LAUNCH(c, (size_t)(2 + (accumulate != 0)) * count * cuda_dt_size(c->dt),
+                         count * cuda_dt_size(c->dt));
+        }
+    });
 cleanup:
     return rc;
 }
@@ -177,21 +163,37 @@ cleanup:
 
 /* ------------------------------------------------------------------ add, scale, copy */
 
-template <typename T>
-__global__ void add_kernel(T *y, const T *a, const T *b, size_t count)
+template <typename T, int V>
+__global__ void add_kernel(T *__restrict__ y, const T *__restrict__ a, const T *__restrict__ b,
+                           size_t count)
 {
-    GRID_STRIDE(i, count)
-    y[i] = cuda_from_f<T>(__fadd_rn(cuda_to_f<T>(a[i]), cuda_to_f<T>(b[i])));
+    typedef cuda_pack<T, V> P;
+    GRID_STRIDE_PACKS(i, count, V)
+    {
+        const P av = ((const P *)a)[i], bv = ((const P *)b)[i];
+        P yv;
+        for (int k = 0; k < V; k++)
+            yv.v[k] = cuda_from_f<T>(__fadd_rn(cuda_to_f<T>(av.v[k]), cuda_to_f<T>(bv.v[k])));
+        ((P *)y)[i] = yv;
+    }
 }
 
 /* dx = s*dy, or dx += s*dy (scale_forward is the overwriting case). */
-template <typename T>
-__global__ void scaled_copy_kernel(T *dx, const T *dy, float s, size_t count, int accumulate)
+template <typename T, int V>
+__global__ void scaled_copy_kernel(T *__restrict__ dx, const T *__restrict__ dy, float s,
+                                   size_t count, int accumulate)
 {
-    GRID_STRIDE(i, count)
+    typedef cuda_pack<T, V> P;
+    GRID_STRIDE_PACKS(i, count, V)
     {
-        const float g = __fmul_rn(s, cuda_to_f<T>(dy[i]));
-        dx[i] = cuda_from_f<T>(accumulate ? __fadd_rn(cuda_to_f<T>(dx[i]), g) : g);
+        const P dv = ((const P *)dy)[i];
+        P out;
+        if (accumulate) out = ((const P *)dx)[i];
+        for (int k = 0; k < V; k++) {
+            const float g = __fmul_rn(s, cuda_to_f<T>(dv.v[k]));
+            out.v[k] = cuda_from_f<T>(accumulate ? __fadd_rn(cuda_to_f<T>(out.v[k]), g) : g);
+        }
+        ((P *)dx)[i] = out;
     }
 }
 
@@ -203,11 +205,20 @@ int cuda_add_forward(void *ctx, struct tensor *y, const struct tensor *a, const 
     EXPECT(cuda_same_shape(y, a) && cuda_same_shape(y, b), "add: shapes differ");
     if (count == 0) goto cleanup;
     TRY(cuda_enter(c));
-    CUDA_DISPATCH(c->dt, T,
-                  add_kernel<T><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
-                      (T *)y->data, (const T *)a->data, (const T *)b->data, count));
-    /* reads a and b, writes y: count elements each */
-    CHECK_LAUNCH(c, 2 * count * cuda_dt_size(c->dt), count * cuda_dt_size(c->dt));
+    CUDA_DISPATCH(c->dt, T, {
+        const int v = elementwise_width<T>(count, y->data, a->data, b->data);
+        const unsigned grid = cuda_grid_cover(c, count / (size_t)v);
+        if (v > 1) {
+            add_kernel<T, cuda_vec_width<T>()><<<grid, CUDA_THREADS, 0, c->stream>>>(
+                (T *)y->data, (const T *)a->data, (const T *)b->data, count);
+            /* reads a and b, writes y: count elements each */
+            CHECK_LAUNCH(c, 2 * count * cuda_dt_size(c->dt), count * cuda_dt_size(c->dt));
+        } else {
+            add_kernel<T, 1><<<grid, CUDA_THREADS, 0, c->stream>>>(
+                (T *)y->data, (const T *)a->data, (const T *)b->data, count);
+            CHECK_LAUNCH(c, 2 * count * cuda_dt_size(c->dt), count * cuda_dt_size(c->dt));
+        }
+    });
 cleanup:
     return rc;
 }
@@ -225,12 +236,23 @@ static int scaled_copy(struct cuda_ctx *c, void *dx, const void *dy, float s, si
                                          cudaMemcpyDeviceToDevice));
         goto cleanup;
     }
-    CUDA_DISPATCH(c->dt, T,
-                  scaled_copy_kernel<T><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
-                      (T *)dx, (const T *)dy, s, count, accumulate));
-    /* reads dy (and dx when accumulating), writes dx: count elements each */
-    CHECK_LAUNCH(c, (size_t)(1 + (accumulate != 0)) * count * cuda_dt_size(c->dt),
-                 count * cuda_dt_size(c->dt));
+    CUDA_DISPATCH(c->dt, T, {
+        const int v = elementwise_width<T>(count, dx, dy, NULL);
+        const unsigned grid = cuda_grid_cover(c, count / (size_t)v);
+        if (v > 1) {
+            scaled_copy_kernel<T, cuda_vec_width<T>()>
+                <<<grid, CUDA_THREADS, 0, c->stream>>>((T *)dx, (const T *)dy, s, count,
+                                                       accumulate);
+            /* reads dy (and dx when accumulating), writes dx: count elements each */
+            CHECK_LAUNCH(c, (size_t)(1 + (accumulate != 0)) * count * cuda_dt_size(c->dt),
+                         count * cuda_dt_size(c->dt));
+        } else {
+            scaled_copy_kernel<T, 1><<<grid, CUDA_THREADS, 0, c->stream>>>(
+                (T *)dx, (const T *)dy, s, count, accumulate);
+            CHECK_LAUNCH(c, (size_t)(1 + (accumulate != 0)) * count * cuda_dt_size(c->dt),
+                         count * cuda_dt_size(c->dt));
+        }
+    });
 cleanup:
     return rc;
 }
@@ -285,7 +307,7 @@ static int concat_slice(struct cuda_ctx *c, void *y, void *x, long rows, int cy,
     const size_t count = (size_t)rows * (size_t)cx;
     if (count == 0) return DR_OK;
     CUDA_DISPATCH(c->dt, T,
-                  concat_kernel<T><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
+                  concat_kernel<T><<<cuda_grid_cover(c, count), CUDA_THREADS, 0, c->stream>>>(
                       (T *)y, (T *)x, rows, cy, cx, off, to_y, accumulate));
     /* copies the (rows, cx) slice one way (reading the target too when accumulating):
      * count elements read, count written */
@@ -377,7 +399,7 @@ static int flatten(struct cuda_ctx *c, void *y, void *x, int n, int ch, int hw, 
         goto cleanup;
     }
     CUDA_DISPATCH(c->dt, T,
-                  flatten_kernel<T><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
+                  flatten_kernel<T><<<cuda_grid_cover(c, count), CUDA_THREADS, 0, c->stream>>>(
                       (T *)y, (T *)x, n, ch, hw, forward, accumulate));
     /* reads the source (and the target when accumulating), writes the target: count
      * elements each */

@@ -1,0 +1,99 @@
+/* The activations' device functions (kernels/activation.h), shared by the elementwise
+ * kernels (eltwise_cuda.cu) and the fused batch-norm kernels (bn_cuda.cu, reduce_cuda.cu),
+ * so that a fused pass computes each value exactly as the unfused op does: fp32, with
+ * explicit rounding so that nothing is contracted into a multiply-add the CPU twin does
+ * not make. */
+#ifndef DAWNRUN_ACT_CUDA_H
+#define DAWNRUN_ACT_CUDA_H
+
+#include <math.h>
+
+#include "cuda_internal.h"
+
+#define ACT_SQRT1_2 0.70710678118654752440      /* 1 / sqrt(2) */
+#define ACT_INV_SQRT_2PI 0.39894228040143267794 /* 1 / sqrt(2 pi) */
+
+/* One activation's value and gradient at v in fp32, one specialisation per kind; inv is
+ * 1 / alpha (celu reads them). The kernels take the kind as a template argument and their
+ * launchers choose it in a switch, so that the compiler names a kind left out. */
+template <enum act_kind K> struct act_fn;
+
+template <> struct act_fn<ACT_RELU> {
+    static __device__ float value(float v, float, float)
+    {
+        return v < 0.0f ? 0.0f : v;   /* NaN passes through, as on the CPU */
+    }
+    static __device__ float grad(float v, float d, float, float)
+    {
+        return v > 0.0f ? d : 0.0f;
+    }
+};
+
+template <> struct act_fn<ACT_CELU> {
+    static __device__ float value(float v, float alpha, float inv)
+    {
+        return v > 0.0f ? v : __fmul_rn(alpha, __fsub_rn(expf(__fmul_rn(v, inv)), 1.0f));
+    }
+    static __device__ float grad(float v, float d, float, float inv)
+    {
+        return v > 0.0f ? d : __fmul_rn(d, expf(__fmul_rn(v, inv)));
+    }
+};
+
+template <> struct act_fn<ACT_GELU> {
+    /* x Phi(x), Phi from erfc as on the CPU (accurate in the negative tail) */
+    static __device__ float value(float v, float, float)
+    {
+        return isinf(v) ? (v > 0.0f ? v : -0.0f)
+                        : __fmul_rn(__fmul_rn(0.5f, v), erfcf(__fmul_rn(-v, (float)ACT_SQRT1_2)));
+    }
+    static __device__ float grad(float v, float d, float, float)
+    {
+        const float cdf = __fmul_rn(0.5f, erfcf(__fmul_rn(-v, (float)ACT_SQRT1_2)));
+        const float pdf = isinf(v) ? 0.0f   /* the limit: slope 0 at -inf, 1 at +inf */
+                                   : __fmul_rn(__fmul_rn(v, (float)ACT_INV_SQRT_2PI),
+                                               expf(__fmul_rn(__fmul_rn(-0.5f, v), v)));
+        return __fmul_rn(d, __fadd_rn(cdf, pdf));
+    }
+};
+
+template <> struct act_fn<ACT_SILU> {
+    /* x sigmoid(x): x / (1 + e) for x >= 0 and x e / (1 + e) for x < 0, e = exp(-|x|), so
+     * that exp never overflows; the limits -0 at -inf and +inf at +inf */
+    static __device__ float value(float v, float, float)
+    {
+        if (isinf(v)) return v > 0.0f ? v : -0.0f;
+        const float e = expf(-fabsf(v));
+        return __fdiv_rn(v < 0.0f ? __fmul_rn(v, e) : v, __fadd_rn(1.0f, e));
+    }
+    /* dy sigmoid(x) (1 + x (1 - sigmoid(x))); the limits: slope 1 at +inf, 0 at -inf */
+    static __device__ float grad(float v, float d, float, float)
+    {
+        if (isinf(v)) return __fmul_rn(d, v > 0.0f ? 1.0f : 0.0f);
+        const float e = expf(-fabsf(v)), den = __fadd_rn(1.0f, e);
+        const float s = __fdiv_rn(v < 0.0f ? e : 1.0f, den);       /* sigmoid(x) */
+        const float t = __fdiv_rn(v < 0.0f ? 1.0f : e, den);       /* 1 - sigmoid(x) */
+        return __fmul_rn(d, __fmul_rn(s, __fadd_rn(1.0f, __fmul_rn(v, t))));
+    }
+};
+
+/* Not a kind: the identity, for fused kernels whose batch norm has no activation after it. */
+#define ACT_NONE ACT_KIND_COUNT
+template <> struct act_fn<ACT_NONE> {
+    static __device__ float value(float v, float, float)
+    {
+        return v;
+    }
+    static __device__ float grad(float, float d, float, float)
+    {
+        return d;
+    }
+};
+
+/* 1 / alpha for celu (the only kind that reads it), else 0. */
+template <enum act_kind K> __host__ __device__ inline float act_inv_alpha(float alpha)
+{
+    return K == ACT_CELU ? 1.0f / alpha : 0.0f;
+}
+
+#endif

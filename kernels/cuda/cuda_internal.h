@@ -577,7 +577,6 @@ int cuda_bn_backward_apply_act(struct cuda_ctx *c, struct tensor *dx, const stru
 
 /* ------------------------------------------------------------------ plans and graphs */
 
-
 /* plan_cuda.cu. Runs plan p eagerly on the stream: the fused patterns it supports as
  * fused kernels, every other node through the table (plan_run_node). */
 int cuda_plan_execute(struct cuda_ctx *c, const struct plan *p);

@@ -11,9 +11,11 @@
 # with the run's steps, epochs, test images and test-time views.
 #
 # The projection is a model, not a measurement:
-#   step ms = (own-kernel bytes + 2 x device-to-device copy bytes) / BANDWIDTH
+#   step ms = (own-kernel bytes + 2 x device-to-device copy bytes) / BANDWIDTH, both
+#             whether launched from the host or replayed by a graph launch
 #           + FLOPs / CONV_RATE
-#           + (kernel launches + cuDNN calls + cuBLAS calls + copies + memsets) x LAUNCH_US
+#           + (host kernel launches + cuDNN calls + cuBLAS calls + copies + memsets made
+#              from the host) x LAUNCH_US
 #           + graph launches x GRAPH_US
 # summed as if nothing overlapped; an evaluation batch likewise, with FLOPs = forward FLOPs
 # x images x test-time views. A run is the config's steps (at BATCH) plus one evaluation of
@@ -128,9 +130,15 @@ COUNTS = re.compile(
     r" graph launches, " + NUM + r" cuDNN calls, " + NUM + r" cuBLAS calls, own kernels " +
     SIZE + r" read\+written, " + NUM + r" H2D copies \(" + SIZE + r"\), " + NUM + r" D2H \(" +
     SIZE + r"\), " + NUM + r" D2D \(" + SIZE + r"\), " + NUM + r" memsets, " + NUM +
-    r" synchronisations, " + NUM + r" allocations, " + NUM + r" frees$", re.M)
+    r" synchronisations, " + NUM + r" allocations, " + NUM + r" frees" +
+    r"(?:; replayed by the graph launches: " + NUM + r" graph kernels \(" + SIZE +
+    r" read\+written\), " + NUM + r" graph cuDNN calls, " + NUM + r" graph cuBLAS calls, " +
+    NUM + r" graph memsets, " + NUM + r" graph D2D \(" + SIZE + r"\); " + NUM +
+    r" graph captures)?$", re.M)
 FIELDS = ["launches", "graphs", "cudnn", "cublas", "rw", "h2d", "h2d_b", "d2h", "d2h_b", "d2d",
-          "d2d_b", "memsets", "syncs", "allocs", "frees"]
+          "d2d_b", "memsets", "syncs", "allocs", "frees", "g_kernels", "g_rw", "g_cudnn",
+          "g_cublas", "g_memsets", "g_d2d", "g_d2d_b", "g_captures"]
+SIZES = ("rw", "h2d_b", "d2h_b", "d2d_b", "g_rw", "g_d2d_b")
 
 
 def size(text):
@@ -158,7 +166,7 @@ def g(x):
 
 def seconds(c, flops):
     """(memory, compute, host) seconds of one step or batch with counts c."""
-    memory = (c["rw"] + 2 * c["d2d_b"]) / bandwidth
+    memory = (c["rw"] + c["g_rw"] + 2 * (c["d2d_b"] + c["g_d2d_b"])) / bandwidth
     host = (c["launches"] + c["cudnn"] + c["cublas"] + c["h2d"] + c["d2h"] + c["d2d"] +
             c["memsets"]) * launch_s + c["graphs"] * graph_s
     return memory, flops / conv_rate, host
@@ -173,7 +181,10 @@ for i in range(1, n + 1):
     for m in COUNTS.finditer(bench):
         c = dict(zip(FIELDS, m.groups()[1:]))
         for k in c:
-            c[k] = size(c[k]) if k in ("rw", "h2d_b", "d2h_b", "d2d_b") else float(c[k])
+            if c[k] is None:   # an older bench, or no graph: nothing replayed
+                c[k] = 0.0
+            else:
+                c[k] = size(c[k]) if k in SIZES else float(c[k])
         counts[m.group(1)] = c
     if set(counts) != {"training step", "eval batch"}:
         sys.exit("count-structure.sh: %s: bench printed no counts (not the CUDA engine?)" % name)
@@ -190,7 +201,7 @@ for i in range(1, n + 1):
     m = re.search(r"x ([0-9]+) test-time views", validate)
     views = int(m.group(1)) if m else 1
     for what, c in counts.items():
-        if c["graphs"] and not c["rw"]:
+        if c["graphs"] and not c["rw"] and not c["g_rw"]:
             print("count-structure.sh: %s: %s: graph launches but no own-kernel bytes: does the "
                   "engine count the kernels of a replayed graph? Its memory time is missing" %
                   (name, what), file=sys.stderr)
@@ -198,8 +209,9 @@ for i in range(1, n + 1):
                      eval_flops=eval_gflop * 1e9 * eb * views, eb=eb, steps=steps,
                      test=test, epochs=epochs, views=views))
 
-print("| config | per | launches | graph launches | cuDNN calls | cuBLAS calls | own kernels "
-      "read+written | H2D | D2H | D2D | memsets | syncs | allocations |")
+print("| config | per | host launches | graph launches (kernels in them) | cuDNN calls | "
+      "cuBLAS calls | own kernels read+written | H2D | D2H | D2D | memsets | syncs | "
+      "allocations |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for r in rows:
     for what, label in (("training step", "%s, batch %d" % (precision, batch)),
@@ -207,10 +219,15 @@ for r in rows:
                                                                   "s" if r["views"] > 1 else ""))):
         c = r["counts"][what]
         copies = lambda k: g(c[k]) if not c[k] else "%s (%s)" % (g(c[k]), fmt_bytes(c[k + "_b"]))
+        # host calls, plus those a graph launch replays (the device's work is the sum)
+        both = lambda k: g(c[k] + c["g_" + k])
+        n_d2d, b_d2d = c["d2d"] + c["g_d2d"], c["d2d_b"] + c["g_d2d_b"]
+        d2d = lambda: g(n_d2d) if not n_d2d else "%s (%s)" % (g(n_d2d), fmt_bytes(b_d2d))
         print("| %s | %s, %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["name"] if what == "training step" else "", what, label, g(c["launches"]),
-            g(c["graphs"]), g(c["cudnn"]), g(c["cublas"]), fmt_bytes(c["rw"]), copies("h2d"),
-            copies("d2h"), copies("d2d"), g(c["memsets"]), g(c["syncs"]), g(c["allocs"])))
+            "%s (%s)" % (g(c["graphs"]), g(c["g_kernels"])) if c["graphs"] else "0",
+            both("cudnn"), both("cublas"), fmt_bytes(c["rw"] + c["g_rw"]), copies("h2d"),
+            copies("d2h"), d2d(), both("memsets"), g(c["syncs"]), g(c["allocs"])))
 print()
 print("Projection (not a measurement): memory traffic at %g TB/s, convolutions and matrix "
       "products at %g TFLOP/s, %g us per host launch or library call, %g us per graph "

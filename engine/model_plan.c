@@ -26,6 +26,21 @@ static struct tensor *layer_bias(const struct layer *l, struct tensor *set)
     return (l->spec.bias && l->param_count > 1) ? &set[l->param_first + 1] : NULL;
 }
 
+/* The convolution attributes of a conv or whiten layer, for its forward and backward. */
+static struct conv_attr layer_conv_attr(const struct layer *l)
+{
+    return (struct conv_attr){l->spec.k, l->spec.stride, l->spec.pad};
+}
+
+/* The window of a pool layer, or the whole input plane of a global pool. */
+static struct pool_attr layer_pool_attr(const struct layer *l, const struct layer_info *info)
+{
+    if (info->kind == LAYER_KIND_POOL)
+        return (struct pool_attr){info->pool, l->spec.k, l->spec.k, l->spec.stride,
+                                  l->spec.stride};
+    return (struct pool_attr){info->pool, l->in_h, l->in_w, l->in_h, l->in_w};
+}
+
 /* Says which op of the table is missing for a plan of the given kinds, or NULL. */
 static const char *missing_op(const struct backend *be, int want_batch, int want_sgd)
 {
@@ -66,7 +81,7 @@ static int add_layer_forward(struct plan *p, struct model *m, int i, int train)
         n->u.conv_fwd.x = x;
         n->u.conv_fwd.w = w;
         n->u.conv_fwd.b = layer_bias(l, m->p);
-        n->u.conv_fwd.a = (struct conv_attr){l->spec.k, l->spec.stride, l->spec.pad};
+        n->u.conv_fwd.a = layer_conv_attr(l);
         break;
     case LAYER_KIND_BN: {
         struct bn_attr a = {l->spec.eps, l->spec.momentum, l->spec.splits};
@@ -105,11 +120,7 @@ static int add_layer_forward(struct plan *p, struct model *m, int i, int train)
         APPEND(n, p, PLAN_POOL_FWD, ph, i);
         n->u.pool_fwd.y = y;
         n->u.pool_fwd.x = x;
-        n->u.pool_fwd.a = info->kind == LAYER_KIND_POOL
-                              ? (struct pool_attr){info->pool, l->spec.k, l->spec.k,
-                                                   l->spec.stride, l->spec.stride}
-                              : (struct pool_attr){info->pool, l->in_h, l->in_w, l->in_h,
-                                                   l->in_w};
+        n->u.pool_fwd.a = layer_pool_attr(l, info);
         break;
     case LAYER_KIND_CONCAT:
         EXPECT(l->n_inputs <= PLAN_MAX_CONCAT, "layer '%s': %d inputs to a concat node",
@@ -182,7 +193,7 @@ static int add_layer_backward(struct plan *p, struct model *m, int i)
         n->u.conv_bwd.dy = dy;
         n->u.conv_bwd.x = x;
         n->u.conv_bwd.w = w;
-        n->u.conv_bwd.a = (struct conv_attr){l->spec.k, l->spec.stride, l->spec.pad};
+        n->u.conv_bwd.a = layer_conv_attr(l);
         n->u.conv_bwd.accumulate = acc[0];
         break;
     case LAYER_KIND_BN: /* dx may be NULL: the parameter gradients are still needed */
@@ -215,11 +226,7 @@ static int add_layer_backward(struct plan *p, struct model *m, int i)
         n->u.pool_bwd.dy = dy;
         n->u.pool_bwd.x = x;
         n->u.pool_bwd.y = &m->y[i];
-        n->u.pool_bwd.a = info->kind == LAYER_KIND_POOL
-                              ? (struct pool_attr){info->pool, l->spec.k, l->spec.k,
-                                                   l->spec.stride, l->spec.stride}
-                              : (struct pool_attr){info->pool, l->in_h, l->in_w, l->in_h,
-                                                   l->in_w};
+        n->u.pool_bwd.a = layer_pool_attr(l, info);
         n->u.pool_bwd.accumulate = acc[0];
         break;
     case LAYER_KIND_CONCAT:

@@ -75,20 +75,22 @@ static const struct augment_row AUGMENT_ROWS[] = {
 #define AUG_CAP 64
 #define AUG_N 50
 
-/* images SC_S0, their labels SC_S1, the batch's rows SC_S2; the batch SC_Y, labels SC_Y2 */
-static int augment_build(struct sc_env *e, const struct sc_case *c)
+/* images SC_S0 (AUG_IMAGES), their labels SC_S1, rows SC_S2 (rows_cap entries of which
+ * the first rows_n hold the epoch's permutation); the batch SC_Y and its labels SC_Y2 of
+ * AUG_N images */
+static int augment_inputs(struct sc_env *e, const struct augment_row *a, int rows_cap,
+                          int rows_n)
 {
     int rc = DR_OK;
-    const struct augment_row *a = c->attr;
     struct dataset d = {0};
     int32_t *perm = NULL;
     TRY(learnable_dataset(&d, AUG_IMAGES, 5));
     TRY(sc_tensor(e, SC_S0, "images", TENSOR_U8, d.count, 3, 32, 32));
     TRY(sc_tensor(e, SC_S1, "image_labels", TENSOR_U8, d.count, 1, 1, 1));
-    TRY(sc_tensor(e, SC_S2, "rows", TENSOR_I32, AUG_CAP, 1, 1, 1));
+    TRY(sc_tensor(e, SC_S2, "rows", TENSOR_I32, rows_cap, 1, 1, 1));
     TRY(sc_tensor(e, SC_Y, "x", TENSOR_ACT, AUG_CAP, 3, 32, 32));
     TRY(sc_tensor(e, SC_Y2, "labels", TENSOR_I32, AUG_CAP, 1, 1, 1));
-    sc_set_n(e, SC_S2, AUG_N);
+    sc_set_n(e, SC_S2, rows_n);
     sc_set_n(e, SC_Y, AUG_N);
     sc_set_n(e, SC_Y2, AUG_N);
     TRY(sc_write_raw(e, SC_S0, d.images));
@@ -101,6 +103,12 @@ cleanup:
     free(perm);
     dataset_free(&d);
     return rc;
+}
+
+/* the batch's rows are the permutation's first AUG_N */
+static int augment_build(struct sc_env *e, const struct sc_case *c)
+{
+    return augment_inputs(e, c->attr, AUG_CAP, AUG_N);
 }
 
 static int augment_run(struct sc_side *t, const struct sc_case *c)
@@ -122,28 +130,11 @@ static int augment_step_build(struct sc_env *e, const struct sc_case *c)
 {
     int rc = DR_OK;
     const struct augment_row *a = c->attr;
-    struct dataset d = {0};
-    int32_t *perm = NULL;
     const int32_t cursor[PLAN_CURSOR_LEN] = {17, a->epoch, STEP_INDEX, 0};
-    TRY(learnable_dataset(&d, AUG_IMAGES, 5));
-    TRY(sc_tensor(e, SC_S0, "images", TENSOR_U8, d.count, 3, 32, 32));
-    TRY(sc_tensor(e, SC_S1, "image_labels", TENSOR_U8, d.count, 1, 1, 1));
-    TRY(sc_tensor(e, SC_S2, "rows", TENSOR_I32, AUG_IMAGES, 1, 1, 1));
+    TRY(augment_inputs(e, a, AUG_IMAGES, AUG_IMAGES));
     TRY(sc_tensor(e, SC_S3, "cursor", TENSOR_I32, PLAN_CURSOR_LEN, 1, 1, 1));
-    TRY(sc_tensor(e, SC_Y, "x", TENSOR_ACT, AUG_CAP, 3, 32, 32));
-    TRY(sc_tensor(e, SC_Y2, "labels", TENSOR_I32, AUG_CAP, 1, 1, 1));
-    sc_set_n(e, SC_Y, AUG_N);
-    sc_set_n(e, SC_Y2, AUG_N);
-    TRY(sc_write_raw(e, SC_S0, d.images));
-    TRY(sc_write_raw(e, SC_S1, d.labels));
     TRY(sc_write_raw(e, SC_S3, cursor));
-    perm = malloc(sizeof(int32_t) * (size_t)d.count);
-    CHECK_ALLOC(perm, "the selfcheck permutation");
-    shuffle_epoch(perm, d.count, 99, a->epoch);
-    TRY(sc_write_raw(e, SC_S2, perm));
 cleanup:
-    free(perm);
-    dataset_free(&d);
     return rc;
 }
 

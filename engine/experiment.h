@@ -126,4 +126,35 @@ int config_layer_defaults(struct layer_spec *ls, enum layer_type type);
  * the generated part of docs/config.md). */
 void config_schema_print(FILE *f);
 
+/* ---- the resolved config as parameters (config_params.c) ------------------------------ */
+
+enum param_type { PARAM_INT, PARAM_FLOAT, PARAM_BOOL, PARAM_STRING, PARAM_LIST };
+
+/* One leaf setting of a resolved config. */
+struct param {
+    char *key;           /* dotted path ("train.lr_schedule.values"); an element of a list of
+                            groups by its `name` ("model.layers.prep.c") or else its index
+                            ("x.items[2].k") */
+    char *value;         /* text: numbers as the shortest round-trip spelling ("0.2", a float
+                            with a point: "1.0"), true/false, a string bare (no quotes), an
+                            array/list/group as libconfig text ("[0, 8, 30]", "(0.0, 0.4)") */
+    enum param_type type;
+    double num;          /* int, float and bool (0/1) as a number; NaN for string and list */
+};
+
+struct param_list {
+    struct param *items; /* n of them, in document order, keys unique */
+    int n, cap;
+};
+
+/* Flattens a resolved config text (experiment.resolved; the results store's config_text)
+ * into out, one param per leaf, in document order. Returns DR_OK, DR_ERR_CONFIG (reported)
+ * when the text does not parse, DR_ERR_NOMEM; out is empty after a failure. */
+int experiment_params_from_text(struct param_list *out, const char *config_text);
+void param_list_free(struct param_list *p);
+/* The param named key, NULL when there is none. */
+const struct param *param_list_find(const struct param_list *p, const char *key);
+/* "int", "float", "bool", "string", "list": the params table's type column. */
+const char *param_type_name(enum param_type t);
+
 #endif

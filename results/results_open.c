@@ -16,6 +16,7 @@ extern const char schema_results_sql[];
 extern const unsigned long schema_results_sql_len;
 extern const char schema_results_migrate_2_sql[];
 extern const char schema_results_migrate_3_sql[];
+extern const char schema_results_migrate_4_sql[];
 
 #define RESULTS_APPLICATION_ID 0x44524e52   /* "DRNR", set by schemas/results.sql */
 
@@ -26,6 +27,7 @@ static const char *const migrations[RESULTS_SCHEMA_VERSION] = {
     NULL,                           /* 0 -> 1: schemas/results.sql */
     schema_results_migrate_2_sql,   /* 1 -> 2: experiments.notes, experiment_summary v2 */
     schema_results_migrate_3_sql,   /* 2 -> 3: runs' progress point and stall count */
+    schema_results_migrate_4_sql,   /* 3 -> 4: params, overrides, sweeps */
 };
 
 /* Reads an integer PRAGMA of the main database into *out. */

@@ -142,4 +142,30 @@ void report_grid_print(FILE *f, const struct report_grid *g, int rule);
 void report_grid_print_markdown(FILE *f, const struct report_grid *g);
 void report_grid_free(struct report_grid *g);
 
+/* ---- params of the selected experiments (params.c) ---------------------------------- */
+
+struct param_list;
+
+/* Loads the params of each experiment in ids (engine/experiment.h's flattening of its
+ * stored resolved config), out[i] for ids[i]. DR_OK, DR_ERR_DB when an id is not there,
+ * DR_ERR_CONFIG for a stored text that does not parse, DR_ERR_NOMEM; *out NULL after a
+ * failure. Free with report_params_free(out, n). */
+int report_params_load(struct param_list **out, struct results *db, const int64_t *ids,
+                       int n);
+void report_params_free(struct param_list *p, int n);
+
+/* The keys whose value is not the same in all n lists (a key missing from some counts as
+ * differing), `name` left out, in order of first appearance (lists[0]'s document order,
+ * then keys only later lists have). One list or none: no keys. Free with
+ * report_keys_free. */
+int report_params_differing(char ***keys, int *n_keys, const struct param_list *lists, int n);
+void report_keys_free(char **keys, int n);
+
+/* Writes "k1=v1 k2=v2 ..." (p's values of keys; "(none)" for a key p lacks) into buf
+ * (cap bytes, always terminated when cap > 0) and returns the length of the whole label,
+ * which may exceed cap - 1: labels are never cut silently; a caller that must shorten one
+ * can see it had to. */
+size_t report_params_label(char *buf, size_t cap, const struct param_list *p,
+                           char *const *keys, int n_keys);
+
 #endif

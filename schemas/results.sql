@@ -1,10 +1,10 @@
--- dawnrun results store, schema version 3.
+-- dawnrun results store, schema version 4.
 --
 -- Embedded at build time and executed by results_open() inside one BEGIN IMMEDIATE
 -- transaction when a database has user_version 0 and no tables; an older database is
 -- brought to this version by schemas/results-migrate-N.sql (run by results_open; versions
--- 1 and 2 are kept as schemas/results-v1.sql and schemas/results-v2.sql). Every timestamp is Unix seconds (REAL) read from
--- the database's clock:
+-- 1, 2 and 3 are kept as schemas/results-v1.sql, results-v2.sql and results-v3.sql).
+-- Every timestamp is Unix seconds (REAL) read from the database's clock:
 --     (julianday('now') - 2440587.5) * 86400.0
 -- and every unknown number (not measured, not reached, NaN) is NULL.
 -- docs/results.md describes the tables, the claiming protocol and example queries.
@@ -145,4 +145,55 @@ SELECT e.id AS experiment_id, e.name, substr(e.config_hash, 1, 12) AS hash, e.en
        e.notes
 FROM experiments e;
 
-PRAGMA user_version = 3;
+-- Version 4: hyperparameters as data, and sweeps as records.
+--
+-- One row per leaf setting of an experiment's resolved config (config_text flattened by
+-- the engine: dotted keys, a layer by its name, "model.layers.prep.out"; lists as one
+-- value), written when the experiment is registered.
+CREATE TABLE params (
+    experiment_id   INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+    key             TEXT NOT NULL,
+    value           TEXT NOT NULL,   -- text: 0.2, true, reflect (strings bare), [0, 8, 30]
+    type            TEXT NOT NULL CHECK (type IN ('int', 'float', 'bool', 'string', 'list')),
+    num             REAL,            -- int, float and bool (0/1) as a number, else NULL
+    PRIMARY KEY (experiment_id, key)
+) WITHOUT ROWID;
+CREATE INDEX params_by_key ON params(key, num, value);
+
+-- The command-line overrides that produced an experiment when it was first registered
+-- (every --set, then a sweep member's values), in the order applied.
+CREATE TABLE overrides (
+    experiment_id   INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+    position        INTEGER NOT NULL,  -- 0, 1, ...
+    text            TEXT NOT NULL,     -- "key.path=value" as given
+    PRIMARY KEY (experiment_id, position)
+) WITHOUT ROWID;
+
+-- One row per `dawnrun run` that expanded a sweep (--sweep flags or a config's sweep
+-- section).
+CREATE TABLE sweeps (
+    id              INTEGER PRIMARY KEY,
+    created_at      REAL NOT NULL,
+    command         TEXT NOT NULL,     -- the whole command line, shell-quoted
+    host            TEXT
+);
+
+-- The axes of a sweep: one row per swept key with its values as given.
+CREATE TABLE sweep_axes (
+    sweep_id        INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
+    position        INTEGER NOT NULL,
+    key             TEXT NOT NULL,     -- "train.lr"
+    vals            TEXT NOT NULL,     -- "0.2,0.4" as given
+    PRIMARY KEY (sweep_id, position)
+) WITHOUT ROWID;
+
+-- The grid of a sweep: one row per combination, the experiment it resolved to.
+CREATE TABLE sweep_members (
+    sweep_id        INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
+    position        INTEGER NOT NULL,  -- order of the grid
+    experiment_id   INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+    PRIMARY KEY (sweep_id, position)
+) WITHOUT ROWID;
+CREATE INDEX sweep_members_by_experiment ON sweep_members(experiment_id);
+
+PRAGMA user_version = 4;

@@ -14,3 +14,6 @@ target_sources(test_report PRIVATE
 add_test(NAME report_commands COMMAND test_report $<TARGET_FILE:dawnrun>)
 set_tests_properties(report_commands PROPERTIES
   ENVIRONMENT "DAWNRUN_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+# test_params (tests.cmake) also compiles the params helpers of the report commands.
+target_sources(test_params PRIVATE ${CMAKE_SOURCE_DIR}/runner/params.c)
+target_include_directories(test_params PRIVATE ${CMAKE_SOURCE_DIR})

@@ -24,6 +24,7 @@
 /* The frozen version-1 schema and the current one, embedded by the build. */
 extern const char schema_results_v1_sql[];
 extern const char schema_results_v2_sql[];
+extern const char schema_results_v3_sql[];
 extern const char schema_results_sql[];
 
 /* ---- raw SQL helpers ----------------------------------------------------------------- */
@@ -172,7 +173,8 @@ static void test_texts(void)
     snprintf(want, sizeof want, "PRAGMA user_version = %d;", RESULTS_SCHEMA_VERSION);
     CHECK(strstr(schema_results_sql, want) != NULL);
     CHECK(strstr(schema_results_v2_sql, "PRAGMA user_version = 2;") != NULL);
-    CHECK(RESULTS_SCHEMA_VERSION == 3);
+    CHECK(strstr(schema_results_v3_sql, "PRAGMA user_version = 3;") != NULL);
+    CHECK(RESULTS_SCHEMA_VERSION == 4);
 }
 
 static void test_migrate(void)

@@ -1,0 +1,62 @@
+-- dawnrun results store: migration from schema version 3 to version 4.
+--
+-- Frozen once released: never edit it (a database migrated by it must look the same as
+-- one migrated by any later dawnrun). Run by results_open() inside the BEGIN IMMEDIATE
+-- transaction that then sets user_version = 4. It must leave a database equivalent to
+-- one created by schemas/results.sql version 4: the same columns, indexes and views
+-- (tests/test_results_migrate.c compares them).
+--
+-- Existing experiments get their params from the runner (which can read a config_text)
+-- the first time a writing command opens the database; overrides and sweeps recorded
+-- before version 4 are unknown and stay empty.
+
+-- Version 4: hyperparameters as data, and sweeps as records.
+--
+-- One row per leaf setting of an experiment's resolved config (config_text flattened by
+-- the engine: dotted keys, a layer by its name, "model.layers.prep.out"; lists as one
+-- value), written when the experiment is registered.
+CREATE TABLE params (
+    experiment_id   INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+    key             TEXT NOT NULL,
+    value           TEXT NOT NULL,   -- text: 0.2, true, reflect (strings bare), [0, 8, 30]
+    type            TEXT NOT NULL CHECK (type IN ('int', 'float', 'bool', 'string', 'list')),
+    num             REAL,            -- int, float and bool (0/1) as a number, else NULL
+    PRIMARY KEY (experiment_id, key)
+) WITHOUT ROWID;
+CREATE INDEX params_by_key ON params(key, num, value);
+
+-- The command-line overrides that produced an experiment when it was first registered
+-- (every --set, then a sweep member's values), in the order applied.
+CREATE TABLE overrides (
+    experiment_id   INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+    position        INTEGER NOT NULL,  -- 0, 1, ...
+    text            TEXT NOT NULL,     -- "key.path=value" as given
+    PRIMARY KEY (experiment_id, position)
+) WITHOUT ROWID;
+
+-- One row per `dawnrun run` that expanded a sweep (--sweep flags or a config's sweep
+-- section).
+CREATE TABLE sweeps (
+    id              INTEGER PRIMARY KEY,
+    created_at      REAL NOT NULL,
+    command         TEXT NOT NULL,     -- the whole command line, shell-quoted
+    host            TEXT
+);
+
+-- The axes of a sweep: one row per swept key with its values as given.
+CREATE TABLE sweep_axes (
+    sweep_id        INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
+    position        INTEGER NOT NULL,
+    key             TEXT NOT NULL,     -- "train.lr"
+    vals            TEXT NOT NULL,     -- "0.2,0.4" as given
+    PRIMARY KEY (sweep_id, position)
+) WITHOUT ROWID;
+
+-- The grid of a sweep: one row per combination, the experiment it resolved to.
+CREATE TABLE sweep_members (
+    sweep_id        INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
+    position        INTEGER NOT NULL,  -- order of the grid
+    experiment_id   INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+    PRIMARY KEY (sweep_id, position)
+) WITHOUT ROWID;
+CREATE INDEX sweep_members_by_experiment ON sweep_members(experiment_id);

@@ -89,8 +89,9 @@ struct report_selection {
     double target;           /* --target (when the command takes it); NaN: not given */
     const char **args;       /* n_args positional EXPERIMENT|CONFIG arguments */
     const char **sets;       /* n_sets --set key.path=value */
-    const char **sweeps;     /* n_sweeps --sweep key.path=v1,v2 */
-    int n_args, n_sets, n_sweeps;
+    const char **sweeps;     /* n_sweeps --sweep key.path=v1,v2 (or a recorded sweep) */
+    const char **wheres;     /* n_wheres --where key=value, ANDed */
+    int n_args, n_sets, n_sweeps, n_wheres;
     int cap;                 /* the room in each array */
 };
 

@@ -60,7 +60,8 @@ int report_selection_parse(struct report_selection *sel, int *help,
     sel->args = calloc((size_t)sel->cap + 1, sizeof *sel->args);
     sel->sets = calloc((size_t)sel->cap + 1, sizeof *sel->sets);
     sel->sweeps = calloc((size_t)sel->cap + 1, sizeof *sel->sweeps);
-    if (!sel->args || !sel->sets || !sel->sweeps) {
+    sel->wheres = calloc((size_t)sel->cap + 1, sizeof *sel->wheres);
+    if (!sel->args || !sel->sets || !sel->sweeps || !sel->wheres) {
         dr_eprintf("dawnrun %s: out of memory\n", name);
         return DR_ERR_NOMEM;
     }
@@ -86,6 +87,12 @@ int report_selection_parse(struct report_selection *sel, int *help,
                 return DR_ERR_USAGE;
             }
             rc = push(sel->sweeps, &sel->n_sweeps, sel->cap, v, name);
+        } else if ((v = report_flag_value("--where", argc, argv, &i, &missing))) {
+            if (!strchr(v, '=')) {
+                dr_eprintf("dawnrun %s: --where needs key.path=value, got '%s'\n", name, v);
+                return DR_ERR_USAGE;
+            }
+            rc = push(sel->wheres, &sel->n_wheres, sel->cap, v, name);
         } else if (missing) {
             dr_eprintf("dawnrun %s: %s needs a value\n", name, argv[i]);
             return DR_ERR_USAGE;
@@ -108,6 +115,7 @@ void report_selection_free(struct report_selection *sel)
     free(sel->args);
     free(sel->sets);
     free(sel->sweeps);
+    free(sel->wheres);
     memset(sel, 0, sizeof *sel);
 }
 

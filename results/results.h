@@ -122,6 +122,54 @@ int results_experiment_set_notes(struct results *db, int64_t id, const char *not
 void results_experiment_clear(struct results_experiment *e);
 void results_experiments_free(struct results_experiment *arr, int n);
 
+/* ---- params and overrides (results_params.c) --------------------------------------- */
+
+/* One leaf setting of an experiment's resolved config, as the params table holds it
+ * (the runner flattens config_text; this module only stores and reads). */
+struct results_param {
+    const char *key;                 /* "train.lr_schedule.values" */
+    const char *value;               /* its text: 0.2, true, reflect, [0, 8, 30] */
+    const char *type;                /* "int", "float", "bool", "string", "list" */
+    double num;                      /* int, float and bool (0/1) as a number; NaN: none */
+};
+
+/* What an experiment is registered with besides its row: its params and the command-line
+ * overrides that produced it ("key.path=value", the --set flags, then a sweep member's
+ * values), in order. Either list may be empty. */
+struct results_experiment_extras {
+    const struct results_param *params;
+    int n_params;
+    const char *const *overrides;
+    int n_overrides;
+};
+
+/* results_experiment_register that also writes x's params and overrides, in the same
+ * transaction, when (and only when) this call creates the experiment: a re-registration
+ * of an existing hash changes nothing. x may be NULL (none). */
+int results_experiment_register_with(struct results *db, int64_t *id, int *created,
+                                     const struct results_experiment *e,
+                                     const struct results_experiment_extras *x);
+
+/* The params of experiment `id`, by key (strcmp order). n = 0 when it has none, or the file predates them (schema
+ * version < 4). Free with results_params_free. */
+int results_params_get(struct results *db, struct results_param **out, int *n, int64_t id);
+void results_params_free(struct results_param *p, int n);
+
+/* The overrides of experiment `id`, by position; n = 0 when none or unknown. Free with
+ * results_overrides_free. */
+int results_overrides_get(struct results *db, char ***out, int *n, int64_t id);
+void results_overrides_free(char **o, int n);
+
+/* The ids of the experiments that have no params yet (registered before schema version
+ * 4), by id. *ids is malloc'd (NULL when n = 0). */
+int results_experiments_without_params(struct results *db, int64_t **ids, int *n);
+
+/* Writes the params of experiment `id` in one transaction, unless it already has some
+ * (another process filled them first): then nothing changes. No such experiment:
+ * DR_ERR_DB. *written (may be NULL) = 1 when this call wrote them. */
+int results_params_fill(struct results *db, int *written, int64_t id,
+                        const struct results_param *p, int n);
+
 /* ---- runs: the queue --------------------------------------------------------------- */
 
 /* Makes sure experiment `experiment_id` has one run per seed, adding missing ones as
@@ -310,7 +358,8 @@ struct results_merge_stats {
  * that ended first; on a full tie ours. A run that is running in the input arrives as
  * interrupted: its lease belongs to the input file. The attempt counter never decreases.
  * Notes come with an added experiment; an existing one without notes takes the input's.
- * Merging the same input twice changes nothing the second time. stats may be NULL. */
+ * Params and overrides come with an added experiment (and fill an existing one that has
+ * none; it keeps its own otherwise). Merging the same input twice changes nothing the second time. stats may be NULL. */
 int results_merge(struct results *db, struct results_merge_stats *stats, const char *in_path);
 
 #endif

@@ -94,4 +94,14 @@ int results_experiment_upsert(struct results *db, int64_t *id, int *inserted,
                               int *text_differs, const struct results_experiment *e,
                               double created_at);
 
+/* Inserts experiment id's params / overrides (positions 0..n-1) inside the caller's
+ * transaction (results_params.c). */
+int results_params_insert(struct results *db, int64_t id, const struct results_param *p, int n);
+int results_overrides_insert(struct results *db, int64_t id, const char *const *o, int n);
+
+/* Copies src's params of experiment src_id to db's experiment dst_id when dst_id has none,
+ * and likewise its overrides, inside the caller's transaction on db (merge). */
+int results_params_copy_missing(struct results *db, struct results *src, int64_t dst_id,
+                                int64_t src_id);
+
 #endif

@@ -264,6 +264,7 @@ int results_merge(struct results *db, struct results_merge_stats *stats, const c
         int added = 0;
         TRY(merge_experiment(db, &dst_exp, &added, &exps[i]));
         s.experiments_added += added;
+        TRY(results_params_copy_missing(db, src, dst_exp, exps[i].id));
         TRY(merge_runs(db, src, &s, dst_exp, exps[i].id));
     }
     TX_COMMIT(db);

@@ -1,5 +1,5 @@
-/* Writing the queue's contents: registering an experiment (idempotent by config hash),
- * its notes, and making sure it has one run per seed (idempotent by (experiment, seed)). */
+/* Writing the queue's contents: registering an experiment (idempotent by config hash)
+ * with its params and overrides, its notes, and making sure it has one run per seed (idempotent by (experiment, seed)). */
 #include "results_internal.h"
 
 #include <math.h>
@@ -59,6 +59,13 @@ cleanup:
 int results_experiment_register(struct results *db, int64_t *id, int *created,
                                 const struct results_experiment *e)
 {
+    return results_experiment_register_with(db, id, created, e, NULL);
+}
+
+int results_experiment_register_with(struct results *db, int64_t *id, int *created,
+                                     const struct results_experiment *e,
+                                     const struct results_experiment_extras *x)
+{
     int rc = DR_OK;
     int inserted = 0, differs = 0;
 
@@ -76,6 +83,10 @@ int results_experiment_register(struct results *db, int64_t *id, int *created,
              "%s: experiment with config hash %s is already registered with a different "
              "config text (hash collision or a hash that leaves part of the config out)",
              db->path, e->config_hash);
+    if (inserted && x) {
+        TRY(results_params_insert(db, *id, x->params, x->n_params));
+        TRY(results_overrides_insert(db, *id, x->overrides, x->n_overrides));
+    }
     TX_COMMIT(db);
     if (created) *created = inserted;
 cleanup:

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "base/status.h"
+#include "report_internal.h"
 #include "results/results.h"
 
 #define MERGE_USAGE "usage: dawnrun merge OUT.db IN.db...\n"
@@ -86,6 +87,7 @@ int cmd_merge(int argc, char **argv)
                "kept; %d epochs copied\n", out_path, merged, total.experiments_added,
                total.experiments_added == 1 ? "" : "s", total.runs_added, total.runs_replaced,
                total.runs_kept, total.epochs_copied);
+    if (out) TRY(report_params_backfill(out, NULL));   /* inputs from before params */
     if (out) TRY(results_check_integrity(out));
     if (failed) {
         dr_eprintf("dawnrun merge: %d of %d input%s not merged\n", failed, argc - 2,

@@ -1,6 +1,8 @@
 /* `dawnrun experiments`, `dawnrun runs EXPERIMENT` and `dawnrun show RUN`: listings of a
- * results database, read-only. `show` prints a run's epoch table with the same printer
- * as `dawnrun train`. */
+ * results database, read-only, each taking the experiment selection (ids, names, hash
+ * prefixes, name globs, --where key=value). `show` prints a run's epoch table with the
+ * same printer as `dawnrun train`; `experiments` shows the keys that differ among the
+ * experiments it lists. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -55,24 +57,96 @@ static int parse_listing(int argc, char **argv, const char *usage, const char **
     return DR_OK;
 }
 
+/* Takes the --where key=value flags (repeatable, "--where V" or "--where=V") out of argv,
+ * shrinking *argc, into wheres (room for *argc entries). DR_ERR_USAGE (reported) for a
+ * missing value or one without '='. */
+static int take_wheres(int *argc, char **argv, const char **wheres, int *n, const char *usage)
+{
+    int kept = 0, missing = 0;
+    *n = 0;
+    for (int i = 0; i < *argc; i++) {
+        const char *v = i > 0 ? report_flag_value("--where", *argc, argv, &i, &missing) : NULL;
+        if (missing) {
+            dr_eprintf("dawnrun %s: --where needs a value\n%s", argv[0], usage);
+            return DR_ERR_USAGE;
+        }
+        if (!v) {
+            argv[kept++] = argv[i];
+            continue;
+        }
+        if (!strchr(v, '=')) {
+            dr_eprintf("dawnrun %s: --where needs key.path=value, got '%s'\n", argv[0], v);
+            return DR_ERR_USAGE;
+        }
+        wheres[(*n)++] = v;
+    }
+    *argc = kept;
+    return DR_OK;
+}
+
 /* ---- experiments ----------------------------------------------------------------------- */
 
-#define EXPERIMENTS_USAGE "usage: dawnrun experiments [--db PATH]\n"
+#define EXPERIMENTS_USAGE                                                                  \
+    "usage: dawnrun experiments [EXPERIMENT ...] [--where key=value]... [--db PATH]\n"        \
+    "       (EXPERIMENT: an id, a name, a config-hash prefix or a name glob such as\n"       \
+    "       'r9-tiny:*'; none: every experiment; the keys that differ among those listed\n"  \
+    "       are shown as columns)\n"
+
+/* Appends to the listing g (columns first.., rows 1..n for ids) one column per key that
+ * differs among the experiments, with each one's value. */
+static int grid_add_differing(struct report_grid *g, struct results *db, const int64_t *ids,
+                              int n, int first)
+{
+    int rc = DR_OK, n_keys = 0;
+    struct param_list *lists = NULL;
+    char **keys = NULL;
+    struct report_grid wide = {0};
+    if (n < 2) return DR_OK;
+    TRY(report_params_load_shown(&lists, db, ids, n));
+    TRY(report_params_differing(&keys, &n_keys, lists, n));
+    if (n_keys == 0) goto cleanup;
+    TRY(report_grid_init(&wide, g->rows, first + n_keys));
+    for (int r = 0; r < g->rows; r++)
+        for (int c = 0; c < first; c++) {
+            wide.cells[r * wide.cols + c] = g->cells[r * g->cols + c];
+            g->cells[r * g->cols + c] = NULL;
+        }
+    for (int k = 0; k < n_keys; k++) {
+        TRY(report_grid_set(&wide, 0, first + k, "%s", keys[k]));
+        for (int i = 0; i < n; i++) {
+            const struct param *v = param_list_find(&lists[i], keys[k]);
+            TRY(report_grid_set(&wide, i + 1, first + k, "%s", v ? v->value : "(none)"));
+        }
+    }
+    report_grid_free(g);
+    *g = wide;
+    memset(&wide, 0, sizeof wide);
+cleanup:
+    report_grid_free(&wide);
+    report_keys_free(keys, n_keys);
+    report_params_free(lists, n);
+    return rc;
+}
 
 int cmd_experiments(int argc, char **argv)
 {
-    int rc = DR_OK, help = 0, n_args = 0, n = 0;
-    const char *path = NULL;
+    int rc = DR_OK, help = 0, n_args = 0, n_wheres = 0, n = 0;
+    const char *path = NULL, **args = NULL, **wheres = NULL;
     struct results *db = NULL;
-    struct results_experiment *list = NULL;
+    struct results_experiment x = {0};
     struct results_run *runs = NULL;
     int n_runs = 0;
+    int64_t *ids = NULL;
     struct report_grid g = {0};
     char created[32];
-    TRY(parse_listing(argc, argv, EXPERIMENTS_USAGE, &path, NULL, &n_args, 0, &help));
+    args = calloc((size_t)argc + 1, sizeof *args);
+    wheres = calloc((size_t)argc + 1, sizeof *wheres);
+    CHECK_ALLOC(args && wheres ? args : NULL, "the arguments");
+    TRY(take_wheres(&argc, argv, wheres, &n_wheres, EXPERIMENTS_USAGE));
+    TRY(parse_listing(argc, argv, EXPERIMENTS_USAGE, &path, args, &n_args, argc, &help));
     if (help) goto cleanup;
     TRY(report_open_db(&db, path));
-    TRY(results_experiments_list(db, &list, &n));
+    TRY(report_select(db, &ids, &n, args, n_args, wheres, n_wheres, "experiments"));
     if (n == 0) {
         printf("%s: no experiments yet\n", path);
         goto cleanup;
@@ -85,32 +159,42 @@ int cmd_experiments(int argc, char **argv)
     TRY(report_grid_set(&g, 0, 4, "runs done/total"));
     TRY(report_grid_set(&g, 0, 5, "created (UTC)"));
     for (int i = 0; i < n; i++) {
-        int done = 0;
-        TRY(results_runs_list(db, &runs, &n_runs, list[i].id));
+        int done = 0, found = 0;
+        TRY(results_experiment_get(db, &x, &found, ids[i]));
+        if (!found) FAIL(DR_ERR_DB, "%s: experiment %lld vanished", path, (long long)ids[i]);
+        TRY(results_runs_list(db, &runs, &n_runs, x.id));
         for (int k = 0; k < n_runs; k++) done += runs[k].status == RUN_DONE;
-        fmt_time(created, sizeof created, list[i].created_at);
-        TRY(report_grid_set(&g, i + 1, 0, "%lld", (long long)list[i].id));
-        TRY(report_grid_set(&g, i + 1, 1, "%s", list[i].name));
-        TRY(report_grid_set(&g, i + 1, 2, "%.12s", list[i].config_hash));
-        TRY(report_grid_set(&g, i + 1, 3, "%s", list[i].engine));
+        fmt_time(created, sizeof created, x.created_at);
+        TRY(report_grid_set(&g, i + 1, 0, "%lld", (long long)x.id));
+        TRY(report_grid_set(&g, i + 1, 1, "%s", x.name));
+        TRY(report_grid_set(&g, i + 1, 2, "%.12s", x.config_hash));
+        TRY(report_grid_set(&g, i + 1, 3, "%s", x.engine));
         TRY(report_grid_set(&g, i + 1, 4, "%d/%d", done, n_runs));
         TRY(report_grid_set(&g, i + 1, 5, "%s", created));
         results_runs_free(runs, n_runs);
         runs = NULL;
         n_runs = 0;
+        results_experiment_clear(&x);
     }
+    TRY(grid_add_differing(&g, db, ids, n, 6));
     report_grid_print(stdout, &g, 1);
 cleanup:
     report_grid_free(&g);
     results_runs_free(runs, n_runs);
-    results_experiments_free(list, n);
+    results_experiment_clear(&x);
+    free(ids);
+    free(args);
+    free(wheres);
     results_close(db);
     return cli_exit_code(rc);
 }
 
 /* ---- runs ------------------------------------------------------------------------------ */
 
-#define RUNS_USAGE "usage: dawnrun runs EXPERIMENT|CONFIG [--db PATH]\n"
+#define RUNS_USAGE                                                                         \
+    "usage: dawnrun runs EXPERIMENT|CONFIG... [--where key=value]... [--db PATH]\n"          \
+    "       (EXPERIMENT: an id, a name, a config-hash prefix or a name glob such as\n"       \
+    "       'r9-tiny:*'; with --where alone: every experiment that matches)\n"
 
 /* The runs of one experiment as a table, then the error text of those that have one. */
 static int print_runs(struct results *db, const struct results_experiment *x)
@@ -160,20 +244,28 @@ cleanup:
 
 int cmd_runs(int argc, char **argv)
 {
-    int rc = DR_OK, help = 0, n_args = 0, n_ids = 0;
-    const char *path = NULL, *args[1];
+    int rc = DR_OK, help = 0, n_args = 0, n_wheres = 0, n_ids = 0;
+    const char *path = NULL, **args = NULL, **wheres = NULL;
     struct results *db = NULL;
     struct results_experiment x = {0};
     int64_t *ids = NULL;
-    TRY(parse_listing(argc, argv, RUNS_USAGE, &path, args, &n_args, 1, &help));
+    args = calloc((size_t)argc + 1, sizeof *args);
+    wheres = calloc((size_t)argc + 1, sizeof *wheres);
+    CHECK_ALLOC(args && wheres ? args : NULL, "the arguments");
+    TRY(take_wheres(&argc, argv, wheres, &n_wheres, RUNS_USAGE));
+    TRY(parse_listing(argc, argv, RUNS_USAGE, &path, args, &n_args, argc, &help));
     if (help) goto cleanup;
-    if (n_args != 1) {
+    if (n_args == 0 && n_wheres == 0) {
         dr_eprintf("%s", RUNS_USAGE);
         rc = DR_ERR_USAGE;
         goto cleanup;
     }
     TRY(report_open_db(&db, path));
-    TRY(report_find(db, &ids, &n_ids, NULL, args, 1, NULL, 0, NULL, 0));
+    if (n_args > 0)
+        TRY(report_find(db, &ids, &n_ids, NULL, args, n_args, NULL, 0, NULL, 0));
+    else
+        TRY(report_select(db, &ids, &n_ids, NULL, 0, NULL, 0, "runs"));
+    TRY(report_filter_where(db, ids, &n_ids, wheres, n_wheres, "runs"));
     for (int i = 0; i < n_ids; i++) {
         int found = 0;
         if (i > 0) putchar('\n');
@@ -184,13 +276,19 @@ int cmd_runs(int argc, char **argv)
 cleanup:
     results_experiment_clear(&x);
     free(ids);
+    free(args);
+    free(wheres);
     results_close(db);
     return cli_exit_code(rc);
 }
 
 /* ---- show ------------------------------------------------------------------------------ */
 
-#define SHOW_USAGE "usage: dawnrun show RUN [--db PATH]   (RUN: a run id from `dawnrun runs`)\n"
+#define SHOW_USAGE                                                                         \
+    "usage: dawnrun show RUN [--db PATH]   (RUN: a run id from `dawnrun runs`)\n"            \
+    "       dawnrun show EXPERIMENT... [--where key=value]... [--db PATH]\n"                 \
+    "       (every run of the experiments selected: ids are run ids here, so name them\n"    \
+    "       by name, config-hash prefix or name glob)\n"
 
 /* The run's header lines: experiment, seed and engine as `dawnrun train` prints them,
  * then the run's state. */
@@ -225,31 +323,13 @@ static void show_footer(const struct results_experiment *x, const struct results
     if (r->error) output_text(stdout, "%s: %s\n", results_status_name(r->status), r->error);
 }
 
-int cmd_show(int argc, char **argv)
+/* Prints run `id` of db: header, epoch table, footer. No such run: DR_ERR_USAGE. */
+static int show_run(struct results *db, const char *path, long long id)
 {
-    int rc = DR_OK, help = 0, n_args = 0, found = 0, n = 0;
-    const char *path = NULL, *args[1];
-    struct results *db = NULL;
+    int rc = DR_OK, found = 0, n = 0;
     struct results_run r = {0};
     struct results_experiment x = {0};
     struct results_epoch *eps = NULL;
-    char *end = NULL;
-    TRY(parse_listing(argc, argv, SHOW_USAGE, &path, args, &n_args, 1, &help));
-    if (help) goto cleanup;
-    if (n_args != 1) {
-        dr_eprintf("%s", SHOW_USAGE);
-        rc = DR_ERR_USAGE;
-        goto cleanup;
-    }
-    errno = 0;
-    long long id = strtoll(args[0], &end, 10);
-    if (errno || end == args[0] || *end || id < 1) {
-        dr_eprintf("dawnrun show: RUN must be a run id (a positive integer, see `dawnrun "
-                   "runs EXPERIMENT`), got '%s'\n", args[0]);
-        rc = DR_ERR_USAGE;
-        goto cleanup;
-    }
-    TRY(report_open_db(&db, path));
     TRY(results_run_get(db, &r, &found, id));
     if (!found) {
         dr_eprintf("dawnrun show: no run %lld in %s\n", id, path);
@@ -275,6 +355,89 @@ cleanup:
     free(eps);
     results_run_clear(&r);
     results_experiment_clear(&x);
+    return rc;
+}
+
+/* Shows every run of the experiments args and wheres select, a blank line between. */
+static int show_selected(struct results *db, const char *path, const char *const *args,
+                         int n_args, const char *const *wheres, int n_wheres)
+{
+    int rc = DR_OK, n_ids = 0, n_runs = 0, shown = 0;
+    int64_t *ids = NULL;
+    struct results_run *runs = NULL;
+    TRY(report_select(db, &ids, &n_ids, args, n_args, wheres, n_wheres, "show"));
+    for (int i = 0; i < n_ids; i++) {
+        TRY(results_runs_list(db, &runs, &n_runs, ids[i]));
+        for (int k = 0; k < n_runs; k++) {
+            if (shown++) putchar('\n');
+            TRY(show_run(db, path, (long long)runs[k].id));
+        }
+        results_runs_free(runs, n_runs);
+        runs = NULL;
+        n_runs = 0;
+    }
+    if (shown == 0) printf("%s: the selected experiments have no runs\n", path);
+cleanup:
+    results_runs_free(runs, n_runs);
+    free(ids);
+    return rc;
+}
+
+/* 1 when s is all decimal digits (a run id as `show` reads it). */
+static int all_digits(const char *s)
+{
+    if (!*s) return 0;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9') return 0;
+    return 1;
+}
+
+int cmd_show(int argc, char **argv)
+{
+    int rc = DR_OK, help = 0, n_args = 0, n_wheres = 0;
+    const char *path = NULL, **args = NULL, **wheres = NULL;
+    struct results *db = NULL;
+    char *end = NULL;
+    args = calloc((size_t)argc + 1, sizeof *args);
+    wheres = calloc((size_t)argc + 1, sizeof *wheres);
+    CHECK_ALLOC(args && wheres ? args : NULL, "the arguments");
+    TRY(take_wheres(&argc, argv, wheres, &n_wheres, SHOW_USAGE));
+    TRY(parse_listing(argc, argv, SHOW_USAGE, &path, args, &n_args, argc, &help));
+    if (help) goto cleanup;
+    if (n_args == 0 && n_wheres == 0) {
+        dr_eprintf("%s", SHOW_USAGE);
+        rc = DR_ERR_USAGE;
+        goto cleanup;
+    }
+    if (n_args == 1 && n_wheres == 0 && (all_digits(args[0]) || args[0][0] == '-')) {
+        errno = 0;
+        long long id = strtoll(args[0], &end, 10);
+        if (errno || end == args[0] || *end || id < 1) {
+            dr_eprintf("dawnrun show: RUN must be a run id (a positive integer, see `dawnrun "
+                       "runs EXPERIMENT`), got '%s'\n", args[0]);
+            rc = DR_ERR_USAGE;
+            goto cleanup;
+        }
+        TRY(report_open_db(&db, path));
+        TRY(show_run(db, path, id));
+        goto cleanup;
+    }
+    for (int i = 0; i < n_args; i++)
+        if (all_digits(args[i])) {
+            dr_eprintf("dawnrun show: '%s': with several arguments or --where, show takes "
+                       "experiments by name, config-hash prefix or name glob (a number is a "
+                       "run id: show one at a time)\n", args[i]);
+            rc = DR_ERR_USAGE;
+            goto cleanup;
+        }
+    TRY(report_open_db(&db, path));
+    rc = show_selected(db, path, args, n_args, wheres, n_wheres);
+    if (rc == DR_ERR_USAGE && n_args == 1 && n_wheres == 0)
+        dr_eprintf("dawnrun show: RUN must be a run id (a positive integer, see `dawnrun "
+                   "runs EXPERIMENT`) or an experiment, got '%s'\n", args[0]);
+cleanup:
+    free(args);
+    free(wheres);
     results_close(db);
     return cli_exit_code(rc);
 }

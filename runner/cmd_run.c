@@ -224,11 +224,18 @@ static int parse_args(struct run_args *a, int argc, char **argv)
 /* Appends one loaded experiment to b, naming it and computing its identity; takes
  * ownership of e and g. A duplicate (same identity) is dropped. */
 static int batch_add(struct sched_batch *b, int *cap, struct experiment *e, struct graph *g,
-                     const char *label, const struct run_args *a)
+                     const char *label, const struct run_args *a, const char *const *sets,
+                     int n_sets)
 {
     int rc = DR_OK;
     struct sched_experiment x;
     memset(&x, 0, sizeof(x));
+    x.overrides = calloc((size_t)n_sets + 1, sizeof(*x.overrides));
+    CHECK_ALLOC(x.overrides, "an override list");
+    for (; x.n_overrides < n_sets; x.n_overrides++) {
+        x.overrides[x.n_overrides] = strdup(sets[x.n_overrides]);
+        CHECK_ALLOC(x.overrides[x.n_overrides], "an override");
+    }
     x.e = *e;
     x.g = *g;
     sweep_strip_resolved(x.e.resolved);
@@ -249,7 +256,7 @@ static int batch_add(struct sched_batch *b, int *cap, struct experiment *e, stru
                    label[0] ? " with " : "", label, b->x[i].name);
             graph_free(&x.g);
             experiment_free(&x.e);
-            return DR_OK;
+            goto cleanup;
         }
     /* seeds: the flags', else the config's count */
     int n = a->n_seed_list ? a->n_seed_list : (int)(a->n_seeds ? a->n_seeds : x.e.seeds);
@@ -266,7 +273,11 @@ static int batch_add(struct sched_batch *b, int *cap, struct experiment *e, stru
     }
     b->x[b->n++] = x;
     x.seeds = NULL;
+    x.overrides = NULL;
+    x.n_overrides = 0;
 cleanup:
+    for (int k = 0; k < x.n_overrides; k++) free(x.overrides[k]);
+    free(x.overrides);
     if (rc != DR_OK) {
         free(x.seeds);
         graph_free(&x.g);
@@ -292,7 +303,7 @@ static int batch_load_config(struct sched_batch *b, int *cap, const char *config
     for (int d = 0; rc == DR_OK && d < a->n_sweeps; d++)
         rc = sweep_add(&s, a->sweeps[d], "--sweep", DR_ERR_USAGE);
     if (rc != DR_OK || s.n_dims == 0) {
-        if (rc == DR_OK) rc = batch_add(b, cap, &e, &g, "", a);
+        if (rc == DR_OK) rc = batch_add(b, cap, &e, &g, "", a, a->c.sets, a->c.n_sets);
         else {
             graph_free(&g);
             experiment_free(&e);
@@ -311,7 +322,7 @@ static int batch_load_config(struct sched_batch *b, int *cap, const char *config
             dr_eprintf("dawnrun run: (in the sweep combination %s of %s)\n", label, config);
             goto cleanup;
         }
-        TRY(batch_add(b, cap, &e, &g, label, a));
+        TRY(batch_add(b, cap, &e, &g, label, a, sets, n));
         sweep_combination_free(&s, combo, label);
         combo = NULL;
         label = NULL;

@@ -31,6 +31,8 @@ static void usage(FILE *f)
             "        test accuracy, train loss and lr per epoch as an SVG chart\n"
             "  export EXPERIMENT --format csv|json [--db PATH]\n"
             "        every run and epoch of an experiment\n"
+            "  diff A B [--all] [--db PATH]\n"
+            "        the config keys whose values differ between two experiments\n"
             "  merge OUT.db IN.db...\n"
             "        combine results databases (e.g. of a Slurm job array)\n"
             "  selfcheck [--engine cuda] [--device N]\n"
@@ -62,6 +64,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "merge")) return cmd_merge(argc - 1, argv + 1);
     if (!strcmp(cmd, "plot")) return cmd_plot(argc - 1, argv + 1);
     if (!strcmp(cmd, "export")) return cmd_export(argc - 1, argv + 1);
+    if (!strcmp(cmd, "diff")) return cmd_diff(argc - 1, argv + 1);
     if (!strcmp(cmd, "selfcheck")) return cmd_selfcheck(argc - 1, argv + 1);
     if (!strcmp(cmd, "config-doc")) {
         config_schema_print(stdout);

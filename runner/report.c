@@ -202,12 +202,14 @@ int report_compute(struct report *r, struct results *db, const int64_t *experime
         test_unknown(&c0->time_mwu);
     }
     for (int i = 1; i < n; i++) TRY(compare(&r->cmp[i], &r->exps[i], &r->exps[0]));
+    TRY(report_params_attach(r, db, experiment_ids, n));
 cleanup:
     return rc;
 }
 
 void report_free(struct report *r)
 {
+    report_params_detach(r);
     for (int i = 0; r->exps && i < r->n; i++) {
         results_experiment_clear(&r->exps[i].x);
         free(r->exps[i].acc);

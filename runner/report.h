@@ -30,9 +30,11 @@ const char *report_db_path(const char *flag);
  * specs) expanded into one experiment per combination, each matched by experiment_hash
  * of its resolved text without the sweep section, else by an identical stored text
  * (combinations not in the database are noted on stderr). Anything else is an
- * experiment id, exact name or config-hash prefix of at least 6 characters
- * (results_experiments_find); every experiment it matches is taken. An argument that
- * matches nothing is reported, naming it and the database: DR_ERR_USAGE; a config that
+ * experiment id or exact name (every experiment of that name is taken), else a
+ * config-hash prefix of at least 6 characters (one that matches several experiments is
+ * reported with the candidates: DR_ERR_USAGE), else a name glob (fnmatch: '*', '?',
+ * '[...]'), else the base name of sweep members ("NAME" takes every "NAME:..."). An
+ * argument that matches nothing is reported, naming it and the database: DR_ERR_USAGE; a config that
  * does not load: DR_ERR_CONFIG (or DR_ERR_IO). *ids is malloc'd (free it); *n_configs
  * (may be NULL) counts the arguments that were configs. */
 int report_find(struct results *db, int64_t **ids, int *n, int *n_configs,

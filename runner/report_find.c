@@ -1,8 +1,9 @@
 /* Which database and which experiments a query command means: the --db / $DAWNRUN_DB
- * default, flag values, and command-line arguments (config files, ids, names, hash prefixes)
- * resolved to experiment ids. */
+ * default, flag values, and command-line arguments (config files, ids, names, hash
+ * prefixes, name globs) resolved to experiment ids. */
 #include "report_internal.h"
 
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -162,13 +163,74 @@ cleanup:
     return rc;
 }
 
+/* 1 when key is a decimal id of experiment x, or its exact name. */
+static int exact_match(const struct results_experiment *x, const char *key)
+{
+    char id[32];
+    snprintf(id, sizeof id, "%lld", (long long)x->id);
+    return !strcmp(x->name, key) || !strcmp(id, key);
+}
+
+/* Adds the experiments `key` names (see report_find), or reports why none (or which
+ * ones, for an ambiguous hash prefix) and returns DR_ERR_USAGE. */
+static int find_key(struct results *db, struct id_list *l, const char *key)
+{
+    int rc = DR_OK, count = 0, n_all = 0, exact = 0, taken = 0;
+    size_t klen = strlen(key);
+    struct results_experiment *found = NULL, *all = NULL;
+    TRY(results_experiments_find(db, &found, &count, key));
+    for (int k = 0; k < count; k++) exact += exact_match(&found[k], key);
+    if (exact > 0) {
+        for (int k = 0; k < count; k++)
+            if (exact_match(&found[k], key)) TRY(add_id(l, found[k].id));
+        goto cleanup;
+    }
+    if (count > 1) {
+        dr_eprintf("dawnrun: config-hash prefix '%s' is ambiguous in %s: it matches %d "
+                   "experiments; give more digits or an id:\n", key, results_path(db), count);
+        for (int k = 0; k < count; k++)
+            dr_eprintf("  #%lld %s %.16s\n", (long long)found[k].id, found[k].name,
+                       found[k].config_hash);
+        rc = DR_ERR_USAGE;
+        goto cleanup;
+    }
+    if (count == 1) {
+        TRY(add_id(l, found[0].id));
+        goto cleanup;
+    }
+    /* a name glob, or the base name of a sweep's members ("NAME:key=value") */
+    TRY(results_experiments_list(db, &all, &n_all));
+    for (int k = 0; k < n_all; k++) {
+        const char *name = all[k].name;
+        int hit = strpbrk(key, "*?[") ? fnmatch(key, name, 0) == 0
+                                      : !strncmp(name, key, klen) && name[klen] == ':';
+        if (hit) {
+            TRY(add_id(l, all[k].id));
+            taken++;
+        }
+    }
+    if (taken == 0) {
+        if (strpbrk(key, "*?["))
+            dr_eprintf("dawnrun: no experiment name in %s matches '%s' (`dawnrun experiments "
+                       "--db %s` lists them)\n", results_path(db), key, results_path(db));
+        else
+            dr_eprintf("dawnrun: no experiment '%s' in %s (give an id, a name, a name glob "
+                       "such as 'NAME:*', a config-hash prefix of at least 6 characters or a "
+                       "config file; `dawnrun experiments --db %s` lists them)\n", key,
+                       results_path(db), results_path(db));
+        rc = DR_ERR_USAGE;
+    }
+cleanup:
+    results_experiments_free(found, count);
+    results_experiments_free(all, n_all);
+    return rc;
+}
+
 int report_find(struct results *db, int64_t **ids, int *n, int *n_configs,
                 const char *const *args, int n_args, const char *const *sets, int n_sets,
                 const char *const *sweeps, int n_sweeps)
 {
     int rc = DR_OK;
-    int count = 0;
-    struct results_experiment *found = NULL;
     struct id_list l = {0};
     struct stat sb;
     *ids = NULL;
@@ -180,25 +242,33 @@ int report_find(struct results *db, int64_t **ids, int *n, int *n_configs,
             if (n_configs) (*n_configs)++;
             continue;
         }
-        TRY(results_experiments_find(db, &found, &count, args[i]));
-        if (count == 0) {
-            dr_eprintf("dawnrun: no experiment '%s' in %s (give an id, a name, a "
-                       "config-hash prefix of at least 6 characters or a config file; "
-                       "`dawnrun experiments --db %s` lists them)\n", args[i],
-                       results_path(db), results_path(db));
-            rc = DR_ERR_USAGE;
-            goto cleanup;
-        }
-        for (int k = 0; k < count; k++) TRY(add_id(&l, found[k].id));
-        results_experiments_free(found, count);
-        found = NULL;
-        count = 0;
+        TRY(find_key(db, &l, args[i]));
     }
     *ids = l.ids;
     *n = l.n;
     l.ids = NULL;
 cleanup:
-    results_experiments_free(found, count);
     free(l.ids);
+    return rc;
+}
+
+int report_select(struct results *db, int64_t **ids, int *n, const char *const *args,
+                  int n_args, const char *const *wheres, int n_wheres, const char *name)
+{
+    int rc = DR_OK, n_all = 0;
+    struct results_experiment *all = NULL;
+    *ids = NULL;
+    *n = 0;
+    if (n_args > 0) {
+        TRY(report_find(db, ids, n, NULL, args, n_args, NULL, 0, NULL, 0));
+    } else {
+        TRY(results_experiments_list(db, &all, &n_all));
+        *ids = calloc((size_t)n_all + 1, sizeof **ids);
+        CHECK_ALLOC(*ids, "experiment ids");
+        for (int i = 0; i < n_all; i++) (*ids)[(*n)++] = all[i].id;
+    }
+    TRY(report_filter_where(db, *ids, n, wheres, n_wheres, name));
+cleanup:
+    results_experiments_free(all, n_all);
     return rc;
 }

@@ -40,6 +40,8 @@ struct report_cmp {
     struct stats_test acc_welch, acc_mwu, time_welch, time_mwu;   /* p NaN: not computable */
 };
 
+struct param_list;
+
 /* A whole report: n experiments, cmp[0] unused (all NaN). */
 struct report {
     const char *db_path;
@@ -47,6 +49,9 @@ struct report {
     int n;
     struct report_exp *exps;
     struct report_cmp *cmp;
+    struct param_list *params;        /* n lists (report_params_attach); NULL: none */
+    char **keys;                      /* the keys that differ among them */
+    int n_keys;
 };
 
 /* Reads the experiments and their runs (and the epochs of done runs, for the epochs and
@@ -116,7 +121,8 @@ int report_selection_parse(struct report_selection *sel, int *help,
 void report_selection_free(struct report_selection *sel);
 
 /* Opens sel's database read-only (*db_path: its path) and resolves the selection to
- * experiment ids (every experiment when no argument was given; see report_find).
+ * experiment ids (every experiment when no argument was given; see report_find), then
+ * keeps those matching every --where (report_filter_where).
  * --set/--sweep without a CONFIG argument is reported as "dawnrun NAME: ..." and
  * DR_ERR_USAGE. *ids is malloc'd and *db opened even after a failure: free and close. */
 int report_selection_resolve(struct results **db, const char **db_path, int64_t **ids,
@@ -147,13 +153,18 @@ void report_grid_free(struct report_grid *g);
 
 struct param_list;
 
-/* Loads the params of each experiment in ids (engine/experiment.h's flattening of its
- * stored resolved config), out[i] for ids[i]. DR_OK, DR_ERR_DB when an id is not there,
+/* Loads the params of each experiment in ids, out[i] for ids[i], sorted by key: its rows
+ * of the params table, or (an experiment registered before they were kept) the
+ * flattening (engine/experiment.h) of its stored resolved config. DR_OK, DR_ERR_DB when an id is not there,
  * DR_ERR_CONFIG for a stored text that does not parse, DR_ERR_NOMEM; *out NULL after a
  * failure. Free with report_params_free(out, n). */
 int report_params_load(struct param_list **out, struct results *db, const int64_t *ids,
                        int n);
 void report_params_free(struct param_list *p, int n);
+/* report_params_load for display: an experiment whose stored config does not parse gets
+ * an empty list (and a note on stderr) instead of failing the command. */
+int report_params_load_shown(struct param_list **out, struct results *db, const int64_t *ids,
+                             int n);
 
 /* The keys whose value is not the same in all n lists (a key missing from some counts as
  * differing), `name` left out, in order of first appearance (lists[0]'s document order,
@@ -168,5 +179,36 @@ void report_keys_free(char **keys, int n);
  * can see it had to. */
 size_t report_params_label(char *buf, size_t cap, const struct param_list *p,
                            char *const *keys, int n_keys);
+
+/* 1 when p matches `where` ("key=value"): p has the key and, when both the stored value
+ * and the given one are numbers (true/false count as 1/0), the same number
+ * ("train.lr=0.20" matches 0.2), else the same text. */
+int report_where_matches(const struct param_list *p, const char *where);
+
+/* Keeps, in order, those of ids[0..*n) whose params match every one of wheres (ANDed);
+ * *n = how many. None left: reported ("dawnrun NAME: no experiment --where ... among the
+ * N selected", and any key no selected experiment has), DR_ERR_USAGE. No wheres: no-op. */
+int report_filter_where(struct results *db, int64_t *ids, int *n, const char *const *wheres,
+                        int n_wheres, const char *name);
+
+/* Resolves the EXPERIMENT arguments of a query command without configs (ids, names, hash
+ * prefixes, name globs: report_find; every experiment when n_args = 0), then filters them
+ * by wheres. *ids malloc'd even after a failure. */
+int report_select(struct results *db, int64_t **ids, int *n, const char *const *args,
+                  int n_args, const char *const *wheres, int n_wheres, const char *name);
+
+/* rows[i] pointing into p's items (key, value, type name, num), for the results store.
+ * Free *rows (not what it points to) with free(). */
+int report_params_rows(struct results_param **rows, const struct param_list *p);
+
+/* Writes the params of every experiment that has none (registered before schema version
+ * 4), flattened from its config_text: what writing commands do when they open a
+ * database. *filled (may be NULL) = how many experiments got them. */
+int report_params_backfill(struct results *db, int *filled);
+
+/* The differing keys of a report (report_params_differing over its experiments' params)
+ * and each experiment's params: filled by report_compute, freed by report_free. */
+int report_params_attach(struct report *r, struct results *db, const int64_t *ids, int n);
+void report_params_detach(struct report *r);
 
 #endif

@@ -20,6 +20,7 @@
 #include "base/status.h"
 #include "engine/train.h"
 #include "progress.h"
+#include "report_internal.h"
 
 #define SCHED_FAILS_IN_A_ROW 3
 
@@ -113,11 +114,31 @@ cleanup:
     return rc;
 }
 
+/* Registers r, x's experiment, with its params (its resolved config flattened) and the
+ * overrides that produced it, in one transaction. */
+static int register_with_params(struct results *db, int64_t *id, const struct results_experiment *r,
+                                const struct sched_experiment *x)
+{
+    int rc = DR_OK;
+    struct param_list p = {0};
+    struct results_param *rows = NULL;
+    TRY(experiment_params_from_text(&p, x->e.resolved));
+    TRY(report_params_rows(&rows, &p));
+    struct results_experiment_extras extras = {rows, p.n, (const char *const *)x->overrides,
+                                               x->n_overrides};
+    TRY(results_experiment_register_with(db, id, NULL, r, &extras));
+cleanup:
+    free(rows);
+    param_list_free(&p);
+    return rc;
+}
+
 int scheduler_register(struct results *db, struct sched_batch *b,
                        const struct sched_provenance *prov, int max_attempts)
 {
     int rc = DR_OK;
     char *text = NULL, *engine = NULL;
+    TRY(report_params_backfill(db, NULL));   /* experiments registered before params */
     for (int i = 0; i < b->n; i++) {
         struct sched_experiment *x = &b->x[i];
         int64_t id = 0;
@@ -135,7 +156,7 @@ int scheduler_register(struct results *db, struct sched_batch *b,
                 .host = prov->host,
                 .target_accuracy = x->e.target_accuracy,
             };
-            TRY(results_experiment_register(db, &id, NULL, &r));
+            TRY(register_with_params(db, &id, &r, x));
             TRY(find_registered(db, &id, &text, &engine, x)); /* a concurrent registration wins */
         }
         if (strcmp(engine, prov->engine) != 0) {
@@ -172,6 +193,8 @@ void sched_batch_free(struct sched_batch *b)
         graph_free(&b->x[i].g);
         experiment_free(&b->x[i].e);
         free(b->x[i].seeds);
+        for (int k = 0; k < b->x[i].n_overrides; k++) free(b->x[i].overrides[k]);
+        free(b->x[i].overrides);
     }
     free(b->x);
     b->x = NULL;

@@ -27,6 +27,9 @@ struct sched_experiment {
     const struct dataset *train, *test;  /* the data it trains on (not owned) */
     uint64_t *seeds;                     /* its seeds (owned) */
     int n_seeds;
+    char **overrides;                    /* the --set flags, then its sweep values, as
+                                            applied: recorded at registration (owned) */
+    int n_overrides;
 };
 
 struct sched_batch {
@@ -43,7 +46,9 @@ struct sched_provenance {
     const char *git_rev;
 };
 
-/* Registers every experiment of b (filling x[i].id) and makes sure it has one run per
+/* Back-fills the params of experiments registered before they were kept, then registers
+ * every experiment of b with its params and overrides (filling x[i].id) and makes sure it
+ * has one run per
  * seed (results_runs_ensure, max_attempts as the stall limit: attempts in a row that
  * vanished without progress). An experiment already in
  * the store keeps its record; when its identity is a name (--experiment) and the

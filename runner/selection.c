@@ -1,6 +1,6 @@
 /* The experiment selection flags shared by `dawnrun report`, `plot` and `export` (--db,
- * --target, --set, --sweep, EXPERIMENT|CONFIG arguments), each command adding its own
- * flags, and the selection resolved to experiment ids. */
+ * --target, --set, --sweep, --where, EXPERIMENT|CONFIG arguments), each command adding
+ * its own flags, and the selection resolved to experiment ids. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,7 +143,9 @@ int report_selection_resolve(struct results **db, const char **db_path, int64_t 
         dr_eprintf("dawnrun %s: --set and --sweep apply to CONFIG arguments, and none "
                    "was given\n", name);
         rc = DR_ERR_USAGE;
+        goto cleanup;
     }
+    TRY(report_filter_where(*db, *ids, n_ids, sel->wheres, sel->n_wheres, name));
 cleanup:
     results_experiments_free(all, n_all);
     return rc;

@@ -60,3 +60,27 @@ CREATE TABLE sweep_members (
     PRIMARY KEY (sweep_id, position)
 ) WITHOUT ROWID;
 CREATE INDEX sweep_members_by_experiment ON sweep_members(experiment_id);
+
+-- Experiments with their settings: one row per (experiment, param), the columns of
+-- experiment_summary followed by the param's key, value, type and num, so that SQL can
+-- select experiments by what they were run with:
+--     SELECT name, hash, median_acc FROM experiment_params
+--     WHERE key = 'train.lr_schedule.values' AND value = '(0.0, 0.4, 0.0)';
+--     SELECT name, hash, done, median_acc FROM experiment_params
+--     WHERE key = 'train.epochs' AND num = 2;
+CREATE VIEW experiment_params AS
+SELECT s.experiment_id, s.name, s.hash, s.engine, s.target, s.runs, s.done, s.finished,
+       s.hits, s.median_acc, s.median_train_time, s.median_time_to_target, s.created,
+       s.notes, p.key, p.value, p.type, p.num
+FROM experiment_summary s JOIN params p ON p.experiment_id = s.experiment_id;
+
+-- One row per experiment: its command-line overrides as one text, in the order applied,
+-- separated by single spaces ("train.epochs=1 augment.cutout=0"); NULL when none were
+-- recorded (none given, or registered before version 4).
+CREATE VIEW experiment_overrides AS
+SELECT e.id AS experiment_id, e.name, substr(e.config_hash, 1, 12) AS hash,
+       (SELECT count(*) FROM overrides o WHERE o.experiment_id = e.id) AS n_overrides,
+       (SELECT group_concat(text, ' ')
+        FROM (SELECT text FROM overrides o WHERE o.experiment_id = e.id
+              ORDER BY position)) AS overrides
+FROM experiments e;

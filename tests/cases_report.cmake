@@ -8,6 +8,7 @@ target_sources(test_report PRIVATE
   ${CMAKE_SOURCE_DIR}/runner/output.c
   ${CMAKE_SOURCE_DIR}/runner/report_grid.c
   ${CMAKE_SOURCE_DIR}/runner/report_find.c
+  ${CMAKE_SOURCE_DIR}/runner/params.c
   ${CMAKE_SOURCE_DIR}/runner/sweep.c
   ${CMAKE_SOURCE_DIR}/runner/cli.c
   ${CMAKE_SOURCE_DIR}/tests/report_check.c)

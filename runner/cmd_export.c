@@ -2,12 +2,15 @@
  * of experiments in a results database, for other programs, read-only. JSON is one
  * nested document (experiments -> runs -> epochs, every column); CSV is one flat table:
  * the epochs with their run's seed and status (--table epochs, the default) or the runs
- * with every run column (--table runs). Unknown values: empty in CSV, null in JSON. */
+ * with every run column (--table runs). Both carry the config keys that differ among the
+ * exported experiments (trailing CSV columns named by key; in JSON a "differing" object,
+ * beside the experiment's full "params"). Unknown values: empty in CSV, null in JSON. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "base/status.h"
+#include "engine/experiment.h"
 #include "output.h"
 #include "report_internal.h"
 
@@ -19,6 +22,59 @@
 
 enum export_format { EXPORT_CSV, EXPORT_JSON };
 enum export_table { TABLE_EPOCHS, TABLE_RUNS };
+
+/* ---- the params of the exported experiments -------------------------------------------- */
+
+/* Every exported experiment's params and the keys that differ among them. */
+struct export_params {
+    struct param_list *lists;   /* n, by position in the export */
+    int n;
+    char **keys;
+    int n_keys;
+};
+
+static int export_params_load(struct export_params *p, struct results *db, const int64_t *ids,
+                              int n)
+{
+    int rc = DR_OK;
+    memset(p, 0, sizeof *p);
+    TRY(report_params_load_shown(&p->lists, db, ids, n));
+    p->n = n;
+    TRY(report_params_differing(&p->keys, &p->n_keys, p->lists, n));
+cleanup:
+    return rc;
+}
+
+static void export_params_free(struct export_params *p)
+{
+    report_params_free(p->lists, p->n);
+    report_keys_free(p->keys, p->n_keys);
+    memset(p, 0, sizeof *p);
+}
+
+/* The CSV header's trailing key columns (i < 0) or experiment i's values, each ending a
+ * record whose fixed fields were written with a trailing comma; then the newline. */
+static void csv_params(FILE *f, const struct export_params *p, int i)
+{
+    for (int k = 0; k < p->n_keys; k++) {
+        const struct param *v = i < 0 ? NULL : param_list_find(&p->lists[i], p->keys[k]);
+        output_csv_text(f, i < 0 ? p->keys[k] : v ? v->value : "(none)", k == p->n_keys - 1);
+    }
+}
+
+/* ,"differing": {...} and ,"params": {...} of experiment i. */
+static void json_params(FILE *f, const struct export_params *p, int i)
+{
+    fputs(",\n      \"differing\": {", f);
+    for (int k = 0; k < p->n_keys; k++) {
+        fputs(k ? ", " : "", f);
+        output_json_string(f, p->keys[k]);
+        fputs(": ", f);
+        report_json_param(f, param_list_find(&p->lists[i], p->keys[k]));
+    }
+    fputs("},\n      \"params\": ", f);
+    report_json_params(f, &p->lists[i], "      ");
+}
 
 /* ---- CSV ------------------------------------------------------------------------------- */
 
@@ -36,9 +92,10 @@ static const char *const run_columns[] = {
 #define N_EPOCH_COLUMNS ((int)(sizeof epoch_columns / sizeof epoch_columns[0]))
 #define N_RUN_COLUMNS ((int)(sizeof run_columns / sizeof run_columns[0]))
 
-static void csv_header(FILE *f, const char *const *cols, int n)
+static void csv_header(FILE *f, const char *const *cols, int n, const struct export_params *p)
 {
-    for (int c = 0; c < n; c++) output_csv_text(f, cols[c], c == n - 1);
+    for (int c = 0; c < n; c++) output_csv_text(f, cols[c], c == n - 1 && p->n_keys == 0);
+    csv_params(f, p, -1);
 }
 
 /* An integer field; `known` = 0 writes an empty one. */
@@ -49,7 +106,8 @@ static void csv_int(FILE *f, long long v, int known, int last)
 }
 
 static void csv_epoch_rows(FILE *f, const struct results_experiment *x,
-                           const struct results_run *r, const struct results_epoch *eps, int n)
+                           const struct results_run *r, const struct results_epoch *eps, int n,
+                           const struct export_params *p, int pi)
 {
     for (int k = 0; k < n; k++) {
         const struct results_epoch *e = &eps[k];
@@ -61,12 +119,13 @@ static void csv_epoch_rows(FILE *f, const struct results_experiment *x,
         const double v[] = {e->lr, e->train_loss, e->train_acc, e->test_loss, e->test_acc,
                             e->train_time, e->test_time, e->total_time};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) output_csv_num(f, v[i], 0);
-        output_csv_num(f, e->recorded_at, 1);
+        output_csv_num(f, e->recorded_at, p->n_keys == 0);
+        csv_params(f, p, pi);
     }
 }
 
 static void csv_run_row(FILE *f, const struct results_experiment *x, const struct results_run *r,
-                        int n_epochs)
+                        int n_epochs, const struct export_params *p, int pi)
 {
     fprintf(f, "%lld,", (long long)x->id);
     output_csv_text(f, x->name, 0);
@@ -83,7 +142,8 @@ static void csv_run_row(FILE *f, const struct results_experiment *x, const struc
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) output_csv_num(f, v[i], 0);
     csv_int(f, r->target_epoch, r->target_epoch >= 0, 0);
     output_csv_text(f, r->error, 0);
-    fprintf(f, "%d\n", n_epochs);
+    fprintf(f, "%d%c", n_epochs, p->n_keys == 0 ? '\n' : ',');
+    csv_params(f, p, pi);
 }
 
 /* ---- JSON ------------------------------------------------------------------------------ */
@@ -117,7 +177,6 @@ static void json_experiment_open(FILE *f, const struct results_experiment *x, in
     output_json_num(f, ",\n      ", "created_at", x->created_at);
     json_str(f, ",\n      ", "notes", x->notes);
     json_str(f, ",\n      ", "config_text", x->config_text);
-    fputs(",\n      \"runs\": [", f);
 }
 
 static void json_run(FILE *f, const struct results_run *r, const struct results_epoch *eps,
@@ -164,8 +223,9 @@ static void json_run(FILE *f, const struct results_run *r, const struct results_
 
 /* Writes experiment `id` (its runs and their epochs) in the chosen form. */
 static int export_experiment(FILE *f, struct results *db, int64_t id, enum export_format fmt,
-                             enum export_table table, int first)
+                             enum export_table table, const struct export_params *p, int pi)
 {
+    int first = pi == 0;
     int rc = DR_OK;
     int found = 0, n_runs = 0, n_eps = 0;
     struct results_experiment x = {0};
@@ -174,12 +234,16 @@ static int export_experiment(FILE *f, struct results *db, int64_t id, enum expor
     TRY(results_experiment_get(db, &x, &found, id));
     if (!found) FAIL(DR_ERR_USAGE, "%s: no experiment %lld", results_path(db), (long long)id);
     TRY(results_runs_list(db, &runs, &n_runs, id));
-    if (fmt == EXPORT_JSON) json_experiment_open(f, &x, first);
+    if (fmt == EXPORT_JSON) {
+        json_experiment_open(f, &x, first);
+        json_params(f, p, pi);
+        fputs(",\n      \"runs\": [", f);
+    }
     for (int r = 0; r < n_runs; r++) {
         TRY(results_epochs_list(db, &eps, &n_eps, runs[r].id));
         if (fmt == EXPORT_JSON) json_run(f, &runs[r], eps, n_eps, r == 0);
-        else if (table == TABLE_RUNS) csv_run_row(f, &x, &runs[r], n_eps);
-        else csv_epoch_rows(f, &x, &runs[r], eps, n_eps);
+        else if (table == TABLE_RUNS) csv_run_row(f, &x, &runs[r], n_eps, p, pi);
+        else csv_epoch_rows(f, &x, &runs[r], eps, n_eps, p, pi);
         free(eps);
         eps = NULL;
     }
@@ -195,19 +259,22 @@ static int export_all(FILE *f, struct results *db, const char *db_path, const in
                       int n, enum export_format fmt, enum export_table table)
 {
     int rc = DR_OK;
+    struct export_params p;
+    TRY(export_params_load(&p, db, ids, n));
     if (fmt == EXPORT_JSON) {
         fputs("{\n  \"database\": ", f);
         output_json_string(f, db_path);
         fputs(",\n  \"exported_by\": \"dawnrun " DAWNRUN_VERSION "\",\n  \"experiments\": [", f);
         fputs(n ? "\n" : "", f);
     } else if (table == TABLE_RUNS) {
-        csv_header(f, run_columns, N_RUN_COLUMNS);
+        csv_header(f, run_columns, N_RUN_COLUMNS, &p);
     } else {
-        csv_header(f, epoch_columns, N_EPOCH_COLUMNS);
+        csv_header(f, epoch_columns, N_EPOCH_COLUMNS, &p);
     }
-    for (int i = 0; i < n; i++) TRY(export_experiment(f, db, ids[i], fmt, table, i == 0));
+    for (int i = 0; i < n; i++) TRY(export_experiment(f, db, ids[i], fmt, table, &p, i));
     if (fmt == EXPORT_JSON) fputs(n ? "\n  ]\n}\n" : "]\n}\n", f);
 cleanup:
+    export_params_free(&p);
     return rc;
 }
 

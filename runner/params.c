@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "engine/experiment.h"
+#include "output.h"
 #include "report_internal.h"
 
 /* The enum param_type of a params.type name; PARAM_STRING for an unknown one. */
@@ -328,4 +329,48 @@ void report_params_detach(struct report *r)
     r->params = NULL;
     r->keys = NULL;
     r->n_keys = 0;
+}
+
+/* 1 when text is a number as JSON spells one: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static int json_number_text(const char *t)
+{
+    const char *p = t;
+    if (*p == '-') p++;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9') while (*p >= '0' && *p <= '9') p++;
+    else return 0;
+    if (*p == '.') {
+        p++;
+        if (!(*p >= '0' && *p <= '9')) return 0;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!(*p >= '0' && *p <= '9')) return 0;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    return *p == '\0';
+}
+
+void report_json_param(FILE *f, const struct param *p)
+{
+    if (!p) fputs("null", f);
+    else if ((p->type == PARAM_INT || p->type == PARAM_FLOAT) && json_number_text(p->value))
+        fputs(p->value, f);
+    else if (p->type == PARAM_BOOL) fputs(p->num != 0.0 ? "true" : "false", f);
+    else output_json_string(f, p->value);
+}
+
+void report_json_params(FILE *f, const struct param_list *p, const char *indent)
+{
+    fputc('{', f);
+    for (int i = 0; p && i < p->n; i++) {
+        fprintf(f, "%s\n%s  ", i ? "," : "", indent);
+        output_json_string(f, p->items[i].key);
+        fputs(": ", f);
+        report_json_param(f, &p->items[i]);
+    }
+    if (p && p->n) fprintf(f, "\n%s", indent);
+    fputc('}', f);
 }

@@ -180,6 +180,15 @@ void report_keys_free(char **keys, int n);
 size_t report_params_label(char *buf, size_t cap, const struct param_list *p,
                            char *const *keys, int n_keys);
 
+struct param;
+
+/* Writes p's value as a JSON value: a number for an int or float, true/false for a bool,
+ * a string otherwise (a list as its text); null when p is NULL. */
+void report_json_param(FILE *f, const struct param *p);
+/* Writes every param of p as one JSON object {"key": value, ...}, one per line, the
+ * closing brace after `indent`. */
+void report_json_params(FILE *f, const struct param_list *p, const char *indent);
+
 /* 1 when p matches `where` ("key=value"): p has the key and, when both the stored value
  * and the given one are numbers (true/false count as 1/0), the same number
  * ("train.lr=0.20" matches 0.2), else the same text. */

@@ -1,6 +1,8 @@
 /* The report's four output formats: an aligned table with Page's sentence per
  * experiment, a GitHub Markdown table, CSV (one row per experiment, RFC 4180 quoting)
- * and JSON (NaN as null). Accuracies are percentages in the table formats and fractions
+ * and JSON (NaN as null); each shows the config keys that differ among the experiments
+ * (table rows after "engine", trailing CSV columns named by key, a JSON "differing"
+ * object). Accuracies are percentages in the table formats and fractions
  * in the machine-readable ones. */
 #include "report_internal.h"
 
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #include "base/status.h"
+#include "engine/experiment.h"
 #include "engine/utf8.h"
 #include "output.h"
 
@@ -165,6 +168,72 @@ cleanup:
     return rc;
 }
 
+/* ---- the keys that differ among the experiments (r->keys, r->params) ---------------- */
+
+/* The value experiment i has for key k of the report's differing keys; "(none)". */
+static const char *param_value(const struct report *r, int i, int k)
+{
+    const struct param *v = param_list_find(&r->params[i], r->keys[k]);
+    return v ? v->value : "(none)";
+}
+
+/* Inserts into g, after row `after`, one row per differing key: its name, then each
+ * experiment's value. */
+static int grid_insert_params(struct report_grid *g, const struct report *r, int after)
+{
+    int rc = DR_OK;
+    struct report_grid wide = {0};
+    if (r->n_keys == 0 || !r->params) return DR_OK;
+    TRY(report_grid_init(&wide, g->rows + r->n_keys, g->cols));
+    for (int row = 0; row < g->rows; row++) {
+        int to = row <= after ? row : row + r->n_keys;
+        for (int c = 0; c < g->cols; c++) {
+            wide.cells[to * wide.cols + c] = g->cells[row * g->cols + c];
+            g->cells[row * g->cols + c] = NULL;
+        }
+    }
+    for (int k = 0; k < r->n_keys; k++) {
+        TRY(report_grid_set(&wide, after + 1 + k, 0, "%s", r->keys[k]));
+        for (int i = 0; i < r->n; i++)
+            TRY(report_grid_set(&wide, after + 1 + k, i + 1, "%s", param_value(r, i, k)));
+    }
+    report_grid_free(g);
+    *g = wide;
+    memset(&wide, 0, sizeof wide);
+cleanup:
+    report_grid_free(&wide);
+    return rc;
+}
+
+/* 1 when the CSV has columns for differing keys after its fixed ones. */
+static int csv_has_params(const struct report *r)
+{
+    return r->params && r->n_keys > 0;
+}
+
+/* The trailing fields for the differing keys, after a record whose fixed fields ended
+ * with a comma: each key (i < 0: the header) or experiment i's value; then the newline. */
+static void csv_params(FILE *f, const struct report *r, int i)
+{
+    for (int k = 0; csv_has_params(r) && k < r->n_keys; k++)
+        output_csv_text(f, i < 0 ? r->keys[k] : param_value(r, i, k), k == r->n_keys - 1);
+}
+
+/* `,\n      "differing": {"key": value, ...}` of experiment i (typed JSON values). */
+static void json_params(FILE *f, const struct report *r, int i)
+{
+    if (!r->params || r->n_keys == 0) return;
+    fputs(",\n      \"differing\": {", f);
+    for (int k = 0; k < r->n_keys; k++) {
+        const struct param *v = param_list_find(&r->params[i], r->keys[k]);
+        fputs(k ? ", " : "", f);
+        output_json_string(f, r->keys[k]);
+        fputs(": ", f);
+        report_json_param(f, v);
+    }
+    fputc('}', f);
+}
+
 static int build_grid(struct report_grid *g, const struct report *r)
 {
     int rc = DR_OK;
@@ -172,6 +241,7 @@ static int build_grid(struct report_grid *g, const struct report *r)
     TRY(report_grid_init(g, rows, r->n + 1));
     for (int row = 0; row < rows; row++) TRY(report_grid_set(g, row, 0, "%s", row_labels[row]));
     for (int i = 0; i < r->n; i++) TRY(fill_column(g, i + 1, &r->exps[i], &r->cmp[i], r->n));
+    TRY(grid_insert_params(g, r, ROW_ENGINE));
 cleanup:
     return rc;
 }
@@ -254,7 +324,8 @@ static const char *const csv_columns[] = {
 int report_write_csv(FILE *f, const struct report *r)
 {
     for (int c = 0; c < N_CSV_COLUMNS; c++)
-        output_csv_text(f, csv_columns[c], c == N_CSV_COLUMNS - 1);
+        output_csv_text(f, csv_columns[c], c == N_CSV_COLUMNS - 1 && !csv_has_params(r));
+    csv_params(f, r, -1);
     for (int i = 0; i < r->n; i++) {
         const struct report_exp *e = &r->exps[i];
         const struct report_cmp *c = &r->cmp[i];
@@ -284,7 +355,8 @@ int report_write_csv(FILE *f, const struct report *r)
         const double cmp[] = {c->d_acc_mean, c->acc_welch.p, c->acc_mwu.p, c->d_time_median,
                               c->d_time_rel, c->time_welch.p};
         for (size_t k = 0; k < sizeof cmp / sizeof cmp[0]; k++) output_csv_num(f, cmp[k], 0);
-        output_csv_num(f, c->time_mwu.p, 1);
+        output_csv_num(f, c->time_mwu.p, !csv_has_params(r));
+        csv_params(f, r, i);
     }
     return DR_OK;
 }
@@ -337,6 +409,7 @@ static void json_experiment(FILE *f, const struct report *r, int i)
     output_json_num(f, ",\n      ", "train_time_median", e->train_time_stats.median);
     output_json_num(f, ",\n      ", "time_to_target_median", e->time_to_target);
     output_json_num(f, ",\n      ", "total_time_median", e->total_time_stats.median);
+    json_params(f, r, i);
     report_sentence(sentence, sizeof sentence, e);
     fputs(",\n      \"sentence\": ", f);
     output_json_string(f, sentence);

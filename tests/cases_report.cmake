@@ -18,3 +18,10 @@ set_tests_properties(report_commands PROPERTIES
 # test_params (tests.cmake) also compiles the params helpers of the report commands.
 target_sources(test_params PRIVATE ${CMAKE_SOURCE_DIR}/runner/params.c)
 target_include_directories(test_params PRIVATE ${CMAKE_SOURCE_DIR})
+# params.c writes JSON values through the shared writers of output.c.
+target_sources(test_params PRIVATE ${CMAKE_SOURCE_DIR}/runner/output.c)
+# test_results_params (tests.cmake) stores, reads, merges and back-fills params: it also
+# compiles the runner's params helpers (the flattened rows and the back-fill).
+target_sources(test_results_params PRIVATE ${CMAKE_SOURCE_DIR}/runner/params.c
+  ${CMAKE_SOURCE_DIR}/runner/output.c)
+target_include_directories(test_results_params PRIVATE ${CMAKE_SOURCE_DIR})

@@ -25,3 +25,11 @@ target_sources(test_params PRIVATE ${CMAKE_SOURCE_DIR}/runner/output.c)
 target_sources(test_results_params PRIVATE ${CMAKE_SOURCE_DIR}/runner/params.c
   ${CMAKE_SOURCE_DIR}/runner/output.c)
 target_include_directories(test_results_params PRIVATE ${CMAKE_SOURCE_DIR})
+# test_selection (tests.cmake) builds a database with params through the results API and
+# checks the selection, --where, the differing keys and `dawnrun diff` at the command line.
+target_sources(test_selection PRIVATE ${CMAKE_SOURCE_DIR}/runner/params.c
+  ${CMAKE_SOURCE_DIR}/runner/output.c ${CMAKE_SOURCE_DIR}/tests/report_check.c)
+target_include_directories(test_selection PRIVATE ${CMAKE_SOURCE_DIR})
+add_test(NAME selection_commands COMMAND test_selection $<TARGET_FILE:dawnrun>)
+set_tests_properties(selection_commands PROPERTIES
+  ENVIRONMENT "DAWNRUN_SOURCE_DIR=${CMAKE_SOURCE_DIR}")

@@ -154,7 +154,8 @@ static void test_selection(const char *db)
     CHECK(csv_parse(&c, out, &perr) == 0 && c.n_records == 2);   /* header + #4 */
     csv_free(&c);
     CHECK(support_run("export dawn-tiny --where train.epochs=2 --format csv --db %s", db) == 0);
-    CHECK(csv_parse(&c, out, &perr) == 0 && c.n_records == 2 && !strcmp(c.fields[1][1], "dawn-tiny"));
+    CHECK(csv_parse(&c, out, &perr) == 0 && c.n_records == 2 && c.n_fields[1] > 1 &&
+          !strcmp(c.fields[1][1], "dawn-tiny"));
     csv_free(&c);
     CHECK(support_run("report --where augment.cutout=3 --db %s", db) == 2);
 }
@@ -178,8 +179,12 @@ static void test_differing(const char *db)
         nest = column(&c, "train.nesterov");
     CHECK(cut > 0 && ep > 0 && nest > 0 && column(&c, "train.batch_size") < 0 &&
           column(&c, "name") == 1);
-    CHECK(c.n_records == 5 && !strcmp(c.fields[1][cut], "0") && !strcmp(c.fields[2][cut], "8"));
-    CHECK(!strcmp(c.fields[3][ep], "2.0") && !strcmp(c.fields[4][nest], "false"));
+    if (cut > 0 && ep > 0 && nest > 0 && c.n_records == 5) {
+        CHECK(!strcmp(c.fields[1][cut], "0") && !strcmp(c.fields[2][cut], "8"));
+        CHECK(!strcmp(c.fields[3][ep], "2.0") && !strcmp(c.fields[4][nest], "false"));
+    } else {
+        CHECK(!"the differing keys' columns in the report's CSV");
+    }
     csv_free(&c);
     CHECK(support_run("report 3 --format csv --db %s", db) == 0 && csv_parse(&c, out, &perr) == 0);
     CHECK(column(&c, "train.epochs") < 0 && column(&c, "augment.cutout") < 0);   /* one: none */
@@ -200,7 +205,7 @@ static void test_differing(const char *db)
     CHECK(support_run("export 1 2 --table runs --db %s", db) == 0 && csv_parse(&c, out, &perr) == 0);
     cut = column(&c, "augment.cutout");
     CHECK(cut > 0 && cut == c.n_fields[0] - 1 && c.n_records == 3 &&
-          !strcmp(c.fields[2][cut], "8"));
+          cut < c.n_fields[2] && !strcmp(c.fields[2][cut], "8"));
     csv_free(&c);
     CHECK(support_run("export 1 2 --db %s", db) == 0 && csv_parse(&c, out, &perr) == 0 &&
           column(&c, "augment.cutout") == c.n_fields[0] - 1);

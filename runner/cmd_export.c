@@ -17,7 +17,7 @@
 #define EXPORT_USAGE                                                                       \
     "usage: dawnrun export [EXPERIMENT|CONFIG ...] [--format csv|json]\n"                  \
     "                      [--table epochs|runs] [-o FILE] [--set key=value]...\n"         \
-    "                      [--sweep key=v1,v2]... [--db PATH]\n"                           \
+    "                      [--sweep key=v1,v2]... [--where key=value]... [--db PATH]\n"    \
     "       (no EXPERIMENT: every experiment; csv tables: epochs (default) or runs)\n"
 
 enum export_format { EXPORT_CSV, EXPORT_JSON };

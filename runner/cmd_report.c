@@ -8,7 +8,7 @@
 
 #define REPORT_USAGE                                                                       \
     "usage: dawnrun report [EXPERIMENT|CONFIG ...] [--set key=value]...\n"                  \
-    "                      [--sweep key=v1,v2]... [--target 0.94]\n"                         \
+    "                      [--sweep key=v1,v2]... [--where key=value]... [--target 0.94]\n"  \
     "                      [--format table|csv|json|markdown] [--db PATH]\n"
 
 /* --format, the report's own flag. */

@@ -221,8 +221,9 @@ static int parse_args(struct run_args *a, int argc, char **argv)
 
 /* ---- the batch: configs x sweep combinations ------------------------------------------- */
 
-/* Appends one loaded experiment to b, naming it and computing its identity; takes
- * ownership of e and g. A duplicate (same identity) is dropped. */
+/* Appends one loaded experiment to b, naming it and computing its identity, with the
+ * overrides it was loaded with (copied); takes ownership of e and g. A duplicate (same
+ * identity) is dropped. */
 static int batch_add(struct sched_batch *b, int *cap, struct experiment *e, struct graph *g,
                      const char *label, const struct run_args *a, const char *const *sets,
                      int n_sets)
@@ -230,14 +231,14 @@ static int batch_add(struct sched_batch *b, int *cap, struct experiment *e, stru
     int rc = DR_OK;
     struct sched_experiment x;
     memset(&x, 0, sizeof(x));
+    x.e = *e;
+    x.g = *g;
     x.overrides = calloc((size_t)n_sets + 1, sizeof(*x.overrides));
     CHECK_ALLOC(x.overrides, "an override list");
     for (; x.n_overrides < n_sets; x.n_overrides++) {
         x.overrides[x.n_overrides] = strdup(sets[x.n_overrides]);
         CHECK_ALLOC(x.overrides[x.n_overrides], "an override");
     }
-    x.e = *e;
-    x.g = *g;
     sweep_strip_resolved(x.e.resolved);
     experiment_hash(&x.e, x.config_hash);
     const char *base = a->experiment ? a->experiment : x.e.name;

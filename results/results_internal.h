@@ -94,4 +94,10 @@ int results_experiment_upsert(struct results *db, int64_t *id, int *inserted,
                               int *text_differs, const struct results_experiment *e,
                               double created_at);
 
+/* Copies the sweeps recorded in src (opened read-only) into db, inside the caller's
+ * transaction, after the experiments were merged: each member is mapped by config hash to
+ * db's experiment; a sweep db already holds (same created_at, command and host) is
+ * skipped. An input older than schema version 4 has none. results_sweep.c. */
+int results_sweeps_merge(struct results *db, struct results *src);
+
 #endif

@@ -27,6 +27,8 @@ static void usage(FILE *f)
             "        runs reaching the target, median, mean, CI; experiments side by side\n"
             "  experiments | runs EXPERIMENT | show RUN      [--db PATH]\n"
             "        list experiments, the runs of one, one run's epoch table\n"
+            "  sweeps [--db PATH]\n"
+            "        the recorded sweeps: id, time, members, runs done, command line\n"
             "  plot EXPERIMENT... -o curves.svg [--db PATH]\n"
             "        test accuracy, train loss and lr per epoch as an SVG chart\n"
             "  export EXPERIMENT --format csv|json [--db PATH]\n"
@@ -62,6 +64,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "merge")) return cmd_merge(argc - 1, argv + 1);
     if (!strcmp(cmd, "plot")) return cmd_plot(argc - 1, argv + 1);
     if (!strcmp(cmd, "export")) return cmd_export(argc - 1, argv + 1);
+    if (!strcmp(cmd, "sweeps")) return cmd_sweeps(argc - 1, argv + 1);
     if (!strcmp(cmd, "selfcheck")) return cmd_selfcheck(argc - 1, argv + 1);
     if (!strcmp(cmd, "config-doc")) {
         config_schema_print(stdout);

@@ -37,8 +37,9 @@ const char *report_db_path(const char *flag);
  * that names an existing file is a config, identified as `dawnrun run` does: loaded with
  * the n_sets overrides, its sweep (its `sweep` section, then the n_sweeps "key=v1,v2"
  * specs) expanded into one experiment per combination, each matched by experiment_hash
- * of its resolved text without the sweep section, else by an identical stored text
- * (combinations not in the database are noted on stderr). Anything else is an
+ * of its resolved text without the sweep section, else by an identical stored text, else
+ * (a sweep combination run with other overrides) by its member name "NAME:key=value,..."
+ * (noted on stderr, as are combinations not found at all). Anything else is an
  * experiment id, exact name or config-hash prefix of at least 6 characters
  * (results_experiments_find); every experiment it matches is taken. An argument that
  * matches nothing is reported, naming it and the database: DR_ERR_USAGE; a config that

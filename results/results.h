@@ -341,6 +341,43 @@ enum results_field {
 int results_done_values(struct results *db, double **out, int *n, int64_t experiment_id,
                         enum results_field field);
 
+/* ---- sweeps: the grids `dawnrun run` expanded ---------------------------------------- */
+
+/* One swept key and its values as given ("train.lr", "0.2,0.4"). */
+struct results_sweep_axis {
+    const char *key;
+    const char *vals;
+};
+
+/* A recorded sweep: one `dawnrun run` that expanded a grid. */
+struct results_sweep {
+    int64_t id;                      /* output only */
+    double created_at;               /* output only: the database's clock */
+    const char *command;             /* the whole command line, shell-quoted */
+    const char *host;                /* may be NULL */
+    struct results_sweep_axis *axes; /* n_axes, in the order of the grid's dimensions */
+    int n_axes;
+    int64_t *members;                /* experiment ids, one per combination, grid order */
+    int n_members;
+};
+
+/* Records s (its id and created_at ignored) with its axes and members in one
+ * transaction, and returns the new sweep's id: every call adds a sweep, so a re-launch of
+ * the same grid is a new record whose members are the same experiments. Every member must
+ * be a registered experiment (DR_ERR_DB otherwise, nothing recorded). */
+int results_sweep_record(struct results *db, int64_t *id, const struct results_sweep *s);
+
+/* The recorded sweeps, by id (oldest first), with their axes and members. Free with
+ * results_sweeps_free. A file older than schema version 4 has none. */
+int results_sweeps_list(struct results *db, struct results_sweep **out, int *n);
+
+/* One sweep by id, or the newest (the highest id) when id is 0; *found = 0 (and *out
+ * zeroed) when there is none. Free with results_sweep_clear. */
+int results_sweep_get(struct results *db, struct results_sweep *out, int *found, int64_t id);
+
+void results_sweep_clear(struct results_sweep *s);
+void results_sweeps_free(struct results_sweep *arr, int n);
+
 /* ---- merging ----------------------------------------------------------------------- */
 
 struct results_merge_stats {
@@ -359,7 +396,9 @@ struct results_merge_stats {
  * interrupted: its lease belongs to the input file. The attempt counter never decreases.
  * Notes come with an added experiment; an existing one without notes takes the input's.
  * Params and overrides come with an added experiment (and fill an existing one that has
- * none; it keeps its own otherwise). Merging the same input twice changes nothing the second time. stats may be NULL. */
+ * none; it keeps its own otherwise). Recorded sweeps come along, their members mapped to
+ * our experiments; a sweep already here (same time, command and host) is not copied
+ * again. Merging the same input twice changes nothing the second time. stats may be NULL. */
 int results_merge(struct results *db, struct results_merge_stats *stats, const char *in_path);
 
 #endif

@@ -103,5 +103,10 @@ int results_overrides_insert(struct results *db, int64_t id, const char *const *
  * and likewise its overrides, inside the caller's transaction on db (merge). */
 int results_params_copy_missing(struct results *db, struct results *src, int64_t dst_id,
                                 int64_t src_id);
+/* Copies the sweeps recorded in src (opened read-only) into db, inside the caller's
+ * transaction, after the experiments were merged: each member is mapped by config hash to
+ * db's experiment; a sweep db already holds (same created_at, command and host) is
+ * skipped. An input older than schema version 4 has none. results_sweep.c. */
+int results_sweeps_merge(struct results *db, struct results *src);
 
 #endif

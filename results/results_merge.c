@@ -267,6 +267,7 @@ int results_merge(struct results *db, struct results_merge_stats *stats, const c
         TRY(results_params_copy_missing(db, src, dst_exp, exps[i].id));
         TRY(merge_runs(db, src, &s, dst_exp, exps[i].id));
     }
+    TRY(results_sweeps_merge(db, src));
     TX_COMMIT(db);
     if (stats) *stats = s;
 cleanup:

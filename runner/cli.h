@@ -91,6 +91,7 @@ int cmd_merge(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_sweeps(int argc, char **argv);
 int cmd_selfcheck(int argc, char **argv);
 
 #endif

@@ -1,6 +1,7 @@
 /* `dawnrun report [EXPERIMENT|CONFIG ...]`: the batch report of experiments in a results
  * database, read-only. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "base/status.h"
@@ -8,14 +9,29 @@
 
 #define REPORT_USAGE                                                                       \
     "usage: dawnrun report [EXPERIMENT|CONFIG ...] [--set key=value]...\n"                  \
-    "                      [--sweep key=v1,v2]... [--where key=value]... [--target 0.94]\n"  \
+    "                      [--sweep key=v1,v2 | --sweep last|ID]... [--where key=value]...\n" \
+    "                      [--target 0.94] [--group-by KEY]\n"                                \
     "                      [--format table|csv|json|markdown] [--db PATH]\n"
 
-/* --format, the report's own flag. */
+/* The report's own flags. */
+struct report_flags {
+    enum report_format fmt;
+    const char *group_by;     /* --group-by KEY; NULL: one column per experiment */
+};
+
+/* --format and --group-by. */
 static int report_flag(void *ctx, const char *flag, const char *value)
 {
-    (void)flag;
-    if (report_format_parse(ctx, value) != 0) {
+    struct report_flags *rf = ctx;
+    if (!strcmp(flag, "--group-by")) {
+        if (!*value) {
+            dr_eprintf("dawnrun report: --group-by needs a params key such as train.lr\n");
+            return DR_ERR_USAGE;
+        }
+        rf->group_by = value;
+        return DR_OK;
+    }
+    if (report_format_parse(&rf->fmt, value) != 0) {
         dr_eprintf("dawnrun report: --format: expected table, csv, json or markdown, "
                    "got '%s'\n", value);
         return DR_ERR_USAGE;
@@ -25,10 +41,10 @@ static int report_flag(void *ctx, const char *flag, const char *value)
 
 int cmd_report(int argc, char **argv)
 {
-    static const char *const flags[] = {"--format", NULL};
+    static const char *const flags[] = {"--format", "--group-by", NULL};
     int rc = DR_OK, help = 0, n_ids = 0;
-    enum report_format fmt = REPORT_TABLE;
-    const struct report_cli cli = {"report", REPORT_USAGE, 1, flags, report_flag, &fmt};
+    struct report_flags rf = {REPORT_TABLE, NULL};
+    const struct report_cli cli = {"report", REPORT_USAGE, 1, flags, report_flag, &rf};
     struct report_selection sel;
     struct results *db = NULL;
     const char *db_path;
@@ -36,7 +52,8 @@ int cmd_report(int argc, char **argv)
     TRY(report_selection_parse(&sel, &help, &cli, argc, argv));
     if (help) goto cleanup;
     TRY(report_selection_resolve(&db, &db_path, &ids, &n_ids, &sel, cli.name));
-    TRY(report_print(stdout, db, ids, n_ids, sel.target, fmt));
+    if (rf.group_by) TRY(report_print_grouped(stdout, db, ids, n_ids, sel.target, rf.fmt, rf.group_by));
+    else TRY(report_print(stdout, db, ids, n_ids, sel.target, rf.fmt));
 cleanup:
     results_close(db);
     free(ids);

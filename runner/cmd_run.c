@@ -21,6 +21,7 @@
 #include "load.h"
 #include "report.h"
 #include "results/results.h"
+#include "run_dry.h"
 #include "scheduler.h"
 #include "sweep.h"
 #include "workers.h"
@@ -47,6 +48,7 @@ struct run_args {
     int n_devices;
     long workers;                       /* 0 = not given */
     int retry_failed, keep_checkpoints;
+    int dry_run;                        /* --dry-run: list the grid, train nothing */
     const char *experiment;
     double lease;
 };
@@ -57,7 +59,8 @@ static void usage(FILE *f)
             "usage: dawnrun run CONFIG... [--seeds N | --seed-list 0,3,7] [--set key=value]...\n"
             "                  [--sweep key=v1,v2]... [--db PATH] [--engine cpu|cuda|auto]\n"
             "                  [--devices 0,1,... | --workers N] [--threads N] [--retry-failed]\n"
-            "                  [--keep-checkpoints] [--experiment NAME] [--lease SECONDS]\n");
+            "                  [--keep-checkpoints] [--experiment NAME] [--lease SECONDS]\n"
+            "                  [--dry-run]\n");
 }
 
 /* ---- flags ----------------------------------------------------------------------------- */
@@ -167,6 +170,8 @@ static int parse_args(struct run_args *a, int argc, char **argv)
             a->retry_failed = 1;
         } else if (!strcmp(f, "--keep-checkpoints")) {
             a->keep_checkpoints = 1;
+        } else if (!strcmp(f, "--dry-run")) {
+            a->dry_run = 1;
         } else if (!strcmp(f, "--experiment")) {
             if (!val || !*val || strlen(val) > 200) {
                 dr_eprintf("dawnrun run: --experiment needs a name (1 to 200 characters)\n");
@@ -223,10 +228,11 @@ static int parse_args(struct run_args *a, int argc, char **argv)
 
 /* Appends one loaded experiment to b, naming it and computing its identity, with the
  * overrides it was loaded with (copied); takes ownership of e and g. A duplicate (same
- * identity) is dropped. */
-static int batch_add(struct sched_batch *b, int *cap, struct experiment *e, struct graph *g,
-                     const char *label, const struct run_args *a, const char *const *sets,
-                     int n_sets)
+ * identity) is dropped. *index gets the experiment's place in b (the earlier one's for a
+ * duplicate). */
+static int batch_add(struct sched_batch *b, int *cap, int *index, struct experiment *e,
+                     struct graph *g, const char *label, const struct run_args *a,
+                     const char *const *sets, int n_sets)
 {
     int rc = DR_OK;
     struct sched_experiment x;
@@ -255,6 +261,7 @@ static int batch_add(struct sched_batch *b, int *cap, struct experiment *e, stru
         if (!strcmp(b->x[i].identity, x.identity)) {
             printf("note: %s%s%s is the same experiment as %s: run once\n", x.e.path,
                    label[0] ? " with " : "", label, b->x[i].name);
+            *index = i;
             graph_free(&x.g);
             experiment_free(&x.e);
             goto cleanup;
@@ -272,6 +279,7 @@ static int batch_add(struct sched_batch *b, int *cap, struct experiment *e, stru
         b->x = grown;
         *cap = ncap;
     }
+    *index = b->n;
     b->x[b->n++] = x;
     x.seeds = NULL;
     x.overrides = NULL;
@@ -288,11 +296,11 @@ cleanup:
 }
 
 /* Loads CONFIG (with the --set flags) and expands its sweep (its own `sweep` section, then
- * --sweep) into b. */
-static int batch_load_config(struct sched_batch *b, int *cap, const char *config,
-                             const struct run_args *a)
+ * --sweep) into b; a sweep's axes and combinations go to log. */
+static int batch_load_config(struct sched_batch *b, int *cap, struct sweep_log *log,
+                             const char *config, const struct run_args *a)
 {
-    int rc = DR_OK;
+    int rc = DR_OK, index = 0;
     struct experiment e;
     struct graph g;
     struct sweep s = {0};
@@ -304,7 +312,7 @@ static int batch_load_config(struct sched_batch *b, int *cap, const char *config
     for (int d = 0; rc == DR_OK && d < a->n_sweeps; d++)
         rc = sweep_add(&s, a->sweeps[d], "--sweep", DR_ERR_USAGE);
     if (rc != DR_OK || s.n_dims == 0) {
-        if (rc == DR_OK) rc = batch_add(b, cap, &e, &g, "", a, a->c.sets, a->c.n_sets);
+        if (rc == DR_OK) rc = batch_add(b, cap, &index, &e, &g, "", a, a->c.sets, a->c.n_sets);
         else {
             graph_free(&g);
             experiment_free(&e);
@@ -313,6 +321,7 @@ static int batch_load_config(struct sched_batch *b, int *cap, const char *config
     }
     graph_free(&g);
     experiment_free(&e);
+    TRY(sweep_log_axes(log, &s));
     for (int i = 0; i < sweep_count(&s); i++) {
         TRY(sweep_combination(&s, i, &combo, &label));
         int n = 0;
@@ -323,7 +332,8 @@ static int batch_load_config(struct sched_batch *b, int *cap, const char *config
             dr_eprintf("dawnrun run: (in the sweep combination %s of %s)\n", label, config);
             goto cleanup;
         }
-        TRY(batch_add(b, cap, &e, &g, label, a, sets, n));
+        TRY(batch_add(b, cap, &index, &e, &g, label, a, sets, n));
+        TRY(sweep_log_member(log, index));
         sweep_combination_free(&s, combo, label);
         combo = NULL;
         label = NULL;
@@ -472,6 +482,39 @@ cleanup:
     return rc;
 }
 
+/* Records the sweep this command expanded (nothing when no config had a sweep): its
+ * command line, host, axes and members, the batch being registered. */
+static int record_sweep(struct results *db, const struct sweep_log *log,
+                        const struct sched_batch *b, const char *host, int argc, char **argv)
+{
+    int rc = DR_OK;
+    int64_t id = 0;
+    char *command = NULL;
+    struct results_sweep s = {0};
+    if (log->n_members == 0) return DR_OK;
+    TRY(sweep_command_line(&command, argc, argv));
+    s.axes = calloc((size_t)log->n_axes + 1, sizeof *s.axes);
+    s.members = calloc((size_t)log->n_members, sizeof *s.members);
+    CHECK_ALLOC(s.axes, "the sweep axes");
+    CHECK_ALLOC(s.members, "the sweep members");
+    for (int k = 0; k < log->n_axes; k++)
+        s.axes[k] = (struct results_sweep_axis){log->keys[k], log->vals[k]};
+    for (int m = 0; m < log->n_members; m++) s.members[m] = b->x[log->members[m]].id;
+    s.n_axes = log->n_axes;
+    s.n_members = log->n_members;
+    s.command = command;
+    s.host = host;
+    TRY(results_sweep_record(db, &id, &s));
+    printf("sweep %lld: %d combination%s recorded (report them with --sweep %lld or "
+           "--sweep last)\n", (long long)id, s.n_members, s.n_members == 1 ? "" : "s",
+           (long long)id);
+cleanup:
+    free(command);
+    free(s.axes);
+    free(s.members);
+    return rc;
+}
+
 /* ---- the command ----------------------------------------------------------------------- */
 
 int cmd_run(int argc, char **argv)
@@ -483,6 +526,7 @@ int cmd_run(int argc, char **argv)
     struct results *db = NULL;
     char engine[32] = "", device[256] = "", platform[512], host[256] = "";
     char ckpt_dir[EXPERIMENT_PATH_MAX + 32];
+    struct sweep_log log = {0};
     int rc = DR_OK, code = EXIT_OK, cap = 0;
 
     memset(&a, 0, sizeof(a));
@@ -496,7 +540,12 @@ int cmd_run(int argc, char **argv)
     cli_signals_install();
 
     /* everything that can be wrong with the input, before anything is registered */
-    for (int i = 0; i < a.n_configs; i++) TRY(batch_load_config(&b, &cap, a.configs[i], &a));
+    for (int i = 0; i < a.n_configs; i++)
+        TRY(batch_load_config(&b, &cap, &log, a.configs[i], &a));
+    if (a.dry_run) {
+        rc = run_dry(stdout, a.db, &b, a.retry_failed);
+        goto cleanup;
+    }
     TRY(data_load(&data, &b));
     int forked = a.n_devices > 1 || a.workers > 1;
     int precision = (int)b.x[0].e.train.precision;
@@ -521,6 +570,7 @@ int cmd_run(int argc, char **argv)
     TRY(ensure_parent_dir(a.db));
     TRY(results_open(&db, a.db));
     TRY(scheduler_register(db, &b, &prov, RESULTS_DEFAULT_MAX_ATTEMPTS));
+    TRY(record_sweep(db, &log, &b, host, argc, argv));
     snprintf(ckpt_dir, sizeof(ckpt_dir), "%s-checkpoints", a.db);
     TRY(scheduler_tidy(db, &b, ckpt_dir, a.keep_checkpoints));
     /* the line counts what this command will do: --retry-failed requeues the failed runs
@@ -586,6 +636,7 @@ cleanup:
     backend_destroy(&eng.be);
     data_free(&data);
     sched_batch_free(&b);
+    sweep_log_free(&log);
     if (rc != DR_OK) return cli_exit_code(rc);
     return code;
 }

@@ -28,6 +28,8 @@ static void usage(FILE *f)
             "  experiments [EXPERIMENT...] | runs EXPERIMENT... | show RUN\n"
             "        [--where key=value]... [--db PATH]\n"
             "        list experiments, the runs of some, one run's epoch table\n"
+            "  sweeps [--db PATH]\n"
+            "        the recorded sweeps: id, time, members, runs done, command line\n"
             "  plot EXPERIMENT... -o curves.svg [--db PATH]\n"
             "        test accuracy, train loss and lr per epoch as an SVG chart\n"
             "  export EXPERIMENT --format csv|json [--db PATH]\n"
@@ -66,6 +68,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "plot")) return cmd_plot(argc - 1, argv + 1);
     if (!strcmp(cmd, "export")) return cmd_export(argc - 1, argv + 1);
     if (!strcmp(cmd, "diff")) return cmd_diff(argc - 1, argv + 1);
+    if (!strcmp(cmd, "sweeps")) return cmd_sweeps(argc - 1, argv + 1);
     if (!strcmp(cmd, "selfcheck")) return cmd_selfcheck(argc - 1, argv + 1);
     if (!strcmp(cmd, "config-doc")) {
         config_schema_print(stdout);

@@ -50,8 +50,8 @@ static double median_of(double *v, int n)
  * the rule the training loop follows). A run without epoch
  * rows falls back to the values stored with it, which were computed against the
  * experiment's own target and so only count when that is the target used. */
-static int time_to_target(struct results *db, const struct results_run *run,
-                          const struct report_exp *e, int *epoch, double *seconds)
+static int time_to_target(struct results *db, const struct results_run *run, double target,
+                          double own_target, int *epoch, double *seconds)
 {
     int rc = DR_OK;
     int n = 0;
@@ -61,7 +61,7 @@ static int time_to_target(struct results *db, const struct results_run *run,
     *seconds = NAN;
     TRY(results_epochs_list(db, &eps, &n, run->id));
     if (n == 0) {
-        if (e->target == e->x.target_accuracy && run->target_epoch >= 0) {
+        if (target == own_target && run->target_epoch >= 0) {
             *epoch = run->target_epoch;
             *seconds = run->target_time;
         }
@@ -70,7 +70,7 @@ static int time_to_target(struct results *db, const struct results_run *run,
     train_progress_start(&p);
     for (int i = 0; i < n && p.target_epoch < 0; i++)
         train_progress_epoch(&p, eps[i].epoch, eps[i].train_time, eps[i].test_time,
-                             eps[i].test_acc, eps[i].test_loss, e->target);
+                             eps[i].test_acc, eps[i].test_loss, target);
     if (p.target_epoch >= 0) {
         *epoch = p.target_epoch;
         *seconds = p.target_time;
@@ -80,49 +80,75 @@ cleanup:
     return rc;
 }
 
-/* Fills e for experiment `id` (e->target already set or NaN = its own). */
-static int compute_one(struct report_exp *e, struct results *db, int64_t id, double target)
+/* Fills e for the n experiments ids pooled (one: that experiment; e->x is the first
+ * one's record, e->target the target used for it). Each run counts against its own
+ * experiment's target when `target` is NaN. */
+int report_exp_compute(struct report_exp *e, struct results *db, const int64_t *ids, int n,
+                       double target)
 {
     int rc = DR_OK;
-    int n_runs = 0, found = 0, n_total = 0, n_ttt = 0;
+    int n_runs = 0, found = 0, n_total = 0, n_ttt = 0, cap = 0;
     struct results_run *runs = NULL;
+    struct results_experiment x = {0};
     double *total = NULL, *epochs = NULL, *ttt = NULL;
 
-    TRY(results_experiment_get(db, &e->x, &found, id));
-    if (!found)
-        FAIL(DR_ERR_USAGE, "%s: no experiment with id %lld", results_path(db), (long long)id);
-    e->target = isnan(target) ? e->x.target_accuracy : target;
-    TRY(results_runs_list(db, &runs, &n_runs, id));
-
-    e->acc = malloc(sizeof(double) * (size_t)(n_runs + 1));
-    e->train_time = malloc(sizeof(double) * (size_t)(n_runs + 1));
-    total = malloc(sizeof(double) * (size_t)(n_runs + 1));
-    epochs = malloc(sizeof(double) * (size_t)(n_runs + 1));
-    ttt = malloc(sizeof(double) * (size_t)(n_runs + 1));
-    if (!e->acc || !e->train_time || !total || !epochs || !ttt)
-        FAIL(DR_ERR_NOMEM, "out of memory reading the runs of experiment %lld", (long long)id);
-
-    e->total = n_runs;
-    e->hits = isnan(e->target) ? -1 : 0;
-    for (int i = 0; i < n_runs; i++) {
-        const struct results_run *run = &runs[i];
-        if ((int)run->status >= 0 && (int)run->status < REPORT_N_STATUS)
-            e->n_status[run->status]++;
-        if (run->status == RUN_DIVERGED) e->finished++;
-        if (run->status != RUN_DONE) continue;
-        e->finished++;
-        if (!isnan(run->final_test_acc)) e->acc[e->n_acc++] = run->final_test_acc;
-        if (!isnan(run->train_time)) e->train_time[e->n_train_time++] = run->train_time;
-        if (!isnan(run->total_time)) total[n_total++] = run->total_time;
-        if (isnan(e->target)) continue;
-        if (run->final_test_acc >= e->target) e->hits++;
-        int epoch;
-        double seconds;
-        TRY(time_to_target(db, run, e, &epoch, &seconds));
-        if (epoch >= 0) {
-            epochs[e->reached++] = epoch;
-            if (!isnan(seconds)) ttt[n_ttt++] = seconds;
+    e->n_members = n;
+    e->hits = -1;
+    for (int m = 0; m < n; m++) {
+        TRY(results_experiment_get(db, &x, &found, ids[m]));
+        if (!found)
+            FAIL(DR_ERR_USAGE, "%s: no experiment with id %lld", results_path(db),
+                 (long long)ids[m]);
+        double t = isnan(target) ? x.target_accuracy : target;
+        TRY(results_runs_list(db, &runs, &n_runs, ids[m]));
+        if (e->total + n_runs + 1 > cap) {
+            cap = e->total + n_runs + 1;
+            double *g1 = realloc(e->acc, sizeof(double) * (size_t)cap);
+            if (g1) e->acc = g1;
+            double *g2 = realloc(e->train_time, sizeof(double) * (size_t)cap);
+            if (g2) e->train_time = g2;
+            double *g3 = realloc(total, sizeof(double) * (size_t)cap);
+            if (g3) total = g3;
+            double *g4 = realloc(epochs, sizeof(double) * (size_t)cap);
+            if (g4) epochs = g4;
+            double *g5 = realloc(ttt, sizeof(double) * (size_t)cap);
+            if (g5) ttt = g5;
+            if (!g1 || !g2 || !g3 || !g4 || !g5)
+                FAIL(DR_ERR_NOMEM, "out of memory reading the runs of experiment %lld",
+                     (long long)ids[m]);
         }
+        if (m == 0) {
+            e->x = x;
+            memset(&x, 0, sizeof x);
+            e->target = t;
+        }
+        e->total += n_runs;
+        if (!isnan(t) && e->hits < 0) e->hits = 0;
+        for (int i = 0; i < n_runs; i++) {
+            const struct results_run *run = &runs[i];
+            if ((int)run->status >= 0 && (int)run->status < REPORT_N_STATUS)
+                e->n_status[run->status]++;
+            if (run->status == RUN_DIVERGED) e->finished++;
+            if (run->status != RUN_DONE) continue;
+            e->finished++;
+            if (!isnan(run->final_test_acc)) e->acc[e->n_acc++] = run->final_test_acc;
+            if (!isnan(run->train_time)) e->train_time[e->n_train_time++] = run->train_time;
+            if (!isnan(run->total_time)) total[n_total++] = run->total_time;
+            if (isnan(t)) continue;
+            if (run->final_test_acc >= t) e->hits++;
+            int epoch;
+            double seconds;
+            double own = m == 0 ? e->x.target_accuracy : x.target_accuracy;
+            TRY(time_to_target(db, run, t, own, &epoch, &seconds));
+            if (epoch >= 0) {
+                epochs[e->reached++] = epoch;
+                if (!isnan(seconds)) ttt[n_ttt++] = seconds;
+            }
+        }
+        results_runs_free(runs, n_runs);
+        runs = NULL;
+        n_runs = 0;
+        results_experiment_clear(&x);
     }
     TRY(stats_summarize(&e->acc_stats, e->acc, e->n_acc));
     /* an accuracy lies in [0, 1]: so does what the report says of its mean (with two
@@ -137,6 +163,7 @@ static int compute_one(struct report_exp *e, struct results *db, int64_t id, dou
     e->time_to_target = median_of(ttt, n_ttt);
 cleanup:
     results_runs_free(runs, n_runs);
+    results_experiment_clear(&x);
     free(total);
     free(epochs);
     free(ttt);
@@ -191,8 +218,17 @@ int report_compute(struct report *r, struct results *db, const int64_t *experime
     if (!r->exps || !r->cmp) FAIL(DR_ERR_NOMEM, "out of memory allocating the report");
     for (int i = 0; i < n; i++) {
         r->n = i + 1;
-        TRY(compute_one(&r->exps[i], db, experiment_ids[i], target));
+        TRY(report_exp_compute(&r->exps[i], db, &experiment_ids[i], 1, target));
     }
+    TRY(report_compare_all(r));
+cleanup:
+    return rc;
+}
+
+int report_compare_all(struct report *r)
+{
+    int rc = DR_OK;
+    int n = r->n;
     if (n > 0) {
         struct report_cmp *c0 = &r->cmp[0];
         c0->d_acc_mean = c0->d_time_median = c0->d_time_rel = NAN;
@@ -212,6 +248,7 @@ void report_free(struct report *r)
     report_params_detach(r);
     for (int i = 0; r->exps && i < r->n; i++) {
         results_experiment_clear(&r->exps[i].x);
+        free(r->exps[i].group_value);
         free(r->exps[i].acc);
         free(r->exps[i].train_time);
     }
@@ -226,15 +263,23 @@ int report_print(FILE *f, struct results *db, const int64_t *experiment_ids, int
     int rc = DR_OK;
     struct report r;
     TRY(report_compute(&r, db, experiment_ids, n, target));
+    TRY(report_write(f, &r, fmt));
+cleanup:
+    report_free(&r);
+    return rc;
+}
+
+int report_write(FILE *f, const struct report *r, enum report_format fmt)
+{
+    int rc = DR_OK;
     switch (fmt) {
-    case REPORT_TABLE: TRY(report_write_table(f, &r)); break;
-    case REPORT_CSV: TRY(report_write_csv(f, &r)); break;
-    case REPORT_JSON: TRY(report_write_json(f, &r)); break;
-    case REPORT_MARKDOWN: TRY(report_write_markdown(f, &r)); break;
+    case REPORT_TABLE: TRY(report_write_table(f, r)); break;
+    case REPORT_CSV: TRY(report_write_csv(f, r)); break;
+    case REPORT_JSON: TRY(report_write_json(f, r)); break;
+    case REPORT_MARKDOWN: TRY(report_write_markdown(f, r)); break;
     default: FAIL(DR_ERR_INTERNAL, "report: unknown format %d", (int)fmt);
     }
     if (fflush(f) != 0 || ferror(f)) FAIL(DR_ERR_IO, "report: write error");
 cleanup:
-    report_free(&r);
     return rc;
 }

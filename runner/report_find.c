@@ -96,9 +96,28 @@ cleanup:
     return rc;
 }
 
+/* Adds the experiments of `all` named `name` exactly (a sweep member as `dawnrun run`
+ * names it: "NAME:key=value,..."); *matched = how many. */
+static int match_name(struct id_list *l, int *matched, const char *name,
+                      const struct results_experiment *all, int n_all)
+{
+    int rc = DR_OK;
+    *matched = 0;
+    for (int i = 0; i < n_all; i++) {
+        if (!all[i].name || strcmp(all[i].name, name)) continue;
+        TRY(add_id(l, all[i].id));
+        (*matched)++;
+    }
+cleanup:
+    return rc;
+}
+
 /* The experiments of a config file loaded with `sets`: one, or one per combination of
- * its sweep (its own `sweep` section, then `sweeps`), as `dawnrun run` expands it.
- * Combinations not in the database are noted; none at all is DR_ERR_USAGE. */
+ * its sweep (its own `sweep` section, then `sweeps`), as `dawnrun run` expands it. A
+ * combination whose config is not in the database is looked up by its member name (the
+ * run may have had other --set overrides), and noted when that finds it or when nothing
+ * does; no combination found at all is DR_ERR_USAGE, saying how to select what is
+ * there. */
 static int find_config(struct results *db, struct id_list *l, const char *path,
                        const char *const *sets, int n_sets, const char *const *sweeps,
                        int n_sweeps)
@@ -139,6 +158,15 @@ static int find_config(struct results *db, struct id_list *l, const char *path,
         loaded = 1;
         TRY(match_experiment(l, &matched, &e, all, n_all));
         if (matched == 0) {
+            char member[1024];
+            snprintf(member, sizeof member, "%s:%s", e.name, label);
+            TRY(match_name(l, &matched, member, all, n_all));
+            if (matched > 0)
+                dr_eprintf("dawnrun: note: %s with %s: its config as given here is not in "
+                           "%s; taking the experiment named '%s' (run with other "
+                           "overrides)\n", path, label, results_path(db), member);
+        }
+        if (matched == 0) {
             dr_eprintf("dawnrun: note: %s with %s: not in %s\n", path, label,
                        results_path(db));
             missing++;
@@ -150,8 +178,11 @@ static int find_config(struct results *db, struct id_list *l, const char *path,
         label = NULL;
     }
     if (missing == sweep_count(&s)) {
-        dr_eprintf("dawnrun: %s: none of its %d sweep combinations is in %s; run them "
-                   "first with `dawnrun run %s`\n", path, missing, results_path(db), path);
+        dr_eprintf("dawnrun: %s: none of its %d sweep combinations is in %s, by config "
+                   "or by member name; select what is there with --sweep last (the newest "
+                   "recorded sweep) or --sweep ID (`dawnrun sweeps --db %s` lists them), or "
+                   "name the experiments (`dawnrun experiments --db %s` lists them)\n",
+                   path, missing, results_path(db), results_path(db), results_path(db));
         rc = DR_ERR_USAGE;
     }
 cleanup:

@@ -30,6 +30,9 @@ struct report_exp {
                                          at some epoch */
     double epochs_to_target;          /* median over those runs of the first such epoch */
     double time_to_target;            /* median of the train time up to that epoch */
+    int n_members;                    /* experiments pooled into these figures (1: x alone) */
+    char *group_value;                /* --group-by: the key's value of the pooled
+                                         experiments (owned); NULL otherwise */
 };
 
 /* Experiment i of a report against the first one. */
@@ -52,6 +55,8 @@ struct report {
     struct param_list *params;        /* n lists (report_params_attach); NULL: none */
     char **keys;                      /* the keys that differ among them */
     int n_keys;
+    const char *group_key;            /* --group-by KEY: exps are its values; NULL: not */
+    int n_experiments;                /* experiments selected (pooled into the groups) */
 };
 
 /* Reads the experiments and their runs (and the epochs of done runs, for the epochs and
@@ -60,6 +65,16 @@ struct report {
 int report_compute(struct report *r, struct results *db, const int64_t *experiment_ids, int n,
                    double target);
 void report_free(struct report *r);
+
+/* Fills e (zeroed) with the figures of the runs of the n experiments ids pooled: e->x is
+ * the first one's record and e->target the target used for it; with target NaN each run
+ * counts against its own experiment's target. */
+int report_exp_compute(struct report_exp *e, struct results *db, const int64_t *ids, int n,
+                       double target);
+/* Fills r->cmp: every entry of r->exps against the first. */
+int report_compare_all(struct report *r);
+/* Writes r in fmt (one of the writers below), flushed; DR_ERR_IO on a write error. */
+int report_write(FILE *f, const struct report *r, enum report_format fmt);
 
 /* The writers of report_print, one per format. */
 int report_write_table(FILE *f, const struct report *r);

@@ -68,6 +68,20 @@ void report_sentence(char *buf, size_t size, const struct report_exp *e)
         snprintf(buf + len, size - len, ", %s", secs);
 }
 
+/* ---- grouped reports (--group-by): a column is a value of the key ------------------- */
+
+/* What names entry e: its experiment's name, or "KEY=VALUE" in a grouped report.
+ * malloc'd, NULL when out of memory. */
+static char *entry_name(const struct report *r, const struct report_exp *e)
+{
+    const char *name = e->x.name ? e->x.name : "?";
+    if (!r->group_key || !e->group_value) return strdup(name);
+    size_t n = strlen(r->group_key) + strlen(e->group_value) + 2;
+    char *s = malloc(n);
+    if (s) snprintf(s, n, "%s=%s", r->group_key, e->group_value);
+    return s;
+}
+
 /* ---- table and Markdown: one grid, rows = figures, columns = experiments ------------- */
 
 enum {
@@ -101,14 +115,17 @@ static const char *const row_labels[N_ROWS] = {
 };
 
 /* Column c (1-based) of the grid: experiment c - 1. */
-static int fill_column(struct report_grid *g, int c, const struct report_exp *e,
-                       const struct report_cmp *cmp, int n)
+static int fill_column(struct report_grid *g, int c, const struct report *r,
+                       const struct report_exp *e, const struct report_cmp *cmp, int n)
 {
     int rc = DR_OK;
     const struct stats_summary *a = &e->acc_stats;
     char s1[32], s2[32], s3[32];
-    TRY(report_grid_set(g, ROW_NAME, c, "#%d %s", c, e->x.name ? e->x.name : "?"));
-    TRY(report_grid_set(g, ROW_HASH, c, "%.12s", e->x.config_hash ? e->x.config_hash : "?"));
+    char *name = entry_name(r, e);
+    CHECK_ALLOC(name, "a column name");
+    TRY(report_grid_set(g, ROW_NAME, c, "#%d %s", c, name));
+    if (r->group_key) TRY(report_grid_set(g, ROW_HASH, c, "%d", e->n_members));
+    else TRY(report_grid_set(g, ROW_HASH, c, "%.12s", e->x.config_hash ? e->x.config_hash : "?"));
     TRY(report_grid_set(g, ROW_ENGINE, c, "%s", e->x.engine ? e->x.engine : "?"));
     report_fmt_target(s1, sizeof s1, e->target);
     TRY(report_grid_set(g, ROW_TARGET, c, "%s", s1));
@@ -165,6 +182,7 @@ static int fill_column(struct report_grid *g, int c, const struct report_exp *e,
     fmt_p(s3, sizeof s3, cmp->time_mwu.p);
     TRY(report_grid_set(g, ROW_P_TIME, c, "%s, %s", s2, s3));
 cleanup:
+    free(name);
     return rc;
 }
 
@@ -240,7 +258,11 @@ static int build_grid(struct report_grid *g, const struct report *r)
     int rows = r->n > 1 ? N_ROWS : ROW_D_ACC;
     TRY(report_grid_init(g, rows, r->n + 1));
     for (int row = 0; row < rows; row++) TRY(report_grid_set(g, row, 0, "%s", row_labels[row]));
-    for (int i = 0; i < r->n; i++) TRY(fill_column(g, i + 1, &r->exps[i], &r->cmp[i], r->n));
+    if (r->group_key) {
+        TRY(report_grid_set(g, ROW_NAME, 0, "group"));
+        TRY(report_grid_set(g, ROW_HASH, 0, "experiments pooled"));
+    }
+    for (int i = 0; i < r->n; i++) TRY(fill_column(g, i + 1, r, &r->exps[i], &r->cmp[i], r->n));
     TRY(grid_insert_params(g, r, ROW_ENGINE));
 cleanup:
     return rc;
@@ -259,10 +281,16 @@ int report_write_table(FILE *f, const struct report *r)
 {
     int rc = DR_OK;
     struct report_grid g = {0};
-    char note[64], sentence[256];
+    char note[64], sentence[256], *name = NULL;
     target_note(note, sizeof note, r);
-    fprintf(f, "%s: %d experiment%s; %s\n", r->db_path ? r->db_path : "results", r->n,
-            r->n == 1 ? "" : "s", note);
+    if (r->group_key)
+        output_text(f, "%s: %d experiment%s in %d group%s by %s; %s\n",
+                    r->db_path ? r->db_path : "results", r->n_experiments,
+                    r->n_experiments == 1 ? "" : "s", r->n, r->n == 1 ? "" : "s",
+                    r->group_key, note);
+    else
+        fprintf(f, "%s: %d experiment%s; %s\n", r->db_path ? r->db_path : "results", r->n,
+                r->n == 1 ? "" : "s", note);
     if (r->n == 0) goto cleanup;
     fputc('\n', f);
     TRY(build_grid(&g, r));
@@ -270,9 +298,13 @@ int report_write_table(FILE *f, const struct report *r)
     fputc('\n', f);
     for (int i = 0; i < r->n; i++) {
         report_sentence(sentence, sizeof sentence, &r->exps[i]);
-        output_text(f, "%s: %s\n", r->exps[i].x.name ? r->exps[i].x.name : "?", sentence);
+        free(name);
+        name = entry_name(r, &r->exps[i]);
+        CHECK_ALLOC(name, "a column name");
+        output_text(f, "%s: %s\n", name, sentence);
     }
 cleanup:
+    free(name);
     report_grid_free(&g);
     return rc;
 }
@@ -281,7 +313,7 @@ int report_write_markdown(FILE *f, const struct report *r)
 {
     int rc = DR_OK;
     struct report_grid g = {0};
-    char note[64], sentence[256];
+    char note[64], sentence[256], *name = NULL;
     target_note(note, sizeof note, r);
     if (r->n == 0) {
         fprintf(f, "No experiments (%s).\n", note);
@@ -289,11 +321,18 @@ int report_write_markdown(FILE *f, const struct report *r)
     }
     TRY(build_grid(&g, r));
     report_grid_print_markdown(f, &g);
-    fprintf(f, "\n%s.\n\n", note);
+    if (r->group_key)
+        fprintf(f, "\n%d experiments in %d groups by `%s`; %s.\n\n", r->n_experiments, r->n,
+                r->group_key, note);
+    else
+        fprintf(f, "\n%s.\n\n", note);
     for (int i = 0; i < r->n; i++) {
         report_sentence(sentence, sizeof sentence, &r->exps[i]);
         fputs("- ", f);
-        for (const char *p = r->exps[i].x.name ? r->exps[i].x.name : "?"; *p;) {
+        free(name);
+        name = entry_name(r, &r->exps[i]);
+        CHECK_ALLOC(name, "a column name");
+        for (const char *p = name; *p;) {
             uint32_t cp;
             int n = utf8_decode(&cp, p);
             if (n == 0) fputs(UTF8_REPLACEMENT, f);
@@ -304,6 +343,7 @@ int report_write_markdown(FILE *f, const struct report *r)
         fprintf(f, ": %s\n", sentence);
     }
 cleanup:
+    free(name);
     report_grid_free(&g);
     return rc;
 }
@@ -323,6 +363,9 @@ static const char *const csv_columns[] = {
 
 int report_write_csv(FILE *f, const struct report *r)
 {
+    /* grouped: three columns first (the key, the value, the experiments pooled); the
+     * experiment's id, hash and the id compared with are then empty */
+    if (r->group_key) fputs("group_key,group_value,experiments,", f);
     for (int c = 0; c < N_CSV_COLUMNS; c++)
         output_csv_text(f, csv_columns[c], c == N_CSV_COLUMNS - 1 && !csv_has_params(r));
     csv_params(f, r, -1);
@@ -331,9 +374,21 @@ int report_write_csv(FILE *f, const struct report *r)
         const struct report_cmp *c = &r->cmp[i];
         const struct stats_summary *a = &e->acc_stats;
         const int *s = e->n_status;
-        fprintf(f, "%lld,", (long long)e->x.id);
-        output_csv_text(f, e->x.name, 0);
-        output_csv_text(f, e->x.config_hash, 0);
+        int grouped = r->group_key != NULL;
+        if (grouped) {
+            output_csv_text(f, r->group_key, 0);
+            output_csv_text(f, e->group_value, 0);
+            fprintf(f, "%d,,", e->n_members);
+            char *name = entry_name(r, e);
+            if (!name) return DR_ERR_NOMEM;
+            output_csv_text(f, name, 0);
+            free(name);
+            fputc(',', f);
+        } else {
+            fprintf(f, "%lld,", (long long)e->x.id);
+            output_csv_text(f, e->x.name, 0);
+            output_csv_text(f, e->x.config_hash, 0);
+        }
         output_csv_text(f, e->x.engine, 0);
         output_csv_num(f, e->target, 0);
         fprintf(f, "%d,%d,%d,%d,%d,%d,%d,%d,", e->total, s[RUN_DONE], s[RUN_RUNNING],
@@ -350,7 +405,7 @@ int report_write_csv(FILE *f, const struct report *r)
         output_csv_num(f, e->train_time_stats.median, 0);
         output_csv_num(f, e->time_to_target, 0);
         output_csv_num(f, e->total_time_stats.median, 0);
-        if (i > 0) fprintf(f, "%lld,", (long long)r->exps[0].x.id);
+        if (i > 0 && !grouped) fprintf(f, "%lld,", (long long)r->exps[0].x.id);
         else fputc(',', f);
         const double cmp[] = {c->d_acc_mean, c->acc_welch.p, c->acc_mwu.p, c->d_time_median,
                               c->d_time_rel, c->time_welch.p};
@@ -378,10 +433,19 @@ static void json_experiment(FILE *f, const struct report *r, int i)
     const struct report_cmp *c = &r->cmp[i];
     const struct stats_summary *a = &e->acc_stats;
     char sentence[256];
-    fprintf(f, "    {\n      \"id\": %lld,\n      \"name\": ", (long long)e->x.id);
-    output_json_string(f, e->x.name);
-    fputs(",\n      \"config_hash\": ", f);
-    output_json_string(f, e->x.config_hash);
+    if (r->group_key) {
+        char *name = entry_name(r, e);
+        fputs("    {\n      \"group_value\": ", f);
+        output_json_string(f, e->group_value);
+        fprintf(f, ",\n      \"experiments\": %d,\n      \"name\": ", e->n_members);
+        output_json_string(f, name ? name : "?");
+        free(name);
+    } else {
+        fprintf(f, "    {\n      \"id\": %lld,\n      \"name\": ", (long long)e->x.id);
+        output_json_string(f, e->x.name);
+        fputs(",\n      \"config_hash\": ", f);
+        output_json_string(f, e->x.config_hash);
+    }
     fputs(",\n      \"engine\": ", f);
     output_json_string(f, e->x.engine);
     output_json_num(f, ",\n      ", "target", e->target);
@@ -418,7 +482,12 @@ static void json_experiment(FILE *f, const struct report *r, int i)
         fputs("null\n    }", f);
         return;
     }
-    fprintf(f, "{\n        \"experiment_id\": %lld", (long long)r->exps[0].x.id);
+    if (r->group_key) {
+        fputs("{\n        \"group_value\": ", f);
+        output_json_string(f, r->exps[0].group_value);
+    } else {
+        fprintf(f, "{\n        \"experiment_id\": %lld", (long long)r->exps[0].x.id);
+    }
     output_json_num(f, ",\n        ", "d_acc_mean", c->d_acc_mean);
     json_test(f, "acc_welch", &c->acc_welch);
     json_test(f, "acc_mannwhitney", &c->acc_mwu);
@@ -434,7 +503,13 @@ int report_write_json(FILE *f, const struct report *r)
     fputs("{\n  \"database\": ", f);
     output_json_string(f, r->db_path);
     output_json_num(f, ",\n  ", "target", r->target);
-    fputs(",\n  \"experiments\": [", f);
+    if (r->group_key) {
+        fputs(",\n  \"group_by\": ", f);
+        output_json_string(f, r->group_key);
+        fprintf(f, ",\n  \"experiments_selected\": %d,\n  \"groups\": [", r->n_experiments);
+    } else {
+        fputs(",\n  \"experiments\": [", f);
+    }
     for (int i = 0; i < r->n; i++) {
         fputs(i ? ",\n" : "\n", f);
         json_experiment(f, r, i);

@@ -7,6 +7,8 @@
 
 #include "base/status.h"
 #include "report_internal.h"
+#include "sweep.h"
+#include "sweep_select.h"
 
 /* Appends v to list (n entries, room for cap); DR_ERR_USAGE if full (cannot happen when
  * cap counts the arguments, kept as a guard). */
@@ -81,9 +83,9 @@ int report_selection_parse(struct report_selection *sel, int *help,
             }
             rc = push(sel->sets, &sel->n_sets, sel->cap, v, name);
         } else if ((v = report_flag_value("--sweep", argc, argv, &i, &missing))) {
-            if (!strchr(v, '=')) {
-                dr_eprintf("dawnrun %s: --sweep needs key.path=value1,value2,..., "
-                           "got '%s'\n", name, v);
+            if (!strchr(v, '=') && !sweep_is_record_ref(v)) {
+                dr_eprintf("dawnrun %s: --sweep needs key.path=value1,value2,..., last or "
+                           "a recorded sweep's id, got '%s'\n", name, v);
                 return DR_ERR_USAGE;
             }
             rc = push(sel->sweeps, &sel->n_sweeps, sel->cap, v, name);
@@ -123,23 +125,31 @@ int report_selection_resolve(struct results **db, const char **db_path, int64_t 
                              int *n_ids, const struct report_selection *sel,
                              const char *name)
 {
-    int rc = DR_OK, n_configs = 0, n_all = 0;
+    int rc = DR_OK, n_configs = 0, n_all = 0, n_grid = 0, n_recorded = 0;
     struct results_experiment *all = NULL;
+    const char **grid = NULL;
+    int64_t *recorded = NULL;
     *db = NULL;
     *ids = NULL;
     *n_ids = 0;
     *db_path = report_db_path(sel->db_flag);
     TRY(report_open_db(db, *db_path));
-    if (sel->n_args == 0) {
+    /* --sweep last|ID selects a recorded sweep's members; --sweep key=v1,v2 is a grid */
+    TRY(sweep_select_split(&recorded, &n_recorded, &grid, &n_grid, *db, sel->sweeps,
+                           sel->n_sweeps, name));
+    if (sel->n_args == 0 && n_recorded > 0) {
+        TRY(sweep_select_join(ids, n_ids, recorded, n_recorded));
+    } else if (sel->n_args == 0) {
         TRY(results_experiments_list(*db, &all, &n_all));
         *ids = calloc((size_t)n_all + 1, sizeof **ids);
         CHECK_ALLOC(*ids, "experiment ids");
         for (int i = 0; i < n_all; i++) (*ids)[(*n_ids)++] = all[i].id;
     } else {
         TRY(report_find(*db, ids, n_ids, &n_configs, sel->args, sel->n_args, sel->sets,
-                        sel->n_sets, sel->sweeps, sel->n_sweeps));
+                        sel->n_sets, grid, n_grid));
+        TRY(sweep_select_join(ids, n_ids, recorded, n_recorded));
     }
-    if ((sel->n_sets > 0 || sel->n_sweeps > 0) && n_configs == 0) {
+    if ((sel->n_sets > 0 || n_grid > 0) && n_configs == 0) {
         dr_eprintf("dawnrun %s: --set and --sweep apply to CONFIG arguments, and none "
                    "was given\n", name);
         rc = DR_ERR_USAGE;
@@ -148,5 +158,7 @@ int report_selection_resolve(struct results **db, const char **db_path, int64_t 
     TRY(report_filter_where(*db, *ids, n_ids, sel->wheres, sel->n_wheres, name));
 cleanup:
     results_experiments_free(all, n_all);
+    free(grid);
+    free(recorded);
     return rc;
 }

@@ -245,3 +245,107 @@ void sweep_strip_resolved(char *resolved)
         line = next;
     }
 }
+
+/* ---- the record of a run's grids ------------------------------------------------------ */
+
+int sweep_log_axes(struct sweep_log *l, const struct sweep *s)
+{
+    int rc = DR_OK;
+    char *vals = NULL;
+    for (int d = 0; d < s->n_dims; d++) {
+        const struct sweep_dim *dim = &s->dims[d];
+        int seen = 0;
+        for (int k = 0; k < l->n_axes && !seen; k++) seen = !strcmp(l->keys[k], dim->key);
+        if (seen) continue;
+        size_t len = 1;
+        for (int v = 0; v < dim->n_values; v++) len += strlen(dim->values[v]) + 1;
+        vals = malloc(len);
+        CHECK_ALLOC(vals, "a sweep axis");
+        vals[0] = '\0';
+        for (int v = 0; v < dim->n_values; v++) {
+            if (v) strcat(vals, ",");
+            strcat(vals, dim->values[v]);
+        }
+        char **keys = realloc(l->keys, (size_t)(l->n_axes + 1) * sizeof *keys);
+        CHECK_ALLOC(keys, "the sweep axes");
+        l->keys = keys;
+        char **all = realloc(l->vals, (size_t)(l->n_axes + 1) * sizeof *all);
+        CHECK_ALLOC(all, "the sweep axes");
+        l->vals = all;
+        l->keys[l->n_axes] = strdup(dim->key);
+        CHECK_ALLOC(l->keys[l->n_axes], "a sweep axis");
+        l->vals[l->n_axes++] = vals;
+        vals = NULL;
+    }
+cleanup:
+    free(vals);
+    return rc;
+}
+
+int sweep_log_member(struct sweep_log *l, int index)
+{
+    int rc = DR_OK;
+    int *grown = realloc(l->members, (size_t)(l->n_members + 1) * sizeof *grown);
+    CHECK_ALLOC(grown, "the sweep members");
+    l->members = grown;
+    l->members[l->n_members++] = index;
+cleanup:
+    return rc;
+}
+
+void sweep_log_free(struct sweep_log *l)
+{
+    for (int k = 0; k < l->n_axes; k++) {
+        free(l->keys[k]);
+        free(l->vals[k]);
+    }
+    free(l->keys);
+    free(l->vals);
+    free(l->members);
+    memset(l, 0, sizeof *l);
+}
+
+/* An argument the shell reads back as itself without quotes. */
+static int shell_plain(const char *a)
+{
+    if (!*a) return 0;
+    for (const char *p = a; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("_-./=,:@%+", *p)) return 0;
+    return 1;
+}
+
+int sweep_command_line(char **out, int argc, char *const *argv)
+{
+    int rc = DR_OK;
+    size_t len = strlen("dawnrun") + 1;
+    for (int i = 0; i < argc; i++) len += 4 * strlen(argv[i]) + 3;
+    char *s = malloc(len);
+    CHECK_ALLOC(s, "the command line");
+    char *w = s + sprintf(s, "dawnrun");
+    for (int i = 0; i < argc; i++) {
+        *w++ = ' ';
+        if (shell_plain(argv[i])) {
+            w += sprintf(w, "%s", argv[i]);
+            continue;
+        }
+        *w++ = '\'';
+        for (const char *p = argv[i]; *p; p++) {
+            if (*p == '\'') w += sprintf(w, "'\\''");
+            else *w++ = *p;
+        }
+        *w++ = '\'';
+    }
+    *w = '\0';
+    *out = s;
+cleanup:
+    return rc;
+}
+
+int sweep_is_record_ref(const char *v)
+{
+    if (!strcmp(v, "last")) return 1;
+    if (!*v) return 0;
+    for (const char *p = v; *p; p++)
+        if (!isdigit((unsigned char)*p)) return 0;
+    return 1;
+}

@@ -52,4 +52,30 @@ void sweep_free(struct sweep *s);
  * is the same whether its values came from the config's sweep or from --sweep. */
 void sweep_strip_resolved(char *resolved);
 
+/* What a `dawnrun run` records of the grids it expanded: the axes (each swept key once,
+ * with its values joined by commas; the first config's values when several configs sweep
+ * the same key) and, per combination in grid order, the index of its experiment in the
+ * batch (a combination identical to an earlier one points at the same experiment). */
+struct sweep_log {
+    char **keys, **vals;
+    int n_axes;
+    int *members;
+    int n_members;
+};
+
+/* Adds the dimensions of s whose key l does not have yet. DR_OK or DR_ERR_NOMEM. */
+int sweep_log_axes(struct sweep_log *l, const struct sweep *s);
+/* Appends one combination: the batch index of its experiment. DR_OK or DR_ERR_NOMEM. */
+int sweep_log_member(struct sweep_log *l, int index);
+void sweep_log_free(struct sweep_log *l);
+
+/* The command line "dawnrun ARG..." with each argument shell-quoted where it needs it
+ * (single quotes; an embedded ' as '\''), malloc'd into *out. argv[0] is the command's
+ * name ("run"). DR_OK or DR_ERR_NOMEM. */
+int sweep_command_line(char **out, int argc, char *const *argv);
+
+/* Is v a reference to a recorded sweep ("last" or a decimal id) rather than a grid
+ * "key=v1,v2"? */
+int sweep_is_record_ref(const char *v);
+
 #endif

@@ -706,6 +706,68 @@ static void test_merge(void)
     results_close(out);
 }
 
+/* Recorded sweeps: every record is a new sweep; axes and members come back in order; a
+ * member that is not registered records nothing; a merge copies sweeps once, mapping
+ * members by config hash. */
+static void test_sweeps(void)
+{
+    struct results *a = NULL, *out = NULL;
+    int64_t x1 = 0, x2 = 0, s1 = 0, s2 = 0, bad = 0;
+    int found = -1, n = -1;
+    struct results_sweep got, *list = NULL;
+    CHECK(results_open(&a, support_path("sweeps-a.db")) == DR_OK);
+    CHECK(results_sweep_get(a, &got, &found, 0) == DR_OK && found == 0);
+    struct results_experiment e1 = experiment("s:lr=0.1", "hash-sweep-1", "a");
+    struct results_experiment e2 = experiment("s:lr=0.2", "hash-sweep-2", "b");
+    CHECK(results_experiment_register(a, &x1, NULL, &e1) == DR_OK);
+    CHECK(results_experiment_register(a, &x2, NULL, &e2) == DR_OK);
+    struct results_sweep_axis axes[] = {{"train.lr", "0.1,0.2"}};
+    int64_t members[] = {x2, x1};
+    struct results_sweep s = {0, 0, "dawnrun run 'a b.cfg'", "h1", axes, 1, members, 2};
+    CHECK(results_sweep_record(a, &s1, &s) == DR_OK && s1 > 0);
+    CHECK(results_sweep_record(a, &s2, &s) == DR_OK && s2 > s1);   /* a re-launch: new */
+    int64_t missing[] = {x1, 999};
+    struct results_sweep sb = {0, 0, "dawnrun run c.cfg", "h1", axes, 1, missing, 2};
+    support_capture_begin();
+    CHECK(results_sweep_record(a, &bad, &sb) == DR_ERR_DB && bad == 0);
+    CHECK(strstr(support_capture_end(), "not a registered experiment") != NULL);
+    CHECK(results_sweeps_list(a, &list, &n) == DR_OK && n == 2);   /* nothing of the bad one */
+    results_sweeps_free(list, n);
+    CHECK(results_sweep_get(a, &got, &found, 0) == DR_OK && found == 1 && got.id == s2);
+    CHECK(got.n_axes == 1 && !strcmp(got.axes[0].key, "train.lr") &&
+          !strcmp(got.axes[0].vals, "0.1,0.2"));
+    CHECK(got.n_members == 2 && got.members[0] == x2 && got.members[1] == x1);
+    CHECK(!strcmp(got.command, "dawnrun run 'a b.cfg'") && !strcmp(got.host, "h1"));
+    CHECK(got.created_at > 1e9);
+    results_sweep_clear(&got);
+    CHECK(results_sweep_get(a, &got, &found, s1) == DR_OK && found == 1 && got.id == s1);
+    results_sweep_clear(&got);
+    CHECK(results_sweep_get(a, &got, &found, 77) == DR_OK && found == 0);
+    results_close(a);
+
+    /* merge: ids differ in the output (another experiment registered first) */
+    CHECK(results_open(&out, support_path("sweeps-out.db")) == DR_OK);
+    struct results_experiment e0 = experiment("other", "hash-sweep-0", "c");
+    int64_t x0 = 0;
+    CHECK(results_experiment_register(out, &x0, NULL, &e0) == DR_OK);
+    CHECK(results_merge(out, NULL, support_path("sweeps-a.db")) == DR_OK);
+    CHECK(results_merge(out, NULL, support_path("sweeps-a.db")) == DR_OK);   /* once */
+    CHECK(results_sweeps_list(out, &list, &n) == DR_OK && n == 2);
+    for (int i = 0; i < n; i++) {
+        struct results_experiment m0, m1;
+        int f0 = 0, f1 = 0;
+        CHECK(list[i].n_members == 2 && list[i].n_axes == 1);
+        CHECK(results_experiment_get(out, &m0, &f0, list[i].members[0]) == DR_OK && f0);
+        CHECK(results_experiment_get(out, &m1, &f1, list[i].members[1]) == DR_OK && f1);
+        CHECK(!strcmp(m0.config_hash, "hash-sweep-2") && !strcmp(m1.config_hash, "hash-sweep-1"));
+        results_experiment_clear(&m0);
+        results_experiment_clear(&m1);
+    }
+    results_sweeps_free(list, n);
+    CHECK(results_check_integrity(out) == DR_OK);
+    results_close(out);
+}
+
 static void test_bad_files(void)
 {
     struct results *db = NULL;
@@ -957,6 +1019,7 @@ int main(void)
     test_progress();
     test_values();
     test_merge();
+    test_sweeps();
     test_bad_files();
     test_locked();
     test_fork_guard();

@@ -221,6 +221,7 @@ int report_compute(struct report *r, struct results *db, const int64_t *experime
         TRY(report_exp_compute(&r->exps[i], db, &experiment_ids[i], 1, target));
     }
     TRY(report_compare_all(r));
+    TRY(report_params_attach(r, db, experiment_ids, n));
 cleanup:
     return rc;
 }
@@ -238,7 +239,6 @@ int report_compare_all(struct report *r)
         test_unknown(&c0->time_mwu);
     }
     for (int i = 1; i < n; i++) TRY(compare(&r->cmp[i], &r->exps[i], &r->exps[0]));
-    TRY(report_params_attach(r, db, experiment_ids, n));
 cleanup:
     return rc;
 }

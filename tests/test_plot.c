@@ -956,7 +956,7 @@ static void test_legend(void)
         snprintf(want, sizeof want, "%s (1 run)", e[i].label);
         CHECK(legend_text(text, sizeof text, svg, i) && !strcmp(text, want));
     }
-    CHECK(svg && legend_lines(svg, 0) == 2 && legend_lines(svg, 2) == 4);
+    CHECK(svg && legend_lines(svg, 0) == 2 && legend_lines(svg, 2) == 3);
     free(svg);
 }
 

@@ -73,20 +73,24 @@ cleanup:
     return rc;
 }
 
-double plot_series_time_at(const struct plot_experiment *e, int k)
+int plot_series_time_at(double *out, const struct plot_experiment *e, int k)
 {
-    if (k == 0) return 0.0;
-    double *t = malloc(((size_t)e->n_runs + 1) * sizeof *t);
+    int rc = DR_OK;
+    double *t = NULL;
     int n = 0;
-    if (!t) return NAN;   /* the caller's own allocations fail next and report it */
+    *out = 0.0;
+    if (k == 0) return DR_OK;
+    t = malloc(((size_t)e->n_runs + 1) * sizeof *t);
+    CHECK_ALLOC(t, "the epoch times of the plot");
     for (int r = 0; r < e->n_runs; r++) {
         int i = row_of(&e->runs[r], k);
         double v = i >= 0 ? run_time(&e->runs[r], i) : NAN;
         if (isfinite(v)) t[n++] = v;
     }
-    double m = quantile(t, n, 0.5);
+    *out = quantile(t, n, 0.5);
+cleanup:
     free(t);
-    return m;
+    return rc;
 }
 
 int plot_series_median(struct plot_point **pts, int *n, const struct plot_experiment *e,
@@ -106,7 +110,8 @@ int plot_series_median(struct plot_point **pts, int *n, const struct plot_experi
             double val = i >= 0 ? plot_panel_value(p, &e->runs[r].epochs[i]) : NAN;
             if (isfinite(val)) v[m++] = val;
         }
-        double at = x == PLOT_X_TIME ? plot_series_time_at(e, k) : k;
+        double at = k;
+        if (x == PLOT_X_TIME) TRY(plot_series_time_at(&at, e, k));
         if (m == 0 || !isfinite(at)) continue;
         double med = quantile(v, m, 0.5);
         (*pts)[(*n)++] = (struct plot_point){at, med, stats_quantile_sorted(v, m, 0.25),
@@ -131,8 +136,11 @@ int plot_series_schedule(struct plot_point **pts, int *n, const struct plot_expe
         t = malloc(((size_t)last + 1) * sizeof *t);
         CHECK_ALLOC(t, "the epoch times of the plot");
         t[0] = 0.0;
-        while (known < last && isfinite(t[known + 1] = plot_series_time_at(e, known + 1)))
+        while (known < last) {
+            TRY(plot_series_time_at(&t[known + 1], e, known + 1));
+            if (!isfinite(t[known + 1])) break;
             known++;
+        }
     }
     for (int i = 0; i < e->n_lr; i++) {
         double at = e->lr_epoch[i], v = e->lr[i];

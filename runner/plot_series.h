@@ -5,7 +5,7 @@
 #ifndef DAWNRUN_RUNNER_PLOT_SERIES_H
 #define DAWNRUN_RUNNER_PLOT_SERIES_H
 
-#include "plot_svg.h"
+#include "plot_chart.h"
 
 /* A point of a line: x (epoch or seconds), y, and the band around it (lo = hi = y for
  * one run's line or the schedule). */
@@ -27,10 +27,11 @@ int plot_series_run(struct plot_point **pts, int *n, const struct plot_run *r,
 int plot_series_median(struct plot_point **pts, int *n, const struct plot_experiment *e,
                        enum plot_panel p, enum plot_x x);
 
-/* Experiment e's train time at the end of epoch k (k >= 1): the median over its runs
- * with a row for epoch k of their cumulative train time there (each run's rows' train_time
- * summed up to k, non-finite sums left out); 0 for k = 0; NaN when no run has one. */
-double plot_series_time_at(const struct plot_experiment *e, int k);
+/* Experiment e's train time at the end of epoch k into *out: the median over its runs
+ * with a row for epoch k of their cumulative train time there (each run's rows'
+ * train_time summed up to k, non-finite sums left out); 0 for k = 0; NaN when no run has
+ * one. DR_OK or DR_ERR_NOMEM. */
+int plot_series_time_at(double *out, const struct plot_experiment *e, int k);
 
 /* e's schedule points (lr_epoch, lr); on the time axis each epoch's points are spread
  * between e's times at its ends (plot_series_time_at), and the points past

@@ -96,15 +96,18 @@ static void xml_text(FILE *f, const char *str, int max_chars)
 /* The byte length of the next legend line of s (len bytes left): at most LEGEND_CHARS
  * characters, broken after the last space that fits (the space kept at the end of the
  * line), preferring one between two settings ("k1=v1 k2=v2") to one after a comma inside
- * a list value, or at LEGEND_CHARS characters when no space fits; the whole rest when it
- * fits. The lines together are s, byte for byte. */
+ * a list value unless that leaves the line less than half full, or at LEGEND_CHARS
+ * characters when no space fits; the whole rest when it fits. The lines together are s,
+ * byte for byte. */
 static size_t wrap_line(const char *str, size_t len)
 {
     const unsigned char *s = (const unsigned char *)str;
     size_t at = 0, after_space = 0, after_pair = 0;
     for (int count = 0; at < len; count++) {
-        if (count == LEGEND_CHARS)
-            return after_pair ? after_pair : after_space ? after_space : at;
+        if (count == LEGEND_CHARS) {
+            if (after_pair && 2 * after_pair >= after_space) return after_pair;
+            return after_space ? after_space : at;
+        }
         int n = utf8_char(s + at);
         at += n > 0 ? (size_t)n : 1;
         if (s[at - 1] == ' ') {

@@ -932,8 +932,9 @@ static void test_lr(struct results *db, const struct fixture *fx)
     param_list_free(&bare);
 }
 
-/* Two labels sharing a 40-character prefix, one of 100 characters without a space: each
- * legend entry reads its whole label, on as many lines as it takes. */
+/* Two labels sharing a 40-character prefix, one of 100 characters without a space, one
+ * whose first line can end between two settings or after a comma in a list: each legend
+ * entry reads its whole label, on as many lines as it takes, breaking between settings. */
 static void test_legend(void)
 {
     static const char L0[] = "train.lr_schedule.values=(0.0, 0.4, 0.0) augment.cutout=8";
@@ -943,20 +944,24 @@ static void test_legend(void)
     l2[100] = '\0';
     struct results_epoch rows[2] = {epoch_row(1, 0, 0.1), epoch_row(2, 0, 0.2)};
     struct plot_run run = {.seed = 0, .epochs = rows, .n_epochs = 2};
-    struct plot_experiment e[3] = {
+    static const char L3[] = "model.vars.width=16 train.lr=(0.0, 0.4, 0.0)";
+    struct plot_experiment e[4] = {
         {.label = L0, .target = NAN, .runs = &run, .n_runs = 1},
         {.label = L1, .target = NAN, .runs = &run, .n_runs = 1},
         {.label = l2, .target = NAN, .runs = &run, .n_runs = 1},
+        {.label = L3, .target = NAN, .runs = &run, .n_runs = 1},
     };
-    struct plot_chart c = {.title = "legend", .exps = e, .n_exps = 3};
+    struct plot_chart c = {.title = "legend", .exps = e, .n_exps = 4};
     int rc = -1, elements = 0;
     char *svg = render(&c, &rc), text[256], want[256];
     CHECK(rc == DR_OK && svg && xml_check(svg, &elements) == NULL);
-    for (int i = 0; svg && i < 3; i++) {
+    for (int i = 0; svg && i < 4; i++) {
         snprintf(want, sizeof want, "%s (1 run)", e[i].label);
         CHECK(legend_text(text, sizeof text, svg, i) && !strcmp(text, want));
     }
     CHECK(svg && legend_lines(svg, 0) == 2 && legend_lines(svg, 2) == 3);
+    const char *l3 = svg ? strstr(svg, "<text class=\"label\" data-experiment=\"3\"") : NULL;
+    CHECK(l3 && strstr(l3, ">model.vars.width=16 </tspan>") != NULL);
     free(svg);
 }
 

@@ -144,7 +144,7 @@ static int load_params(struct results *db, struct plot_data *d, const int64_t *i
     int rc = DR_OK;
     struct param_list *params = NULL;
     rc = report_params_load(&params, db, ids, d->n);
-    if (rc == DR_ERR_CONFIG || rc == DR_ERR_DB) {
+    if (rc == DR_ERR_CONFIG) {
         dr_eprintf("dawnrun plot: note: a stored config could not be read; the legend shows "
                    "names and the learning rate is the recorded one per epoch\n");
         rc = DR_OK;

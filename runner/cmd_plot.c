@@ -1,29 +1,41 @@
 /* `dawnrun plot [EXPERIMENT|CONFIG ...] -o curves.svg`: the training curves of
- * experiments in a results database (test accuracy, train loss and learning rate per
- * epoch, one line per seed) as an SVG file, read-only. */
+ * experiments in a results database (test accuracy, train loss and learning rate, per
+ * experiment the median over its runs with the interquartile band, or with --seeds one
+ * line per run; over epochs or, with --x time, cumulative train time) as an SVG file,
+ * read-only. Legend labels are the settings that differ among the experiments. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "base/status.h"
+#include "engine/experiment.h"
 #include "output.h"
+#include "plot_lr.h"
 #include "plot_svg.h"
 #include "report_internal.h"
 
 #define PLOT_USAGE                                                                         \
-    "usage: dawnrun plot [EXPERIMENT|CONFIG ...] [-o FILE.svg] [--target 0.94]\n"          \
-    "                    [--set key=value]... [--sweep key=v1,v2]... [--db PATH]\n"          \
-    "       (no EXPERIMENT: every experiment; -o defaults to curves.svg, - is stdout)\n"
+    "usage: dawnrun plot [EXPERIMENT|CONFIG ...] [-o FILE.svg] [--seeds] [--x epoch|time]\n" \
+    "                    [--target 0.94] [--set key=value]... [--sweep key=v1,v2]...\n"      \
+    "                    [--db PATH]\n"                                                      \
+    "       (no EXPERIMENT: every experiment; -o defaults to curves.svg, - is stdout;\n"     \
+    "        the median over each experiment's runs with its interquartile band, or with\n"  \
+    "        --seeds one line per run)\n"
 
 #define PLOT_DEFAULT_OUT "curves.svg"
+#define PLOT_LABEL_MAX 160     /* a longer settings label: the legend uses names instead */
+#define PLOT_CAPTION_MAX 110   /* a longer list of keys: the caption counts them */
 
 /* What the chart is drawn from: experiments, their runs and epochs, owned here. */
 struct plot_data {
     int n;
-    struct results_experiment *x;   /* n */
+    struct results_experiment *xs;  /* n */
     struct plot_experiment *pe;     /* n, pointing into the rest */
     char **labels;                  /* n */
+    char **keys;                    /* n_keys: the settings the labels show, if any */
+    int n_keys;
+    char *caption;
 };
 
 static void plot_data_free(struct plot_data *d)
@@ -32,43 +44,144 @@ static void plot_data_free(struct plot_data *d)
         if (d->pe) {
             for (int r = 0; r < d->pe[i].n_runs; r++) free((void *)d->pe[i].runs[r].epochs);
             free((void *)d->pe[i].runs);
+            free((void *)d->pe[i].lr_epoch);
+            free((void *)d->pe[i].lr);
         }
-        if (d->x) results_experiment_clear(&d->x[i]);
+        if (d->xs) results_experiment_clear(&d->xs[i]);
         if (d->labels) free(d->labels[i]);
     }
-    free(d->x);
+    free(d->xs);
     free(d->pe);
     free(d->labels);
+    report_keys_free(d->keys, d->n_keys);
+    free(d->caption);
     memset(d, 0, sizeof *d);
 }
 
-/* The legend label of experiment i: its name, with "#id" when another plotted
- * experiment has the same name. */
-static int make_label(struct plot_data *d, int i)
+/* Whether another plotted experiment is named like experiment i. */
+static int has_twin(const struct plot_data *d, int i)
+{
+    const char *name = d->xs[i].name ? d->xs[i].name : "?";
+    for (int k = 0; k < d->n; k++)
+        if (k != i && d->xs[k].name && !strcmp(d->xs[k].name, name)) return 1;
+    return 0;
+}
+
+/* Experiment i's name, "#id" added when another plotted experiment has the same name,
+ * into buf. */
+static void name_of(char *buf, size_t size, const struct plot_data *d, int i)
+{
+    const char *name = d->xs[i].name ? d->xs[i].name : "?";
+    if (has_twin(d, i)) snprintf(buf, size, "%s #%lld", name, (long long)d->xs[i].id);
+    else snprintf(buf, size, "%s", name);
+}
+
+/* The label of experiment i: its values of the differing keys, or (no keys) its name. */
+static int make_label(struct plot_data *d, int i, const struct param_list *params)
 {
     int rc = DR_OK;
-    const char *name = d->x[i].name ? d->x[i].name : "?";
-    int twin = 0;
-    for (int k = 0; k < d->n; k++)
-        if (k != i && d->x[k].name && !strcmp(d->x[k].name, name)) twin = 1;
-    size_t len = strlen(name) + 32;
+    size_t len = d->n_keys > 0
+        ? report_params_label(NULL, 0, params, d->keys, d->n_keys) + 1
+        : strlen(d->xs[i].name ? d->xs[i].name : "?") + 32;
     d->labels[i] = malloc(len);
-    CHECK_ALLOC(d->labels[i], "plot label");
-    if (twin) snprintf(d->labels[i], len, "%s #%lld", name, (long long)d->x[i].id);
-    else snprintf(d->labels[i], len, "%s", name);
+    CHECK_ALLOC(d->labels[i], "a plot label");
+    if (d->n_keys > 0) report_params_label(d->labels[i], len, params, d->keys, d->n_keys);
+    else name_of(d->labels[i], len, d, i);
     d->pe[i].label = d->labels[i];
 cleanup:
     return rc;
 }
 
-/* Reads experiment d->x[i]'s runs and their epochs into d->pe[i]. */
+/* Labels that are still equal (experiments with the same settings, e.g. on different
+ * engines) get " #id" (ids differ), so that no two legend entries read the same. */
+static int make_unique(struct plot_data *d)
+{
+    int rc = DR_OK;
+    char *dup = NULL;
+    for (int i = 0; i < d->n; i++) {
+        int same = 0;
+        for (int k = 0; k < d->n; k++) same |= k != i && !strcmp(d->labels[k], d->labels[i]);
+        if (!same) continue;
+        size_t len = strlen(d->labels[i]) + 32;
+        dup = malloc(len);
+        CHECK_ALLOC(dup, "a plot label");
+        snprintf(dup, len, "%s #%lld", d->labels[i], (long long)d->xs[i].id);
+        free(d->labels[i]);
+        d->labels[i] = dup;
+        dup = NULL;
+    }
+    for (int i = 0; i < d->n; i++) d->pe[i].label = d->labels[i];
+cleanup:
+    free(dup);
+    return rc;
+}
+
+/* "legend: train.lr, augment.cutout" (the keys the labels show), or their count when the
+ * list is long. */
+static int make_caption(struct plot_data *d)
+{
+    int rc = DR_OK;
+    size_t len = 64;
+    for (int k = 0; k < d->n_keys; k++) len += strlen(d->keys[k]) + 2;
+    d->caption = malloc(len);
+    CHECK_ALLOC(d->caption, "the plot caption");
+    if (len - 64 > PLOT_CAPTION_MAX) {
+        snprintf(d->caption, len, "legend: the %d settings that differ", d->n_keys);
+    } else {
+        size_t at = (size_t)snprintf(d->caption, len, "legend: ");
+        for (int k = 0; k < d->n_keys; k++)
+            at += (size_t)snprintf(d->caption + at, len - at, "%s%s", k ? ", " : "",
+                                   d->keys[k]);
+    }
+cleanup:
+    return rc;
+}
+
+/* Legend labels, caption and learning-rate curves from the experiments' stored configs.
+ * A stored config that does not parse (reported) leaves names and the recorded lr. */
+static int load_params(struct results *db, struct plot_data *d, const int64_t *ids)
+{
+    int rc = DR_OK;
+    struct param_list *params = NULL;
+    rc = report_params_load(&params, db, ids, d->n);
+    if (rc == DR_ERR_CONFIG) {
+        dr_eprintf("dawnrun plot: note: a stored config could not be read; the legend shows "
+                   "names and the learning rate is the recorded one per epoch\n");
+        rc = DR_OK;
+        for (int i = 0; i < d->n; i++) TRY(make_label(d, i, NULL));
+        goto cleanup;
+    }
+    TRY(rc);
+    TRY(report_params_differing(&d->keys, &d->n_keys, params, d->n));
+    for (int i = 0; i < d->n && d->n_keys > 0; i++)
+        if (report_params_label(NULL, 0, &params[i], d->keys, d->n_keys) > PLOT_LABEL_MAX) {
+            report_keys_free(d->keys, d->n_keys);   /* too long to read: names instead */
+            d->keys = NULL;
+            d->n_keys = 0;
+        }
+    for (int i = 0; i < d->n; i++) {
+        double *at = NULL, *lr = NULL;
+        int n_lr = 0;
+        TRY(make_label(d, i, &params[i]));
+        TRY(plot_lr_from_params(&at, &lr, &n_lr, &params[i]));
+        d->pe[i].lr_epoch = at;
+        d->pe[i].lr = lr;
+        d->pe[i].n_lr = n_lr;
+    }
+    if (d->n_keys > 0) TRY(make_caption(d));
+cleanup:
+    report_params_free(params, d->n);
+    return rc;
+}
+
+/* Reads experiment d->xs[i]'s runs and their epochs into d->pe[i]. */
 static int load_runs(struct results *db, struct plot_data *d, int i, double target)
 {
     int rc = DR_OK;
     int n = 0;
     struct results_run *runs = NULL;
     struct plot_run *pr = NULL;
-    TRY(results_runs_list(db, &runs, &n, d->x[i].id));
+    TRY(results_runs_list(db, &runs, &n, d->xs[i].id));
     pr = calloc((size_t)n + 1, sizeof *pr);
     CHECK_ALLOC(pr, "plot runs");
     d->pe[i].runs = pr;
@@ -81,7 +194,7 @@ static int load_runs(struct results *db, struct plot_data *d, int i, double targ
         pr[r].n_epochs = n_eps;
         d->pe[i].n_runs = r + 1;
     }
-    d->pe[i].target = isnan(target) ? d->x[i].target_accuracy : target;
+    d->pe[i].target = isnan(target) ? d->xs[i].target_accuracy : target;
 cleanup:
     results_runs_free(runs, n);
     return rc;
@@ -92,18 +205,19 @@ static int load(struct results *db, struct plot_data *d, const int64_t *ids, int
 {
     int rc = DR_OK;
     int found = 0;
-    d->x = calloc((size_t)n + 1, sizeof *d->x);
+    d->xs = calloc((size_t)n + 1, sizeof *d->xs);
     d->pe = calloc((size_t)n + 1, sizeof *d->pe);
     d->labels = calloc((size_t)n + 1, sizeof *d->labels);
-    if (!d->x || !d->pe || !d->labels) FAIL(DR_ERR_NOMEM, "out of memory loading the plot");
+    if (!d->xs || !d->pe || !d->labels) FAIL(DR_ERR_NOMEM, "out of memory loading the plot");
     d->n = n;
     for (int i = 0; i < n; i++) {
-        TRY(results_experiment_get(db, &d->x[i], &found, ids[i]));
+        TRY(results_experiment_get(db, &d->xs[i], &found, ids[i]));
         if (!found) FAIL(DR_ERR_USAGE, "%s: no experiment %lld", results_path(db),
                          (long long)ids[i]);
         TRY(load_runs(db, d, i, target));
     }
-    for (int i = 0; i < n; i++) TRY(make_label(d, i));
+    TRY(load_params(db, d, ids));
+    TRY(make_unique(d));
 cleanup:
     return rc;
 }
@@ -112,39 +226,82 @@ cleanup:
 static void make_title(char *buf, size_t size, const struct plot_data *d, const char *db_path)
 {
     size_t len = 0;
+    char name[256];
     if (d->n == 0 || d->n > 3) {
         len = (size_t)snprintf(buf, size, "%d experiments", d->n);
     } else {
         buf[0] = '\0';
-        for (int i = 0; i < d->n && len < size; i++)
-            len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? " vs " : "",
-                                    d->labels[i]);
+        for (int i = 0; i < d->n && len < size; i++) {
+            name_of(name, sizeof name, d, i);
+            len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? " vs " : "", name);
+        }
     }
     if (len < size) snprintf(buf + len, size - len, " (%s)", db_path);
 }
 
-/* -o / --output, the plot's own flag. */
+/* The plot's own flags. */
+struct plot_opts {
+    const char *out_path;
+    enum plot_x x;
+};
+
+/* -o / --output FILE and --x epoch|time. */
 static int plot_flag(void *ctx, const char *flag, const char *value)
 {
-    (void)flag;
-    *(const char **)ctx = value;
+    struct plot_opts *o = ctx;
+    if (strcmp(flag, "--x")) {
+        o->out_path = value;
+    } else if (!strcmp(value, "epoch")) {
+        o->x = PLOT_X_EPOCH;
+    } else if (!strcmp(value, "time")) {
+        o->x = PLOT_X_TIME;
+    } else {
+        dr_eprintf("dawnrun plot: --x: expected epoch or time, got '%s'\n", value);
+        return DR_ERR_USAGE;
+    }
     return DR_OK;
+}
+
+/* Takes --seeds (a flag without a value) out of argv into *seeds: argv is copied into
+ * *rest (*n_rest entries, malloc'd) without it. "--seeds=..." is a usage error. */
+static int take_seeds(char ***rest, int *n_rest, int *seeds, int argc, char **argv)
+{
+    int rc = DR_OK;
+    *seeds = 0;
+    *n_rest = 0;
+    *rest = calloc((size_t)argc + 1, sizeof **rest);
+    CHECK_ALLOC(*rest, "the arguments");
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && !strncmp(argv[i], "--seeds=", 8)) {
+            dr_eprintf("dawnrun plot: --seeds takes no value (it draws every run)\n%s",
+                       PLOT_USAGE);
+            rc = DR_ERR_USAGE;
+            goto cleanup;
+        }
+        if (i > 0 && !strcmp(argv[i], "--seeds")) *seeds = 1;
+        else (*rest)[(*n_rest)++] = argv[i];
+    }
+cleanup:
+    return rc;
 }
 
 int cmd_plot(int argc, char **argv)
 {
-    static const char *const flags[] = {"-o", "--output", NULL};
-    int rc = DR_OK, help = 0, n_ids = 0, n_lines = 0;
-    const char *out_path = PLOT_DEFAULT_OUT, *db_path;
-    const struct report_cli cli = {"plot", PLOT_USAGE, 1, flags, plot_flag, &out_path};
-    struct report_selection sel;
+    static const char *const flags[] = {"-o", "--output", "--x", NULL};
+    int rc = DR_OK, help = 0, n_ids = 0, n_lines = 0, seeds = 0, n_rest = 0;
+    struct plot_opts opts = {PLOT_DEFAULT_OUT, PLOT_X_EPOCH};
+    const char *db_path;
+    const struct report_cli cli = {"plot", PLOT_USAGE, 1, flags, plot_flag, &opts};
+    struct report_selection sel = {0};
     struct results *db = NULL;
     int64_t *ids = NULL;
+    char **rest = NULL;
     struct plot_data d = {0};
     struct output_file out = {0};
     struct plot_chart chart = {0};
     char title[512];
-    TRY(report_selection_parse(&sel, &help, &cli, argc, argv));
+    TRY(take_seeds(&rest, &n_rest, &seeds, argc, argv));
+    TRY(report_selection_parse(&sel, &help, &cli, n_rest, rest));
     if (help) goto cleanup;
     TRY(report_selection_resolve(&db, &db_path, &ids, &n_ids, &sel, cli.name));
     TRY(load(db, &d, ids, n_ids, sel.target));
@@ -152,14 +309,18 @@ int cmd_plot(int argc, char **argv)
     chart.title = title;
     chart.exps = d.pe;
     chart.n_exps = d.n;
-    TRY(output_file_open(&out, out_path));
+    chart.style = seeds ? PLOT_STYLE_SEEDS : PLOT_STYLE_MEDIAN;
+    chart.x = opts.x;
+    chart.caption = d.caption;
+    TRY(output_file_open(&out, opts.out_path));
     TRY(plot_svg_write(out.f, &chart));
     TRY(output_file_commit(&out));
     for (int i = 0; i < d.n; i++)
         for (int r = 0; r < d.pe[i].n_runs; r++) n_lines += d.pe[i].runs[r].n_epochs > 0;
     /* the summary goes to stderr when the SVG itself went to stdout */
-    fprintf(strcmp(out_path, "-") ? stdout : stderr, "%s: %d experiment%s, %d run%s with "
-            "epochs\n", out_path, d.n, d.n == 1 ? "" : "s", n_lines, n_lines == 1 ? "" : "s");
+    fprintf(strcmp(opts.out_path, "-") ? stdout : stderr, "%s: %d experiment%s, %d run%s "
+            "with epochs\n", opts.out_path, d.n, d.n == 1 ? "" : "s", n_lines,
+            n_lines == 1 ? "" : "s");
     if (n_lines == 0)
         dr_eprintf("dawnrun plot: note: no epochs recorded yet in %s for %s\n", db_path,
                    sel.n_args ? "these experiments" : "any experiment");
@@ -168,6 +329,7 @@ cleanup:
     plot_data_free(&d);
     results_close(db);
     free(ids);
+    free(rest);
     report_selection_free(&sel);
     return cli_exit_code(rc);
 }

@@ -150,8 +150,8 @@ int results_experiment_register_with(struct results *db, int64_t *id, int *creat
                                      const struct results_experiment *e,
                                      const struct results_experiment_extras *x);
 
-/* The params of experiment `id`, by key (strcmp order). n = 0 when it has none, or the file predates them (schema
- * version < 4). Free with results_params_free. */
+/* The params of experiment `id`, in their position order (the resolved config's). n = 0
+ * when it has none, or the file predates them (schema version < 4). Free with results_params_free. */
 int results_params_get(struct results *db, struct results_param **out, int *n, int64_t id);
 void results_params_free(struct results_param *p, int n);
 

@@ -14,7 +14,8 @@ int results_params_insert(struct results *db, int64_t id, const struct results_p
     sqlite3_stmt *st = NULL;
     if (n <= 0) return DR_OK;
     CHECK_SQLITE(db, RESULTS_PREPARE(db, &st,
-        "INSERT INTO params(experiment_id, key, value, type, num) VALUES (?1, ?2, ?3, ?4, ?5)"));
+        "INSERT INTO params(experiment_id, key, position, value, type, num)"
+        " VALUES (?1, ?2, ?6, ?3, ?4, ?5)"));
     for (int i = 0; i < n; i++) {
         if (!p[i].key || !p[i].value || !p[i].type)
             FAIL(DR_ERR_INTERNAL, "results: param %d of experiment %lld is incomplete", i,
@@ -25,6 +26,7 @@ int results_params_insert(struct results *db, int64_t id, const struct results_p
         CHECK_SQLITE(db, sqlite3_bind_text(st, 3, p[i].value, -1, SQLITE_TRANSIENT));
         CHECK_SQLITE(db, results_bind_text(st, 4, p[i].type));
         CHECK_SQLITE(db, results_bind_real(st, 5, p[i].num));
+        CHECK_SQLITE(db, sqlite3_bind_int(st, 6, i));
         CHECK_SQLITE(db, sqlite3_step(st));
     }
 cleanup:
@@ -115,7 +117,7 @@ int results_params_get(struct results *db, struct results_param **out, int *n, i
     CHECK_HANDLE(db);
     if (db->version < 4) return DR_OK;
     CHECK_SQLITE(db, RESULTS_PREPARE(db, &st,
-        "SELECT key, value, type, num FROM params WHERE experiment_id = ?1 ORDER BY key"));
+        "SELECT key, value, type, num FROM params WHERE experiment_id = ?1 ORDER BY position"));
     CHECK_SQLITE(db, sqlite3_bind_int64(st, 1, id));
     for (;;) {
         CHECK_SQLITE(db, step = sqlite3_step(st));

@@ -22,11 +22,6 @@ static enum param_type type_of(const char *name)
     return PARAM_STRING;
 }
 
-static int by_key(const void *a, const void *b)
-{
-    return strcmp(((const struct param *)a)->key, ((const struct param *)b)->key);
-}
-
 /* out = the stored rows rows[0..n) as a param_list (copies). */
 static int list_from_rows(struct param_list *out, const struct results_param *rows, int n)
 {
@@ -49,8 +44,9 @@ cleanup:
     return rc;
 }
 
-/* out = experiment id's params: its params rows, else its flattened config_text; by key
- * either way, so a database reads the same before and after its back-fill. */
+/* out = experiment id's params: its params rows, else its flattened config_text; in the
+ * resolved config's order either way, so a database reads the same before and after its
+ * back-fill. */
 static int load_one(struct param_list *out, struct results *db, int64_t id)
 {
     int rc = DR_OK, found = 0, n_rows = 0;
@@ -65,7 +61,6 @@ static int load_one(struct param_list *out, struct results *db, int64_t id)
     TRY(results_experiment_get(db, &x, &found, id));
     if (!found) FAIL(DR_ERR_DB, "experiment %lld is not in the database", (long long)id);
     TRY(experiment_params_from_text(out, x.config_text));
-    if (out->n > 1) qsort(out->items, (size_t)out->n, sizeof *out->items, by_key);
 cleanup:
     results_params_free(rows, n_rows);
     results_experiment_clear(&x);

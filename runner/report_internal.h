@@ -168,7 +168,8 @@ void report_grid_free(struct report_grid *g);
 
 struct param_list;
 
-/* Loads the params of each experiment in ids, out[i] for ids[i], sorted by key: its rows
+/* Loads the params of each experiment in ids, out[i] for ids[i], in the resolved config's
+ * order: its rows
  * of the params table, or (an experiment registered before they were kept) the
  * flattening (engine/experiment.h) of its stored resolved config. DR_OK, DR_ERR_DB when an id is not there,
  * DR_ERR_CONFIG for a stored text that does not parse, DR_ERR_NOMEM; *out NULL after a

@@ -153,6 +153,7 @@ FROM experiments e;
 CREATE TABLE params (
     experiment_id   INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
     key             TEXT NOT NULL,
+    position        INTEGER NOT NULL,  -- the key's place in the resolved config (0, 1, ...)
     value           TEXT NOT NULL,   -- text: 0.2, true, reflect (strings bare), [0, 8, 30]
     type            TEXT NOT NULL CHECK (type IN ('int', 'float', 'bool', 'string', 'list')),
     num             REAL,            -- int, float and bool (0/1) as a number, else NULL

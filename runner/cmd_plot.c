@@ -2,6 +2,7 @@
  * experiments in a results database (test accuracy, train loss and learning rate per
  * epoch, one line per seed) as an SVG file, read-only. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,11 +11,6 @@
 #include "output.h"
 #include "plot_svg.h"
 #include "report_internal.h"
-
-#define PLOT_USAGE                                                                         \
-    "usage: dawnrun plot [EXPERIMENT|CONFIG ...] [-o FILE.svg] [--target 0.94]\n"          \
-    "                    [--set key=value]... [--sweep key=v1,v2]... [--db PATH]\n"          \
-    "       (no EXPERIMENT: every experiment; -o defaults to curves.svg, - is stdout)\n"
 
 #define PLOT_DEFAULT_OUT "curves.svg"
 
@@ -123,31 +119,63 @@ static void make_title(char *buf, size_t size, const struct plot_data *d, const 
     if (len < size) snprintf(buf + len, size - len, " (%s)", db_path);
 }
 
-/* -o / --output, the plot's own flag. */
-static int plot_flag(void *ctx, const char *flag, const char *value)
-{
-    (void)flag;
-    *(const char **)ctx = value;
-    return DR_OK;
-}
+/* What `dawnrun plot` reads from its command line. */
+struct plot_args {
+    struct report_selection sel;
+    const char *output;      /* -o/--output: the SVG file, "-" for stdout */
+    const char *x_axis;      /* --x: epoch (the default) | time */
+    int every_seed;          /* --seeds: one line per seed */
+};
+
+static const struct cli_flag plot_flags[] = {
+    REPORT_FLAG_DB(struct plot_args, sel),
+    REPORT_FLAG_TARGET(struct plot_args, sel),
+    REPORT_FLAG_SET(struct plot_args, sel),
+    REPORT_FLAG_SWEEP(struct plot_args, sel),
+    REPORT_FLAG_WHERE(struct plot_args, sel),
+    {.name = "output", .short_name = 'o', .kind = CLI_STRING,
+     .offset = offsetof(struct plot_args, output), .meta = "FILE.svg",
+     .help = "the SVG file (default " PLOT_DEFAULT_OUT "; - is stdout)",
+     .hint = CLI_HINT_FILE},
+    {.name = "x", .kind = CLI_CHOICE, .offset = offsetof(struct plot_args, x_axis),
+     .meta = "AXIS",
+     .help = "the horizontal axis: epoch (the default) or time (train seconds)",
+     .choices = "epoch|time"},
+    {.name = "seeds", .kind = CLI_SWITCH,
+     .offset = offsetof(struct plot_args, every_seed),
+     .help = "draw one line per seed"},
+};
+
+const struct cli_command cli_plot = {
+    "plot", "[EXPERIMENT|CONFIG ...]",
+    "test accuracy, train loss and lr per epoch as an SVG chart",
+    plot_flags, (int)(sizeof plot_flags / sizeof plot_flags[0]),
+    "No EXPERIMENT: every experiment of the database.\n", CLI_HINT_CONFIG, cmd_plot,
+};
 
 int cmd_plot(int argc, char **argv)
 {
-    static const char *const flags[] = {"-o", "--output", NULL};
     int rc = DR_OK, help = 0, n_ids = 0, n_lines = 0;
-    const char *out_path = PLOT_DEFAULT_OUT, *db_path;
-    const struct report_cli cli = {"plot", PLOT_USAGE, 1, flags, plot_flag, &out_path};
-    struct report_selection sel;
+    struct plot_args a = {.output = PLOT_DEFAULT_OUT, .x_axis = "epoch"};
+    const char *out_path, *db_path;
+    struct report_selection *selp = &a.sel;
     struct results *db = NULL;
     int64_t *ids = NULL;
     struct plot_data d = {0};
     struct output_file out = {0};
     struct plot_chart chart = {0};
     char title[512];
-    TRY(report_selection_parse(&sel, &help, &cli, argc, argv));
+    TRY(report_selection_parse(selp, &help, &cli_plot, &a, argc, argv));
     if (help) goto cleanup;
-    TRY(report_selection_resolve(&db, &db_path, &ids, &n_ids, &sel, cli.name));
-    TRY(load(db, &d, ids, n_ids, sel.target));
+    out_path = a.output;
+    /* flags of the table whose behaviour this build does not have: refused, not ignored */
+    if (strcmp(a.x_axis, "epoch") || a.every_seed) {
+        cli_usage_error(&cli_plot, "%s is not supported by this build",
+                        a.every_seed ? "--seeds" : "--x time");
+        TRY(DR_ERR_USAGE);
+    }
+    TRY(report_selection_resolve(&db, &db_path, &ids, &n_ids, selp, cli_plot.name));
+    TRY(load(db, &d, ids, n_ids, selp->target));
     make_title(title, sizeof title, &d, db_path);
     chart.title = title;
     chart.exps = d.pe;
@@ -162,12 +190,12 @@ int cmd_plot(int argc, char **argv)
             "epochs\n", out_path, d.n, d.n == 1 ? "" : "s", n_lines, n_lines == 1 ? "" : "s");
     if (n_lines == 0)
         dr_eprintf("dawnrun plot: note: no epochs recorded yet in %s for %s\n", db_path,
-                   sel.n_args ? "these experiments" : "any experiment");
+                   selp->n_args ? "these experiments" : "any experiment");
 cleanup:
     output_file_abort(&out);
     plot_data_free(&d);
     results_close(db);
     free(ids);
-    report_selection_free(&sel);
+    report_selection_free(selp);
     return cli_exit_code(rc);
 }

@@ -3,6 +3,7 @@
  * as `dawnrun train`. */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,47 +22,56 @@ static void fmt_time(char *buf, size_t size, double unix_seconds)
         snprintf(buf, size, "-");
 }
 
-/* Parses the flags every listing takes (--db) and up to `max_args` positional
- * arguments. Returns DR_OK, or DR_ERR_USAGE with a message (usage printed). A --help
- * prints usage and sets *help. */
-static int parse_listing(int argc, char **argv, const char *usage, const char **db_path,
-                         const char **args, int *n_args, int max_args, int *help)
+/* What a listing reads from its command line. */
+struct listing_args {
+    const char *db;          /* --db; NULL: report_db_path's default */
+};
+
+static const struct cli_flag listing_flags[] = {
+    {.name = "db", .kind = CLI_STRING, .offset = offsetof(struct listing_args, db),
+     .meta = "PATH",
+     .help = "the results database (default: $DAWNRUN_DB, or " REPORT_DEFAULT_DB ")",
+     .hint = CLI_HINT_FILE},
+};
+#define LISTING_N_FLAGS ((int)(sizeof listing_flags / sizeof listing_flags[0]))
+
+/* Parses cmd's flags (--db) and exactly `n_wanted` positional arguments (into args).
+ * Returns DR_OK, or DR_ERR_USAGE with a message (usage line printed). A --help prints
+ * the usage and sets *help. */
+static int parse_listing(const struct cli_command *cmd, int argc, char **argv,
+                         const char **db_path, const char **args, int n_wanted, int *help)
 {
-    int missing = 0;
-    const char *v, *db_flag = NULL;
-    *n_args = 0;
+    struct listing_args a = {NULL};
+    int n_args = 0;
     *help = 0;
-    for (int i = 1; i < argc; i++) {
-        if ((v = report_flag_value("--db", argc, argv, &i, &missing))) {
-            db_flag = v;
-        } else if (missing) {
-            dr_eprintf("dawnrun %s: --db needs a value\n%s", argv[0], usage);
-            return DR_ERR_USAGE;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage, stdout);
-            *help = 1;
-            return DR_OK;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            dr_eprintf("dawnrun %s: unknown flag '%s'\n%s", argv[0], argv[i], usage);
-            return DR_ERR_USAGE;
-        } else if (*n_args < max_args) {
-            args[(*n_args)++] = argv[i];
-        } else {
-            dr_eprintf("dawnrun %s: unexpected argument '%s'\n%s", argv[0], argv[i], usage);
-            return DR_ERR_USAGE;
-        }
+    switch (cli_parse(cmd, &a, argc, argv, &n_args)) {
+    case CLI_PARSED: break;
+    case CLI_HELP: *help = 1; return DR_OK;
+    default: return DR_ERR_USAGE;
     }
-    *db_path = report_db_path(db_flag);
+    if (n_args > n_wanted) {
+        cli_usage_error(cmd, "unexpected argument '%s'", argv[1 + n_wanted]);
+        return DR_ERR_USAGE;
+    }
+    if (n_args < n_wanted) {
+        cli_usage_error(cmd, "%s is missing", cmd->args);
+        return DR_ERR_USAGE;
+    }
+    for (int i = 0; i < n_args; i++) args[i] = argv[1 + i];
+    *db_path = report_db_path(a.db);
     return DR_OK;
 }
 
 /* ---- experiments ----------------------------------------------------------------------- */
 
-#define EXPERIMENTS_USAGE "usage: dawnrun experiments [--db PATH]\n"
+const struct cli_command cli_experiments = {
+    "experiments", "", "list the experiments of a results database", listing_flags,
+    LISTING_N_FLAGS, NULL, CLI_HINT_NONE, cmd_experiments,
+};
 
 int cmd_experiments(int argc, char **argv)
 {
-    int rc = DR_OK, help = 0, n_args = 0, n = 0;
+    int rc = DR_OK, help = 0, n = 0;
     const char *path = NULL;
     struct results *db = NULL;
     struct results_experiment *list = NULL;
@@ -69,7 +79,7 @@ int cmd_experiments(int argc, char **argv)
     int n_runs = 0;
     struct report_grid g = {0};
     char created[32];
-    TRY(parse_listing(argc, argv, EXPERIMENTS_USAGE, &path, NULL, &n_args, 0, &help));
+    TRY(parse_listing(&cli_experiments, argc, argv, &path, NULL, 0, &help));
     if (help) goto cleanup;
     TRY(report_open_db(&db, path));
     TRY(results_experiments_list(db, &list, &n));
@@ -110,7 +120,10 @@ cleanup:
 
 /* ---- runs ------------------------------------------------------------------------------ */
 
-#define RUNS_USAGE "usage: dawnrun runs EXPERIMENT|CONFIG [--db PATH]\n"
+const struct cli_command cli_runs = {
+    "runs", "EXPERIMENT|CONFIG", "list the runs of an experiment", listing_flags,
+    LISTING_N_FLAGS, NULL, CLI_HINT_CONFIG, cmd_runs,
+};
 
 /* The runs of one experiment as a table, then the error text of those that have one. */
 static int print_runs(struct results *db, const struct results_experiment *x)
@@ -160,18 +173,13 @@ cleanup:
 
 int cmd_runs(int argc, char **argv)
 {
-    int rc = DR_OK, help = 0, n_args = 0, n_ids = 0;
+    int rc = DR_OK, help = 0, n_ids = 0;
     const char *path = NULL, *args[1];
     struct results *db = NULL;
     struct results_experiment x = {0};
     int64_t *ids = NULL;
-    TRY(parse_listing(argc, argv, RUNS_USAGE, &path, args, &n_args, 1, &help));
+    TRY(parse_listing(&cli_runs, argc, argv, &path, args, 1, &help));
     if (help) goto cleanup;
-    if (n_args != 1) {
-        dr_eprintf("%s", RUNS_USAGE);
-        rc = DR_ERR_USAGE;
-        goto cleanup;
-    }
     TRY(report_open_db(&db, path));
     TRY(report_find(db, &ids, &n_ids, NULL, args, 1, NULL, 0, NULL, 0));
     for (int i = 0; i < n_ids; i++) {
@@ -190,7 +198,10 @@ cleanup:
 
 /* ---- show ------------------------------------------------------------------------------ */
 
-#define SHOW_USAGE "usage: dawnrun show RUN [--db PATH]   (RUN: a run id from `dawnrun runs`)\n"
+const struct cli_command cli_show = {
+    "show", "RUN", "one run's epoch table (RUN: a run id from `dawnrun runs`)", listing_flags,
+    LISTING_N_FLAGS, NULL, CLI_HINT_NONE, cmd_show,
+};
 
 /* The run's header lines: experiment, seed and engine as `dawnrun train` prints them,
  * then the run's state. */
@@ -227,20 +238,15 @@ static void show_footer(const struct results_experiment *x, const struct results
 
 int cmd_show(int argc, char **argv)
 {
-    int rc = DR_OK, help = 0, n_args = 0, found = 0, n = 0;
+    int rc = DR_OK, help = 0, found = 0, n = 0;
     const char *path = NULL, *args[1];
     struct results *db = NULL;
     struct results_run r = {0};
     struct results_experiment x = {0};
     struct results_epoch *eps = NULL;
     char *end = NULL;
-    TRY(parse_listing(argc, argv, SHOW_USAGE, &path, args, &n_args, 1, &help));
+    TRY(parse_listing(&cli_show, argc, argv, &path, args, 1, &help));
     if (help) goto cleanup;
-    if (n_args != 1) {
-        dr_eprintf("%s", SHOW_USAGE);
-        rc = DR_ERR_USAGE;
-        goto cleanup;
-    }
     errno = 0;
     long long id = strtoll(args[0], &end, 10);
     if (errno || end == args[0] || *end || id < 1) {

@@ -190,7 +190,8 @@ static void list_flags(const struct option *longs, const char *shorts)
 static const struct cli_flag *flag_of(const struct cli_command *cmd, int val, int *as_short)
 {
     *as_short = 0;
-    if (val >= VAL_FLAG(0) && val < VAL_FLAG(cmd->n_flags)) return &cmd->flags[val - VAL_FLAG(0)];
+    if (val >= VAL_FLAG(0) && val < VAL_FLAG(cmd->n_flags))
+        return &cmd->flags[val - VAL_FLAG(0)];
     for (int k = 0; k < cmd->n_flags; k++)
         if (val > 0 && cmd->flags[k].short_name == val) {
             *as_short = 1;
@@ -262,8 +263,8 @@ int cli_parse(const struct cli_command *cmd, void *opts, int argc, char **argv, 
             continue;
         }
         if (c == VAL_HELP || c == VAL_LIST) {
-            if (c == VAL_HELP ? !strcmp(argv[at], "-h") || spelled_in_full(argv[at], "help")
-                              : spelled_in_full(argv[at], "list-flags")) {
+            int is_long = !strncmp(argv[at], "--", 2);
+            if (!is_long || spelled_in_full(argv[at], c == VAL_HELP ? "help" : "list-flags")) {
                 if (c == VAL_HELP) cli_print_usage(stdout, cmd);
                 else list_flags(longs, shorts + 2);
                 result = CLI_HELP;

@@ -175,9 +175,13 @@ static const struct cli_flag bench_flags[] = {
 };
 
 const struct cli_command cli_bench = {
-    "bench", "CONFIG", "time training steps and evaluation on synthetic images",
-    bench_flags, (int)(sizeof bench_flags / sizeof bench_flags[0]), NULL, CLI_HINT_CONFIG,
-    cmd_bench,
+    .name = "bench",
+    .args = "CONFIG",
+    .summary = "time training steps and evaluation on synthetic images",
+    .flags = bench_flags,
+    .n_flags = (int)(sizeof bench_flags / sizeof bench_flags[0]),
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_bench,
 };
 
 int cmd_bench(int argc, char **argv)

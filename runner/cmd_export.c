@@ -231,11 +231,17 @@ static const struct cli_flag export_flags[] = {
 };
 
 const struct cli_command cli_export = {
-    "export", "[EXPERIMENT|CONFIG ...]", "every run and epoch of experiments as CSV or JSON",
-    export_flags, (int)(sizeof export_flags / sizeof export_flags[0]),
-    "No EXPERIMENT: every experiment of the database. JSON nests experiments, runs and\n"
-    "epochs; CSV is one table: the epochs (with their run's seed and status) or the runs.\n",
-    CLI_HINT_CONFIG, cmd_export,
+    .name = "export",
+    .args = "[EXPERIMENT|CONFIG ...]",
+    .summary = "every run and epoch of experiments as CSV or JSON",
+    .flags = export_flags,
+    .n_flags = (int)(sizeof export_flags / sizeof export_flags[0]),
+    .notes =
+        "No EXPERIMENT: every experiment of the database. JSON nests experiments, runs\n"
+        "and epochs; CSV is one table: the epochs (with their run's seed and status) or\n"
+        "the runs.\n",
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_export,
 };
 
 int cmd_export(int argc, char **argv)

@@ -11,11 +11,14 @@
 #include "results/results.h"
 
 const struct cli_command cli_merge = {
-    "merge", "OUT.db IN.db...", "combine results databases (e.g. of a Slurm job array)",
-    NULL, 0,
-    "Inputs are read-only; one that is not a dawnrun database is reported and skipped, OUT\n"
-    "unchanged by it, and the command then exits 1.\n",
-    CLI_HINT_FILE, cmd_merge,
+    .name = "merge",
+    .args = "OUT.db IN.db...",
+    .summary = "combine results databases (e.g. of a Slurm job array)",
+    .notes =
+        "Inputs are read-only; one that is not a dawnrun database is reported and\n"
+        "skipped, OUT unchanged by it, and the command then exits 1.\n",
+    .arg_hint = CLI_HINT_FILE,
+    .run = cmd_merge,
 };
 
 /* Whether two paths name the same existing file. */

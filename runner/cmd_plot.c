@@ -147,10 +147,14 @@ static const struct cli_flag plot_flags[] = {
 };
 
 const struct cli_command cli_plot = {
-    "plot", "[EXPERIMENT|CONFIG ...]",
-    "test accuracy, train loss and lr per epoch as an SVG chart",
-    plot_flags, (int)(sizeof plot_flags / sizeof plot_flags[0]),
-    "No EXPERIMENT: every experiment of the database.\n", CLI_HINT_CONFIG, cmd_plot,
+    .name = "plot",
+    .args = "[EXPERIMENT|CONFIG ...]",
+    .summary = "test accuracy, train loss and lr per epoch as an SVG chart",
+    .flags = plot_flags,
+    .n_flags = (int)(sizeof plot_flags / sizeof plot_flags[0]),
+    .notes = "No EXPERIMENT: every experiment of the database.\n",
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_plot,
 };
 
 int cmd_plot(int argc, char **argv)

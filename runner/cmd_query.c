@@ -65,8 +65,12 @@ static int parse_listing(const struct cli_command *cmd, int argc, char **argv,
 /* ---- experiments ----------------------------------------------------------------------- */
 
 const struct cli_command cli_experiments = {
-    "experiments", "", "list the experiments of a results database", listing_flags,
-    LISTING_N_FLAGS, NULL, CLI_HINT_NONE, cmd_experiments,
+    .name = "experiments",
+    .args = "",
+    .summary = "list the experiments of a results database",
+    .flags = listing_flags,
+    .n_flags = LISTING_N_FLAGS,
+    .run = cmd_experiments,
 };
 
 int cmd_experiments(int argc, char **argv)
@@ -121,8 +125,13 @@ cleanup:
 /* ---- runs ------------------------------------------------------------------------------ */
 
 const struct cli_command cli_runs = {
-    "runs", "EXPERIMENT|CONFIG", "list the runs of an experiment", listing_flags,
-    LISTING_N_FLAGS, NULL, CLI_HINT_CONFIG, cmd_runs,
+    .name = "runs",
+    .args = "EXPERIMENT|CONFIG",
+    .summary = "list the runs of an experiment",
+    .flags = listing_flags,
+    .n_flags = LISTING_N_FLAGS,
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_runs,
 };
 
 /* The runs of one experiment as a table, then the error text of those that have one. */
@@ -199,8 +208,12 @@ cleanup:
 /* ---- show ------------------------------------------------------------------------------ */
 
 const struct cli_command cli_show = {
-    "show", "RUN", "one run's epoch table (RUN: a run id from `dawnrun runs`)", listing_flags,
-    LISTING_N_FLAGS, NULL, CLI_HINT_NONE, cmd_show,
+    .name = "show",
+    .args = "RUN",
+    .summary = "one run's epoch table (RUN: a run id from `dawnrun runs`)",
+    .flags = listing_flags,
+    .n_flags = LISTING_N_FLAGS,
+    .run = cmd_show,
 };
 
 /* The run's header lines: experiment, seed and engine as `dawnrun train` prints them,

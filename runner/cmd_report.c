@@ -11,7 +11,7 @@
 struct report_args {
     struct report_selection sel;
     const char *format;      /* --format: table | csv | json | markdown | html */
-    const char *group_by;    /* --group-by KEY: one row per value of a config key; NULL: none */
+    const char *group_by;    /* --group-by KEY: a row per value of a config key; NULL: none */
     const char *output;      /* -o/--output PATH; NULL: stdout */
 };
 
@@ -34,12 +34,16 @@ static const struct cli_flag report_flags[] = {
 };
 
 const struct cli_command cli_report = {
-    "report", "[EXPERIMENT|CONFIG ...]",
-    "runs reaching the target, median, mean, CI; experiments side by side",
-    report_flags, (int)(sizeof report_flags / sizeof report_flags[0]),
-    "No EXPERIMENT: every experiment of the database. An EXPERIMENT is a name, an id or a\n"
-    "config hash prefix; a CONFIG names the experiment it resolves to.\n",
-    CLI_HINT_CONFIG, cmd_report,
+    .name = "report",
+    .args = "[EXPERIMENT|CONFIG ...]",
+    .summary = "runs reaching the target, median, mean, CI; experiments side by side",
+    .flags = report_flags,
+    .n_flags = (int)(sizeof report_flags / sizeof report_flags[0]),
+    .notes =
+        "No EXPERIMENT: every experiment of the database. An EXPERIMENT is a name, an id\n"
+        "or a config hash prefix; a CONFIG names the experiment it resolves to.\n",
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_report,
 };
 
 int cmd_report(int argc, char **argv)

@@ -208,9 +208,13 @@ static const struct cli_flag run_flags[] = {
 };
 
 const struct cli_command cli_run = {
-    "run", "CONFIG...", "run a multi-seed batch into the results database, then report",
-    run_flags, (int)(sizeof run_flags / sizeof run_flags[0]), NULL, CLI_HINT_CONFIG,
-    cmd_run,
+    .name = "run",
+    .args = "CONFIG...",
+    .summary = "run a multi-seed batch into the results database, then report",
+    .flags = run_flags,
+    .n_flags = (int)(sizeof run_flags / sizeof run_flags[0]),
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_run,
 };
 
 /* Fills a from argv; returns -1 after printing the problem. */

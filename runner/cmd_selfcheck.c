@@ -67,11 +67,15 @@ static const struct cli_flag selfcheck_flags[] = {
 };
 
 const struct cli_command cli_selfcheck = {
-    "selfcheck", "", "compare every CUDA op with its CPU twin (exit 77 without a GPU)",
-    selfcheck_flags, (int)(sizeof selfcheck_flags / sizeof selfcheck_flags[0]),
-    "Exit status: 0 all passed, 1 a check failed, 2 a bad flag, 6 a device error, 77 no\n"
-    "usable device.\n",
-    CLI_HINT_NONE, cmd_selfcheck,
+    .name = "selfcheck",
+    .args = "",
+    .summary = "compare every CUDA op with its CPU twin (exit 77 without a GPU)",
+    .flags = selfcheck_flags,
+    .n_flags = (int)(sizeof selfcheck_flags / sizeof selfcheck_flags[0]),
+    .notes =
+        "Exit status: 0 all passed, 1 a check failed, 2 a bad flag, 6 a device error, 77 no\n"
+        "usable device.\n",
+    .run = cmd_selfcheck,
 };
 
 int cmd_selfcheck(int argc, char **argv)

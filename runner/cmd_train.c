@@ -46,9 +46,13 @@ static const struct cli_flag train_flags[] = {
 };
 
 const struct cli_command cli_train = {
-    "train", "CONFIG", "train one run and print its epoch table (nothing is recorded)",
-    train_flags, (int)(sizeof train_flags / sizeof train_flags[0]), NULL, CLI_HINT_CONFIG,
-    cmd_train,
+    .name = "train",
+    .args = "CONFIG",
+    .summary = "train one run and print its epoch table (nothing is recorded)",
+    .flags = train_flags,
+    .n_flags = (int)(sizeof train_flags / sizeof train_flags[0]),
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_train,
 };
 
 int cmd_train(int argc, char **argv)

@@ -94,12 +94,21 @@ struct validate_args {
 
 static const struct cli_flag validate_flags[] = {
     CLI_FLAG_SET(struct validate_args, c),
+    CLI_FLAG_ENGINE(struct validate_args, c),
+    CLI_FLAG_THREADS(struct validate_args, c),
+    CLI_FLAG_DEVICE(struct validate_args, c),
 };
 
 const struct cli_command cli_validate = {
-    "validate", "CONFIG", "check a config; print the resolved experiment and the network",
-    validate_flags, (int)(sizeof validate_flags / sizeof validate_flags[0]), NULL,
-    CLI_HINT_CONFIG, cmd_validate,
+    .name = "validate",
+    .args = "CONFIG",
+    .summary = "check a config; print the resolved experiment and the network",
+    .flags = validate_flags,
+    .n_flags = (int)(sizeof validate_flags / sizeof validate_flags[0]),
+    .notes = "--engine, --threads and --device are taken so that the flags of a train or run\n"
+             "command line validate as they are; validate itself trains nothing.\n",
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_validate,
 };
 
 int cmd_validate(int argc, char **argv)

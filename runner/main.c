@@ -39,8 +39,12 @@ static const struct cli_flag config_doc_flags[] = {
 };
 
 const struct cli_command cli_config_doc = {
-    "config-doc", "", "print the reference of every config key (Markdown)",
-    config_doc_flags, 1, NULL, CLI_HINT_NONE, cmd_config_doc,
+    .name = "config-doc",
+    .args = "",
+    .summary = "print the reference of every config key (Markdown)",
+    .flags = config_doc_flags,
+    .n_flags = 1,
+    .run = cmd_config_doc,
 };
 
 int cmd_config_doc(int argc, char **argv)
@@ -57,9 +61,12 @@ int cmd_config_doc(int argc, char **argv)
 /* ---- completion -------------------------------------------------------------------------- */
 
 const struct cli_command cli_completion = {
-    "completion", "bash", "print the bash completion script (scripts/dawnrun-completion.bash)",
-    NULL, 0, "Install: dawnrun completion bash > /usr/share/bash-completion/completions/dawnrun\n",
-    CLI_HINT_NONE, cmd_completion,
+    .name = "completion",
+    .args = "bash",
+    .summary = "print the bash completion script (scripts/dawnrun-completion.bash)",
+    .notes =
+        "Install: dawnrun completion bash > /usr/share/bash-completion/completions/dawnrun\n",
+    .run = cmd_completion,
 };
 
 int cmd_completion(int argc, char **argv)
@@ -93,8 +100,10 @@ static int cmd_help(int argc, char **argv)
 }
 
 const struct cli_command cli_help = {
-    "help", "[COMMAND]", "list the commands, or print the flags of one",
-    NULL, 0, NULL, CLI_HINT_NONE, cmd_help,
+    .name = "help",
+    .args = "[COMMAND]",
+    .summary = "list the commands, or print the flags of one",
+    .run = cmd_help,
 };
 
 static int cmd_version(int argc, char **argv)
@@ -107,7 +116,10 @@ static int cmd_version(int argc, char **argv)
 }
 
 const struct cli_command cli_version = {
-    "version", "", "print the version", NULL, 0, NULL, CLI_HINT_NONE, cmd_version,
+    .name = "version",
+    .args = "",
+    .summary = "print the version",
+    .run = cmd_version,
 };
 
 int main(int argc, char **argv)

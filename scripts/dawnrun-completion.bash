@@ -69,7 +69,7 @@ _dawnrun_flags() {
     export) echo '--db --set --sweep --where --format --table -o --output -h --help' ;;
     merge) echo '-h --help' ;;
     train) echo '--seed --set --engine --threads --device -h --help' ;;
-    validate) echo '--set -h --help' ;;
+    validate) echo '--set --engine --threads --device -h --help' ;;
     bench) echo '--batch --steps --warmup --set --engine --threads --device -h --help' ;;
     selfcheck) echo '--engine --device --precision --threads --only --list -h --help' ;;
     config-doc) echo '--keys -h --help' ;;
@@ -126,6 +126,9 @@ _dawnrun_value() {
     train:--threads) echo 'value' ;;
     train:--device) echo 'value' ;;
     validate:--set) echo 'key' ;;
+    validate:--engine) echo 'choice:cpu cuda auto' ;;
+    validate:--threads) echo 'value' ;;
+    validate:--device) echo 'value' ;;
     bench:--batch) echo 'value' ;;
     bench:--steps) echo 'value' ;;
     bench:--warmup) echo 'value' ;;

@@ -186,7 +186,8 @@ static void list_flags(const struct option *longs, const char *shorts)
         if (o->val != VAL_LIST) printf("--%s\n", o->name);
 }
 
-/* The flag of table index k as the user wrote it: "--name" or "-o". */
+/* The table's flag that getopt_long's value val stands for (VAL_FLAG(k) of a long flag,
+ * or a short name; *as_short says which), or NULL. */
 static const struct cli_flag *flag_of(const struct cli_command *cmd, int val, int *as_short)
 {
     *as_short = 0;

@@ -62,12 +62,13 @@ enum cli_parsed {
 };
 
 /* Parses argv[1..argc) against cmd's flags, storing each into opts (the command's
- * options struct, which the table's offsets point into). The positional arguments are
- * moved, in their order, to argv[1..1 + *n_args) (the flags may come before, between or
- * after them; every argument after `--` is positional). -h/--help prints the full usage
- * on stdout; the hidden --list-flags prints every spelling the parser accepts, one a
- * line (for the completion and the tests). Errors read "dawnrun CMD: ..." on stderr,
- * followed by the usage line. Returns enum cli_parsed. */
+ * options struct, which the table's offsets point into; NULL for a table without
+ * flags). The positional arguments are moved, in their order, to argv[1..1 + *n_args)
+ * (the flags may come before, between or after them; every argument after `--` is
+ * positional). -h/--help prints the full usage on stdout; the hidden --list-flags prints
+ * every spelling the parser accepts, one a line (for the completion and the tests).
+ * Errors read "dawnrun CMD: ..." on stderr, followed by the usage line. Returns enum
+ * cli_parsed. */
 int cli_parse(const struct cli_command *cmd, void *opts, int argc, char **argv, int *n_args);
 
 /* Reports a usage error of cmd found after parsing: "dawnrun CMD: MESSAGE" and the

@@ -130,8 +130,8 @@ int main(int argc, char **argv)
     }
     progress_install();
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "--version")) return cmd_version(1, argv + 1);
-    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) return cmd_help(1, argv + 1);
+    if (!strcmp(cmd, "--version")) return cmd_version(argc - 1, argv + 1);
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) return cmd_help(argc - 1, argv + 1);
     if (!strcmp(cmd, "--man") && argc == 2) {
         cli_print_man(stdout, commands, N_COMMANDS);
         return EXIT_OK;

@@ -258,7 +258,7 @@ int cmd_export(int argc, char **argv)
     enum export_format fmt = strcmp(o.format, "json") ? EXPORT_CSV : EXPORT_JSON;
     enum export_table table = o.table && !strcmp(o.table, "runs") ? TABLE_RUNS : TABLE_EPOCHS;
     if (o.table && fmt == EXPORT_JSON) {
-        dr_eprintf("dawnrun export: --table chooses a CSV table; JSON holds both\n");
+        cli_usage_error(&cli_export, "--table chooses a CSV table; JSON holds both");
         rc = DR_ERR_USAGE;
         goto cleanup;
     }

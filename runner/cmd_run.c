@@ -217,7 +217,8 @@ const struct cli_command cli_run = {
     .run = cmd_run,
 };
 
-/* Fills a from argv; returns -1 after printing the problem. */
+/* Fills a from argv; returns 0, 1 after --help printed the usage, or -1 after printing
+ * the problem and the usage line. */
 static int parse_args(struct run_args *a, int argc, char **argv)
 {
     int n_args = 0, parsed = cli_parse(&cli_run, a, argc, argv, &n_args);
@@ -233,25 +234,25 @@ static int parse_args(struct run_args *a, int argc, char **argv)
         return -1;
     }
     if (a->n_seeds && a->n_seed_list) {
-        dr_eprintf("dawnrun run: --seeds and --seed-list exclude each other\n");
+        cli_usage_error(&cli_run, "--seeds and --seed-list exclude each other");
         return -1;
     }
     if (a->n_devices && a->workers) {
-        dr_eprintf("dawnrun run: --devices and --workers exclude each other (--devices "
-                   "starts one worker per device; repeat a device for two)\n");
+        cli_usage_error(&cli_run, "--devices and --workers exclude each other (--devices "
+                        "starts one worker per device; repeat a device for two)");
         return -1;
     }
     if (a->n_devices && !strcmp(a->c.engine, "cpu")) {
-        dr_eprintf("dawnrun run: --devices needs the cuda engine; for CPU worker processes "
-                   "use --workers N\n");
+        cli_usage_error(&cli_run, "--devices needs the cuda engine; for CPU worker "
+                        "processes use --workers N");
         return -1;
     }
     if (a->experiment && a->n_configs > 1) {
-        dr_eprintf("dawnrun run: --experiment names one experiment: give one CONFIG\n");
+        cli_usage_error(&cli_run, "--experiment names one experiment: give one CONFIG");
         return -1;
     }
     if (a->dry_run) {
-        dr_eprintf("dawnrun run: --dry-run is not supported by this build\n");
+        cli_usage_error(&cli_run, "--dry-run is not supported by this build");
         return -1;
     }
     return 0;

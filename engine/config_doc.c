@@ -151,3 +151,32 @@ void config_schema_print(FILE *f)
     }
     config_destroy(&schema);
 }
+
+/* The dotted paths under `keys` (groups descended into, not printed), one a line. */
+static void print_key_paths(FILE *f, const config_setting_t *keys, const char *parent)
+{
+    for (int i = 0; keys && i < config_setting_length(keys); i++) {
+        const config_setting_t *entry = config_setting_get_elem(keys, (unsigned)i);
+        const char *type = "";
+        char path[256];
+        config_setting_lookup_string(entry, "type", &type);
+        int w = parent[0] ? snprintf(path, sizeof(path), "%s.%s", parent, config_setting_name(entry))
+                          : snprintf(path, sizeof(path), "%s", config_setting_name(entry));
+        if (w < 0 || (size_t)w >= sizeof(path)) continue; /* no such depth in the schema */
+        if (!strcmp(type, "group"))
+            print_key_paths(f, config_setting_get_member(entry, "keys"), path);
+        else
+            fprintf(f, "%s\n", path);
+    }
+}
+
+void config_schema_print_keys(FILE *f)
+{
+    config_t schema;
+    if (cfg_schema_load(&schema) != DR_OK) {
+        config_destroy(&schema);
+        return;
+    }
+    print_key_paths(f, config_setting_get_member(config_root_setting(&schema), "experiment"), "");
+    config_destroy(&schema);
+}

@@ -126,6 +126,11 @@ int config_layer_defaults(struct layer_spec *ls, enum layer_type type);
  * the generated part of docs/config.md). */
 void config_schema_print(FILE *f);
 
+/* Prints every experiment key of the schema as its dotted path ("train.lr_schedule.values"),
+ * one a line, in the schema's order: the keys `--set key=value` can name (groups are not
+ * listed, their members are; layer attributes are not: they go by a layer's name). */
+void config_schema_print_keys(FILE *f);
+
 /* ---- the resolved config as parameters (config_params.c) ------------------------------ */
 
 enum param_type { PARAM_INT, PARAM_FLOAT, PARAM_BOOL, PARAM_STRING, PARAM_LIST };

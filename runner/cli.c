@@ -1,8 +1,7 @@
-/* Flag parsing helpers, exit-code mapping, engine selection and signal flags shared by
- * the dawnrun commands. */
+/* Exit-code mapping, engine selection, signal flags and the epoch table shared by the
+ * dawnrun commands (flag parsing: cli_flags.c). */
 #include "cli.h"
 
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -59,6 +58,21 @@ int cli_stop_signal(void)
     return stop_signal;
 }
 
+int cli_take_set(void *dst, const char *value, const char *cmd)
+{
+    struct cli_common *c = dst;
+    if (!strchr(value, '=')) {
+        dr_eprintf("dawnrun %s: --set needs key.path=value, got '%s'\n", cmd, value);
+        return DR_ERR_USAGE;
+    }
+    if (c->n_sets >= CLI_MAX_SETS - 1) {
+        dr_eprintf("dawnrun %s: too many --set flags (at most %d)\n", cmd, CLI_MAX_SETS - 1);
+        return DR_ERR_USAGE;
+    }
+    c->sets[c->n_sets++] = value;
+    return DR_OK;
+}
+
 int cli_exit_code(int status)
 {
     switch (status) {
@@ -72,104 +86,6 @@ int cli_exit_code(int status)
     case DR_ERR_INTERRUPTED: return stop_signal == SIGTERM ? EXIT_SIGTERM : EXIT_SIGINT;
     default: return EXIT_FAILURE_OTHER;
     }
-}
-
-long cli_parse_long(const char *flag, const char *value, long min, long max)
-{
-    char *end = NULL;
-    if (!value) {
-        dr_eprintf("dawnrun: %s needs a value\n", flag);
-        return -1;
-    }
-    errno = 0;
-    long v = strtol(value, &end, 10);
-    if (errno || end == value || *end || v < min || v > max) {
-        dr_eprintf("dawnrun: %s: expected an integer in [%ld, %ld], got '%s'\n", flag, min,
-                   max, value);
-        return -1;
-    }
-    return v;
-}
-
-int cli_common_flag(struct cli_common *c, int argc, char **argv, int *i)
-{
-    const char *a = argv[*i];
-    const char *val = *i + 1 < argc ? argv[*i + 1] : NULL;
-    if (!strcmp(a, "--set") || !strncmp(a, "--set=", 6)) {
-        const char *kv = a[5] == '=' ? a + 6 : val;
-        if (!kv || !strchr(kv, '=')) {
-            dr_eprintf("dawnrun: --set needs key.path=value\n");
-            return -1;
-        }
-        if (c->n_sets >= CLI_MAX_SETS - 1) {
-            dr_eprintf("dawnrun: too many --set flags (at most %d)\n", CLI_MAX_SETS - 1);
-            return -1;
-        }
-        c->sets[c->n_sets++] = kv;
-        if (kv == val) (*i)++;
-        return 1;
-    }
-    if (!strcmp(a, "--engine")) {
-        if (!val || (strcmp(val, "cpu") && strcmp(val, "cuda") && strcmp(val, "auto"))) {
-            dr_eprintf("dawnrun: --engine: expected cpu, cuda or auto, got '%s'\n",
-                       val ? val : "");
-            return -1;
-        }
-        c->engine = val;
-        (*i)++;
-        return 1;
-    }
-    if (!strcmp(a, "--threads")) {
-        long v = cli_parse_long("--threads", val, 0, 1024);
-        if (v < 0) return -1;
-        c->threads = (int)v;
-        (*i)++;
-        return 1;
-    }
-    if (!strcmp(a, "--device")) {
-        long v = cli_parse_long("--device", val, 0, 1024);
-        if (v < 0) return -1;
-        c->device = (int)v;
-        (*i)++;
-        return 1;
-    }
-    return 0;
-}
-
-int cli_parse(struct cli_common *c, int argc, char **argv, const char *usage,
-              const struct cli_int_flag *flags, int n_flags)
-{
-    for (int i = 1; i < argc; i++) {
-        int k = cli_common_flag(c, argc, argv, &i);
-        if (k < 0) return -1;
-        if (k > 0) continue;
-        const char *a = argv[i];
-        int matched = 0;
-        for (int f = 0; f < n_flags && !matched; f++) {
-            if (strcmp(a, flags[f].name)) continue;
-            long v = cli_parse_long(a, i + 1 < argc ? argv[i + 1] : NULL, flags[f].min,
-                                    flags[f].max);
-            if (v < 0) return -1;
-            *flags[f].dst = v;
-            i++;
-            matched = 1;
-        }
-        if (matched) continue;
-        if (a[0] == '-' && a[1]) {
-            dr_eprintf("dawnrun %s: unknown flag '%s'\n", argv[0], a);
-            return -1;
-        }
-        if (c->config) {
-            dr_eprintf("dawnrun %s: one CONFIG only (got '%s' too)\n", argv[0], a);
-            return -1;
-        }
-        c->config = a;
-    }
-    if (!c->config) {
-        dr_eprintf("%s\n", usage);
-        return -1;
-    }
-    return 0;
 }
 
 /* The CPU engine computes in fp32 only: a half-precision experiment is refused there

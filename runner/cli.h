@@ -1,10 +1,12 @@
-/* Shared pieces of the dawnrun commands: flag parsing helpers, exit codes, engine
- * selection, signal handling and the epoch table printer. */
+/* Shared pieces of the dawnrun commands: the flag tables and their parser, exit codes,
+ * engine selection, signal handling and the epoch table printer. */
 #ifndef DAWNRUN_CLI_H
 #define DAWNRUN_CLI_H
 
+#include <stddef.h>
 #include <stdio.h>
 
+#include "cli_flags.h"
 #include "kernels/backend.h"
 #include "engine/train.h"
 
@@ -12,7 +14,7 @@
 enum cli_exit {
     EXIT_OK = 0,
     EXIT_FAILURE_OTHER = 1,  /* internal or i/o error */
-    EXIT_USAGE = 2,          /* bad command-line flag */
+    EXIT_USAGE = CLI_EXIT_USAGE, /* bad command-line flag */
     EXIT_CONFIG = 3,         /* bad experiment config */
     EXIT_DATA = 4,           /* missing or malformed data */
     EXIT_DIVERGED = 5,       /* loss became NaN/inf */
@@ -36,25 +38,27 @@ struct cli_common {
     int threads;                 /* 0 = all cores */
 };
 
-/* Consumes argv[*i] (and its value) if it is a common flag; returns 1 if consumed, 0 if
- * not, -1 on a bad value (message printed). */
-int cli_common_flag(struct cli_common *c, int argc, char **argv, int *i);
+/* The flags of struct cli_common as table entries, for an options struct `type` that
+ * holds one as `member`. */
+#define CLI_FLAG_SET(type, member)                                                         \
+    {.name = "set", .kind = CLI_CALL, .offset = offsetof(type, member),                    \
+     .meta = "key=value", .help = "override a config key (value in config syntax)",         \
+     .hint = CLI_HINT_KEY, .repeat = 1, .call = cli_take_set}
+#define CLI_FLAG_ENGINE(type, member)                                                      \
+    {.name = "engine", .kind = CLI_CHOICE, .offset = offsetof(type, member.engine),        \
+     .meta = "cpu|cuda|auto", .choices = "cpu|cuda|auto",                                  \
+     .help = "auto (the default): cuda when a GPU is usable, else cpu"}
+#define CLI_FLAG_THREADS(type, member)                                                     \
+    {.name = "threads", .kind = CLI_INT, .offset = offsetof(type, member.threads),         \
+     .meta = "N", .help = "CPU threads of the cpu engine (0, the default: all cores)",      \
+     .max = 1024}
+#define CLI_FLAG_DEVICE(type, member)                                                      \
+    {.name = "device", .kind = CLI_INT, .offset = offsetof(type, member.device),           \
+     .meta = "N", .help = "the CUDA device number (default 0)", .max = 1024}
 
-/* An integer flag of one command: `--name N` stored in *dst, checked against [min, max]. */
-struct cli_int_flag {
-    const char *name;
-    long *dst;
-    long min, max;
-};
-
-/* Parses `CMD CONFIG [common flags] [int flags]` (argv[0] is the command name): exactly
- * one positional CONFIG. Prints what is wrong (or `usage` when CONFIG is missing) and
- * returns -1 on any problem, else 0. */
-int cli_parse(struct cli_common *c, int argc, char **argv, const char *usage,
-              const struct cli_int_flag *flags, int n_flags);
-
-/* Parses a non-negative integer flag value; prints "--flag: ..." and returns -1 if bad. */
-long cli_parse_long(const char *flag, const char *value, long min, long max);
+/* CLI_CALL for --set: appends the value (which must hold '=') to the struct cli_common
+ * at dst. */
+int cli_take_set(void *dst, const char *value, const char *cmd);
 
 /* Creates the backend named by c->engine ("auto": CUDA if a device works, else CPU);
  * precision is the experiment's train.precision; the CPU engine computes in fp32 only and
@@ -78,7 +82,7 @@ int cli_stop_signal(void);
 void table_print_header(FILE *f);
 void table_print_row(FILE *f, const struct epoch_record *r);
 
-/* Commands. Each returns the process exit code. */
+/* Commands. Each returns the process exit code; each has its table. */
 int cmd_train(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
@@ -93,5 +97,11 @@ int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_sweeps(int argc, char **argv);
 int cmd_selfcheck(int argc, char **argv);
+int cmd_config_doc(int argc, char **argv);
+int cmd_completion(int argc, char **argv);
+
+extern const struct cli_command cli_train, cli_validate, cli_bench, cli_run, cli_report,
+    cli_experiments, cli_runs, cli_show, cli_merge, cli_plot, cli_export, cli_selfcheck,
+    cli_config_doc, cli_completion, cli_version, cli_help, cli_sweeps;
 
 #endif

@@ -154,19 +154,48 @@ static void print_split(const struct model_profile *p, double total)
            "optimizer", 100.0 * p->optimizer_s / total, "augment", 100.0 * p->augment_s / total);
 }
 
+struct bench_args {
+    struct cli_common c;
+    long batch, steps, warmup;
+};
+
+static const struct cli_flag bench_flags[] = {
+    {.name = "batch", .kind = CLI_LONG, .offset = offsetof(struct bench_args, batch),
+     .meta = "N", .help = "the batch size (train.batch_size; default: the config's)",
+     .min = 1, .max = 65536},
+    {.name = "steps", .kind = CLI_LONG, .offset = offsetof(struct bench_args, steps),
+     .meta = "N", .help = "timed training steps (default 50 on cuda, 3 on cpu)",
+     .min = 1, .max = 100000},
+    {.name = "warmup", .kind = CLI_LONG, .offset = offsetof(struct bench_args, warmup),
+     .meta = "N", .help = "untimed warm-up steps first (default 1)", .max = 100000},
+    CLI_FLAG_SET(struct bench_args, c),
+    CLI_FLAG_ENGINE(struct bench_args, c),
+    CLI_FLAG_THREADS(struct bench_args, c),
+    CLI_FLAG_DEVICE(struct bench_args, c),
+};
+
+const struct cli_command cli_bench = {
+    .name = "bench",
+    .args = "CONFIG",
+    .summary = "time training steps and evaluation on synthetic images",
+    .flags = bench_flags,
+    .n_flags = (int)(sizeof bench_flags / sizeof bench_flags[0]),
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_bench,
+};
+
 int cmd_bench(int argc, char **argv)
 {
     char batch_set[64];
-    struct cli_common c = {.engine = "auto"};
-    long batch = 0, steps = 0, warmup = 1;
-    const struct cli_int_flag flags[] = {{"--batch", &batch, 1, 65536},
-                                         {"--steps", &steps, 1, 100000},
-                                         {"--warmup", &warmup, 0, 100000}};
-    if (cli_parse(&c, argc, argv,
-                  "usage: dawnrun bench CONFIG [--batch N] [--steps N] [--warmup N] "
-                  "[--engine cpu|cuda|auto] [--set key=value]...",
-                  flags, 3) != 0)
-        return EXIT_USAGE;
+    struct bench_args a = {.c = {.engine = "auto"}, .warmup = 1};
+    int n_args = 0, parsed = cli_parse(&cli_bench, &a, argc, argv, &n_args);
+    if (parsed != CLI_PARSED) return parsed == CLI_HELP ? EXIT_OK : EXIT_USAGE;
+    if (n_args != 1)
+        return n_args ? cli_usage_error(&cli_bench, "one CONFIG only (got '%s' too)", argv[2])
+                      : cli_usage_error(&cli_bench, "CONFIG is missing");
+    struct cli_common c = a.c;
+    long batch = a.batch, steps = a.steps, warmup = a.warmup;
+    c.config = argv[1];
     if (batch > 0) {
         if (c.n_sets >= CLI_MAX_SETS) return EXIT_USAGE;
         snprintf(batch_set, sizeof(batch_set), "train.batch_size=%ld", batch);

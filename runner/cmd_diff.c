@@ -6,15 +6,10 @@
 
 #include "base/status.h"
 #include "cli.h"
+#include "diff_args.h"
 #include "engine/experiment.h"
 #include "output.h"
 #include "report_internal.h"
-
-#define DIFF_USAGE                                                                         \
-    "usage: dawnrun diff A B [--all] [--db PATH]\n"                                        \
-    "       (A, B: one experiment each: an id, a name, a config-hash prefix or a name\n"   \
-    "       glob; prints the config keys whose values differ, then the overrides of\n"    \
-    "       each; --all prints every key)\n"
 
 /* The one experiment `arg` selects; several or none is reported, DR_ERR_USAGE. */
 static int diff_one(struct results *db, struct results_experiment *x, const char *arg)
@@ -100,44 +95,39 @@ cleanup:
     return rc;
 }
 
+const struct cli_command cli_diff = {
+    .name = "diff",
+    .args = "A B",
+    .summary = "compare two experiments: the config keys that differ, then their overrides",
+    .flags = diff_flags,
+    .n_flags = DIFF_N_FLAGS,
+    .notes = "A and B: one experiment each: an id, a name, a config-hash prefix or a name\n"
+             "glob. Prints the config keys whose values differ, then the overrides each was\n"
+             "registered with; --all prints every key.\n",
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_diff,
+};
+
 int cmd_diff(int argc, char **argv)
 {
-    int rc = DR_OK, all = 0, n_args = 0, missing = 0, n_keys = 0, n_diff = 0;
-    const char *v, *db_flag = NULL, *args[2] = {NULL, NULL}, *path;
+    int rc = DR_OK, n_keys = 0, n_diff = 0;
+    const char *args[2], *path;
+    struct diff_args da;
     struct results *db = NULL;
     struct results_experiment x[2];
     struct param_list *lists = NULL;
     char **keys = NULL, **differing = NULL;
     int64_t ids[2];
     memset(x, 0, sizeof x);
-    for (int i = 1; i < argc; i++) {
-        missing = 0;
-        if ((v = report_flag_value("--db", argc, argv, &i, &missing))) {
-            db_flag = v;
-        } else if (missing) {
-            dr_eprintf("dawnrun diff: --db needs a value\n%s", DIFF_USAGE);
-            return EXIT_USAGE;
-        } else if (!strcmp(argv[i], "--all")) {
-            all = 1;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(DIFF_USAGE, stdout);
-            return EXIT_OK;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            dr_eprintf("dawnrun diff: unknown flag '%s'\n%s", argv[i], DIFF_USAGE);
-            return EXIT_USAGE;
-        } else if (n_args < 2) {
-            args[n_args++] = argv[i];
-        } else {
-            dr_eprintf("dawnrun diff: unexpected argument '%s' (diff compares two "
-                       "experiments)\n%s", argv[i], DIFF_USAGE);
-            return EXIT_USAGE;
-        }
+    switch (diff_args_parse(&da, &cli_diff, argc, argv)) {
+    case CLI_PARSED: break;
+    case CLI_HELP: return EXIT_OK;
+    default: return EXIT_USAGE;
     }
-    if (n_args != 2) {
-        dr_eprintf("dawnrun diff: needs two experiments, A and B\n%s", DIFF_USAGE);
-        return EXIT_USAGE;
-    }
-    path = report_db_path(db_flag);
+    args[0] = da.a;
+    args[1] = da.b;
+    const int all = da.all;
+    path = report_db_path(da.db);
     TRY(report_open_db(&db, path));
     for (int s = 0; s < 2; s++) {
         TRY(diff_one(db, &x[s], args[s]));

@@ -5,6 +5,7 @@
  * with every run column (--table runs). Both carry the config keys that differ among the
  * exported experiments (trailing CSV columns named by key; in JSON a "differing" object,
  * beside the experiment's full "params"). Unknown values: empty in CSV, null in JSON. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,12 +14,6 @@
 #include "engine/experiment.h"
 #include "output.h"
 #include "report_internal.h"
-
-#define EXPORT_USAGE                                                                       \
-    "usage: dawnrun export [EXPERIMENT|CONFIG ...] [--format csv|json]\n"                  \
-    "                      [--table epochs|runs] [-o FILE] [--set key=value]...\n"         \
-    "                      [--sweep key=v1,v2]... [--where key=value]... [--db PATH]\n"    \
-    "       (no EXPERIMENT: every experiment; csv tables: epochs (default) or runs)\n"
 
 enum export_format { EXPORT_CSV, EXPORT_JSON };
 enum export_table { TABLE_EPOCHS, TABLE_RUNS };
@@ -279,63 +274,69 @@ cleanup:
 }
 
 /* The export's own flags and what they set. */
+/* What `dawnrun export` reads from its command line. */
 struct export_opts {
-    const char *out_path;     /* NULL: stdout */
-    enum export_format fmt;
-    enum export_table table;
-    int table_given;
+    struct report_selection sel;
+    const char *out_path;     /* -o/--output; NULL: stdout */
+    const char *format;       /* --format: csv (the default) | json */
+    const char *table;        /* --table: epochs (the default) | runs; NULL: not given */
 };
 
-static int export_flag(void *ctx, const char *flag, const char *v)
-{
-    struct export_opts *o = ctx;
-    if (!strcmp(flag, "--format")) {
-        if (!strcmp(v, "csv")) o->fmt = EXPORT_CSV;
-        else if (!strcmp(v, "json")) o->fmt = EXPORT_JSON;
-        else {
-            dr_eprintf("dawnrun export: --format: expected csv or json, got '%s'\n", v);
-            return DR_ERR_USAGE;
-        }
-    } else if (!strcmp(flag, "--table")) {
-        if (!strcmp(v, "epochs")) o->table = TABLE_EPOCHS;
-        else if (!strcmp(v, "runs")) o->table = TABLE_RUNS;
-        else {
-            dr_eprintf("dawnrun export: --table: expected epochs or runs, got '%s'\n", v);
-            return DR_ERR_USAGE;
-        }
-        o->table_given = 1;
-    } else {
-        o->out_path = v;
-    }
-    return DR_OK;
-}
+static const struct cli_flag export_flags[] = {
+    REPORT_FLAG_DB(struct export_opts, sel),
+    REPORT_FLAG_SET(struct export_opts, sel),
+    REPORT_FLAG_SWEEP(struct export_opts, sel),
+    REPORT_FLAG_WHERE(struct export_opts, sel),
+    {.name = "format", .kind = CLI_CHOICE, .offset = offsetof(struct export_opts, format),
+     .meta = "FORMAT", .help = "csv (the default) or json", .choices = "csv|json"},
+    {.name = "table", .kind = CLI_CHOICE, .offset = offsetof(struct export_opts, table),
+     .meta = "TABLE", .help = "the CSV table: epochs (the default) or runs",
+     .choices = "epochs|runs"},
+    {.name = "output", .short_name = 'o', .kind = CLI_STRING,
+     .offset = offsetof(struct export_opts, out_path), .meta = "FILE",
+     .help = "write to FILE (default: stdout)", .hint = CLI_HINT_FILE},
+};
+
+const struct cli_command cli_export = {
+    .name = "export",
+    .args = "[EXPERIMENT|CONFIG ...]",
+    .summary = "every run and epoch of experiments as CSV or JSON",
+    .flags = export_flags,
+    .n_flags = (int)(sizeof export_flags / sizeof export_flags[0]),
+    .notes =
+        "No EXPERIMENT: every experiment of the database. JSON nests experiments, runs\n"
+        "and epochs; CSV is one table: the epochs (with their run's seed and status) or\n"
+        "the runs.\n",
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_export,
+};
 
 int cmd_export(int argc, char **argv)
 {
-    static const char *const flags[] = {"-o", "--output", "--format", "--table", NULL};
     int rc = DR_OK, help = 0, n_ids = 0;
     const char *db_path;
-    struct export_opts o = {NULL, EXPORT_CSV, TABLE_EPOCHS, 0};
-    const struct report_cli cli = {"export", EXPORT_USAGE, 0, flags, export_flag, &o};
-    struct report_selection sel;
+    struct export_opts o = {.format = "csv"};
+    struct report_selection *selp = &o.sel;
     struct results *db = NULL;
     int64_t *ids = NULL;
     struct output_file out = {0};
-    TRY(report_selection_parse(&sel, &help, &cli, argc, argv));
+    TRY(report_selection_parse(selp, &help, &cli_export, &o, argc, argv));
     if (help) goto cleanup;
-    if (o.table_given && o.fmt == EXPORT_JSON) {
-        dr_eprintf("dawnrun export: --table chooses a CSV table; JSON holds both\n");
+    enum export_format fmt = strcmp(o.format, "json") ? EXPORT_CSV : EXPORT_JSON;
+    enum export_table table = o.table && !strcmp(o.table, "runs") ? TABLE_RUNS : TABLE_EPOCHS;
+    if (o.table && fmt == EXPORT_JSON) {
+        cli_usage_error(&cli_export, "--table chooses a CSV table; JSON holds both");
         rc = DR_ERR_USAGE;
         goto cleanup;
     }
-    TRY(report_selection_resolve(&db, &db_path, &ids, &n_ids, &sel, cli.name));
+    TRY(report_selection_resolve(&db, &db_path, &ids, &n_ids, selp, cli_export.name));
     TRY(output_file_open(&out, o.out_path));
-    TRY(export_all(out.f, db, db_path, ids, n_ids, o.fmt, o.table));
+    TRY(export_all(out.f, db, db_path, ids, n_ids, fmt, table));
     TRY(output_file_commit(&out));
 cleanup:
     output_file_abort(&out);
     results_close(db);
     free(ids);
-    report_selection_free(&sel);
+    report_selection_free(selp);
     return cli_exit_code(rc);
 }

@@ -11,7 +11,16 @@
 #include "report_internal.h"
 #include "results/results.h"
 
-#define MERGE_USAGE "usage: dawnrun merge OUT.db IN.db...\n"
+const struct cli_command cli_merge = {
+    .name = "merge",
+    .args = "OUT.db IN.db...",
+    .summary = "combine results databases (e.g. of a Slurm job array)",
+    .notes =
+        "Inputs are read-only; one that is not a dawnrun database is reported and\n"
+        "skipped, OUT unchanged by it, and the command then exits 1.\n",
+    .arg_hint = CLI_HINT_FILE,
+    .run = cmd_merge,
+};
 
 /* Whether two paths name the same existing file. */
 static int same_file(const char *a, const char *b)
@@ -36,20 +45,11 @@ int cmd_merge(int argc, char **argv)
     struct results *out = NULL;
     const char *out_path = NULL;
     struct results_merge_stats total = {0};
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(MERGE_USAGE, stdout);
-            return EXIT_OK;
-        }
-        if (argv[i][0] == '-' && argv[i][1]) {
-            dr_eprintf("dawnrun merge: unknown flag '%s'\n" MERGE_USAGE, argv[i]);
-            return EXIT_USAGE;
-        }
-    }
-    if (argc < 3) {
-        dr_eprintf("%s", MERGE_USAGE);
-        return EXIT_USAGE;
-    }
+    int n_args = 0, parsed = cli_parse(&cli_merge, NULL, argc, argv, &n_args);
+    if (parsed != CLI_PARSED) return parsed == CLI_HELP ? EXIT_OK : EXIT_USAGE;
+    if (n_args < 2)
+        return cli_usage_error(&cli_merge, "needs OUT.db and at least one IN.db");
+    argc = 1 + n_args;
     out_path = argv[1];
     for (int i = 2; i < argc; i++) {
         const char *in = argv[i];

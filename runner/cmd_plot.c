@@ -4,6 +4,7 @@
  * line per run; over epochs or, with --x time, cumulative train time) as an SVG file,
  * read-only. Legend labels are the settings that differ among the experiments. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,14 +15,6 @@
 #include "plot_lr.h"
 #include "plot_svg.h"
 #include "report_internal.h"
-
-#define PLOT_USAGE                                                                         \
-    "usage: dawnrun plot [EXPERIMENT|CONFIG ...] [-o FILE.svg] [--seeds] [--x epoch|time]\n" \
-    "                    [--target 0.94] [--set key=value]... [--sweep key=v1,v2]...\n"      \
-    "                    [--db PATH]\n"                                                      \
-    "       (no EXPERIMENT: every experiment; -o defaults to curves.svg, - is stdout;\n"     \
-    "        the median over each experiment's runs with its interquartile band, or with\n"  \
-    "        --seeds one line per run)\n"
 
 #define PLOT_DEFAULT_OUT "curves.svg"
 #define PLOT_LABEL_MAX 160     /* a longer settings label: the legend uses names instead */
@@ -239,97 +232,87 @@ static void make_title(char *buf, size_t size, const struct plot_data *d, const 
     if (len < size) snprintf(buf + len, size - len, " (%s)", db_path);
 }
 
-/* The plot's own flags. */
-struct plot_opts {
-    const char *out_path;
-    enum plot_x x;
+/* What `dawnrun plot` reads from its command line. */
+struct plot_args {
+    struct report_selection sel;
+    const char *output;      /* -o/--output: the SVG file, "-" for stdout */
+    const char *x_axis;      /* --x: epoch (the default) | time */
+    int every_seed;          /* --seeds: one line per seed */
 };
 
-/* -o / --output FILE and --x epoch|time. */
-static int plot_flag(void *ctx, const char *flag, const char *value)
-{
-    struct plot_opts *o = ctx;
-    if (strcmp(flag, "--x")) {
-        o->out_path = value;
-    } else if (!strcmp(value, "epoch")) {
-        o->x = PLOT_X_EPOCH;
-    } else if (!strcmp(value, "time")) {
-        o->x = PLOT_X_TIME;
-    } else {
-        dr_eprintf("dawnrun plot: --x: expected epoch or time, got '%s'\n", value);
-        return DR_ERR_USAGE;
-    }
-    return DR_OK;
-}
+static const struct cli_flag plot_flags[] = {
+    REPORT_FLAG_DB(struct plot_args, sel),
+    REPORT_FLAG_TARGET(struct plot_args, sel),
+    REPORT_FLAG_SET(struct plot_args, sel),
+    REPORT_FLAG_SWEEP(struct plot_args, sel),
+    REPORT_FLAG_WHERE(struct plot_args, sel),
+    {.name = "output", .short_name = 'o', .kind = CLI_STRING,
+     .offset = offsetof(struct plot_args, output), .meta = "FILE.svg",
+     .help = "the SVG file (default " PLOT_DEFAULT_OUT "; - is stdout)",
+     .hint = CLI_HINT_FILE},
+    {.name = "x", .kind = CLI_CHOICE, .offset = offsetof(struct plot_args, x_axis),
+     .meta = "AXIS",
+     .help = "the horizontal axis: epoch (the default) or time (train seconds)",
+     .choices = "epoch|time"},
+    {.name = "seeds", .kind = CLI_SWITCH,
+     .offset = offsetof(struct plot_args, every_seed),
+     .help = "draw one line per seed"},
+};
 
-/* Takes --seeds (a flag without a value) out of argv into *seeds: argv is copied into
- * *rest (*n_rest entries, malloc'd) without it. "--seeds=..." is a usage error. */
-static int take_seeds(char ***rest, int *n_rest, int *seeds, int argc, char **argv)
-{
-    int rc = DR_OK;
-    *seeds = 0;
-    *n_rest = 0;
-    *rest = calloc((size_t)argc + 1, sizeof **rest);
-    CHECK_ALLOC(*rest, "the arguments");
-    for (int i = 0; i < argc; i++) {
-        if (i > 0 && !strncmp(argv[i], "--seeds=", 8)) {
-            dr_eprintf("dawnrun plot: --seeds takes no value (it draws every run)\n%s",
-                       PLOT_USAGE);
-            rc = DR_ERR_USAGE;
-            goto cleanup;
-        }
-        if (i > 0 && !strcmp(argv[i], "--seeds")) *seeds = 1;
-        else (*rest)[(*n_rest)++] = argv[i];
-    }
-cleanup:
-    return rc;
-}
+const struct cli_command cli_plot = {
+    .name = "plot",
+    .args = "[EXPERIMENT|CONFIG ...]",
+    .summary = "test accuracy, train loss and lr as an SVG chart: median and IQR over seeds",
+    .flags = plot_flags,
+    .n_flags = (int)(sizeof plot_flags / sizeof plot_flags[0]),
+    .notes = "No EXPERIMENT: every experiment of the database. Per experiment the median\n"
+             "over its runs with the interquartile band (--seeds: one line per run); the\n"
+             "learning rate at every step of the schedule; legends name the differing keys.\n",
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_plot,
+};
 
 int cmd_plot(int argc, char **argv)
 {
-    static const char *const flags[] = {"-o", "--output", "--x", NULL};
-    int rc = DR_OK, help = 0, n_ids = 0, n_lines = 0, seeds = 0, n_rest = 0;
-    struct plot_opts opts = {PLOT_DEFAULT_OUT, PLOT_X_EPOCH};
-    const char *db_path;
-    const struct report_cli cli = {"plot", PLOT_USAGE, 1, flags, plot_flag, &opts};
-    struct report_selection sel = {0};
+    int rc = DR_OK, help = 0, n_ids = 0, n_lines = 0;
+    struct plot_args a = {.output = PLOT_DEFAULT_OUT, .x_axis = "epoch"};
+    const char *out_path, *db_path;
+    struct report_selection *selp = &a.sel;
     struct results *db = NULL;
     int64_t *ids = NULL;
-    char **rest = NULL;
     struct plot_data d = {0};
     struct output_file out = {0};
     struct plot_chart chart = {0};
     char title[512];
-    TRY(take_seeds(&rest, &n_rest, &seeds, argc, argv));
-    TRY(report_selection_parse(&sel, &help, &cli, n_rest, rest));
+    TRY(report_selection_parse(selp, &help, &cli_plot, &a, argc, argv));
     if (help) goto cleanup;
-    TRY(report_selection_resolve(&db, &db_path, &ids, &n_ids, &sel, cli.name));
-    TRY(load(db, &d, ids, n_ids, sel.target));
+    out_path = a.output;
+    TRY(report_selection_resolve(&db, &db_path, &ids, &n_ids, selp, cli_plot.name));
+    TRY(load(db, &d, ids, n_ids, selp->target));
     make_title(title, sizeof title, &d, db_path);
     chart.title = title;
     chart.exps = d.pe;
     chart.n_exps = d.n;
-    chart.style = seeds ? PLOT_STYLE_SEEDS : PLOT_STYLE_MEDIAN;
-    chart.x = opts.x;
+    chart.style = a.every_seed ? PLOT_STYLE_SEEDS : PLOT_STYLE_MEDIAN;
+    chart.x = strcmp(a.x_axis, "time") ? PLOT_X_EPOCH : PLOT_X_TIME;
     chart.caption = d.caption;
-    TRY(output_file_open(&out, opts.out_path));
+    TRY(output_file_open(&out, out_path));
     TRY(plot_svg_write(out.f, &chart));
     TRY(output_file_commit(&out));
     for (int i = 0; i < d.n; i++)
         for (int r = 0; r < d.pe[i].n_runs; r++) n_lines += d.pe[i].runs[r].n_epochs > 0;
     /* the summary goes to stderr when the SVG itself went to stdout */
-    fprintf(strcmp(opts.out_path, "-") ? stdout : stderr, "%s: %d experiment%s, %d run%s "
-            "with epochs\n", opts.out_path, d.n, d.n == 1 ? "" : "s", n_lines,
+    fprintf(strcmp(out_path, "-") ? stdout : stderr, "%s: %d experiment%s, %d run%s "
+            "with epochs\n", out_path, d.n, d.n == 1 ? "" : "s", n_lines,
             n_lines == 1 ? "" : "s");
     if (n_lines == 0)
         dr_eprintf("dawnrun plot: note: no epochs recorded yet in %s for %s\n", db_path,
-                   sel.n_args ? "these experiments" : "any experiment");
+                   selp->n_args ? "these experiments" : "any experiment");
 cleanup:
     output_file_abort(&out);
     plot_data_free(&d);
     results_close(db);
     free(ids);
-    free(rest);
-    report_selection_free(&sel);
+    report_selection_free(selp);
     return cli_exit_code(rc);
 }

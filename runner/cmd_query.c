@@ -5,6 +5,7 @@
  * experiments it lists. */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -23,74 +24,62 @@ static void fmt_time(char *buf, size_t size, double unix_seconds)
         snprintf(buf, size, "-");
 }
 
-/* Parses the flags every listing takes (--db) and up to `max_args` positional
- * arguments. Returns DR_OK, or DR_ERR_USAGE with a message (usage printed). A --help
- * prints usage and sets *help. */
-static int parse_listing(int argc, char **argv, const char *usage, const char **db_path,
-                         const char **args, int *n_args, int max_args, int *help)
-{
-    int missing = 0;
-    const char *v, *db_flag = NULL;
-    *n_args = 0;
-    *help = 0;
-    for (int i = 1; i < argc; i++) {
-        if ((v = report_flag_value("--db", argc, argv, &i, &missing))) {
-            db_flag = v;
-        } else if (missing) {
-            dr_eprintf("dawnrun %s: --db needs a value\n%s", argv[0], usage);
-            return DR_ERR_USAGE;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage, stdout);
-            *help = 1;
-            return DR_OK;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            dr_eprintf("dawnrun %s: unknown flag '%s'\n%s", argv[0], argv[i], usage);
-            return DR_ERR_USAGE;
-        } else if (*n_args < max_args) {
-            args[(*n_args)++] = argv[i];
-        } else {
-            dr_eprintf("dawnrun %s: unexpected argument '%s'\n%s", argv[0], argv[i], usage);
-            return DR_ERR_USAGE;
-        }
-    }
-    *db_path = report_db_path(db_flag);
-    return DR_OK;
-}
+/* What a listing reads from its command line. */
+struct listing_args {
+    struct report_selection sel;   /* --db and --where (its other fields unused) */
+};
 
-/* Takes the --where key=value flags (repeatable, "--where V" or "--where=V") out of argv,
- * shrinking *argc, into wheres (room for *argc entries). DR_ERR_USAGE (reported) for a
- * missing value or one without '='. */
-static int take_wheres(int *argc, char **argv, const char **wheres, int *n, const char *usage)
+static const struct cli_flag listing_flags[] = {
+    REPORT_FLAG_DB(struct listing_args, sel),
+    REPORT_FLAG_WHERE(struct listing_args, sel),
+};
+#define LISTING_N_FLAGS ((int)(sizeof listing_flags / sizeof listing_flags[0]))
+
+/* Parses cmd's flags (--db, --where, into wheres: room for argc entries, *n_wheres of
+ * them) and up to `max_args` positional arguments (into args, *n_args of them). Returns
+ * DR_OK, or DR_ERR_USAGE with a message (usage line printed). A --help prints the usage
+ * and sets *help. */
+static int parse_listing(const struct cli_command *cmd, int argc, char **argv,
+                         const char **db_path, const char **args, int *n_args, int max_args,
+                         const char **wheres, int *n_wheres, int *help)
 {
-    int kept = 0, missing = 0;
-    *n = 0;
-    for (int i = 0; i < *argc; i++) {
-        const char *v = i > 0 ? report_flag_value("--where", *argc, argv, &i, &missing) : NULL;
-        if (missing) {
-            dr_eprintf("dawnrun %s: --where needs a value\n%s", argv[0], usage);
-            return DR_ERR_USAGE;
-        }
-        if (!v) {
-            argv[kept++] = argv[i];
-            continue;
-        }
-        if (!strchr(v, '=')) {
-            dr_eprintf("dawnrun %s: --where needs key.path=value, got '%s'\n", argv[0], v);
-            return DR_ERR_USAGE;
-        }
-        wheres[(*n)++] = v;
+    struct listing_args a;
+    int n = 0;
+    memset(&a, 0, sizeof a);
+    a.sel.wheres = wheres;
+    a.sel.cap = argc;
+    *help = 0;
+    *n_args = *n_wheres = 0;
+    switch (cli_parse(cmd, &a, argc, argv, &n)) {
+    case CLI_PARSED: break;
+    case CLI_HELP: *help = 1; return DR_OK;
+    default: return DR_ERR_USAGE;
     }
-    *argc = kept;
+    if (n > max_args) {
+        cli_usage_error(cmd, "unexpected argument '%s'", argv[1 + max_args]);
+        return DR_ERR_USAGE;
+    }
+    for (int i = 0; i < n; i++) args[i] = argv[1 + i];
+    *n_args = n;
+    *n_wheres = a.sel.n_wheres;
+    *db_path = report_db_path(a.sel.db_flag);
     return DR_OK;
 }
 
 /* ---- experiments ----------------------------------------------------------------------- */
 
-#define EXPERIMENTS_USAGE                                                                  \
-    "usage: dawnrun experiments [EXPERIMENT ...] [--where key=value]... [--db PATH]\n"        \
-    "       (EXPERIMENT: an id, a name, a config-hash prefix or a name glob such as\n"       \
-    "       'r9-tiny:*'; none: every experiment; the keys that differ among those listed\n"  \
-    "       are shown as columns)\n"
+const struct cli_command cli_experiments = {
+    .name = "experiments",
+    .args = "[EXPERIMENT ...]",
+    .summary = "list the experiments of a results database, with the keys that differ",
+    .flags = listing_flags,
+    .n_flags = LISTING_N_FLAGS,
+    .notes = "EXPERIMENT: an id, a name, a config-hash prefix or a name glob such as\n"
+             "'r9-tiny:*'; none: every experiment. The keys that differ among those listed\n"
+             "are shown as columns.\n",
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_experiments,
+};
 
 /* Appends to the listing g (columns first.., rows 1..n for ids) one column per key that
  * differs among the experiments, with each one's value. */
@@ -142,8 +131,8 @@ int cmd_experiments(int argc, char **argv)
     args = calloc((size_t)argc + 1, sizeof *args);
     wheres = calloc((size_t)argc + 1, sizeof *wheres);
     CHECK_ALLOC(args && wheres ? args : NULL, "the arguments");
-    TRY(take_wheres(&argc, argv, wheres, &n_wheres, EXPERIMENTS_USAGE));
-    TRY(parse_listing(argc, argv, EXPERIMENTS_USAGE, &path, args, &n_args, argc, &help));
+    TRY(parse_listing(&cli_experiments, argc, argv, &path, args, &n_args, argc, wheres, &n_wheres,
+                      &help));
     if (help) goto cleanup;
     TRY(report_open_db(&db, path));
     TRY(report_select(db, &ids, &n, args, n_args, wheres, n_wheres, "experiments"));
@@ -191,10 +180,17 @@ cleanup:
 
 /* ---- runs ------------------------------------------------------------------------------ */
 
-#define RUNS_USAGE                                                                         \
-    "usage: dawnrun runs EXPERIMENT|CONFIG... [--where key=value]... [--db PATH]\n"          \
-    "       (EXPERIMENT: an id, a name, a config-hash prefix or a name glob such as\n"       \
-    "       'r9-tiny:*'; with --where alone: every experiment that matches)\n"
+const struct cli_command cli_runs = {
+    .name = "runs",
+    .args = "EXPERIMENT|CONFIG ...",
+    .summary = "list the runs of experiments",
+    .flags = listing_flags,
+    .n_flags = LISTING_N_FLAGS,
+    .notes = "EXPERIMENT: an id, a name, a config-hash prefix or a name glob such as\n"
+             "'r9-tiny:*'; with --where alone: every experiment that matches.\n",
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_runs,
+};
 
 /* The runs of one experiment as a table, then the error text of those that have one. */
 static int print_runs(struct results *db, const struct results_experiment *x)
@@ -252,11 +248,11 @@ int cmd_runs(int argc, char **argv)
     args = calloc((size_t)argc + 1, sizeof *args);
     wheres = calloc((size_t)argc + 1, sizeof *wheres);
     CHECK_ALLOC(args && wheres ? args : NULL, "the arguments");
-    TRY(take_wheres(&argc, argv, wheres, &n_wheres, RUNS_USAGE));
-    TRY(parse_listing(argc, argv, RUNS_USAGE, &path, args, &n_args, argc, &help));
+    TRY(parse_listing(&cli_runs, argc, argv, &path, args, &n_args, argc, wheres, &n_wheres,
+                      &help));
     if (help) goto cleanup;
     if (n_args == 0 && n_wheres == 0) {
-        dr_eprintf("%s", RUNS_USAGE);
+        cli_usage_error(&cli_runs, "EXPERIMENT or --where is missing");
         rc = DR_ERR_USAGE;
         goto cleanup;
     }
@@ -284,11 +280,18 @@ cleanup:
 
 /* ---- show ------------------------------------------------------------------------------ */
 
-#define SHOW_USAGE                                                                         \
-    "usage: dawnrun show RUN [--db PATH]   (RUN: a run id from `dawnrun runs`)\n"            \
-    "       dawnrun show EXPERIMENT... [--where key=value]... [--db PATH]\n"                 \
-    "       (every run of the experiments selected: ids are run ids here, so name them\n"    \
-    "       by name, config-hash prefix or name glob)\n"
+const struct cli_command cli_show = {
+    .name = "show",
+    .args = "RUN | EXPERIMENT ...",
+    .summary = "one run's epoch table (RUN: a run id from `dawnrun runs`), or every run's",
+    .flags = listing_flags,
+    .n_flags = LISTING_N_FLAGS,
+    .notes = "With EXPERIMENT arguments or --where: every run of the experiments selected\n"
+             "(a number is a run id here, so name experiments by name, config-hash prefix\n"
+             "or name glob).\n",
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_show,
+};
 
 /* The run's header lines: experiment, seed and engine as `dawnrun train` prints them,
  * then the run's state. */
@@ -401,11 +404,11 @@ int cmd_show(int argc, char **argv)
     args = calloc((size_t)argc + 1, sizeof *args);
     wheres = calloc((size_t)argc + 1, sizeof *wheres);
     CHECK_ALLOC(args && wheres ? args : NULL, "the arguments");
-    TRY(take_wheres(&argc, argv, wheres, &n_wheres, SHOW_USAGE));
-    TRY(parse_listing(argc, argv, SHOW_USAGE, &path, args, &n_args, argc, &help));
+    TRY(parse_listing(&cli_show, argc, argv, &path, args, &n_args, argc, wheres, &n_wheres,
+                      &help));
     if (help) goto cleanup;
     if (n_args == 0 && n_wheres == 0) {
-        dr_eprintf("%s", SHOW_USAGE);
+        cli_usage_error(&cli_show, "RUN, EXPERIMENT or --where is missing");
         rc = DR_ERR_USAGE;
         goto cleanup;
     }

@@ -1,5 +1,6 @@
 /* `dawnrun report [EXPERIMENT|CONFIG ...]`: the batch report of experiments in a results
  * database, read-only. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,56 +8,74 @@
 #include "base/status.h"
 #include "report_internal.h"
 
-#define REPORT_USAGE                                                                       \
-    "usage: dawnrun report [EXPERIMENT|CONFIG ...] [--set key=value]...\n"                  \
-    "                      [--sweep key=v1,v2 | --sweep last|ID]... [--where key=value]...\n" \
-    "                      [--target 0.94] [--group-by KEY]\n"                                \
-    "                      [--format table|csv|json|markdown] [--db PATH]\n"
-
-/* The report's own flags. */
-struct report_flags {
-    enum report_format fmt;
-    const char *group_by;     /* --group-by KEY; NULL: one column per experiment */
+/* What `dawnrun report` reads from its command line. */
+struct report_args {
+    struct report_selection sel;
+    const char *format;      /* --format: table | csv | json | markdown | html */
+    const char *group_by;    /* --group-by KEY: a row per value of a config key; NULL: none */
+    const char *output;      /* -o/--output PATH; NULL: stdout */
 };
 
-/* --format and --group-by. */
-static int report_flag(void *ctx, const char *flag, const char *value)
-{
-    struct report_flags *rf = ctx;
-    if (!strcmp(flag, "--group-by")) {
-        if (!*value) {
-            dr_eprintf("dawnrun report: --group-by needs a params key such as train.lr\n");
-            return DR_ERR_USAGE;
-        }
-        rf->group_by = value;
-        return DR_OK;
-    }
-    if (report_format_parse(&rf->fmt, value) != 0) {
-        dr_eprintf("dawnrun report: --format: expected table, csv, json or markdown, "
-                   "got '%s'\n", value);
-        return DR_ERR_USAGE;
-    }
-    return DR_OK;
-}
+static const struct cli_flag report_flags[] = {
+    REPORT_FLAG_DB(struct report_args, sel),
+    REPORT_FLAG_TARGET(struct report_args, sel),
+    REPORT_FLAG_SET(struct report_args, sel),
+    REPORT_FLAG_SWEEP(struct report_args, sel),
+    REPORT_FLAG_WHERE(struct report_args, sel),
+    {.name = "format", .kind = CLI_CHOICE, .offset = offsetof(struct report_args, format),
+     .meta = "FORMAT", .help = "table (the default), csv, json, markdown or html",
+     .choices = "table|csv|json|markdown|html"},
+    {.name = "group-by", .kind = CLI_STRING,
+     .offset = offsetof(struct report_args, group_by), .meta = "KEY",
+     .help = "one row per value of this config key, over the selected experiments",
+     .hint = CLI_HINT_KEY},
+    {.name = "output", .short_name = 'o', .kind = CLI_STRING,
+     .offset = offsetof(struct report_args, output), .meta = "PATH",
+     .help = "write the report to PATH (default: stdout)", .hint = CLI_HINT_FILE},
+};
+
+const struct cli_command cli_report = {
+    .name = "report",
+    .args = "[EXPERIMENT|CONFIG ...]",
+    .summary = "runs reaching the target, median, mean, CI; experiments side by side",
+    .flags = report_flags,
+    .n_flags = (int)(sizeof report_flags / sizeof report_flags[0]),
+    .notes =
+        "No EXPERIMENT: every experiment of the database. An EXPERIMENT is a name, an id\n"
+        "or a config hash prefix; a CONFIG names the experiment it resolves to.\n",
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_report,
+};
 
 int cmd_report(int argc, char **argv)
 {
-    static const char *const flags[] = {"--format", "--group-by", NULL};
     int rc = DR_OK, help = 0, n_ids = 0;
-    struct report_flags rf = {REPORT_TABLE, NULL};
-    const struct report_cli cli = {"report", REPORT_USAGE, 1, flags, report_flag, &rf};
-    struct report_selection sel;
+    enum report_format fmt = REPORT_TABLE;
+    struct report_args a = {.format = "table"};
+    struct report_selection *selp = &a.sel;
     struct results *db = NULL;
     const char *db_path;
     int64_t *ids = NULL;
-    TRY(report_selection_parse(&sel, &help, &cli, argc, argv));
+    TRY(report_selection_parse(selp, &help, &cli_report, &a, argc, argv));
     if (help) goto cleanup;
-    TRY(report_selection_resolve(&db, &db_path, &ids, &n_ids, &sel, cli.name));
-    if (rf.group_by) TRY(report_print_grouped(stdout, db, ids, n_ids, sel.target, rf.fmt, rf.group_by));
-    else TRY(report_print(stdout, db, ids, n_ids, sel.target, rf.fmt));
+    /* flags of the table whose behaviour this build does not have: refused, not ignored */
+    if (report_format_parse(&fmt, a.format) != 0 || a.output) {
+        cli_usage_error(&cli_report, "%s is not supported by this build",
+                        a.output ? "--output" : "--format html");
+        TRY(DR_ERR_USAGE);
+    }
+    if (a.group_by && !*a.group_by) {
+        cli_usage_error(&cli_report, "--group-by needs a params key such as train.lr");
+        TRY(DR_ERR_USAGE);
+    }
+    TRY(report_selection_resolve(&db, &db_path, &ids, &n_ids, selp, cli_report.name));
+    if (a.group_by)
+        TRY(report_print_grouped(stdout, db, ids, n_ids, selp->target, fmt, a.group_by));
+    else
+        TRY(report_print(stdout, db, ids, n_ids, selp->target, fmt));
 cleanup:
     results_close(db);
     free(ids);
-    report_selection_free(&sel);
+    report_selection_free(selp);
     return cli_exit_code(rc);
 }

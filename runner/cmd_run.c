@@ -48,20 +48,10 @@ struct run_args {
     int n_devices;
     long workers;                       /* 0 = not given */
     int retry_failed, keep_checkpoints;
-    int dry_run;                        /* --dry-run: list the grid, train nothing */
+    int dry_run;                        /* --dry-run: list the grid, train nothing, write nothing */
     const char *experiment;
     double lease;
 };
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: dawnrun run CONFIG... [--seeds N | --seed-list 0,3,7] [--set key=value]...\n"
-            "                  [--sweep key=v1,v2]... [--db PATH] [--engine cpu|cuda|auto]\n"
-            "                  [--devices 0,1,... | --workers N] [--threads N] [--retry-failed]\n"
-            "                  [--keep-checkpoints] [--experiment NAME] [--lease SECONDS]\n"
-            "                  [--dry-run]\n");
-}
 
 /* ---- flags ----------------------------------------------------------------------------- */
 
@@ -123,102 +113,143 @@ static int parse_devices(struct run_args *a, const char *v)
     return 0;
 }
 
-/* Fills a from argv; returns -1 after printing the problem. */
+static int take_seed_list(void *dst, const char *v, const char *cmd)
+{
+    (void)cmd;
+    return parse_seed_list(dst, v) == 0 ? DR_OK : DR_ERR_USAGE;
+}
+
+static int take_devices(void *dst, const char *v, const char *cmd)
+{
+    (void)cmd;
+    return parse_devices(dst, v) == 0 ? DR_OK : DR_ERR_USAGE;
+}
+
+/* --sweep key.path=v1,v2: checked as it is read. */
+static int take_sweep(void *dst, const char *v, const char *cmd)
+{
+    struct run_args *a = dst;
+    (void)cmd;
+    if (a->n_sweeps == SWEEP_MAX_DIMS) {
+        dr_eprintf("dawnrun run: more than %d --sweep flags\n", SWEEP_MAX_DIMS);
+        return DR_ERR_USAGE;
+    }
+    struct sweep check = {0};
+    int bad = sweep_add(&check, v, "--sweep", DR_ERR_USAGE) != DR_OK;
+    sweep_free(&check);
+    if (bad) return DR_ERR_USAGE;
+    a->sweeps[a->n_sweeps++] = v;
+    return DR_OK;
+}
+
+static int take_experiment(void *dst, const char *v, const char *cmd)
+{
+    (void)cmd;
+    if (!*v || strlen(v) > 200) {
+        dr_eprintf("dawnrun run: --experiment needs a name (1 to 200 characters)\n");
+        return DR_ERR_USAGE;
+    }
+    *(const char **)dst = v;
+    return DR_OK;
+}
+
+static int take_lease(void *dst, const char *v, const char *cmd)
+{
+    char *end = NULL;
+    double lease = strtod(v, &end);
+    (void)cmd;
+    if (end == v || *end || !(lease >= 1.0 && lease <= 86400.0)) {
+        dr_eprintf("dawnrun run: --lease: expected seconds in [1, 86400], got '%s'\n", v);
+        return DR_ERR_USAGE;
+    }
+    *(double *)dst = lease;
+    return DR_OK;
+}
+
+static const struct cli_flag run_flags[] = {
+    {.name = "seeds", .kind = CLI_LONG, .offset = offsetof(struct run_args, n_seeds),
+     .meta = "N", .help = "run seeds 0..N-1 (default: the config's train.seeds)",
+     .min = 1, .max = RUN_MAX_SEEDS},
+    /* the callbacks without an offset take the whole struct run_args */
+    {.name = "seed-list", .kind = CLI_CALL, .meta = "LIST",
+     .help = "run these seeds, e.g. 0,3,7 (not with --seeds)", .call = take_seed_list},
+    CLI_FLAG_SET(struct run_args, c),
+    {.name = "sweep", .kind = CLI_CALL, .meta = "key=v1,v2",
+     .help = "run every value of a config key (several: every combination)",
+     .hint = CLI_HINT_KEY, .repeat = 1, .call = take_sweep},
+    {.name = "db", .kind = CLI_STRING, .offset = offsetof(struct run_args, db),
+     .meta = "PATH",
+     .help = "the results database (default: $DAWNRUN_DB, or " RUN_DEFAULT_DB ")",
+     .hint = CLI_HINT_FILE},
+    CLI_FLAG_ENGINE(struct run_args, c),
+    CLI_FLAG_THREADS(struct run_args, c),
+    CLI_FLAG_DEVICE(struct run_args, c),
+    {.name = "devices", .kind = CLI_CALL, .meta = "LIST",
+     .help = "a worker process per CUDA device, e.g. 0,1 (not with --workers)",
+     .call = take_devices},
+    {.name = "workers", .kind = CLI_LONG, .offset = offsetof(struct run_args, workers),
+     .meta = "N", .help = "N worker processes sharing the batch", .min = 1,
+     .max = WORKERS_MAX},
+    {.name = "retry-failed", .kind = CLI_SWITCH,
+     .offset = offsetof(struct run_args, retry_failed),
+     .help = "run the failed runs again, with a fresh budget of attempts"},
+    {.name = "keep-checkpoints", .kind = CLI_SWITCH,
+     .offset = offsetof(struct run_args, keep_checkpoints),
+     .help = "keep each run's checkpoints after it finishes"},
+    {.name = "experiment", .kind = CLI_CALL,
+     .offset = offsetof(struct run_args, experiment), .meta = "NAME",
+     .help = "record the runs under this experiment name (one CONFIG)",
+     .call = take_experiment},
+    {.name = "lease", .kind = CLI_CALL, .offset = offsetof(struct run_args, lease),
+     .meta = "SECONDS",
+     .help = "how long a claimed run stays claimed without a sign of life",
+     .call = take_lease},
+    {.name = "dry-run", .kind = CLI_SWITCH, .offset = offsetof(struct run_args, dry_run),
+     .help = "print the experiments and runs; register and train nothing"},
+};
+
+const struct cli_command cli_run = {
+    .name = "run",
+    .args = "CONFIG...",
+    .summary = "run a multi-seed batch into the results database, then report",
+    .flags = run_flags,
+    .n_flags = (int)(sizeof run_flags / sizeof run_flags[0]),
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_run,
+};
+
+/* Fills a from argv; returns 0, 1 after --help printed the usage, or -1 after printing
+ * the problem and the usage line. */
 static int parse_args(struct run_args *a, int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        int k = cli_common_flag(&a->c, argc, argv, &i);
-        if (k < 0) return -1;
-        if (k > 0) continue;
-        if (!strcmp(f, "--seeds")) {
-            a->n_seeds = cli_parse_long("--seeds", val, 1, RUN_MAX_SEEDS);
-            if (a->n_seeds < 0) return -1;
-            i++;
-        } else if (!strcmp(f, "--seed-list")) {
-            if (parse_seed_list(a, val) != 0) return -1;
-            i++;
-        } else if (!strcmp(f, "--sweep")) {
-            if (!val) {
-                dr_eprintf("dawnrun run: --sweep needs key.path=value1,value2,...\n");
-                return -1;
-            }
-            struct sweep check = {0};
-            int bad = a->n_sweeps == SWEEP_MAX_DIMS ||
-                      sweep_add(&check, val, "--sweep", DR_ERR_USAGE) != DR_OK;
-            sweep_free(&check);
-            if (a->n_sweeps == SWEEP_MAX_DIMS)
-                dr_eprintf("dawnrun run: more than %d --sweep flags\n", SWEEP_MAX_DIMS);
-            if (bad) return -1;
-            a->sweeps[a->n_sweeps++] = val;
-            i++;
-        } else if (!strcmp(f, "--db")) {
-            if (!val || !*val) {
-                dr_eprintf("dawnrun run: --db needs a file name\n");
-                return -1;
-            }
-            a->db = val;
-            i++;
-        } else if (!strcmp(f, "--devices")) {
-            if (parse_devices(a, val) != 0) return -1;
-            i++;
-        } else if (!strcmp(f, "--workers")) {
-            a->workers = cli_parse_long("--workers", val, 1, WORKERS_MAX);
-            if (a->workers < 0) return -1;
-            i++;
-        } else if (!strcmp(f, "--retry-failed")) {
-            a->retry_failed = 1;
-        } else if (!strcmp(f, "--keep-checkpoints")) {
-            a->keep_checkpoints = 1;
-        } else if (!strcmp(f, "--dry-run")) {
-            a->dry_run = 1;
-        } else if (!strcmp(f, "--experiment")) {
-            if (!val || !*val || strlen(val) > 200) {
-                dr_eprintf("dawnrun run: --experiment needs a name (1 to 200 characters)\n");
-                return -1;
-            }
-            a->experiment = val;
-            i++;
-        } else if (!strcmp(f, "--lease")) {
-            char *end = NULL;
-            a->lease = val ? strtod(val, &end) : NAN;
-            if (!val || end == val || *end || !(a->lease >= 1.0 && a->lease <= 86400.0)) {
-                dr_eprintf("dawnrun run: --lease: expected seconds in [1, 86400], got '%s'\n",
-                           val ? val : "");
-                return -1;
-            }
-            i++;
-        } else if (f[0] == '-' && f[1]) {
-            dr_eprintf("dawnrun run: unknown flag '%s'\n", f);
-            return -1;
-        } else {
-            if (a->n_configs == RUN_MAX_ARGS) {
-                dr_eprintf("dawnrun run: too many configs\n");
-                return -1;
-            }
-            a->configs[a->n_configs++] = f;
-        }
+    int n_args = 0, parsed = cli_parse(&cli_run, a, argc, argv, &n_args);
+    if (parsed == CLI_HELP) return 1;
+    if (parsed != CLI_PARSED) return -1;
+    if (n_args > RUN_MAX_ARGS) {
+        cli_usage_error(&cli_run, "too many configs");
+        return -1;
     }
+    for (int i = 0; i < n_args; i++) a->configs[a->n_configs++] = argv[1 + i];
     if (a->n_configs == 0) {
-        usage(stderr);
+        cli_usage_error(&cli_run, "CONFIG is missing");
         return -1;
     }
     if (a->n_seeds && a->n_seed_list) {
-        dr_eprintf("dawnrun run: --seeds and --seed-list exclude each other\n");
+        cli_usage_error(&cli_run, "--seeds and --seed-list exclude each other");
         return -1;
     }
     if (a->n_devices && a->workers) {
-        dr_eprintf("dawnrun run: --devices and --workers exclude each other (--devices "
-                   "starts one worker per device; repeat a device for two)\n");
+        cli_usage_error(&cli_run, "--devices and --workers exclude each other (--devices "
+                        "starts one worker per device; repeat a device for two)");
         return -1;
     }
     if (a->n_devices && !strcmp(a->c.engine, "cpu")) {
-        dr_eprintf("dawnrun run: --devices needs the cuda engine; for CPU worker processes "
-                   "use --workers N\n");
+        cli_usage_error(&cli_run, "--devices needs the cuda engine; for CPU worker "
+                        "processes use --workers N");
         return -1;
     }
     if (a->experiment && a->n_configs > 1) {
-        dr_eprintf("dawnrun run: --experiment names one experiment: give one CONFIG\n");
+        cli_usage_error(&cli_run, "--experiment names one experiment: give one CONFIG");
         return -1;
     }
     return 0;
@@ -534,7 +565,18 @@ int cmd_run(int argc, char **argv)
     memset(&eng, 0, sizeof(eng));
     a.c.engine = "auto";
     a.lease = RESULTS_DEFAULT_LEASE_S;
-    if (parse_args(&a, argc, argv) != 0) return EXIT_USAGE;
+    /* the command line as given, for the sweep record: the parser reorders argv */
+    char **given = calloc((size_t)argc + 1, sizeof *given);
+    if (!given) {
+        dr_eprintf("dawnrun run: out of memory\n");
+        return EXIT_FAILURE_OTHER;
+    }
+    memcpy(given, argv, (size_t)argc * sizeof *given);
+    int parsed = parse_args(&a, argc, argv);
+    if (parsed != 0) {
+        free(given);
+        return parsed > 0 ? EXIT_OK : EXIT_USAGE;
+    }
     if (!a.db) a.db = getenv("DAWNRUN_DB");
     if (!a.db || !*a.db) a.db = RUN_DEFAULT_DB;
     cli_signals_install();
@@ -570,7 +612,7 @@ int cmd_run(int argc, char **argv)
     TRY(ensure_parent_dir(a.db));
     TRY(results_open(&db, a.db));
     TRY(scheduler_register(db, &b, &prov, RESULTS_DEFAULT_MAX_ATTEMPTS));
-    TRY(record_sweep(db, &log, &b, host, argc, argv));
+    TRY(record_sweep(db, &log, &b, host, argc, given));
     snprintf(ckpt_dir, sizeof(ckpt_dir), "%s-checkpoints", a.db);
     TRY(scheduler_tidy(db, &b, ckpt_dir, a.keep_checkpoints));
     /* the line counts what this command will do: --retry-failed requeues the failed runs
@@ -637,6 +679,7 @@ cleanup:
     data_free(&data);
     sched_batch_free(&b);
     sweep_log_free(&log);
+    free(given);
     if (rc != DR_OK) return cli_exit_code(rc);
     return code;
 }

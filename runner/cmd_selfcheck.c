@@ -15,8 +15,13 @@
 #include "engine/selfcheck.h"
 #include "kernels/backend.h"
 
-#define USAGE "usage: dawnrun selfcheck [--engine cuda] [--device N] " \
-              "[--precision fp32|fp16|bf16|all] [--threads N] [--only CASES] [--list]\n"
+/* CLI_CALL for --only: any text (selfcheck_open says what it names), "" too. */
+static int selfcheck_take_only(void *dst, const char *value, const char *cmd)
+{
+    (void)cmd;
+    *(const char **)dst = value;
+    return DR_OK;
+}
 
 /* One precision's cases on a fresh CUDA engine: its failures, or -1 when the engine
  * could not be created. */
@@ -32,53 +37,62 @@ static int run_precision(const struct selfcheck *sc, struct backend *cpu, int de
     return failures;
 }
 
+struct selfcheck_args {
+    const char *engine;      /* only "cuda" */
+    int device, threads, list;
+    const char *precision;   /* fp32 | fp16 | bf16 | all */
+    const char *only;        /* case names, prefixes or groups; NULL: all */
+};
+
+static const struct cli_flag selfcheck_flags[] = {
+    {.name = "engine", .kind = CLI_CHOICE,
+     .offset = offsetof(struct selfcheck_args, engine), .meta = "cuda",
+     .help = "the engine checked against the CPU engine: only cuda",
+     .choices = "cuda"},
+    {.name = "device", .kind = CLI_INT, .offset = offsetof(struct selfcheck_args, device),
+     .meta = "N", .help = "the CUDA device number", .max = 1024},
+    {.name = "precision", .kind = CLI_CHOICE,
+     .offset = offsetof(struct selfcheck_args, precision), .meta = "P",
+     .help = "check in fp32, fp16, bf16 or all of them (the default)",
+     .choices = "fp32|fp16|bf16|all"},
+    {.name = "threads", .kind = CLI_INT,
+     .offset = offsetof(struct selfcheck_args, threads), .meta = "N",
+     .help = "CPU threads of the reference engine (0: all cores)", .max = 1024},
+    {.name = "only", .kind = CLI_CALL, .offset = offsetof(struct selfcheck_args, only),
+     .meta = "CASES",
+     .help = "only these cases: names, prefixes or groups, comma-separated",
+     .call = selfcheck_take_only},
+    {.name = "list", .kind = CLI_SWITCH, .offset = offsetof(struct selfcheck_args, list),
+     .help = "print the chosen cases' names and exit (needs no device)"},
+};
+
+const struct cli_command cli_selfcheck = {
+    .name = "selfcheck",
+    .args = "",
+    .summary = "compare every CUDA op with its CPU twin (exit 77 without a GPU)",
+    .flags = selfcheck_flags,
+    .n_flags = (int)(sizeof selfcheck_flags / sizeof selfcheck_flags[0]),
+    .notes =
+        "Exit status: 0 all passed, 1 a check failed, 2 a bad flag, 6 a device error, 77 no\n"
+        "usable device.\n",
+    .run = cmd_selfcheck,
+};
+
 int cmd_selfcheck(int argc, char **argv)
 {
-    int device = 0, threads = 0, first = 0, last = 2, list = 0, failures = 0, rc;
-    const char *only = NULL;
+    int first = 0, last = 2, failures = 0, rc, n_args = 0;
+    struct selfcheck_args a = {0};
     char why[256] = "";
     struct backend cpu = {0};
     struct selfcheck sc = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "--engine")) {
-            if (!val || strcmp(val, "cuda")) {
-                dr_eprintf("dawnrun selfcheck: --engine: only cuda is checked (against "
-                           "the CPU engine)\n");
-                return EXIT_USAGE;
-            }
-            i++;
-        } else if (!strcmp(argv[i], "--device") || !strcmp(argv[i], "--threads")) {
-            long v = cli_parse_long(argv[i], val, 0, 1024);
-            if (v < 0) return EXIT_USAGE;
-            if (!strcmp(argv[i], "--device")) device = (int)v;
-            else threads = (int)v;
-            i++;
-        } else if (!strcmp(argv[i], "--precision")) {
-            int k = -1;
-            for (int j = 0; selfcheck_precision_name(j) && val; j++)
-                if (!strcmp(val, selfcheck_precision_name(j))) k = j;
-            if (val && !strcmp(val, "all")) {
-                first = 0;
-                last = 2;
-            } else if (k >= 0) {
-                first = last = k;
-            } else {
-                dr_eprintf("dawnrun selfcheck: --precision: expected fp32, fp16, bf16 or "
-                           "all, got '%s'\n", val ? val : "");
-                return EXIT_USAGE;
-            }
-            i++;
-        } else if (!strcmp(argv[i], "--only")) {
-            only = val ? val : "";
-            i++;
-        } else if (!strcmp(argv[i], "--list")) {
-            list = 1;
-        } else {
-            dr_eprintf(USAGE);
-            return EXIT_USAGE;
-        }
-    }
+    int parsed = cli_parse(&cli_selfcheck, &a, argc, argv, &n_args);
+    if (parsed != CLI_PARSED) return parsed == CLI_HELP ? EXIT_OK : EXIT_USAGE;
+    if (n_args > 0) return cli_usage_error(&cli_selfcheck, "unexpected argument '%s'", argv[1]);
+    int device = a.device, threads = a.threads, list = a.list;
+    const char *only = a.only;
+    if (a.precision && strcmp(a.precision, "all"))
+        for (int j = 0; selfcheck_precision_name(j); j++)
+            if (!strcmp(a.precision, selfcheck_precision_name(j))) first = last = j;
     rc = selfcheck_open(&sc, only, why, sizeof(why));
     if (rc == DR_ERR_USAGE) {
         dr_eprintf("dawnrun selfcheck: --only: %s\n", why);

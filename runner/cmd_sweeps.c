@@ -1,6 +1,7 @@
 /* `dawnrun sweeps [--db PATH]`: the sweeps recorded in a results database, read-only: one
  * line per sweep with its id, time, members, runs done, axes and command line. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -9,7 +10,27 @@
 #include "cli.h"
 #include "report_internal.h"
 
-#define SWEEPS_USAGE "usage: dawnrun sweeps [--db PATH]\n"
+/* What `dawnrun sweeps` reads from its command line. */
+struct sweeps_args {
+    const char *db;          /* --db; NULL: report_db_path's default */
+};
+
+static const struct cli_flag sweeps_flags[] = {
+    {.name = "db", .kind = CLI_STRING, .offset = offsetof(struct sweeps_args, db),
+     .meta = "PATH", .hint = CLI_HINT_FILE,
+     .help = "the results database (default: $DAWNRUN_DB, or " REPORT_DEFAULT_DB ")"},
+};
+
+const struct cli_command cli_sweeps = {
+    .name = "sweeps",
+    .args = "",
+    .summary = "the recorded sweeps: id, time, members, runs done, axes, command line",
+    .flags = sweeps_flags,
+    .n_flags = (int)(sizeof sweeps_flags / sizeof sweeps_flags[0]),
+    .notes = "Select a sweep's members in report, plot and export with --sweep ID or\n"
+             "--sweep last.\n",
+    .run = cmd_sweeps,
+};
 
 /* Runs done and in all of the distinct experiments of s. */
 static int count_runs(struct results *db, const struct results_sweep *s, int *done, int *total)
@@ -54,26 +75,24 @@ cleanup:
 
 int cmd_sweeps(int argc, char **argv)
 {
-    int rc = DR_OK, n = 0, missing = 0;
-    const char *v, *db_flag = NULL, *path;
+    int rc = DR_OK, n = 0, n_args = 0;
+    const char *path;
+    struct sweeps_args sa = {NULL};
     struct results *db = NULL;
     struct results_sweep *list = NULL;
     struct report_grid g = {0};
     char *axes = NULL;
-    for (int i = 1; i < argc; i++) {
-        if ((v = report_flag_value("--db", argc, argv, &i, &missing))) {
-            db_flag = v;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(SWEEPS_USAGE, stdout);
-            goto cleanup;
-        } else {
-            if (missing) dr_eprintf("dawnrun sweeps: --db needs a value\n%s", SWEEPS_USAGE);
-            else dr_eprintf("dawnrun sweeps: unexpected argument '%s'\n%s", argv[i], SWEEPS_USAGE);
-            rc = DR_ERR_USAGE;
-            goto cleanup;
-        }
+    switch (cli_parse(&cli_sweeps, &sa, argc, argv, &n_args)) {
+    case CLI_PARSED: break;
+    case CLI_HELP: goto cleanup;
+    default: rc = DR_ERR_USAGE; goto cleanup;
     }
-    path = report_db_path(db_flag);
+    if (n_args > 0) {
+        cli_usage_error(&cli_sweeps, "unexpected argument '%s'", argv[1]);
+        rc = DR_ERR_USAGE;
+        goto cleanup;
+    }
+    path = report_db_path(sa.db);
     TRY(report_open_db(&db, path));
     TRY(results_sweeps_list(db, &list, &n));
     if (n == 0) {

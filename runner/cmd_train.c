@@ -29,16 +29,43 @@ static int on_epoch(void *user, const struct epoch_record *r, const struct train
     return DR_OK;
 }
 
+struct train_args {
+    struct cli_common c;
+    long seed;
+};
+
+static const struct cli_flag train_flags[] = {
+    {.name = "seed", .kind = CLI_LONG, .offset = offsetof(struct train_args, seed),
+     .meta = "N",
+     .help = "the seed of the run (default 0)",
+     .max = 0x7fffffffL},
+    CLI_FLAG_SET(struct train_args, c),
+    CLI_FLAG_ENGINE(struct train_args, c),
+    CLI_FLAG_THREADS(struct train_args, c),
+    CLI_FLAG_DEVICE(struct train_args, c),
+};
+
+const struct cli_command cli_train = {
+    .name = "train",
+    .args = "CONFIG",
+    .summary = "train one run and print its epoch table (nothing is recorded)",
+    .flags = train_flags,
+    .n_flags = (int)(sizeof train_flags / sizeof train_flags[0]),
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_train,
+};
+
 int cmd_train(int argc, char **argv)
 {
-    struct cli_common c = {.engine = "auto"};
-    long seed = 0;
-    const struct cli_int_flag flags[] = {{"--seed", &seed, 0, 0x7fffffffL}};
-    if (cli_parse(&c, argc, argv,
-                  "usage: dawnrun train CONFIG [--seed N] [--set key=value]... "
-                  "[--engine cpu|cuda|auto] [--threads N] [--device N]",
-                  flags, 1) != 0)
-        return EXIT_USAGE;
+    struct train_args a = {.c = {.engine = "auto"}};
+    int n_args = 0, parsed = cli_parse(&cli_train, &a, argc, argv, &n_args);
+    if (parsed != CLI_PARSED) return parsed == CLI_HELP ? EXIT_OK : EXIT_USAGE;
+    if (n_args != 1)
+        return n_args ? cli_usage_error(&cli_train, "one CONFIG only (got '%s' too)", argv[2])
+                      : cli_usage_error(&cli_train, "CONFIG is missing");
+    struct cli_common c = a.c;
+    long seed = a.seed;
+    c.config = argv[1];
 
     struct experiment e;
     struct graph g;

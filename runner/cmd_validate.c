@@ -88,12 +88,39 @@ static int print_network(const struct experiment *e, const struct graph *g)
     return DR_OK;
 }
 
+struct validate_args {
+    struct cli_common c;
+};
+
+static const struct cli_flag validate_flags[] = {
+    CLI_FLAG_SET(struct validate_args, c),
+    CLI_FLAG_ENGINE(struct validate_args, c),
+    CLI_FLAG_THREADS(struct validate_args, c),
+    CLI_FLAG_DEVICE(struct validate_args, c),
+};
+
+const struct cli_command cli_validate = {
+    .name = "validate",
+    .args = "CONFIG",
+    .summary = "check a config; print the resolved experiment and the network",
+    .flags = validate_flags,
+    .n_flags = (int)(sizeof validate_flags / sizeof validate_flags[0]),
+    .notes = "--engine, --threads and --device are taken so that the flags of a train or run\n"
+             "command line validate as they are; validate itself trains nothing.\n",
+    .arg_hint = CLI_HINT_CONFIG,
+    .run = cmd_validate,
+};
+
 int cmd_validate(int argc, char **argv)
 {
-    struct cli_common c = {0};
-    if (cli_parse(&c, argc, argv, "usage: dawnrun validate CONFIG [--set key=value]...", NULL,
-                  0) != 0)
-        return EXIT_USAGE;
+    struct validate_args a = {{0}};
+    int n_args = 0, parsed = cli_parse(&cli_validate, &a, argc, argv, &n_args);
+    if (parsed != CLI_PARSED) return parsed == CLI_HELP ? EXIT_OK : EXIT_USAGE;
+    if (n_args != 1)
+        return n_args ? cli_usage_error(&cli_validate, "one CONFIG only (got '%s' too)", argv[2])
+                      : cli_usage_error(&cli_validate, "CONFIG is missing");
+    struct cli_common c = a.c;
+    c.config = argv[1];
     struct experiment e;
     struct graph g;
     int rc = runner_load(&e, &g, c.config, c.sets, c.n_sets);

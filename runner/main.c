@@ -1,88 +1,146 @@
-/* dawnrun command-line entry point: dispatches to one command per verb. */
+/* dawnrun command-line entry point: the list of commands (each with its table of flags,
+ * cli.h) and the dispatch to one of them; `dawnrun --help`, `--version`, `--man`, and
+ * the small commands help, version, config-doc and completion. */
 #include <stdio.h>
 #include <string.h>
 
 #include "base/status.h"
 #include "cli.h"
+#include "cli_doc.h"
+#include "diff_args.h"
 #include "engine/experiment.h"
 #include "progress.h"
 
-static void usage(FILE *f)
+/* Every command, in the order `dawnrun --help` lists them. */
+static const struct cli_command *const commands[] = {
+    &cli_run,      &cli_report,    &cli_experiments, &cli_runs,       &cli_show,
+    &cli_sweeps,   &cli_diff,      &cli_plot,        &cli_export,     &cli_merge,
+    &cli_train,    &cli_validate,  &cli_bench,       &cli_selfcheck,  &cli_config_doc,
+    &cli_completion, &cli_help,    &cli_version,
+};
+#define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
+
+/* The command of that name, or NULL. */
+static const struct cli_command *find_command(const char *name)
 {
-    fprintf(f,
-            "usage: dawnrun COMMAND [ARGS]\n"
-            "\n"
-            "commands:\n"
-            "  train CONFIG [--seed N] [--set key=value]... [--engine cpu|cuda|auto]\n"
-            "               [--threads N] [--device N]\n"
-            "        train one run and print its epoch table\n"
-            "  validate CONFIG [--set key=value]...\n"
-            "        check a config; print the resolved experiment and the network\n"
-            "  bench CONFIG [--batch N] [--steps N] [--warmup N] [--engine ...] [--set ...]\n"
-            "        time training steps and evaluation\n"
-            "  run CONFIG... [--seeds N | --seed-list 0,3,7] [--sweep key=v1,v2]... [--db PATH]\n"
-            "        [--engine ...] [--devices 0,1] [--workers N] [--retry-failed]\n"
-            "        run a multi-seed batch into the results database, then report\n"
-            "  report [EXPERIMENT|CONFIG ...] [--target 0.94] [--format table|csv|json|markdown]\n"
-            "        runs reaching the target, median, mean, CI; experiments side by side\n"
-            "  experiments [EXPERIMENT...] | runs EXPERIMENT... | show RUN\n"
-            "        [--where key=value]... [--db PATH]\n"
-            "        list experiments, the runs of some, one run's epoch table\n"
-            "  sweeps [--db PATH]\n"
-            "        the recorded sweeps: id, time, members, runs done, command line\n"
-            "  plot EXPERIMENT... -o curves.svg [--db PATH]\n"
-            "        test accuracy, train loss and lr per epoch as an SVG chart\n"
-            "  export EXPERIMENT --format csv|json [--db PATH]\n"
-            "        every run and epoch of an experiment\n"
-            "  diff A B [--all] [--db PATH]\n"
-            "        the config keys whose values differ between two experiments\n"
-            "  merge OUT.db IN.db...\n"
-            "        combine results databases (e.g. of a Slurm job array)\n"
-            "  selfcheck [--engine cuda] [--device N]\n"
-            "        compare every CUDA op with its CPU twin (exit 77 without a GPU)\n"
-            "  config-doc\n"
-            "        print the reference of every config key (Markdown)\n"
-            "  version\n"
-            "\n"
-            "exit codes: 0 ok, 1 other error, 2 bad flag, 3 config error, 4 data error,\n"
-            "            5 diverged, 6 device error, 130/143 interrupted (SIGINT/SIGTERM)\n");
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(commands[i]->name, name)) return commands[i];
+    return NULL;
 }
+
+/* ---- config-doc ------------------------------------------------------------------------ */
+
+struct config_doc_args {
+    int keys;
+};
+
+static const struct cli_flag config_doc_flags[] = {
+    {.name = "keys", .kind = CLI_SWITCH, .offset = offsetof(struct config_doc_args, keys),
+     .help = "print only the keys, one dotted path a line"},
+};
+
+const struct cli_command cli_config_doc = {
+    .name = "config-doc",
+    .args = "",
+    .summary = "print the reference of every config key (Markdown)",
+    .flags = config_doc_flags,
+    .n_flags = 1,
+    .run = cmd_config_doc,
+};
+
+int cmd_config_doc(int argc, char **argv)
+{
+    struct config_doc_args a = {0};
+    int n = 0, r = cli_parse(&cli_config_doc, &a, argc, argv, &n);
+    if (r != CLI_PARSED) return r == CLI_HELP ? EXIT_OK : EXIT_USAGE;
+    if (n > 0) return cli_usage_error(&cli_config_doc, "unexpected argument '%s'", argv[1]);
+    if (a.keys) config_schema_print_keys(stdout);
+    else config_schema_print(stdout);
+    return EXIT_OK;
+}
+
+/* ---- completion -------------------------------------------------------------------------- */
+
+const struct cli_command cli_completion = {
+    .name = "completion",
+    .args = "bash",
+    .summary = "print the bash completion script (scripts/dawnrun-completion.bash)",
+    .notes =
+        "Install: dawnrun completion bash > /usr/share/bash-completion/completions/dawnrun\n",
+    .run = cmd_completion,
+};
+
+int cmd_completion(int argc, char **argv)
+{
+    int n = 0, r = cli_parse(&cli_completion, NULL, argc, argv, &n);
+    if (r != CLI_PARSED) return r == CLI_HELP ? EXIT_OK : EXIT_USAGE;
+    if (n != 1 || strcmp(argv[1], "bash"))
+        return cli_usage_error(&cli_completion, "the one shell completed is bash");
+    cli_print_completion(stdout, commands, N_COMMANDS);
+    return EXIT_OK;
+}
+
+/* ---- help and version -------------------------------------------------------------------- */
+
+static int cmd_help(int argc, char **argv)
+{
+    int n = 0, r = cli_parse(&cli_help, NULL, argc, argv, &n);
+    if (r != CLI_PARSED) return r == CLI_HELP ? EXIT_OK : EXIT_USAGE;
+    if (n == 0) {
+        cli_print_commands(stdout, commands, N_COMMANDS);
+        return EXIT_OK;
+    }
+    const struct cli_command *c = find_command(argv[1]);
+    if (n > 1 || !c) {
+        dr_eprintf("dawnrun help: unknown command '%s'\n", argv[1]);
+        cli_print_commands(stderr, commands, N_COMMANDS);
+        return EXIT_USAGE;
+    }
+    cli_print_usage(stdout, c);
+    return EXIT_OK;
+}
+
+const struct cli_command cli_help = {
+    .name = "help",
+    .args = "[COMMAND]",
+    .summary = "list the commands, or print the flags of one",
+    .run = cmd_help,
+};
+
+static int cmd_version(int argc, char **argv)
+{
+    int n = 0, r = cli_parse(&cli_version, NULL, argc, argv, &n);
+    if (r != CLI_PARSED) return r == CLI_HELP ? EXIT_OK : EXIT_USAGE;
+    if (n > 0) return cli_usage_error(&cli_version, "unexpected argument '%s'", argv[1]);
+    printf("dawnrun %s\n", DAWNRUN_VERSION);
+    return EXIT_OK;
+}
+
+const struct cli_command cli_version = {
+    .name = "version",
+    .args = "",
+    .summary = "print the version",
+    .run = cmd_version,
+};
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        usage(stderr);
+        cli_print_commands(stderr, commands, N_COMMANDS);
         return EXIT_USAGE;
     }
     progress_install();
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "train")) return cmd_train(argc - 1, argv + 1);
-    if (!strcmp(cmd, "validate")) return cmd_validate(argc - 1, argv + 1);
-    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
-    if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
-    if (!strcmp(cmd, "report")) return cmd_report(argc - 1, argv + 1);
-    if (!strcmp(cmd, "experiments")) return cmd_experiments(argc - 1, argv + 1);
-    if (!strcmp(cmd, "runs")) return cmd_runs(argc - 1, argv + 1);
-    if (!strcmp(cmd, "show")) return cmd_show(argc - 1, argv + 1);
-    if (!strcmp(cmd, "merge")) return cmd_merge(argc - 1, argv + 1);
-    if (!strcmp(cmd, "plot")) return cmd_plot(argc - 1, argv + 1);
-    if (!strcmp(cmd, "export")) return cmd_export(argc - 1, argv + 1);
-    if (!strcmp(cmd, "diff")) return cmd_diff(argc - 1, argv + 1);
-    if (!strcmp(cmd, "sweeps")) return cmd_sweeps(argc - 1, argv + 1);
-    if (!strcmp(cmd, "selfcheck")) return cmd_selfcheck(argc - 1, argv + 1);
-    if (!strcmp(cmd, "config-doc")) {
-        config_schema_print(stdout);
+    if (!strcmp(cmd, "--version")) return cmd_version(argc - 1, argv + 1);
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) return cmd_help(argc - 1, argv + 1);
+    if (!strcmp(cmd, "--man") && argc == 2) {
+        cli_print_man(stdout, commands, N_COMMANDS);
         return EXIT_OK;
     }
-    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-        printf("dawnrun %s\n", DAWNRUN_VERSION);
-        return EXIT_OK;
-    }
-    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
-        usage(stdout);
-        return EXIT_OK;
-    }
-    dr_eprintf("dawnrun: unknown command '%s'\n", cmd);
-    usage(stderr);
+    const struct cli_command *c = find_command(cmd);
+    if (c) return c->run(argc - 1, argv + 1);
+    if (cmd[0] == '-') dr_eprintf("dawnrun: unknown flag '%s' (flags follow the command)\n", cmd);
+    else dr_eprintf("dawnrun: unknown command '%s'\n", cmd);
+    cli_print_commands(stderr, commands, N_COMMANDS);
     return EXIT_USAGE;
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli_flags.h"
 #include "report.h"
 #include "results/results.h"
 #include "results/stats.h"
@@ -115,24 +116,47 @@ struct report_selection {
     int cap;                 /* the room in each array */
 };
 
-/* How one command parses its command line: errors start "dawnrun NAME: ". */
-struct report_cli {
-    const char *name;                   /* "report", "plot", "export" */
-    const char *usage;                  /* printed by --help and after an unknown flag */
-    int with_target;                    /* accepts --target ACCURACY */
-    const char *const *flags;           /* its own flags taking a value, NULL-terminated */
-    /* Takes one of `flags` with its value: DR_OK, or DR_ERR_USAGE (message printed). */
-    int (*on_flag)(void *ctx, const char *flag, const char *value);
-    void *ctx;
-};
+/* The table callbacks of the selection flags; dst is the struct report_selection.
+ * --set and --where need key.path=value, --sweep key.path=v1,v2; --target an accuracy
+ * in (0, 1]. DR_OK, or DR_ERR_USAGE with the message printed. */
+int report_take_set(void *dst, const char *value, const char *cmd);
+int report_take_sweep(void *dst, const char *value, const char *cmd);
+int report_take_where(void *dst, const char *value, const char *cmd);
+int report_take_target(void *dst, const char *value, const char *cmd);
 
-/* Parses argv[1..argc) for cli: --db, --target (with_target), --set and --sweep (checked
- * for '='), cli->flags, --help/-h (usage on stdout, *help = 1, nothing else to do) and
- * the positional arguments. A missing value, a bad value or an unknown flag is reported
+/* The selection flags as table entries (cli_flags.h) of an options struct `type` that
+ * holds its struct report_selection as `member`: --db, --set, --sweep, --where, and
+ * --target for the commands that take it. */
+#define REPORT_FLAG_DB(type, member)                                                       \
+    {.name = "db", .kind = CLI_STRING, .offset = offsetof(type, member.db_flag),           \
+     .meta = "PATH", .hint = CLI_HINT_FILE,                                                \
+     .help = "the results database (default: $DAWNRUN_DB, or " REPORT_DEFAULT_DB ")"}
+#define REPORT_FLAG_TARGET(type, member)                                                   \
+    {.name = "target", .kind = CLI_CALL, .offset = offsetof(type, member.target),          \
+     .meta = "ACC", .call = report_take_target,                                            \
+     .help = "the accuracy to reach, e.g. 0.94 (default: each experiment's)"}
+#define REPORT_FLAG_SET(type, member)                                                      \
+    {.name = "set", .kind = CLI_CALL, .offset = offsetof(type, member),                    \
+     .meta = "key=value", .hint = CLI_HINT_KEY, .repeat = 1, .call = report_take_set,      \
+     .help = "the CONFIG arguments' experiments with this override"}
+#define REPORT_FLAG_SWEEP(type, member)                                                    \
+    {.name = "sweep", .kind = CLI_CALL, .offset = offsetof(type, member),                  \
+     .meta = "key=v1,v2", .hint = CLI_HINT_KEY, .repeat = 1, .call = report_take_sweep,    \
+     .help = "every experiment of the CONFIG arguments swept over these values"}
+#define REPORT_FLAG_WHERE(type, member)                                                    \
+    {.name = "where", .kind = CLI_CALL, .offset = offsetof(type, member),                  \
+     .meta = "key=value", .hint = CLI_HINT_KEY, .repeat = 1, .call = report_take_where,    \
+     .help = "only the experiments whose config has this value (all must hold)"}
+
+/* Parses argv[1..argc) against cmd's table into opts, of which sel is a member (the
+ * table holds the selection flags above and the command's own): the positional
+ * arguments go to sel->args. *help = 1 when --help printed the usage (nothing else to
+ * do). A missing value, a bad value or an unknown flag is reported with the usage line
  * and DR_ERR_USAGE; DR_ERR_NOMEM when out of memory. Free sel with
  * report_selection_free, also after a failure. */
 int report_selection_parse(struct report_selection *sel, int *help,
-                           const struct report_cli *cli, int argc, char **argv);
+                           const struct cli_command *cmd, void *opts, int argc,
+                           char **argv);
 void report_selection_free(struct report_selection *sel);
 
 /* Opens sel's database read-only (*db_path: its path) and resolves the selection to

@@ -1,6 +1,6 @@
 /* The experiment selection flags shared by `dawnrun report`, `plot` and `export` (--db,
- * --target, --set, --sweep, --where, EXPERIMENT|CONFIG arguments), each command adding
- * its own flags, and the selection resolved to experiment ids. */
+ * --target, --set, --sweep, --where, EXPERIMENT|CONFIG arguments) in each command's
+ * table beside its own flags, and the selection resolved to experiment ids. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,39 +22,56 @@ static int push(const char **list, int *n, int cap, const char *v, const char *n
     return DR_OK;
 }
 
-/* --target: an accuracy in (0, 1]; DR_ERR_USAGE (message printed) when bad. */
-static int parse_target(double *out, const char *value, const char *name)
+int report_take_target(void *dst, const char *value, const char *cmd)
 {
     char *end = NULL;
     double v = strtod(value, &end);
     if (end == value || *end || !(v > 0.0 && v <= 1.0)) {
         dr_eprintf("dawnrun %s: --target: expected an accuracy in (0, 1], e.g. 0.94, "
-                   "got '%s'\n", name, value);
+                   "got '%s'\n", cmd, value);
         return DR_ERR_USAGE;
     }
-    *out = v;
+    *(double *)dst = v;
     return DR_OK;
 }
 
-/* Tries cli's own flags on argv[*i]: 1 taken (*rc its status), 0 not one of them. */
-static int own_flag(int *rc, const struct report_cli *cli, int argc, char **argv, int *i,
-                    int *missing)
+int report_take_set(void *dst, const char *value, const char *cmd)
 {
-    const char *v;
-    for (int k = 0; cli->flags && cli->flags[k]; k++) {
-        if ((v = report_flag_value(cli->flags[k], argc, argv, i, missing))) {
-            *rc = cli->on_flag(cli->ctx, cli->flags[k], v);
-            return 1;
-        }
+    struct report_selection *sel = dst;
+    if (!strchr(value, '=')) {
+        dr_eprintf("dawnrun %s: --set needs key.path=value, got '%s'\n", cmd, value);
+        return DR_ERR_USAGE;
     }
-    return 0;
+    return push(sel->sets, &sel->n_sets, sel->cap, value, cmd);
+}
+
+int report_take_sweep(void *dst, const char *value, const char *cmd)
+{
+    struct report_selection *sel = dst;
+    if (!strchr(value, '=') && !sweep_is_record_ref(value)) {
+        dr_eprintf("dawnrun %s: --sweep needs key.path=value1,value2,..., last or a "
+                   "recorded sweep's id, got '%s'\n", cmd, value);
+        return DR_ERR_USAGE;
+    }
+    return push(sel->sweeps, &sel->n_sweeps, sel->cap, value, cmd);
+}
+
+int report_take_where(void *dst, const char *value, const char *cmd)
+{
+    struct report_selection *sel = dst;
+    if (!strchr(value, '=')) {
+        dr_eprintf("dawnrun %s: --where needs key.path=value, got '%s'\n", cmd, value);
+        return DR_ERR_USAGE;
+    }
+    return push(sel->wheres, &sel->n_wheres, sel->cap, value, cmd);
 }
 
 int report_selection_parse(struct report_selection *sel, int *help,
-                           const struct report_cli *cli, int argc, char **argv)
+                           const struct cli_command *cmd, void *opts, int argc,
+                           char **argv)
 {
-    int rc = DR_OK, missing = 0;
-    const char *v, *name = cli->name;
+    int rc = DR_OK, n_args = 0;
+    const char *name = cmd->name;
     memset(sel, 0, sizeof *sel);
     sel->target = NAN;
     *help = 0;
@@ -67,48 +84,13 @@ int report_selection_parse(struct report_selection *sel, int *help,
         dr_eprintf("dawnrun %s: out of memory\n", name);
         return DR_ERR_NOMEM;
     }
-    for (int i = 1; i < argc && rc == DR_OK; i++) {
-        missing = 0;
-        if ((v = report_flag_value("--db", argc, argv, &i, &missing))) {
-            sel->db_flag = v;
-        } else if (own_flag(&rc, cli, argc, argv, &i, &missing)) {
-            continue;
-        } else if (cli->with_target &&
-                   (v = report_flag_value("--target", argc, argv, &i, &missing))) {
-            rc = parse_target(&sel->target, v, name);
-        } else if ((v = report_flag_value("--set", argc, argv, &i, &missing))) {
-            if (!strchr(v, '=')) {
-                dr_eprintf("dawnrun %s: --set needs key.path=value, got '%s'\n", name, v);
-                return DR_ERR_USAGE;
-            }
-            rc = push(sel->sets, &sel->n_sets, sel->cap, v, name);
-        } else if ((v = report_flag_value("--sweep", argc, argv, &i, &missing))) {
-            if (!strchr(v, '=') && !sweep_is_record_ref(v)) {
-                dr_eprintf("dawnrun %s: --sweep needs key.path=value1,value2,..., last or "
-                           "a recorded sweep's id, got '%s'\n", name, v);
-                return DR_ERR_USAGE;
-            }
-            rc = push(sel->sweeps, &sel->n_sweeps, sel->cap, v, name);
-        } else if ((v = report_flag_value("--where", argc, argv, &i, &missing))) {
-            if (!strchr(v, '=')) {
-                dr_eprintf("dawnrun %s: --where needs key.path=value, got '%s'\n", name, v);
-                return DR_ERR_USAGE;
-            }
-            rc = push(sel->wheres, &sel->n_wheres, sel->cap, v, name);
-        } else if (missing) {
-            dr_eprintf("dawnrun %s: %s needs a value\n", name, argv[i]);
-            return DR_ERR_USAGE;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(cli->usage, stdout);
-            *help = 1;
-            return DR_OK;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            dr_eprintf("dawnrun %s: unknown flag '%s'\n%s", name, argv[i], cli->usage);
-            return DR_ERR_USAGE;
-        } else {
-            rc = push(sel->args, &sel->n_args, sel->cap, argv[i], name);
-        }
+    switch (cli_parse(cmd, opts, argc, argv, &n_args)) {
+    case CLI_PARSED: break;
+    case CLI_HELP: *help = 1; return DR_OK;
+    default: return DR_ERR_USAGE;
     }
+    for (int i = 0; i < n_args && rc == DR_OK; i++)
+        rc = push(sel->args, &sel->n_args, sel->cap, argv[1 + i], name);
     return rc;
 }
 

@@ -19,6 +19,8 @@ dawnrun_cli_test(missing_config 3 "no-such.cfg" ${DR} validate no-such.cfg)
 dawnrun_cli_test(cpu_half_precision 3 "train.precision = \"fp16\": the cpu engine computes in fp32 only" ${DR} train ${CFG}/demo.cfg --engine cpu --set train.precision="fp16")
 dawnrun_cli_test(auto_cpu_half_precision 3 "train.precision = \"bf16\": the cpu engine computes in fp32 only" ${DR} train ${CFG}/demo.cfg --engine auto --set train.precision="bf16")
 dawnrun_cli_test(help 0 "exit codes" ${DR} help)
+# dawnrun --help: one line per command (its flags: dawnrun COMMAND --help)
+dawnrun_cli_test(help_flag 0 "^  help \\[COMMAND\\] +list the commands" ${DR} --help)
 dawnrun_cli_test(version 0 "^dawnrun [0-9]" ${DR} version)
 dawnrun_cli_test(validate_resnet9 0 "trainable parameters +6,573,120" ${DR} validate ${CFG}/resnet9-24ep.cfg)
 dawnrun_cli_test(validate_resnet9_flops 0 "forward FLOPs/image +0\\.75[89]" ${DR} validate ${CFG}/resnet9-24ep.cfg)
@@ -67,3 +69,16 @@ add_test(NAME cli_messages_errors COMMAND ${CMAKE_SOURCE_DIR}/tests/messages.sh 
 add_test(NAME cli_messages_signal COMMAND ${CMAKE_SOURCE_DIR}/tests/messages.sh signal
          ${DR} ${CMAKE_SOURCE_DIR})
 set_tests_properties(cli_messages_signal PROPERTIES SKIP_RETURN_CODE 77)
+
+# The command-line conventions of every command (-h/--help, unknown flags, --flag=value,
+# --, the usage against the parser's flags), the man page and the bash completion: the
+# committed docs/dawnrun.1 and scripts/dawnrun-completion.bash are what the executable
+# generates from its command tables.
+add_test(NAME cli_flags COMMAND ${CMAKE_SOURCE_DIR}/tests/cli_flags.sh ${DR} ${CMAKE_SOURCE_DIR})
+add_test(NAME cli_man_page COMMAND ${CMAKE_SOURCE_DIR}/tests/cli_man.sh ${DR} ${CMAKE_SOURCE_DIR})
+add_test(NAME cli_completion COMMAND ${CMAKE_SOURCE_DIR}/tests/cli_completion.sh ${DR}
+         ${CMAKE_SOURCE_DIR})
+# test_cli_parse (tests.cmake) also compiles the parser and the diff command's table.
+target_sources(test_cli_parse PRIVATE ${CMAKE_SOURCE_DIR}/runner/cli_flags.c
+               ${CMAKE_SOURCE_DIR}/runner/diff_args.c)
+target_include_directories(test_cli_parse PRIVATE ${CMAKE_SOURCE_DIR})

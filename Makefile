@@ -20,9 +20,11 @@ all: build
 deps:
 	@scripts/install-deps.sh build
 
-# what the tests use besides the build (the single-node Slurm of tests/slurm_real.sh)
+# What the tests use besides the build (the single-node Slurm of tests/slurm_real.sh).
+# Welcome but not required: without them (not root, offline) the tests that need them
+# are skipped (exit 77) and the rest run.
 test-deps:
-	@scripts/install-deps.sh test
+	@scripts/install-deps.sh test || echo "dawnrun: test packages missing; the tests that need them will be skipped"
 
 build: deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)

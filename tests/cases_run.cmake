@@ -26,4 +26,4 @@ endif()
 # Debian's slurm-wlm and munge); skipped (77), saying why, where the daemons cannot run
 add_test(NAME slurm_real COMMAND bash ${CMAKE_SOURCE_DIR}/tests/slurm_real.sh
                                  $<TARGET_FILE:dawnrun> ${CMAKE_SOURCE_DIR})
-set_tests_properties(slurm_real PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 420 RUN_SERIAL TRUE)
+set_tests_properties(slurm_real PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 420)

@@ -7,7 +7,9 @@
  * far; the estimated time left in the epoch's training and in the whole run; and the
  * latest known training loss. The engine sums the loss on the device and reads it once,
  * at the epoch's end (no device->host copy per step), so the loss shown is the mean train
- * loss of the latest finished epoch, named after it ("-" during the first epoch).
+ * loss of the latest finished epoch, named after it ("-" during the first epoch). Rates
+ * and estimates are the host's clock between steps: on the CUDA engine, which queues a
+ * step and returns, they settle once the queue is full (a few steps into an epoch).
  * progress_install registers the erasing with base/status.h, so that every message
  * (dr_report, dr_eprintf) starts on a clean line. */
 #ifndef DAWNRUN_RUNNER_PROGRESS_H

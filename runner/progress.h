@@ -9,7 +9,7 @@
  * at the epoch's end (no device->host copy per step), so the loss shown is the mean train
  * loss of the latest finished epoch, named after it ("-" during the first epoch). Rates
  * and estimates are the host's clock between steps: on the CUDA engine, which queues a
- * step and returns, they settle once the queue is full (a few steps into an epoch).
+ * step and returns, they count queued steps, which may run ahead of the device.
  * progress_install registers the erasing with base/status.h, so that every message
  * (dr_report, dr_eprintf) starts on a clean line. */
 #ifndef DAWNRUN_RUNNER_PROGRESS_H

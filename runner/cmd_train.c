@@ -25,6 +25,7 @@ static int on_epoch(void *user, const struct epoch_record *r, const struct train
 {
     (void)user;
     (void)p;
+    progress_epoch_end(r->epoch, r->train_loss);
     table_print_row(stdout, r);
     return DR_OK;
 }
@@ -89,6 +90,7 @@ int cmd_train(int argc, char **argv)
     struct train_view view = {isatty(STDOUT_FILENO)};
     struct train_hooks hooks = {on_epoch, NULL, progress, cli_stop_requested, &view};
     train_progress_start(&prog);
+    progress_run_begin(t.plan.epochs, t.plan.batch);
     rc = trainer_run(&t, &hooks, &prog);
     progress_clear();   /* a run stopped mid-epoch leaves its line drawn */
     if (prog.epoch > 0)

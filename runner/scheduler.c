@@ -289,6 +289,7 @@ static int run_on_epoch(void *user, const struct epoch_record *r, const struct t
     int rc = run_store(c, results_epoch_record(c->db, &c->lease, &row));
     if (rc != DR_OK) return rc;
     crashpoint("epoch-committed");
+    progress_epoch_end(r->epoch, r->train_loss);
     say_table(c->o, r);
     return DR_OK;
 }
@@ -416,6 +417,7 @@ static int run_one(struct run_ctx *c, const struct sched_experiment *x, struct s
 
     struct train_hooks hooks = {run_on_epoch, run_checkpoint, run_on_step, run_should_stop, c};
     say_table(o, NULL);
+    progress_run_begin(t.plan.epochs, t.plan.batch);
     train_rc = trainer_run(&t, &hooks, &p);
     if (c->fenced || c->store_rc != DR_OK) {
         rc = c->store_rc;

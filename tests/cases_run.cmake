@@ -22,3 +22,8 @@ endforeach()
 if(TEST cli_run_killed)
   set_tests_properties(cli_run_killed PROPERTIES TIMEOUT 400)
 endif()
+# scripts/slurm-array.sh on a real single-node Slurm started by the test itself (root,
+# Debian's slurm-wlm and munge); skipped (77), saying why, where the daemons cannot run
+add_test(NAME slurm_real COMMAND bash ${CMAKE_SOURCE_DIR}/tests/slurm_real.sh
+                                 $<TARGET_FILE:dawnrun> ${CMAKE_SOURCE_DIR})
+set_tests_properties(slurm_real PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 420)

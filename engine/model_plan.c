@@ -62,14 +62,124 @@ static int check_ops(const struct backend *be, int want_batch, int want_sgd)
                      be->ops->name, op);
 }
 
+/* The handles the nodes of a plan use for every layer's output and output gradient, after
+ * the plan's aliases (kernels/plan.h, "Aliases"): a layer whose result is the bytes of
+ * another tensor gets no node, and its readers are handed that tensor's handle.
+ *   - forward: a flatten of a 1x1 plane (n, c, 1, 1) is its input's bytes in any layout;
+ *   - backward: an input of an add (or of a 1x1 flatten) whose gradient the add writes
+ *     first (accumulate flag 0) is the add's output gradient itself, when no later write
+ *     to that shared buffer on behalf of one gradient comes before a read of another.
+ * The copies they replace are exact (1 x dy), so the results are bit-identical. */
+struct plan_handles {
+    struct tensor **y;          /* [g->count] each layer's output as its readers see it */
+    struct tensor **dy;         /* [g->count] its gradient (NULL for the image) */
+    unsigned char *fwd_alias;   /* [g->count] 1: the forward node is left out */
+    unsigned char *bwd_alias;   /* [g->count * GRAPH_MAX_INPUTS] 1: that input's gradient
+                                   is this layer's, its node left out */
+};
+
+static void handles_free(struct plan_handles *h)
+{
+    free(h->y);
+    free(h->dy);
+    free(h->fwd_alias);
+    free(h->bwd_alias);
+    memset(h, 0, sizeof(*h));
+}
+
+/* Whether layer i of kind `kind` is a flatten of a 1x1 plane. */
+static int flat_1x1(const struct layer *l, enum layer_kind kind)
+{
+    return kind == LAYER_KIND_FLATTEN && l->in_h == 1 && l->in_w == 1 && l->c == l->in_c;
+}
+
+static enum layer_kind kind_of(const struct layer *l)
+{
+    const struct layer_info *info = layer_info(l->spec.type);
+    return info ? info->kind : LAYER_KIND_INPUT;
+}
+
+/* The latest backward write to layer u's gradient after the backward of layer `at`: the
+ * highest live consumer j of u below `at` (the backward runs in reverse graph order), or
+ * 0 when there is none. */
+static int last_pending_write(const struct model *m, int u, int at)
+{
+    const struct graph *g = m->g;
+    for (int j = at - 1; j > u; j--) {
+        if (!m->live[j]) continue;
+        for (int s = 0; s < g->layers[j].n_inputs; s++)
+            if (g->layers[j].inputs[s] == u) return j;
+    }
+    return 0;
+}
+
+/* Whether layer u's gradient may become buffer b (shared by the layers with h->dy[v] ==
+ * b) at the backward of layer `at`: every pending member's read (its own backward, at
+ * graph index v < at) comes before any pending write to another member's gradient. */
+static int alias_safe(const struct model *m, const struct plan_handles *h, int u, int at,
+                      const struct tensor *b)
+{
+    const int wu = last_pending_write(m, u, at);
+    for (int v = at - 1; v > 0; v--) {
+        if (v == u || !m->live[v] || h->dy[v] != b) continue;
+        if (v <= wu) return 0;                           /* u written before v is read */
+        if (u <= last_pending_write(m, v, at)) return 0; /* v written before u is read */
+    }
+    return 1;
+}
+
+/* The handles of every layer of m, with the aliases described above. */
+static int handles_make(struct plan_handles *h, struct model *m)
+{
+    int rc = DR_OK;
+    const struct graph *g = m->g;
+    const size_t nl = (size_t)g->count;
+    memset(h, 0, sizeof(*h));
+    h->y = dr_calloc(nl, sizeof(*h->y));
+    h->dy = dr_calloc(nl, sizeof(*h->dy));
+    h->fwd_alias = dr_calloc(nl, 1);
+    h->bwd_alias = dr_calloc(nl * GRAPH_MAX_INPUTS, 1);
+    if (!h->y || !h->dy || !h->fwd_alias || !h->bwd_alias)
+        FAIL(DR_ERR_NOMEM, "out of memory allocating the plan's tensor handles");
+    for (int i = 0; i < g->count; i++) {
+        const struct layer *l = &g->layers[i];
+        h->y[i] = &m->y[i];
+        h->dy[i] = i > 0 ? &m->dy[i] : NULL;
+        if (i > 0 && i != g->output && flat_1x1(l, kind_of(l))) {
+            h->y[i] = h->y[l->inputs[0]];
+            h->fwd_alias[i] = 1;
+        }
+    }
+    for (int i = g->count - 1; i > 0; i--) {
+        const struct layer *l = &g->layers[i];
+        const enum layer_kind kind = kind_of(l);
+        if (!m->live[i] || (kind != LAYER_KIND_ADD && !flat_1x1(l, kind))) continue;
+        if (kind == LAYER_KIND_ADD && l->inputs[0] == l->inputs[1]) continue;
+        for (int s = 0; s < l->n_inputs; s++) {
+            const int u = l->inputs[s];
+            const struct layer *lu = &g->layers[u];
+            if (u == 0 || m->accum[i * GRAPH_MAX_INPUTS + s] || h->dy[u] != &m->dy[u] ||
+                lu->c != l->c || lu->h != l->h || lu->w != l->w ||
+                !alias_safe(m, h, u, i, h->dy[i]))
+                continue;
+            h->dy[u] = h->dy[i];
+            h->bwd_alias[i * GRAPH_MAX_INPUTS + s] = 1;
+        }
+    }
+cleanup:
+    if (rc != DR_OK) handles_free(h);
+    return rc;
+}
+
 /* The node of layer i's forward pass, in train (batch statistics) or eval mode. */
-static int add_layer_forward(struct plan *p, struct model *m, int i, int train)
+static int add_layer_forward(struct plan *p, struct model *m, const struct plan_handles *h,
+                             int i, int train)
 {
     int rc = DR_OK;
     const struct layer *l = &m->g->layers[i];
     const struct layer_info *info = layer_info(l->spec.type);
     struct tensor *y = &m->y[i];
-    const struct tensor *x = &m->y[l->inputs[0]];
+    const struct tensor *x = h->y[l->inputs[0]];
     struct tensor *w = &m->p[l->param_first];
     struct plan_node *n = NULL;
     const enum plan_phase ph = PLAN_PHASE_FORWARD;
@@ -127,16 +237,17 @@ static int add_layer_forward(struct plan *p, struct model *m, int i, int train)
                l->spec.name, l->n_inputs);
         APPEND(n, p, PLAN_CONCAT_FWD, ph, i);
         n->u.concat_fwd.y = y;
-        for (int s = 0; s < l->n_inputs; s++) n->u.concat_fwd.xs[s] = &m->y[l->inputs[s]];
+        for (int s = 0; s < l->n_inputs; s++) n->u.concat_fwd.xs[s] = h->y[l->inputs[s]];
         n->u.concat_fwd.count = l->n_inputs;
         break;
     case LAYER_KIND_ADD:
         APPEND(n, p, PLAN_ADD_FWD, ph, i);
         n->u.add_fwd.y = y;
         n->u.add_fwd.a = x;
-        n->u.add_fwd.b = &m->y[l->inputs[1]];
+        n->u.add_fwd.b = h->y[l->inputs[1]];
         break;
     case LAYER_KIND_FLATTEN:
+        if (h->fwd_alias[i]) break;   /* its readers read x */
         APPEND(n, p, PLAN_FLATTEN_FWD, ph, i);
         n->u.flatten_fwd.y = y;
         n->u.flatten_fwd.x = x;
@@ -164,22 +275,24 @@ cleanup:
 }
 
 /* Gradient tensor for input slot s of layer l, or NULL when the input is the image. */
-static struct tensor *input_grad(struct model *m, const struct layer *l, int s)
+static struct tensor *input_grad(const struct plan_handles *h, const struct layer *l, int s)
 {
-    return l->inputs[s] == 0 ? NULL : &m->dy[l->inputs[s]];
+    return l->inputs[s] == 0 ? NULL : h->dy[l->inputs[s]];
 }
 
 /* The nodes of layer i's backward pass (none where no input gradient is wanted and the
  * layer has no parameters), with the model's accumulate flags. */
-static int add_layer_backward(struct plan *p, struct model *m, int i)
+static int add_layer_backward(struct plan *p, struct model *m, const struct plan_handles *h,
+                              int i)
 {
     int rc = DR_OK;
     const struct layer *l = &m->g->layers[i];
     const struct layer_info *info = layer_info(l->spec.type);
     const unsigned char *acc = &m->accum[i * GRAPH_MAX_INPUTS];
-    const struct tensor *dy = &m->dy[i];
-    const struct tensor *x = &m->y[l->inputs[0]];
-    struct tensor *dx = input_grad(m, l, 0);
+    const unsigned char *alias = &h->bwd_alias[i * GRAPH_MAX_INPUTS];
+    const struct tensor *dy = h->dy[i];
+    const struct tensor *x = h->y[l->inputs[0]];
+    struct tensor *dx = input_grad(h, l, 0);
     struct tensor *w = &m->p[l->param_first], *dw = &m->dp[l->param_first];
     struct plan_node *n = NULL;
     const enum plan_phase ph = PLAN_PHASE_BACKWARD;
@@ -225,7 +338,7 @@ static int add_layer_backward(struct plan *p, struct model *m, int i)
         n->u.pool_bwd.dx = dx;
         n->u.pool_bwd.dy = dy;
         n->u.pool_bwd.x = x;
-        n->u.pool_bwd.y = &m->y[i];
+        n->u.pool_bwd.y = h->y[i];
         n->u.pool_bwd.a = layer_pool_attr(l, info);
         n->u.pool_bwd.accumulate = acc[0];
         break;
@@ -234,7 +347,7 @@ static int add_layer_backward(struct plan *p, struct model *m, int i)
                l->spec.name, l->n_inputs);
         APPEND(n, p, PLAN_CONCAT_BWD, ph, i);
         for (int s = 0; s < l->n_inputs; s++) {
-            n->u.concat_bwd.dxs[s] = input_grad(m, l, s);
+            n->u.concat_bwd.dxs[s] = input_grad(h, l, s);
             n->u.concat_bwd.accumulate[s] = acc[s];
         }
         n->u.concat_bwd.dy = dy;
@@ -242,8 +355,8 @@ static int add_layer_backward(struct plan *p, struct model *m, int i)
         break;
     case LAYER_KIND_ADD:
         for (int s = 0; s < 2; s++) {
-            struct tensor *d = input_grad(m, l, s);
-            if (!d) continue;
+            struct tensor *d = input_grad(h, l, s);
+            if (!d || alias[s]) continue;   /* an alias: d is dy already */
             APPEND(n, p, PLAN_SCALED_COPY, ph, i);
             n->u.scaled_copy.dx = d;
             n->u.scaled_copy.dy = dy;
@@ -252,7 +365,7 @@ static int add_layer_backward(struct plan *p, struct model *m, int i)
         }
         break;
     case LAYER_KIND_FLATTEN:
-        if (!dx) break;
+        if (!dx || alias[0]) break;
         APPEND(n, p, PLAN_FLATTEN_BWD, ph, i);
         n->u.flatten_bwd.dx = dx;
         n->u.flatten_bwd.dy = dy;
@@ -289,9 +402,12 @@ cleanup:
 static int add_forward(struct plan *p, struct model *m, int train)
 {
     int rc = DR_OK;
+    struct plan_handles h;
+    TRY(handles_make(&h, m));
     for (int i = 1; i < m->g->count; i++)
-        if (m->live[i]) TRY(add_layer_forward(p, m, i, train));
+        if (m->live[i]) TRY(add_layer_forward(p, m, &h, i, train));
 cleanup:
+    handles_free(&h);
     return rc;
 }
 
@@ -316,15 +432,18 @@ static int add_backward(struct plan *p, struct model *m, float smoothing, float 
 {
     int rc = DR_OK;
     struct plan_node *n = NULL;
+    struct plan_handles h;
+    TRY(handles_make(&h, m));
     APPEND(n, p, PLAN_XENT_BWD, PLAN_PHASE_LOSS, -1);
-    n->u.xent_bwd.dlogits = &m->dy[m->g->output];
+    n->u.xent_bwd.dlogits = h.dy[m->g->output];
     n->u.xent_bwd.probs = &m->probs;
     n->u.xent_bwd.labels = &m->labels;
     n->u.xent_bwd.smoothing = smoothing;
     n->u.xent_bwd.scale = scale;
     for (int i = m->g->count - 1; i > 0; i--)
-        if (m->live[i]) TRY(add_layer_backward(p, m, i));
+        if (m->live[i]) TRY(add_layer_backward(p, m, &h, i));
 cleanup:
+    handles_free(&h);
     return rc;
 }
 

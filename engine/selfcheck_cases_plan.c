@@ -15,7 +15,11 @@
  *             from before the step (so it cannot be folded into bn2's).
  * eval: conv1 -> bn1 (eval) -> act -> flatten -> linear -> cross-entropy forward;
  * eval_shared: the step's forward in eval mode with bn1's output as the residual (read
- * by the add alone, besides act1). The rows cover every activation kind, ghost batch
+ * by the add alone, besides act1);
+ * eval_views: two test-time views, each a scale of x (as a batch node rewrites the input)
+ * and the step's forward in eval mode over the same tensors, their logits summed with
+ * weights (scaled copies) before the cross-entropy: each view's pass fuses on its own.
+ * The rows cover every activation kind, ghost batch
  * norm, and channel counts that allow 16-byte packs (8) and that do not (6).
  *
  * On an engine that counts its work (backend_ops.counters), a case runs the step twice:
@@ -38,7 +42,7 @@
 #define PL_TOL {1e-3, 0.5, 0.5}
 
 enum pl_topo { TOPO_RESIDUAL, TOPO_ACC, TOPO_SHARED, TOPO_NULLDX, TOPO_ACCIN, TOPO_EVAL,
-                TOPO_EVAL_SHARED };
+                TOPO_EVAL_SHARED, TOPO_EVAL_VIEWS };
 
 struct plan_row {
     const char *name;
@@ -62,6 +66,8 @@ static const struct plan_row PLAN_ROWS[] = {
     {"eval_relu", TOPO_EVAL, ACT_RELU, 1, 8},
     {"eval_gelu_c6", TOPO_EVAL, ACT_GELU, 1, 6},
     {"eval_shared_celu", TOPO_EVAL_SHARED, ACT_CELU, 1, 8},
+    {"eval_views_relu", TOPO_EVAL_VIEWS, ACT_RELU, 1, 8},
+    {"eval_views_gelu_c6", TOPO_EVAL_VIEWS, ACT_GELU, 1, 6},
 };
 #define PLAN_ROW_COUNT ((int)(sizeof(PLAN_ROWS) / sizeof(PLAN_ROWS[0])))
 
@@ -71,6 +77,7 @@ enum pl_t {
     T_G1, T_B1, T_SM1, T_SI1, T_RM1, T_RV1, T_G2, T_B2, T_SM2, T_SI2, T_RM2, T_RV2,
     T_DL, T_DF, T_DS, T_DA2, T_DY2, T_DC2, T_DA1, T_DY1, T_DC1, T_DXIN,
     T_DW1, T_DW2, T_DW3, T_DG1, T_DB1, T_DG2, T_DB2,
+    T_XV, T_VS,   /* eval_views: a view's input, the weighted sum of the views' logits */
     T_COUNT
 };
 
@@ -109,6 +116,14 @@ static int two_blocks(const struct plan_row *r)
     return r->topo != TOPO_EVAL;
 }
 
+/* The test-time views of row r's evaluation (1: none), and each view's scale of x and
+ * weight. */
+static int views(const struct plan_row *r)
+{
+    return r->topo == TOPO_EVAL_VIEWS ? 2 : 1;
+}
+static const float VIEW_SCALE[2] = {0.5f, -1.0f}, VIEW_WEIGHT[2] = {0.75f, 0.25f};
+
 static int x_channels(const struct plan_row *r)
 {
     return has_conv1(r) ? PL_CIN : r->channels;
@@ -124,7 +139,10 @@ static int out_list(int *list, int out, const struct plan_row *r)
         list[n++] = T_A1;
         if (two_blocks(r)) list[n++] = T_S;
         break;
-    case 1: list[n++] = T_L, list[n++] = T_P; break;
+    case 1:
+        list[n++] = T_L, list[n++] = T_P;
+        if (views(r) > 1) list[n++] = T_VS;
+        break;
     case 2: list[n++] = T_STATS; break;
     case 3:
         if (!train) break;
@@ -157,7 +175,9 @@ static struct tensor pl_shape(int i, const struct plan_row *r)
     case T_C1: case T_Y1: case T_A1: case T_C2: case T_Y2: case T_A2: case T_S:
     case T_DS: case T_DA2: case T_DY2: case T_DC2: case T_DA1: case T_DY1: case T_DC1:
         return (struct tensor){NULL, TENSOR_ACT, PL_N, c, PL_HW, PL_HW};
-    case T_DXIN: return (struct tensor){NULL, TENSOR_ACT, PL_N, x_channels(r), PL_HW, PL_HW};
+    case T_DXIN: case T_XV:
+        return (struct tensor){NULL, TENSOR_ACT, PL_N, x_channels(r), PL_HW, PL_HW};
+    case T_VS: return (struct tensor){NULL, TENSOR_ACT, PL_N, PL_K, 1, 1};
     case T_F: case T_DF: return (struct tensor){NULL, TENSOR_ACT, PL_N, feat, 1, 1};
     case T_L: case T_P: case T_DL: return (struct tensor){NULL, TENSOR_ACT, PL_N, PL_K, 1, 1};
     case T_STATS: return (struct tensor){NULL, TENSOR_F32, 2, 1, 1, 1};
@@ -235,48 +255,63 @@ static int build_plan(struct plan *p, struct pl_net *net, const struct plan_row 
         n = node(p, (op), (phase));                                                        \
         CHECK_ALLOC(n, "a selfcheck plan");                                                \
     } while (0)
-    if (conv1) {
-        NODE(PLAN_CONV_FWD, PLAN_PHASE_FORWARD);
-        n->u.conv_fwd = (__typeof__(n->u.conv_fwd)){&t[T_C1], net->x, net->w1, NULL, conv};
-    }
-    if (train) {
-        NODE(PLAN_BN_FWD_TRAIN, PLAN_PHASE_FORWARD);
-        n->u.bn_fwd_train = (__typeof__(n->u.bn_fwd_train)){
-            &t[T_Y1], &t[T_SM1], &t[T_SI1], &t[T_RM1], &t[T_RV1], net->bn1_in, &t[T_G1],
-            &t[T_B1], bn};
-    } else {
-        NODE(PLAN_BN_FWD_EVAL, PLAN_PHASE_FORWARD);
-        n->u.bn_fwd_eval = (__typeof__(n->u.bn_fwd_eval)){
-            &t[T_Y1], net->bn1_in, &t[T_G1], &t[T_B1], &t[T_RM1], &t[T_RV1], bn};
-    }
-    NODE(PLAN_ACT_FWD, PLAN_PHASE_FORWARD);
-    n->u.act_fwd = (__typeof__(n->u.act_fwd)){&t[T_A1], &t[T_Y1], r->kind, alpha};
-    const struct tensor *head = &t[T_A1];
-    if (two_blocks(r)) {
-        NODE(PLAN_CONV_FWD, PLAN_PHASE_FORWARD);
-        n->u.conv_fwd = (__typeof__(n->u.conv_fwd)){&t[T_C2], &t[T_A1], net->w2, NULL, conv};
+    for (int v = 0; v < views(r); v++) {
+        const struct tensor *in = net->x;
+        if (views(r) > 1) {   /* the view's batch */
+            NODE(PLAN_SCALE_FWD, PLAN_PHASE_BATCH);
+            n->u.scale_fwd = (__typeof__(n->u.scale_fwd)){&t[T_XV], net->x, VIEW_SCALE[v]};
+            in = &t[T_XV];
+        }
+        if (conv1) {
+            NODE(PLAN_CONV_FWD, PLAN_PHASE_FORWARD);
+            n->u.conv_fwd = (__typeof__(n->u.conv_fwd)){&t[T_C1], in, net->w1, NULL, conv};
+        }
         if (train) {
             NODE(PLAN_BN_FWD_TRAIN, PLAN_PHASE_FORWARD);
             n->u.bn_fwd_train = (__typeof__(n->u.bn_fwd_train)){
-                &t[T_Y2], &t[T_SM2], &t[T_SI2], &t[T_RM2], &t[T_RV2], &t[T_C2], &t[T_G2],
-                &t[T_B2], bn};
+                &t[T_Y1], &t[T_SM1], &t[T_SI1], &t[T_RM1], &t[T_RV1], net->bn1_in, &t[T_G1],
+                &t[T_B1], bn};
         } else {
             NODE(PLAN_BN_FWD_EVAL, PLAN_PHASE_FORWARD);
             n->u.bn_fwd_eval = (__typeof__(n->u.bn_fwd_eval)){
-                &t[T_Y2], &t[T_C2], &t[T_G2], &t[T_B2], &t[T_RM2], &t[T_RV2], bn};
+                &t[T_Y1], net->bn1_in, &t[T_G1], &t[T_B1], &t[T_RM1], &t[T_RV1], bn};
         }
         NODE(PLAN_ACT_FWD, PLAN_PHASE_FORWARD);
-        n->u.act_fwd = (__typeof__(n->u.act_fwd)){&t[T_A2], &t[T_Y2], r->kind, alpha};
-        NODE(PLAN_ADD_FWD, PLAN_PHASE_FORWARD);
-        n->u.add_fwd = (__typeof__(n->u.add_fwd)){&t[T_S], net->residual, &t[T_A2]};
-        head = &t[T_S];
+        n->u.act_fwd = (__typeof__(n->u.act_fwd)){&t[T_A1], &t[T_Y1], r->kind, alpha};
+        const struct tensor *head = &t[T_A1];
+        if (two_blocks(r)) {
+            NODE(PLAN_CONV_FWD, PLAN_PHASE_FORWARD);
+            n->u.conv_fwd = (__typeof__(n->u.conv_fwd)){&t[T_C2], &t[T_A1], net->w2, NULL, conv};
+            if (train) {
+                NODE(PLAN_BN_FWD_TRAIN, PLAN_PHASE_FORWARD);
+                n->u.bn_fwd_train = (__typeof__(n->u.bn_fwd_train)){
+                    &t[T_Y2], &t[T_SM2], &t[T_SI2], &t[T_RM2], &t[T_RV2], &t[T_C2], &t[T_G2],
+                    &t[T_B2], bn};
+            } else {
+                NODE(PLAN_BN_FWD_EVAL, PLAN_PHASE_FORWARD);
+                n->u.bn_fwd_eval = (__typeof__(n->u.bn_fwd_eval)){
+                    &t[T_Y2], &t[T_C2], &t[T_G2], &t[T_B2], &t[T_RM2], &t[T_RV2], bn};
+            }
+            NODE(PLAN_ACT_FWD, PLAN_PHASE_FORWARD);
+            n->u.act_fwd = (__typeof__(n->u.act_fwd)){&t[T_A2], &t[T_Y2], r->kind, alpha};
+            NODE(PLAN_ADD_FWD, PLAN_PHASE_FORWARD);
+            n->u.add_fwd = (__typeof__(n->u.add_fwd)){&t[T_S], net->residual, &t[T_A2]};
+            head = &t[T_S];
+        }
+        NODE(PLAN_FLATTEN_FWD, PLAN_PHASE_FORWARD);
+        n->u.flatten_fwd = (__typeof__(n->u.flatten_fwd)){&t[T_F], head};
+        NODE(PLAN_LINEAR_FWD, PLAN_PHASE_FORWARD);
+        n->u.linear_fwd = (__typeof__(n->u.linear_fwd)){&t[T_L], &t[T_F], net->w3, NULL};
+        if (views(r) > 1) {
+            NODE(PLAN_SCALED_COPY, PLAN_PHASE_LOSS);
+            n->u.scaled_copy = (__typeof__(n->u.scaled_copy)){&t[T_VS], &t[T_L], VIEW_WEIGHT[v],
+                                                               v > 0};
+        }
     }
-    NODE(PLAN_FLATTEN_FWD, PLAN_PHASE_FORWARD);
-    n->u.flatten_fwd = (__typeof__(n->u.flatten_fwd)){&t[T_F], head};
-    NODE(PLAN_LINEAR_FWD, PLAN_PHASE_FORWARD);
-    n->u.linear_fwd = (__typeof__(n->u.linear_fwd)){&t[T_L], &t[T_F], net->w3, NULL};
     NODE(PLAN_XENT_FWD, PLAN_PHASE_LOSS);
-    n->u.xent_fwd = (__typeof__(n->u.xent_fwd)){&t[T_STATS], &t[T_P], &t[T_L], net->labels, 0.0f};
+    n->u.xent_fwd = (__typeof__(n->u.xent_fwd)){&t[T_STATS], &t[T_P],
+                                                 views(r) > 1 ? &t[T_VS] : &t[T_L], net->labels,
+                                                 0.0f};
     if (!train) goto cleanup;
 
     NODE(PLAN_XENT_BWD, PLAN_PHASE_LOSS);

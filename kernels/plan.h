@@ -17,7 +17,23 @@
  *     batch's index within the epoch (or within the evaluation pass), written by the
  *     engine between steps and advanced by the plan's own PLAN_CURSOR_ADVANCE node;
  *   - the epoch's row permutation (or the test rows), written once per epoch;
- *   - the learning-rate table, one fp32 value per global step, written once per run. */
+ *   - the learning-rate table, one fp32 value per global step, written once per run.
+ *
+ * Aliases: a plan has no node that only moves bytes. Where one tensor's contents would be
+ * an exact copy of another's, the builder (engine/model_plan.c) hands every node that
+ * reads the copy the original's handle instead, and the copying node is left out:
+ *   - a flatten of a 1x1 plane ((n, c, 1, 1) is the same bytes in every layout): its
+ *     readers read its input;
+ *   - an add's backward, dx = dy for each operand: an operand's gradient that the add
+ *     writes first (no accumulate) is the add's output gradient buffer itself, so later
+ *     gradients of that operand accumulate into it (a convolution's backward-data with
+ *     beta = 1, as any accumulate); likewise the input gradient of a 1x1 flatten.
+ * The builder shares a gradient buffer only where no node writes it on behalf of one
+ * gradient before the last read of another (the backward runs in reverse graph order),
+ * so no node reads and writes one buffer under two names. Every engine runs such a plan
+ * as it runs any other: the results are those of the plan with the copies, bit for bit
+ * (the copies were exact). An operand already written by a later consumer still gets its
+ * accumulating node (dx += dy). */
 #ifndef DAWNRUN_PLAN_H
 #define DAWNRUN_PLAN_H
 

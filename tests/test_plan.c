@@ -667,6 +667,36 @@ static void test_backward_gradients(struct fixture *f)
     model_free(&m);
 }
 
+/* The step plan's aliases (kernels/plan.h): the flatten of the 1x1 pooled plane has no
+ * node either way, and of the add's two input gradients only conv2's is copied (relu1's
+ * is the add's gradient itself; conv2's cannot be too, since conv2's backward writes
+ * relu1's gradient while reading its own); no node copies a tensor into itself. */
+static void test_aliases(struct fixture *f)
+{
+    struct trainer t;
+    if (trainer_create(&t, &f->e, &f->g, &f->be, &f->train, &f->test, 7) != DR_OK) {
+        CHECK(0);
+        return;
+    }
+    CHECK(trainer_epoch_begin(&t, 0) == DR_OK);
+    const struct plan *p = &t.step_plan;
+    int flatten = 0, copies = 0, self = 0;
+    for (int i = 0; i < p->count; i++) {
+        const struct plan_node *n = &p->nodes[i];
+        if (n->op == PLAN_FLATTEN_FWD || n->op == PLAN_FLATTEN_BWD) flatten++;
+        if (n->op == PLAN_SCALED_COPY && n->u.scaled_copy.s == 1.0f &&
+            n->phase == PLAN_PHASE_BACKWARD) {
+            copies++;
+            self += n->u.scaled_copy.dx == n->u.scaled_copy.dy;
+        }
+        if (n->op == PLAN_CONV_BWD && n->u.conv_bwd.dx)
+            self += n->u.conv_bwd.dx == n->u.conv_bwd.dy;
+    }
+    printf("aliases: %d flatten nodes, %d backward copies, %d in place\n", flatten, copies, self);
+    CHECK(flatten == 0 && copies == 1 && self == 0);
+    trainer_free(&t);
+}
+
 /* An engine without the plan's ops cannot build a step plan: an error naming the op,
  * not a call through NULL. */
 static void test_missing_op(struct fixture *f)
@@ -689,6 +719,7 @@ int main(void)
     CHECK(backend_cpu_create(&f.be, 2) == DR_OK);
     if (check_failures) return check_finish("plan");
     test_backward_gradients(&f);
+    test_aliases(&f);
     test_step_twice(&f);
     test_signature(&f);
     test_same_as_host(&f);

@@ -241,4 +241,77 @@ __global__ void bn_backward_apply_kernel(T *__restrict__ dx,       /* (splits, r
     }
 }
 
+/* ------------------------------------------------------------------ launches
+ *
+ * The elementwise passes' launches, shared by the plain (bn_cuda.cu, ACT_NONE) and the
+ * fused (fused_bn_cuda.cu, every activation) forms; each file instantiates its own
+ * kinds. The host emulation rewrites these launches as it does those of the .cu files
+ * (tests/cuda_emu/run.sh), and tests/check_launch_counted.py reads this header too. */
+
+/* Launches bn_apply_kernel<T, V, K> on splits parts of split_rows rows. */
+template <typename T, int V, enum act_kind K>
+static int bn_apply_launch(struct cuda_ctx *c, T *y, T *out, const T *x, const T *res,
+                           const float *coef, long split_rows, int ch, int splits, float alpha)
+{
+    int rc = DR_OK;
+    const size_t count = (size_t)split_rows * splits * ch;
+    const dim3 block = cuda_block_rows(ch / V);
+    bn_apply_kernel<T, V, K>
+        <<<dim3(cuda_grid_rows_cover(c, split_rows, block), (unsigned)splits), block, 0,
+           c->stream>>>(y, out, x, res, coef, split_rows, ch, alpha);
+    /* reads x (and res when adding it) and coef (splits, COEF_FWD_COUNT, ch) floats; writes
+     * y when it is kept and the activation's (or the add's) output when there is one */
+    CHECK_LAUNCH(c, count * sizeof(T) * (1 + (res != NULL)) +
+                        sizeof(float) * COEF_FWD_COUNT * splits * ch,
+                 count * sizeof(T) * ((y != NULL) + (K != ACT_NONE)));
+cleanup:
+    return rc;
+}
+
+/* bn_apply_launch at the widest vector width the pointers and channels allow. */
+template <typename T, enum act_kind K>
+static int bn_apply_width(struct cuda_ctx *c, T *y, T *out, const T *x, const T *res,
+                          const float *coef, long split_rows, int ch, int splits, float alpha)
+{
+    if (bn_width<T>(ch, y, out, x) > 1 && cuda_aligned16(res))
+        return bn_apply_launch<T, cuda_vec_width<T>(), K>(c, y, out, x, res, coef, split_rows,
+                                                         ch, splits, alpha);
+    return bn_apply_launch<T, 1, K>(c, y, out, x, res, coef, split_rows, ch, splits, alpha);
+}
+
+/* Launches bn_backward_apply_kernel<T, V, K>. */
+template <typename T, int V, enum act_kind K>
+static int bn_backward_apply_launch(struct cuda_ctx *c, T *dx, const T *dy, const T *x,
+                                    const float *coef, const float *fcoef, long split_rows,
+                                    int ch, int splits, int accumulate, float alpha)
+{
+    int rc = DR_OK;
+    const size_t count = (size_t)split_rows * splits * ch;
+    const dim3 block = cuda_block_rows(ch / V);
+    bn_backward_apply_kernel<T, V, K>
+        <<<dim3(cuda_grid_rows_cover(c, split_rows, block), (unsigned)splits), block, 0,
+           c->stream>>>(dx, dy, x, coef, fcoef, split_rows, ch, accumulate, alpha);
+    /* reads dy, x (and dx when accumulating), coef (splits, COEF_BWD_COUNT, ch) floats and,
+     * with an activation folded in, fcoef (splits, COEF_FWD_COUNT, ch) floats; writes dx */
+    CHECK_LAUNCH(c, (size_t)(2 + (accumulate != 0)) * count * sizeof(T) +
+                        sizeof(float) * (COEF_BWD_COUNT + (K != ACT_NONE ? COEF_FWD_COUNT : 0)) *
+                            splits * ch,
+                 count * sizeof(T));
+cleanup:
+    return rc;
+}
+
+/* bn_backward_apply_launch at the widest vector width the pointers and channels allow. */
+template <typename T, enum act_kind K>
+static int bn_backward_apply_width(struct cuda_ctx *c, T *dx, const T *dy, const T *x,
+                                   const float *coef, const float *fcoef, long split_rows,
+                                   int ch, int splits, int accumulate, float alpha)
+{
+    if (bn_width<T>(ch, dx, dy, x) > 1)
+        return bn_backward_apply_launch<T, cuda_vec_width<T>(), K>(
+            c, dx, dy, x, coef, fcoef, split_rows, ch, splits, accumulate, alpha);
+    return bn_backward_apply_launch<T, 1, K>(c, dx, dy, x, coef, fcoef, split_rows, ch, splits,
+                                             accumulate, alpha);
+}
+
 #endif

@@ -11,8 +11,10 @@
  *     the plan: the batch norm's backward takes the activation's dy, recomputes its output
  *     from x with the coefficients the forward kept, and the activation's dx is never
  *     written.
- * A pattern is fused only where that is safe: the tensor no longer written (the batch
- * norm's output, the activation's dx) has no other reader; nothing a moved node reads or
+ * A pattern is fused only where that is safe: the value no longer written (the batch
+ * norm's output, the activation's dx) has no other reader (a tensor rewritten later in
+ * the plan, as each test-time view of an evaluation plan rewrites the forward's tensors,
+ * has each value it holds considered apart); nothing a moved node reads or
  * writes is touched by the nodes it moves over; nothing the backward recomputes from (x,
  * gamma, beta) is written between the forward and the backward.
  * DAWNRUN_CUDA_FUSE=0 (read at each run of a plan) runs every node one by one. */
@@ -127,6 +129,25 @@ static int next_touching(const struct plan *p, const struct tensor *t, int from)
     return -1;
 }
 
+/* Nodes other than skip0, skip1 that read the value node `from` writes into t: the nodes
+ * after it up to and including the next one that writes t, wrapping round to the plan's
+ * start when none does (a replayed plan's tensors keep their values into the next run).
+ * A tensor rewritten later in the plan (an evaluation plan's test-time views each run the
+ * forward pass over the same tensors) thus has each of its values considered apart. */
+static int value_readers(const struct plan *p, const struct tensor *t, int from, int skip0,
+                         int skip1)
+{
+    int count = 0;
+    for (int k = 1; k < p->count; k++) {
+        const int r = (from + k) % p->count;
+        int reads, writes;
+        node_touches(&reads, &writes, &p->nodes[r], t);
+        if (reads && r != skip0 && r != skip1) count++;
+        if (writes) break;
+    }
+    return count;
+}
+
 static int valid_act(enum act_kind kind)
 {
     return (unsigned)kind < ACT_KIND_COUNT;
@@ -151,13 +172,14 @@ static void bn_fwd_tensors(const struct plan_node *n, const struct tensor **y,
 }
 
 /* The ACT_FWD node that may be folded into batch norm node i: the next node touching the
- * batch norm's output y (written by i alone) reads it as its input, and its own output is
- * untouched in between; -1 when there is none. */
+ * batch norm's output y reads it as its input, and its own output is untouched in
+ * between; -1 when there is none. (Whether y must still be written is decided from the
+ * readers of the value i writes: analyse, keep_y.) */
 static int forward_act(const struct plan *p, int i)
 {
     const struct tensor *y, *x, *gamma, *beta;
     bn_fwd_tensors(&p->nodes[i], &y, &x, &gamma, &beta);
-    if (!y || !y->data || count_touching(p, y, 1, i, -1) != 0) return -1;
+    if (!y || !y->data) return -1;
     const int j = next_touching(p, y, i);
     if (j < 0) return -1;
     const struct plan_node *a = &p->nodes[j];
@@ -171,16 +193,15 @@ static int forward_act(const struct plan *p, int i)
 }
 
 /* The ADD_FWD node that may be folded in after activation node j of batch norm node i:
- * the activation's output, written by j alone, is read by that add alone (the next node
- * touching it), whose other operand is neither that output nor the batch norm's and is not
- * written between i and the add, and whose own output nothing touches in between; -1 when
- * there is none. */
+ * the value j writes into the activation's output is read by that add alone (the next
+ * node touching it), whose other operand is neither that output nor the batch norm's and
+ * is not written between i and the add, and whose own output nothing touches in between;
+ * -1 when there is none. */
 static int forward_add(const struct plan *p, int i, int j)
 {
     const struct tensor *y, *x, *gamma, *beta;
     const struct tensor *out = p->nodes[j].u.act_fwd.y;
     bn_fwd_tensors(&p->nodes[i], &y, &x, &gamma, &beta);
-    if (count_touching(p, out, 1, j, -1) != 0) return -1;
     const int q = next_touching(p, out, j);
     if (q < 0 || p->nodes[q].op != PLAN_ADD_FWD) return -1;
     const struct plan_node *n = &p->nodes[q];
@@ -190,7 +211,7 @@ static int forward_add(const struct plan *p, int i, int j)
     if (!res || !res->data || !sum || !sum->data || !cuda_same_shape(res, out) ||
         !cuda_same_shape(sum, out) || same_tensor(res, y) || same_tensor(sum, out) ||
         same_tensor(sum, res) || same_tensor(sum, y) || same_tensor(sum, x) ||
-        count_touching(p, out, 0, q, -1) != 0 || touched_between(p, sum, i, q, 0) ||
+        value_readers(p, out, j, q, -1) != 0 || touched_between(p, sum, i, q, 0) ||
         touched_between(p, res, i, q, 1))
         return -1;
     return q;
@@ -277,20 +298,22 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
         s[i].add = forward_add(p, i, j);
         if (s[i].add >= 0) s[s[i].add].kind = STEP_SKIP;
     }
-    /* which fused forwards must still write their output: a reader that is neither the
-     * activation folded into it nor an activation backward folded into a batch norm
-     * backward that recomputes it (a folded add still reads its operands) */
+    /* which fused forwards must still write their output: a reader of the value it writes
+     * (value_readers' span) that is neither the activation folded into it nor an
+     * activation backward folded into a batch norm backward that recomputes it (a folded
+     * add still reads its operands) */
     for (int i = 0; i < p->count; i++) {
         if (s[i].kind != STEP_BN_TRAIN && s[i].kind != STEP_BN_EVAL) continue;
         const struct tensor *y, *x, *gamma, *beta;
         bn_fwd_tensors(&p->nodes[i], &y, &x, &gamma, &beta);
-        for (int r = 0; r < p->count && !s[i].keep_y; r++) {
+        for (int k = 1; k < p->count && !s[i].keep_y; k++) {
+            const int r = (i + k) % p->count;
             int reads, writes;
-            if (r == i || r == s[i].act ||
-                (p->nodes[r].op == PLAN_ACT_BWD && s[r].kind == STEP_SKIP && s[r].fwd == i))
-                continue;
             node_touches(&reads, &writes, &p->nodes[r], y);
-            s[i].keep_y = reads;
+            if (r != s[i].act &&
+                !(p->nodes[r].op == PLAN_ACT_BWD && s[r].kind == STEP_SKIP && s[r].fwd == i))
+                s[i].keep_y = reads;
+            if (writes) break;
         }
     }
     e->coef_floats = 0;

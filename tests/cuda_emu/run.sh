@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs `dawnrun selfcheck` (or, with --build, builds the whole dawnrun) with the CUDA engine
-# compiled for the host, on a machine without a GPU: the engine's .cu files, with their kernel launches rewritten (rewrite_launches.py),
+# compiled for the host, on a machine without a GPU: the engine's .cu files (and the headers
+# that launch kernels), with their kernel launches rewritten (rewrite_launches.py),
 # run on the CPU (emu_runtime.cpp: a block scheduler on coroutines, device memory = host
 # memory, fresh allocations filled with NaN), and cuDNN's convolutions and cublasGemmEx are
 # naive reference loops that check their descriptors, workspace and leading dimensions
@@ -102,6 +103,14 @@ if [ -n "$TEST_SRC" ]; then
     flock -u 9
     ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}" exec "$WORK/test/$name"
 fi
+# the engine's headers that launch kernels too (bn_kernels_cuda.h): a .cu file's quoted
+# includes are found first beside its rewritten copy in $WORK/src, the others in kernels/cuda
+for f in $(grep -l '<<<' "$ROOT"/kernels/cuda/*.h); do
+    out="$WORK/src/$(basename "$f")"
+    if [ ! -f "$out" ] || [ "$f" -nt "$out" ] || [ "$HERE/rewrite_launches.py" -nt "$out" ]; then
+        python3 "$HERE/rewrite_launches.py" "$f" >"$out.tmp" && mv "$out.tmp" "$out"
+    fi
+done
 for f in "$ROOT"/kernels/cuda/*.cu; do
     out="$WORK/src/$(basename "$f" .cu).cpp"
     if stale "$f" "$out" || stale "$HERE/rewrite_launches.py" "$out"; then

@@ -21,6 +21,7 @@ int report_format_parse(enum report_format *out, const char *name)
         {"csv", REPORT_CSV},
         {"json", REPORT_JSON},
         {"markdown", REPORT_MARKDOWN},
+        {"html", REPORT_HTML},
     };
     for (size_t i = 0; name && i < sizeof formats / sizeof formats[0]; i++) {
         if (!strcmp(name, formats[i].name)) {
@@ -229,6 +230,7 @@ int report_print(FILE *f, struct results *db, const int64_t *experiment_ids, int
     case REPORT_CSV: TRY(report_write_csv(f, &r)); break;
     case REPORT_JSON: TRY(report_write_json(f, &r)); break;
     case REPORT_MARKDOWN: TRY(report_write_markdown(f, &r)); break;
+    case REPORT_HTML: TRY(report_write_html(f, db, &r)); break;
     default: FAIL(DR_ERR_INTERNAL, "report: unknown format %d", (int)fmt);
     }
     if (fflush(f) != 0 || ferror(f)) FAIL(DR_ERR_IO, "report: write error");

@@ -61,6 +61,12 @@ int report_write_table(FILE *f, const struct report *r);
 int report_write_markdown(FILE *f, const struct report *r);
 int report_write_csv(FILE *f, const struct report *r);
 int report_write_json(FILE *f, const struct report *r);
+/* The page (report_html.c), which also reads each experiment's runs, epochs and params
+ * from db. */
+int report_write_html(FILE *f, struct results *db, const struct report *r);
+
+/* "target 94 %" or "target: each experiment's own". */
+void report_target_note(char *buf, size_t size, const struct report *r);
 
 /* Writes Page's sentence for e into buf: "4/5 runs reach 94 %, median 94.13 %, 161 s",
  * or why it cannot be said yet. */
@@ -142,6 +148,10 @@ void report_grid_print(FILE *f, const struct report_grid *g, int rule);
 /* Prints a GitHub table: row 0 is the header; '|' in cells is escaped. */
 void report_grid_print_markdown(FILE *f, const struct report_grid *g);
 void report_grid_free(struct report_grid *g);
+/* The table and Markdown formats' grid: row 0 the experiments ("#1 name"), column 0 the
+ * figures' labels; rows from *first_cmp_row on (none when r->n < 2) are the comparisons
+ * with the first experiment. DR_OK or DR_ERR_NOMEM; free g with report_grid_free. */
+int report_grid_build(struct report_grid *g, int *first_cmp_row, const struct report *r);
 
 /* ---- params of the selected experiments (params.c) ---------------------------------- */
 

@@ -165,10 +165,11 @@ cleanup:
     return rc;
 }
 
-static int build_grid(struct report_grid *g, const struct report *r)
+int report_grid_build(struct report_grid *g, int *first_cmp_row, const struct report *r)
 {
     int rc = DR_OK;
     int rows = r->n > 1 ? N_ROWS : ROW_D_ACC;
+    *first_cmp_row = ROW_D_ACC;
     TRY(report_grid_init(g, rows, r->n + 1));
     for (int row = 0; row < rows; row++) TRY(report_grid_set(g, row, 0, "%s", row_labels[row]));
     for (int i = 0; i < r->n; i++) TRY(fill_column(g, i + 1, &r->exps[i], &r->cmp[i], r->n));
@@ -176,8 +177,7 @@ cleanup:
     return rc;
 }
 
-/* "target 94 %" or "target: each experiment's own". */
-static void target_note(char *buf, size_t size, const struct report *r)
+void report_target_note(char *buf, size_t size, const struct report *r)
 {
     char t[32];
     report_fmt_target(t, sizeof t, r->target);
@@ -189,13 +189,14 @@ int report_write_table(FILE *f, const struct report *r)
 {
     int rc = DR_OK;
     struct report_grid g = {0};
+    int first_cmp;
     char note[64], sentence[256];
-    target_note(note, sizeof note, r);
+    report_target_note(note, sizeof note, r);
     fprintf(f, "%s: %d experiment%s; %s\n", r->db_path ? r->db_path : "results", r->n,
             r->n == 1 ? "" : "s", note);
     if (r->n == 0) goto cleanup;
     fputc('\n', f);
-    TRY(build_grid(&g, r));
+    TRY(report_grid_build(&g, &first_cmp, r));
     report_grid_print(f, &g, 1);
     fputc('\n', f);
     for (int i = 0; i < r->n; i++) {
@@ -211,13 +212,14 @@ int report_write_markdown(FILE *f, const struct report *r)
 {
     int rc = DR_OK;
     struct report_grid g = {0};
+    int first_cmp;
     char note[64], sentence[256];
-    target_note(note, sizeof note, r);
+    report_target_note(note, sizeof note, r);
     if (r->n == 0) {
         fprintf(f, "No experiments (%s).\n", note);
         goto cleanup;
     }
-    TRY(build_grid(&g, r));
+    TRY(report_grid_build(&g, &first_cmp, r));
     report_grid_print_markdown(f, &g);
     fprintf(f, "\n%s.\n\n", note);
     for (int i = 0; i < r->n; i++) {

@@ -7,6 +7,8 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 DEB_PACKAGES = build-essential cmake pkg-config libconfig-dev libsqlite3-dev sqlite3 \
                libdnnl-dev curl ca-certificates python3
+# The test suite also opens the results page in headless Chromium (report_html_browser).
+TEST_PACKAGES = chromium
 # The fuzz stage compiles with clang and links libFuzzer (clang's runtime) and libomp.
 FUZZ_PACKAGES = clang libclang-rt-14-dev libomp-dev
 DATA_DIR = $(if $(DAWNRUN_DATA),$(DAWNRUN_DATA),data/cifar-10-batches-bin)
@@ -63,6 +65,7 @@ demo: build data
 	@echo "open results/demo-curves.svg in a browser: test accuracy, train loss and lr per epoch" 
 
 test: build-werror data-if-possible
+	@scripts/install-deps.sh $(TEST_PACKAGES) || echo "dawnrun: no chromium here; the results page browser test will be skipped"
 	cd $(BUILD) && DAWNRUN_DATA=$(DATA_ABS) ctest --output-on-failure -j $(JOBS)
 
 # The suite again, built with gcc's AddressSanitizer, LeakSanitizer and UBSan (CPU engine;

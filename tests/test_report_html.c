@@ -24,9 +24,11 @@
 #include "results/results.h"
 #include "runner/report.h"
 
-/* Names that need escaping in HTML, and a plain one. */
+/* A plain name, one that needs escaping in HTML, and a long one with no break (which
+ * must wrap, not widen the page on a phone). */
 static const char *const NAMES[3] = {
-    "tiny-base", "<script>alert(\"x\")</script> & co", "cutout 0 'ünï'",
+    "tiny-base", "<script>alert(\"x\")</script> & co",
+    "cutout_0_'ünï'_with_a_name_longer_than_a_phone_screen_is_wide_and_no_break_in_it",
 };
 static const char *const SETS[3] = {NULL, "train.batch_size=256", "augment.cutout=0"};
 #define NOTES "tried <b>half</b> the batch & more"

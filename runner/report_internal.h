@@ -1,6 +1,7 @@
 /* Private to the report: the figures of each experiment and of each comparison with the
- * first one (computed by report.c), the four writers (report_write.c) and the text grid
- * they and the query commands print through (report_grid.c). */
+ * first one (computed by report.c), the four text writers (report_write.c), the HTML page
+ * (report_html.c) and the text grid they and the query commands print through
+ * (report_grid.c). */
 #ifndef DAWNRUN_RUNNER_REPORT_INTERNAL_H
 #define DAWNRUN_RUNNER_REPORT_INTERNAL_H
 

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "base/status.h"
+#include "output.h"
 #include "report_internal.h"
 
 /* What `dawnrun report` reads from its command line. */
@@ -54,26 +55,33 @@ int cmd_report(int argc, char **argv)
     struct report_args a = {.format = "table"};
     struct report_selection *selp = &a.sel;
     struct results *db = NULL;
+    struct output_file out = {0};
     const char *db_path;
     int64_t *ids = NULL;
     TRY(report_selection_parse(selp, &help, &cli_report, &a, argc, argv));
     if (help) goto cleanup;
-    /* flags of the table whose behaviour this build does not have: refused, not ignored */
-    if (report_format_parse(&fmt, a.format) != 0 || a.output) {
-        cli_usage_error(&cli_report, "%s is not supported by this build",
-                        a.output ? "--output" : "--format html");
-        TRY(DR_ERR_USAGE);
-    }
     if (a.group_by && !*a.group_by) {
         cli_usage_error(&cli_report, "--group-by needs a params key such as train.lr");
         TRY(DR_ERR_USAGE);
     }
+    if (report_format_parse(&fmt, a.format) != 0) {
+        cli_usage_error(&cli_report, "--format: expected table, csv, json, markdown or html, "
+                        "got '%s'", a.format);
+        TRY(DR_ERR_USAGE);
+    }
+    if (a.group_by && fmt == REPORT_HTML) {
+        cli_usage_error(&cli_report, "--group-by is not available with --format html");
+        TRY(DR_ERR_USAGE);
+    }
     TRY(report_selection_resolve(&db, &db_path, &ids, &n_ids, selp, cli_report.name));
+    TRY(output_file_open(&out, a.output));
     if (a.group_by)
-        TRY(report_print_grouped(stdout, db, ids, n_ids, selp->target, fmt, a.group_by));
+        TRY(report_print_grouped(out.f, db, ids, n_ids, selp->target, fmt, a.group_by));
     else
-        TRY(report_print(stdout, db, ids, n_ids, selp->target, fmt));
+        TRY(report_print(out.f, db, ids, n_ids, selp->target, fmt));
+    TRY(output_file_commit(&out));
 cleanup:
+    output_file_abort(&out);
     results_close(db);
     free(ids);
     report_selection_free(selp);

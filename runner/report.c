@@ -21,6 +21,7 @@ int report_format_parse(enum report_format *out, const char *name)
         {"csv", REPORT_CSV},
         {"json", REPORT_JSON},
         {"markdown", REPORT_MARKDOWN},
+        {"html", REPORT_HTML},
     };
     for (size_t i = 0; name && i < sizeof formats / sizeof formats[0]; i++) {
         if (!strcmp(name, formats[i].name)) {
@@ -263,7 +264,12 @@ int report_print(FILE *f, struct results *db, const int64_t *experiment_ids, int
     int rc = DR_OK;
     struct report r;
     TRY(report_compute(&r, db, experiment_ids, n, target));
-    TRY(report_write(f, &r, fmt));
+    if (fmt == REPORT_HTML) {
+        TRY(report_write_html(f, db, &r));
+        if (fflush(f) != 0 || ferror(f)) FAIL(DR_ERR_IO, "report: write error");
+    } else {
+        TRY(report_write(f, &r, fmt));
+    }
 cleanup:
     report_free(&r);
     return rc;

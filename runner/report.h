@@ -9,9 +9,10 @@
 
 #include "results/results.h"
 
-enum report_format { REPORT_TABLE, REPORT_CSV, REPORT_JSON, REPORT_MARKDOWN };
+enum report_format { REPORT_TABLE, REPORT_CSV, REPORT_JSON, REPORT_MARKDOWN, REPORT_HTML };
 
-/* Parses "table" | "csv" | "json" | "markdown"; returns 0, or -1 for anything else. */
+/* Parses "table" | "csv" | "json" | "markdown" | "html"; returns 0, or -1 for anything
+ * else. */
 int report_format_parse(enum report_format *out, const char *name);
 
 /* Writes the report for the n experiments (in that order) to f. target: the accuracy

@@ -1,6 +1,7 @@
 /* Private to the report: the figures of each experiment and of each comparison with the
- * first one (computed by report.c), the four writers (report_write.c) and the text grid
- * they and the query commands print through (report_grid.c). */
+ * first one (computed by report.c), the four text writers (report_write.c), the HTML page
+ * (report_html.c) and the text grid they and the query commands print through
+ * (report_grid.c). */
 #ifndef DAWNRUN_RUNNER_REPORT_INTERNAL_H
 #define DAWNRUN_RUNNER_REPORT_INTERNAL_H
 
@@ -82,6 +83,12 @@ int report_write_table(FILE *f, const struct report *r);
 int report_write_markdown(FILE *f, const struct report *r);
 int report_write_csv(FILE *f, const struct report *r);
 int report_write_json(FILE *f, const struct report *r);
+/* The page (report_html.c), which also reads each experiment's runs, epochs and params
+ * from db. */
+int report_write_html(FILE *f, struct results *db, const struct report *r);
+
+/* "target 94 %" or "target: each experiment's own". */
+void report_target_note(char *buf, size_t size, const struct report *r);
 
 /* Writes Page's sentence for e into buf: "4/5 runs reach 94 %, median 94.13 %, 161 s",
  * or why it cannot be said yet. */
@@ -187,6 +194,10 @@ void report_grid_print(FILE *f, const struct report_grid *g, int rule);
 /* Prints a GitHub table: row 0 is the header; '|' in cells is escaped. */
 void report_grid_print_markdown(FILE *f, const struct report_grid *g);
 void report_grid_free(struct report_grid *g);
+/* The table and Markdown formats' grid: row 0 the experiments ("#1 name"), column 0 the
+ * figures' labels; rows from *first_cmp_row on (none when r->n < 2) are the comparisons
+ * with the first experiment. DR_OK or DR_ERR_NOMEM; free g with report_grid_free. */
+int report_grid_build(struct report_grid *g, int *first_cmp_row, const struct report *r);
 
 /* ---- params of the selected experiments (params.c) ---------------------------------- */
 

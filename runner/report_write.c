@@ -252,10 +252,11 @@ static void json_params(FILE *f, const struct report *r, int i)
     fputc('}', f);
 }
 
-static int build_grid(struct report_grid *g, const struct report *r)
+int report_grid_build(struct report_grid *g, int *first_cmp_row, const struct report *r)
 {
     int rc = DR_OK;
     int rows = r->n > 1 ? N_ROWS : ROW_D_ACC;
+    *first_cmp_row = ROW_D_ACC;
     TRY(report_grid_init(g, rows, r->n + 1));
     for (int row = 0; row < rows; row++) TRY(report_grid_set(g, row, 0, "%s", row_labels[row]));
     if (r->group_key) {
@@ -264,12 +265,12 @@ static int build_grid(struct report_grid *g, const struct report *r)
     }
     for (int i = 0; i < r->n; i++) TRY(fill_column(g, i + 1, r, &r->exps[i], &r->cmp[i], r->n));
     TRY(grid_insert_params(g, r, ROW_ENGINE));
+    if (r->params) *first_cmp_row += r->n_keys;   /* the params rows come before them */
 cleanup:
     return rc;
 }
 
-/* "target 94 %" or "target: each experiment's own". */
-static void target_note(char *buf, size_t size, const struct report *r)
+void report_target_note(char *buf, size_t size, const struct report *r)
 {
     char t[32];
     report_fmt_target(t, sizeof t, r->target);
@@ -281,8 +282,9 @@ int report_write_table(FILE *f, const struct report *r)
 {
     int rc = DR_OK;
     struct report_grid g = {0};
+    int first_cmp;
     char note[64], sentence[256], *name = NULL;
-    target_note(note, sizeof note, r);
+    report_target_note(note, sizeof note, r);
     if (r->group_key)
         output_text(f, "%s: %d experiment%s in %d group%s by %s; %s\n",
                     r->db_path ? r->db_path : "results", r->n_experiments,
@@ -293,7 +295,7 @@ int report_write_table(FILE *f, const struct report *r)
                 r->n == 1 ? "" : "s", note);
     if (r->n == 0) goto cleanup;
     fputc('\n', f);
-    TRY(build_grid(&g, r));
+    TRY(report_grid_build(&g, &first_cmp, r));
     report_grid_print(f, &g, 1);
     fputc('\n', f);
     for (int i = 0; i < r->n; i++) {
@@ -313,13 +315,14 @@ int report_write_markdown(FILE *f, const struct report *r)
 {
     int rc = DR_OK;
     struct report_grid g = {0};
+    int first_cmp;
     char note[64], sentence[256], *name = NULL;
-    target_note(note, sizeof note, r);
+    report_target_note(note, sizeof note, r);
     if (r->n == 0) {
         fprintf(f, "No experiments (%s).\n", note);
         goto cleanup;
     }
-    TRY(build_grid(&g, r));
+    TRY(report_grid_build(&g, &first_cmp, r));
     report_grid_print_markdown(f, &g);
     if (r->group_key)
         fprintf(f, "\n%d experiments in %d groups by `%s`; %s.\n\n", r->n_experiments, r->n,

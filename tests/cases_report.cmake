@@ -5,6 +5,12 @@
 target_sources(test_report PRIVATE
   ${CMAKE_SOURCE_DIR}/runner/report.c
   ${CMAKE_SOURCE_DIR}/runner/report_write.c
+  ${CMAKE_SOURCE_DIR}/runner/report_html.c
+  ${CMAKE_SOURCE_DIR}/runner/plot_svg.c
+  ${CMAKE_SOURCE_DIR}/runner/plot_series.c
+  ${CMAKE_SOURCE_DIR}/runner/plot_lr.c
+  ${CMAKE_SOURCE_DIR}/runner/report_group.c
+  ${CMAKE_SOURCE_DIR}/runner/params.c
   ${CMAKE_SOURCE_DIR}/runner/output.c
   ${CMAKE_SOURCE_DIR}/runner/report_grid.c
   ${CMAKE_SOURCE_DIR}/runner/report_find.c
@@ -32,4 +38,26 @@ target_sources(test_selection PRIVATE ${CMAKE_SOURCE_DIR}/runner/params.c
 target_include_directories(test_selection PRIVATE ${CMAKE_SOURCE_DIR})
 add_test(NAME selection_commands COMMAND test_selection $<TARGET_FILE:dawnrun>)
 set_tests_properties(selection_commands PROPERTIES
+  ENVIRONMENT "DAWNRUN_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+# The results page: test_report_html (tests.cmake) writes it in process with the report
+# sources; given dawnrun it checks the command, -o and the errors; the browser test opens
+# the command's page in headless Chromium (skipped, exit 77, when it is not installed).
+target_sources(test_report_html PRIVATE
+  ${CMAKE_SOURCE_DIR}/runner/report.c
+  ${CMAKE_SOURCE_DIR}/runner/report_write.c
+  ${CMAKE_SOURCE_DIR}/runner/report_html.c
+  ${CMAKE_SOURCE_DIR}/runner/report_grid.c
+  ${CMAKE_SOURCE_DIR}/runner/plot_svg.c
+  ${CMAKE_SOURCE_DIR}/runner/plot_series.c
+  ${CMAKE_SOURCE_DIR}/runner/plot_lr.c
+  ${CMAKE_SOURCE_DIR}/runner/report_group.c
+  ${CMAKE_SOURCE_DIR}/runner/params.c
+  ${CMAKE_SOURCE_DIR}/runner/output.c)
+add_test(NAME report_html_command COMMAND test_report_html $<TARGET_FILE:dawnrun>)
+set_tests_properties(report_html_command PROPERTIES
+  ENVIRONMENT "DAWNRUN_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+add_test(NAME report_html_browser
+  COMMAND sh ${CMAKE_SOURCE_DIR}/tests/report_html_browser.sh $<TARGET_FILE:dawnrun>
+          $<TARGET_FILE:test_report_html> ${CMAKE_BINARY_DIR}/report-html)
+set_tests_properties(report_html_browser PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
   ENVIRONMENT "DAWNRUN_SOURCE_DIR=${CMAKE_SOURCE_DIR}")

@@ -79,6 +79,7 @@ endif()
   add_test(NAME cuda_exact_files_uncontracted
            COMMAND ${CMAKE_SOURCE_DIR}/tests/check_uncontracted.sh
                    $<TARGET_OBJECTS:dawnrun_cuda_exact_ptx> COMMAND_EXPAND_LISTS)
+  set_tests_properties(cuda_exact_files_uncontracted PROPERTIES SKIP_RETURN_CODE 77)
   # the GPU protocol end to end against the emulated engine (docs/gpu.md)
   add_test(NAME gpu_protocol_rehearsal
            COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu_rehearsal.sh ${CMAKE_BINARY_DIR})

@@ -18,7 +18,11 @@ int results_sweep_record(struct results *db, int64_t *id, const struct results_s
         FAIL(DR_ERR_INTERNAL, "results_sweep_record: a sweep needs a command and members");
     TX_BEGIN(db);
     CHECK_SQLITE(db, RESULTS_PREPARE(db, &ins,
-        "INSERT INTO sweeps(created_at, command, host) VALUES (" RESULTS_NOW_SQL ", ?1, ?2)"));
+        "INSERT INTO sweeps(created_at, command, host) VALUES ("
+        /* strictly after every sweep recorded here, so that two records made within the
+         * clock's millisecond stay apart (merge tells sweeps apart by time, command, host) */
+        "max(" RESULTS_NOW_SQL ", coalesce((SELECT max(created_at) FROM sweeps), 0) + 0.001),"
+        " ?1, ?2)"));
     CHECK_SQLITE(db, results_bind_text(ins, 1, s->command));
     CHECK_SQLITE(db, results_bind_text(ins, 2, s->host));
     CHECK_SQLITE(db, sqlite3_step(ins));

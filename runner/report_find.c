@@ -32,20 +32,6 @@ int report_open_db(struct results **db, const char *path)
     return results_open_readonly(db, path);
 }
 
-const char *report_flag_value(const char *flag, int argc, char **argv, int *i, int *missing)
-{
-    size_t len = strlen(flag);
-    const char *a = argv[*i];
-    if (strncmp(a, flag, len) != 0) return NULL;
-    if (a[len] == '=') return a + len + 1;
-    if (a[len] != '\0') return NULL;
-    if (*i + 1 >= argc) {
-        *missing = 1;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
 /* A list of experiment ids without duplicates. */
 struct id_list {
     int64_t *ids;

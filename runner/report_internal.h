@@ -103,11 +103,6 @@ void report_fmt_target(char *buf, size_t size, double fraction);/* "94 %" */
  * hint (--db, $DAWNRUN_DB, `dawnrun run` creates it) and never created. */
 int report_open_db(struct results **db, const char *path);
 
-/* The value of flag argv[*i] given as "--flag VALUE" or "--flag=VALUE" (advancing *i past
- * a separate value); NULL when argv[*i] is not that flag. Sets *missing = 1 when it is
- * but has no value, and leaves *missing alone otherwise. */
-const char *report_flag_value(const char *flag, int argc, char **argv, int *i, int *missing);
-
 /* ---- the experiment selection flags of report, plot and export ---------------------- */
 
 /* What a command reads: the database, the EXPERIMENT|CONFIG arguments and the overrides

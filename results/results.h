@@ -22,7 +22,7 @@
 
 #include "../base/status.h"
 
-#define RESULTS_SCHEMA_VERSION 4    /* schemas/results.sql; see docs/results.md, Versioning */
+#define RESULTS_SCHEMA_VERSION 5    /* schemas/results.sql; see docs/results.md, Versioning */
 #define RESULTS_DEFAULT_BUSY_MS 15000     /* wait this long for another writer's lock */
 #define RESULTS_DEFAULT_LEASE_S 60.0      /* a claim is stale after this without heartbeat */
 #define RESULTS_DEFAULT_MAX_ATTEMPTS 3

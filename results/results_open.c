@@ -17,6 +17,7 @@ extern const unsigned long schema_results_sql_len;
 extern const char schema_results_migrate_2_sql[];
 extern const char schema_results_migrate_3_sql[];
 extern const char schema_results_migrate_4_sql[];
+extern const char schema_results_migrate_5_sql[];
 
 #define RESULTS_APPLICATION_ID 0x44524e52   /* "DRNR", set by schemas/results.sql */
 
@@ -28,6 +29,7 @@ static const char *const migrations[RESULTS_SCHEMA_VERSION] = {
     schema_results_migrate_2_sql,   /* 1 -> 2: experiments.notes, experiment_summary v2 */
     schema_results_migrate_3_sql,   /* 2 -> 3: runs' progress point and stall count */
     schema_results_migrate_4_sql,   /* 3 -> 4: params, overrides, sweeps */
+    schema_results_migrate_5_sql,   /* 4 -> 5: binomial intervals, sequential batches */
 };
 
 /* Reads an integer PRAGMA of the main database into *out. */

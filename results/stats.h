@@ -62,4 +62,8 @@ enum stats_mwu_method {
 int stats_mann_whitney(struct stats_test *out, const double *a, int na, const double *b,
                        int nb, enum stats_mwu_method method);
 
+/* ---- binomial proportions (stats_binomial.c) ----------------------------------------- */
+
+/* ---- power and sample size (stats_power.c) ------------------------------------------- */
+
 #endif

@@ -66,4 +66,52 @@ int stats_mann_whitney(struct stats_test *out, const double *a, int na, const do
 
 /* ---- power and sample size (stats_power.c) ------------------------------------------- */
 
+/* The design behind `dawnrun power` and the report's detectable differences: two
+ * experiments compared by a two-sided two-sample t-test at level alpha (equal variances,
+ * sd the common per-run standard deviation). "Power" is the probability that the test
+ * rejects with the sign of the true difference delta > 0,
+ *   1 - F(t(1 - alpha / 2, na + nb - 2); na + nb - 2, delta / (sd sqrt(1/na + 1/nb)))
+ * with F the noncentral t CDF (the one-tailed power R's power.t.test reports; the other
+ * tail adds less than alpha / 2). Sizes are doubles: the rank test's equivalent sizes
+ * are not whole. Every function returns NaN for an argument outside its domain. */
+
+/* Asymptotic relative efficiency of the Mann-Whitney U test against the t-test for a
+ * shift between normal samples (Pitman): the U test with n seeds per side has the power
+ * of the t-test with STATS_RANK_ARE n. */
+#define STATS_RANK_ARE (3.0 / 3.14159265358979323846)
+
+/* CDF of the noncentral t distribution with df > 0 degrees of freedom and noncentrality
+ * ncp at t (a series in the regularized incomplete beta function; about 1e-12 absolute). */
+double stats_nct_cdf(double t, double df, double ncp);
+
+/* Power of the t-test of a difference delta >= 0 with na, nb > 1 seeds per side
+ * (na + nb > 2), per-run sd > 0, 0 < alpha < 1. */
+double stats_power_t(double delta, double sd, double na, double nb, double alpha);
+
+/* Seeds per experiment (equal on both sides, not rounded) at which the power of
+ * stats_power_t reaches `power` (alpha / 2 < power < 1) for a difference delta > 0: the
+ * root in [2, 1e9] (power.t.test's n: 16.71 for delta = sd, alpha 0.05, power 0.8).
+ * +inf when even 1e9 seeds fall short. */
+double stats_power_t_n(double delta, double sd, double alpha, double power);
+
+/* The whole number of seeds to run: the smallest n >= 2 with stats_power_t(delta, sd,
+ * n, n, alpha) >= power (17 for the example above); -1 when stats_power_t_n is not
+ * finite. */
+long stats_power_seeds(double n_exact);
+
+/* Minimum detectable difference: the delta at which na, nb seeds have power `power`
+ * (na, nb > 1, na + nb > 2; sd > 0). */
+double stats_power_t_mde(double sd, double na, double nb, double alpha, double power);
+
+/* The same for the Mann-Whitney U test at STATS_RANK_ARE: seeds per experiment
+ * (stats_power_t_n / STATS_RANK_ARE, Noether's large-sample formula for a normal shift)
+ * and the difference na, nb seeds detect (the t-test's at STATS_RANK_ARE na and nb).
+ * sd is the per-run sd of the compared quantity. */
+double stats_power_rank_n(double delta, double sd, double alpha, double power);
+double stats_power_rank_mde(double sd, double na, double nb, double alpha, double power);
+
+/* sqrt((sd_a^2 + sd_b^2) / 2): the common sd of two experiments' runs (NaN when either
+ * is NaN). */
+double stats_pooled_sd(double sd_a, double sd_b);
+
 #endif

@@ -213,8 +213,11 @@ static int html_summary(FILE *f, const struct report *r)
         fputs("<p class=\"note\">One experiment: nothing to compare.</p>\n</section>\n", f);
         goto cleanup;
     }
-    fputs("<p class=\"note\">Each experiment against the first one: differences, and the "
-          "two-sided p-values of Welch's t-test and the Mann-Whitney U test.</p>\n", f);
+    fputs("<p class=\"note\">Each experiment against the first one: differences, the "
+          "two-sided p-values of Welch's t-test and the Mann-Whitney U test, and the "
+          "smallest difference the runs so far detect with power 0.8 at alpha 0.05 "
+          "(t-test for the mean accuracy, Mann-Whitney U for the median train time).</p>\n",
+          f);
     keep[1] = 0;
     html_grid(f, &g, first_cmp, g.rows, keep, "comparisons");
     fputs("</section>\n", f);

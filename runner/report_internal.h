@@ -43,7 +43,17 @@ struct report_cmp {
     double d_time_median;             /* median train time(i) - median train time(first), s */
     double d_time_rel;                /* d_time_median / median train time(first) */
     struct stats_test acc_welch, acc_mwu, time_welch, time_mwu;   /* p NaN: not computable */
+    /* Minimum detectable differences with the seeds done so far, at REPORT_MDE_ALPHA and
+     * REPORT_MDE_POWER (results/stats.h, power and sample size): of the mean accuracy
+     * (t-test, sd pooled over the pair) and of the median train time (Mann-Whitney U at
+     * its efficiency 3/pi, s; _rel: over the first's median). NaN: fewer than two done
+     * runs on a side, or no spread. */
+    double mde_acc, mde_time, mde_time_rel;
 };
+
+/* The level and power the report's detectable differences are stated at. */
+#define REPORT_MDE_ALPHA 0.05
+#define REPORT_MDE_POWER 0.8
 
 struct param_list;
 

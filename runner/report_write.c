@@ -87,7 +87,8 @@ static char *entry_name(const struct report *r, const struct report_exp *e)
 enum {
     ROW_NAME, ROW_HASH, ROW_ENGINE, ROW_TARGET, ROW_RUNS, ROW_LIVE, ROW_BAD, ROW_HITS,
     ROW_MEDIAN, ROW_IQR, ROW_MEAN, ROW_CI, ROW_MINMAX, ROW_EPOCHS, ROW_TRAIN, ROW_TTT,
-    ROW_TOTAL, ROW_D_ACC, ROW_P_ACC, ROW_D_TIME, ROW_P_TIME, N_ROWS
+    ROW_TOTAL, ROW_D_ACC, ROW_P_ACC, ROW_MDE_ACC, ROW_D_TIME, ROW_P_TIME, ROW_MDE_TIME,
+    N_ROWS
 };
 
 static const char *const row_labels[N_ROWS] = {
@@ -110,8 +111,10 @@ static const char *const row_labels[N_ROWS] = {
     [ROW_TOTAL] = "total time (median)",
     [ROW_D_ACC] = "Δ mean accuracy vs #1",
     [ROW_P_ACC] = "  p: Welch t, Mann-Whitney",
+    [ROW_MDE_ACC] = "  detectable (α 0.05, power 0.8)",
     [ROW_D_TIME] = "Δ median train time vs #1",
     [ROW_P_TIME] = "  p: Welch t, Mann-Whitney",
+    [ROW_MDE_TIME] = "  detectable (α 0.05, power 0.8)",
 };
 
 /* Column c (1-based) of the grid: experiment c - 1. */
@@ -164,7 +167,7 @@ static int fill_column(struct report_grid *g, int c, const struct report *r,
     TRY(report_grid_set(g, ROW_TOTAL, c, "%s", s1));
     if (n < 2) goto cleanup;
     if (c == 1) {
-        for (int row = ROW_D_ACC; row <= ROW_P_TIME; row++) TRY(report_grid_set(g, row, c, "-"));
+        for (int row = ROW_D_ACC; row <= ROW_MDE_TIME; row++) TRY(report_grid_set(g, row, c, "-"));
         goto cleanup;
     }
     if (isnan(cmp->d_acc_mean)) TRY(report_grid_set(g, ROW_D_ACC, c, "-"));
@@ -172,6 +175,8 @@ static int fill_column(struct report_grid *g, int c, const struct report *r,
     fmt_p(s1, sizeof s1, cmp->acc_welch.p);
     fmt_p(s2, sizeof s2, cmp->acc_mwu.p);
     TRY(report_grid_set(g, ROW_P_ACC, c, "%s, %s", s1, s2));
+    if (isnan(cmp->mde_acc)) TRY(report_grid_set(g, ROW_MDE_ACC, c, "-"));
+    else TRY(report_grid_set(g, ROW_MDE_ACC, c, "%.2f pp", 100 * cmp->mde_acc));
     report_fmt_secs(s1, sizeof s1, cmp->d_time_median);
     if (isnan(cmp->d_time_median)) TRY(report_grid_set(g, ROW_D_TIME, c, "-"));
     else if (isfinite(cmp->d_time_rel))
@@ -181,6 +186,11 @@ static int fill_column(struct report_grid *g, int c, const struct report *r,
     fmt_p(s2, sizeof s2, cmp->time_welch.p);
     fmt_p(s3, sizeof s3, cmp->time_mwu.p);
     TRY(report_grid_set(g, ROW_P_TIME, c, "%s, %s", s2, s3));
+    report_fmt_secs(s1, sizeof s1, cmp->mde_time);
+    if (isnan(cmp->mde_time)) TRY(report_grid_set(g, ROW_MDE_TIME, c, "-"));
+    else if (isfinite(cmp->mde_time_rel))
+        TRY(report_grid_set(g, ROW_MDE_TIME, c, "%s (%.1f %%)", s1, 100 * cmp->mde_time_rel));
+    else TRY(report_grid_set(g, ROW_MDE_TIME, c, "%s", s1));
 cleanup:
     free(name);
     return rc;
@@ -361,6 +371,7 @@ static const char *const csv_columns[] = {
     "train_time_median", "time_to_target_median", "total_time_median", "vs_experiment_id",
     "d_acc_mean", "p_acc_welch", "p_acc_mannwhitney", "d_train_time_median",
     "d_train_time_rel", "p_train_time_welch", "p_train_time_mannwhitney",
+    "mde_acc", "mde_train_time", "mde_train_time_rel",
 };
 #define N_CSV_COLUMNS ((int)(sizeof csv_columns / sizeof csv_columns[0]))
 
@@ -413,7 +424,10 @@ int report_write_csv(FILE *f, const struct report *r)
         const double cmp[] = {c->d_acc_mean, c->acc_welch.p, c->acc_mwu.p, c->d_time_median,
                               c->d_time_rel, c->time_welch.p};
         for (size_t k = 0; k < sizeof cmp / sizeof cmp[0]; k++) output_csv_num(f, cmp[k], 0);
-        output_csv_num(f, c->time_mwu.p, !csv_has_params(r));
+        output_csv_num(f, c->time_mwu.p, 0);
+        output_csv_num(f, c->mde_acc, 0);
+        output_csv_num(f, c->mde_time, 0);
+        output_csv_num(f, c->mde_time_rel, !csv_has_params(r));
         csv_params(f, r, i);
     }
     return DR_OK;
@@ -498,6 +512,11 @@ static void json_experiment(FILE *f, const struct report *r, int i)
     output_json_num(f, ",\n        ", "d_train_time_rel", c->d_time_rel);
     json_test(f, "train_time_welch", &c->time_welch);
     json_test(f, "train_time_mannwhitney", &c->time_mwu);
+    output_json_num(f, ",\n        ", "mde_acc", c->mde_acc);
+    output_json_num(f, ",\n        ", "mde_train_time", c->mde_time);
+    output_json_num(f, ",\n        ", "mde_train_time_rel", c->mde_time_rel);
+    output_json_num(f, ",\n        ", "mde_alpha", REPORT_MDE_ALPHA);
+    output_json_num(f, ",\n        ", "mde_power", REPORT_MDE_POWER);
     fputs("\n      }\n    }", f);
 }
 

@@ -111,10 +111,10 @@ static const char *const row_labels[N_ROWS] = {
     [ROW_TOTAL] = "total time (median)",
     [ROW_D_ACC] = "Δ mean accuracy vs #1",
     [ROW_P_ACC] = "  p: Welch t, Mann-Whitney",
-    [ROW_MDE_ACC] = "  detectable (α 0.05, power 0.8)",
+    [ROW_MDE_ACC] = "  detectable (α .05, power .8)",
     [ROW_D_TIME] = "Δ median train time vs #1",
     [ROW_P_TIME] = "  p: Welch t, Mann-Whitney",
-    [ROW_MDE_TIME] = "  detectable (α 0.05, power 0.8)",
+    [ROW_MDE_TIME] = "  detectable (α .05, power .8)",
 };
 
 /* Column c (1-based) of the grid: experiment c - 1. */

@@ -186,7 +186,9 @@ static void build_fixture(const char *path, struct fixture *fx, int reverse)
  * stdev; numpy-style linear quantiles written out by hand; the t quantile, Welch's
  * p-value and the t CDF with mpmath's regularized incomplete beta at 30 digits; the
  * exact Mann-Whitney p-value by enumerating all 252 splits of the 10 ranks, two-sided as
- * 2 min(P(U <= u), P(U >= u))). */
+ * 2 min(P(U <= u), P(U >= u)); the detectable differences with scipy 1.17: brentq over
+ * delta of scipy.stats.nct.sf(t.ppf(0.975, df), df, delta / (sd sqrt(1/na + 1/nb))) = 0.8,
+ * sd pooled over the pair, na = nb = 5 for the accuracy and 5 * 3 / pi for the time). */
 static void test_figures(const char *db_path, const struct fixture *fx)
 {
     struct results *db = NULL;
@@ -245,6 +247,10 @@ static void test_figures(const char *db_path, const struct fixture *fx)
     CHECK_NEAR(cb->d_time_rel, -11.1 / 161.2, 1e-12);
     CHECK_NEAR(cb->time_welch.p, 1.0580132567317616e-06, 1e-12);
     CHECK_NEAR(cb->time_mwu.p, 0.007936507936507936, 1e-12); /* 2/252 */
+    CHECK_NEAR(cb->mde_acc, 0.002475287882219388, 1e-12);
+    CHECK_NEAR(cb->mde_time, 1.8781147104785774, 1e-9);
+    CHECK_NEAR(cb->mde_time_rel, 0.011650835672944029, 1e-12);
+    CHECK(isnan(cc->mde_acc) && isnan(cc->mde_time) && isnan(r.cmp[0].mde_acc));
     CHECK(isnan(cc->d_acc_mean) && isnan(cc->acc_welch.p) && isnan(cc->acc_mwu.p));
     CHECK(isnan(r.cmp[0].d_acc_mean) && isnan(r.cmp[0].acc_welch.p));
     report_free(&r);
@@ -325,6 +331,9 @@ static void check_csv(const char *text)
         CHECK(csv_number(&c, 2, "diverged") == 1 && csv_number(&c, 2, "failed") == 1);
         CHECK_NEAR(csv_number(&c, 2, "p_acc_welch"), 0.103673905834884, 1e-9);
         CHECK_NEAR(csv_number(&c, 2, "d_train_time_median"), -11.1, 1e-9);
+        CHECK_NEAR(csv_number(&c, 2, "mde_acc"), 0.002475287882219388, 1e-12);
+        CHECK_NEAR(csv_number(&c, 2, "mde_train_time"), 1.8781147104785774, 1e-9);
+        CHECK(isnan(csv_number(&c, 1, "mde_acc")) && isnan(csv_number(&c, 3, "mde_acc")));
         CHECK(csv_number(&c, 2, "vs_experiment_id") == csv_number(&c, 1, "experiment_id"));
         CHECK(isnan(csv_number(&c, 3, "acc_mean")));         /* unknown: empty */
         CHECK(!strcmp(csv_field(&c, 3, "acc_mean"), ""));
@@ -359,6 +368,10 @@ static void check_json(const char *text)
     CHECK_NEAR(json_number(json_get(json_get(vs, "train_time_mannwhitney"), "p")),
                0.007936507936507936, 1e-12);
     CHECK(json_number(json_get(json_get(b, "runs"), "diverged")) == 1);
+    CHECK_NEAR(json_number(json_get(vs, "mde_acc")), 0.002475287882219388, 1e-12);
+    CHECK_NEAR(json_number(json_get(vs, "mde_train_time_rel")), 0.011650835672944029, 1e-12);
+    CHECK(json_number(json_get(vs, "mde_power")) == 0.8 &&
+          json_number(json_get(vs, "mde_alpha")) == 0.05);
     const struct json *name = json_get(c, "name");
     CHECK(name && name->type == JSON_STRING && !strcmp(name->string, C_NAME));
     const struct json *mean = json_get(json_get(c, "accuracy"), "mean");
@@ -422,6 +435,9 @@ static void test_formats(const char *db_path, const struct fixture *fx)
         CHECK(strstr(table, "0.104, 0.0952") != NULL);
         CHECK(strstr(table, "-11.1 s (-6.9 %)") != NULL);
         CHECK(strstr(table, "1.06e-06, 0.00794") != NULL);
+        CHECK(strstr(table, "\n  detectable (α .05, power .8)   -                     "
+                            "      0.25 pp ") != NULL);
+        CHECK(strstr(table, "1.88 s (1.2 %)") != NULL);
         CHECK(strstr(table, "target: each experiment's own") != NULL);
     }
     free(table);

@@ -242,6 +242,8 @@ static void check_page(const char *html, const char *table, const char *db)
                        "<td>1/3</td></tr>") != NULL);
     CHECK(strstr(html, "<th scope=\"row\">Δ mean accuracy vs #1</th><td>+0.20 pp</td>") != NULL);
     CHECK(count(html, "<table class=\"comparisons\">") == 1);
+    /* the smallest detectable differences: a row for the accuracy and one for the time */
+    CHECK(count(html, "<th scope=\"row\">  detectable (α .05, power .8)</th>") == 2);
 
     /* one inline SVG: lines for every run with epochs in each of the three panels */
     CHECK(count(html, "<svg") == 1 && count(html, "</svg>") == 1);

@@ -88,6 +88,7 @@ int cmd_validate(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_power(int argc, char **argv);
 int cmd_experiments(int argc, char **argv);
 int cmd_runs(int argc, char **argv);
 int cmd_show(int argc, char **argv);
@@ -102,6 +103,6 @@ int cmd_completion(int argc, char **argv);
 
 extern const struct cli_command cli_train, cli_validate, cli_bench, cli_run, cli_report,
     cli_experiments, cli_runs, cli_show, cli_merge, cli_plot, cli_export, cli_selfcheck,
-    cli_config_doc, cli_completion, cli_version, cli_help, cli_sweeps;
+    cli_config_doc, cli_completion, cli_version, cli_help, cli_sweeps, cli_power;
 
 #endif

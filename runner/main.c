@@ -13,10 +13,10 @@
 
 /* Every command, in the order `dawnrun --help` lists them. */
 static const struct cli_command *const commands[] = {
-    &cli_run,      &cli_report,    &cli_experiments, &cli_runs,       &cli_show,
-    &cli_sweeps,   &cli_diff,      &cli_plot,        &cli_export,     &cli_merge,
-    &cli_train,    &cli_validate,  &cli_bench,       &cli_selfcheck,  &cli_config_doc,
-    &cli_completion, &cli_help,    &cli_version,
+    &cli_run,      &cli_report,    &cli_power,       &cli_experiments, &cli_runs,
+    &cli_show,     &cli_sweeps,    &cli_diff,        &cli_plot,        &cli_export,
+    &cli_merge,    &cli_train,     &cli_validate,    &cli_bench,       &cli_selfcheck,
+    &cli_config_doc, &cli_completion, &cli_help,     &cli_version,
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

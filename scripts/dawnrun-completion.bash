@@ -4,7 +4,7 @@
 # config schema: edit those, not this file. Use: source it, or install it as
 # /usr/share/bash-completion/completions/dawnrun.
 
-_dawnrun_commands='run report experiments runs show sweeps diff plot export merge train validate bench selfcheck config-doc completion help version'
+_dawnrun_commands='run report power experiments runs show sweeps diff plot export merge train validate bench selfcheck config-doc completion help version'
 
 _dawnrun_keys='
 name
@@ -62,6 +62,7 @@ _dawnrun_flags() {
     case $1 in
     run) echo '--seeds --seed-list --set --sweep --db --engine --threads --device --devices --workers --retry-failed --keep-checkpoints --experiment --lease --dry-run -h --help' ;;
     report) echo '--db --target --set --sweep --where --format --group-by -o --output -h --help' ;;
+    power) echo '--db --set --sweep --where --delta --delta-time --alpha --power -h --help' ;;
     experiments) echo '--db --where -h --help' ;;
     runs) echo '--db --where -h --help' ;;
     show) echo '--db --where -h --help' ;;
@@ -105,6 +106,14 @@ _dawnrun_value() {
     report:--format) echo 'choice:table csv json markdown html' ;;
     report:--group-by) echo 'key' ;;
     report:--output|report:-o) echo 'file' ;;
+    power:--db) echo 'file' ;;
+    power:--set) echo 'key' ;;
+    power:--sweep) echo 'key' ;;
+    power:--where) echo 'key' ;;
+    power:--delta) echo 'value' ;;
+    power:--delta-time) echo 'value' ;;
+    power:--alpha) echo 'value' ;;
+    power:--power) echo 'value' ;;
     experiments:--db) echo 'file' ;;
     experiments:--where) echo 'key' ;;
     runs:--db) echo 'file' ;;
@@ -156,6 +165,7 @@ _dawnrun_args() {
     case $1 in
     run) echo config ;;
     report) echo config ;;
+    power) echo config ;;
     experiments) echo config ;;
     runs) echo config ;;
     show) echo config ;;

@@ -1,0 +1,87 @@
+#!/bin/sh
+# `dawnrun power` on a real database (two experiments of the tiny config, three seeds
+# each): the pooled sd it prints is the one of the recorded accuracies, the seeds it asks
+# for lie where the normal approximation puts them (the t-test needs a little more), fewer
+# for a larger difference, the smallest detectable difference is the report's in every
+# format, one experiment is compared with a twin, and bad flags are refused.
+. "$(dirname "$0")/run_lib.sh"
+
+db=$TMP/power.db
+"$DR" run "$TINY" $FAST --seeds 3 --sweep train.batch_size=128,256 --db "$db" >"$TMP/run.out" 2>&1
+expect_eq "$?" 0 "exit code of the run"
+a=$(q "$db" "SELECT id FROM experiments ORDER BY id LIMIT 1")
+b=$(q "$db" "SELECT id FROM experiments ORDER BY id LIMIT 1 OFFSET 1")
+
+"$DR" power "$a" "$b" --db "$db" >"$TMP/p.txt" 2>&1
+expect_eq "$?" 0 "exit code of power"
+cat "$TMP/p.txt"
+expect_grep '^done runs +3 +3$' "$TMP/p.txt" "done runs"
+expect_grep '^compared with +\(the baseline\) +#1$' "$TMP/p.txt" "the baseline"
+expect_grep '^Δ to detect: 0.10 pp in mean accuracy; .* \(5 % of #1.s median\)$' "$TMP/p.txt" \
+    "the default differences"
+expect_grep '^batch: [0-9]+ seeds per experiment give the comparison power 0.8' "$TMP/p.txt" \
+    "the batch line"
+
+# the pooled sd: sqrt of the mean of the two sample variances of the final accuracies
+var() {
+    q "$db" "SELECT (sum(final_test_acc * final_test_acc) - sum(final_test_acc) *
+             sum(final_test_acc) / count(*)) / (count(*) - 1) FROM runs
+             WHERE experiment_id = $1 AND status = 'done'"
+}
+sd_pp=$(awk -v x="$(var "$a")" -v y="$(var "$b")" 'BEGIN { printf "%.2f", 100 * sqrt((x + y) / 2) }')
+expect_grep "^accuracy: pooled sd +- +$sd_pp pp$" "$TMP/p.txt" "the pooled accuracy sd"
+
+# seeds for 0.1 pp: at least the normal approximation 2 (z(0.975) + z(0.8))^2 (sd / delta)^2,
+# at most three more (the t quantiles' correction is about one seed)
+seeds=$(sed -n 's/^  seeds each to detect Δ 0.10 pp *- *\([0-9]*\) (.*/\1/p' "$TMP/p.txt")
+awk -v n="$seeds" -v x="$(var "$a")" -v y="$(var "$b")" 'BEGIN {
+    n0 = 2 * (1.959963985 + 0.841621234)^2 * ((x + y) / 2) / 0.001^2
+    exit !(n != "" && n >= n0 && n <= n0 + 3) }' ||
+    fail "seeds for 0.1 pp: $seeds, expected just above the normal approximation"
+"$DR" power "$a" "$b" --delta 2pp --db "$db" >"$TMP/p2.txt" 2>&1
+expect_eq "$?" 0 "exit code of power --delta 2pp"
+seeds2=$(sed -n 's/^  seeds each to detect Δ 2.00 pp *- *\([0-9]*\) (.*/\1/p' "$TMP/p2.txt")
+[ -n "$seeds2" ] && [ -n "$seeds" ] && [ "$seeds2" -lt "$seeds" ] ||
+    fail "a larger difference needs fewer seeds: $seeds2 for 2 pp, $seeds for 0.1 pp"
+"$DR" power "$a" "$b" --delta 0.02 --db "$db" >"$TMP/p3.txt" 2>&1
+expect_grep "^  seeds each to detect Δ 2.00 pp +- +$seeds2 " "$TMP/p3.txt" "0.02 is 2 pp"
+
+# the train-time difference in seconds, and the Bonferroni line needs two comparisons
+"$DR" power "$a" "$b" --delta-time 2s --alpha 0.1 --power 0.9 --db "$db" >"$TMP/p4.txt" 2>&1
+expect_eq "$?" 0 "exit code of power --delta-time 2s"
+expect_grep '^Δ to detect: 0.10 pp in mean accuracy; 2.00 s in median train time$' "$TMP/p4.txt" \
+    "seconds"
+expect_grep 'two-sided alpha 0.1, power 0.9$' "$TMP/p4.txt" "alpha and power"
+
+# the detectable difference now is the report's, in every format
+mde=$(sed -n 's/^  detectable now *- *\([0-9.]*\) pp (3, 3 seeds)$/\1/p' "$TMP/p.txt")
+[ -n "$mde" ] || fail "no detectable accuracy difference for 3 and 3 seeds"
+"$DR" report "$a" "$b" --format csv --db "$db" >"$TMP/r.csv" 2>&1
+col=$(head -1 "$TMP/r.csv" | tr ',' '\n' | grep -n '^mde_acc$' | cut -d: -f1)
+got=$(sed -n 3p "$TMP/r.csv" | cut -d, -f"$col")
+expect_eq "$(awk -v v="$got" 'BEGIN { printf "%.2f", 100 * v }')" "$mde" "CSV mde_acc"
+"$DR" report "$a" "$b" --db "$db" >"$TMP/r.txt" 2>&1
+expect_grep "^  detectable \(α .05, power .8\) +- +$mde pp$" "$TMP/r.txt" "table"
+"$DR" report "$a" "$b" --format markdown --db "$db" >"$TMP/r.md" 2>&1
+expect_grep "^\|   detectable \(α .05, power .8\) \| - \| $mde pp \|" "$TMP/r.md" "Markdown"
+"$DR" report "$a" "$b" --format json --db "$db" >"$TMP/r.json" 2>&1
+expect_grep '"mde_acc": 0\.[0-9]+' "$TMP/r.json" "JSON"
+expect_grep '"mde_train_time": [0-9.]+' "$TMP/r.json" "JSON time"
+"$DR" report "$a" "$b" --format html --db "$db" >"$TMP/r.html" 2>&1
+expect_grep "detectable \(α .05, power .8\)</th><td>$mde pp</td>" "$TMP/r.html" "HTML"
+
+# one experiment: against a twin of its own spread and seeds
+"$DR" power "$a" --db "$db" >"$TMP/p1.txt" 2>&1
+expect_eq "$?" 0 "exit code of power with one experiment"
+expect_grep '^compared with +a twin: same sd, same seeds$' "$TMP/p1.txt" "the twin"
+expect_grep 'seeds per experiment detect 0.10 pp in accuracy' "$TMP/p1.txt" "its sentence"
+
+# bad input
+for bad in "--delta 5%" "--delta 3" "--delta-time 3x" "--alpha 0" "--power 1.2"; do
+    # shellcheck disable=SC2086
+    "$DR" power "$a" $bad --db "$db" >"$TMP/bad.txt" 2>&1
+    expect_eq "$?" 2 "exit code of power $bad"
+done
+"$DR" power --db "$db" >"$TMP/bad.txt" 2>&1
+expect_eq "$?" 2 "exit code of power without an experiment"
+finish

@@ -117,6 +117,8 @@ const struct cli_command cli_power = {
     .flags = power_flags,
     .n_flags = (int)(sizeof power_flags / sizeof power_flags[0]),
     .notes =
+        "An EXPERIMENT is a name, an id or a config hash prefix; --sweep last|ID names a\n"
+        "recorded sweep's experiments.\n"
         "From the spread of the done runs: each experiment against the first (one alone:\n"
         "against a twin of the same spread), then the seeds for the whole batch.\n"
         "Accuracy: two-sample t-test, sd pooled over the pair. Train time: Mann-Whitney U,\n"
@@ -344,7 +346,7 @@ int cmd_power(int argc, char **argv)
     int64_t *ids = NULL;
     TRY(report_selection_parse(selp, &help, &cli_power, &a, argc, argv));
     if (help) goto cleanup;
-    if (selp->n_args == 0) {
+    if (selp->n_args == 0 && selp->n_sweeps == 0) {
         cli_usage_error(&cli_power, "name the experiments to size (the first is the baseline)");
         TRY(DR_ERR_USAGE);
     }

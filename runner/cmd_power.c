@@ -309,8 +309,8 @@ static int power_print(FILE *f, struct results *db, const int64_t *ids, int n,
     fmt_whole(s3, sizeof s3, batch_seeds(c, from, n, 0));
     fmt_whole(s4, sizeof s4, batch_seeds(c, from, n, 1));
     if (n == 1) {
-        output_text(f, "%s: %s seeds per experiment detect %s in accuracy, %s seeds %s in "
-                    "train time,\n  against an experiment of the same spread\n",
+        output_text(f, "%s: %s seeds per experiment detect %s in accuracy,\n  %s seeds %s in "
+                    "train time, against an experiment of the same spread\n",
                     base->x.name ? base->x.name : "?", s3, s1, s4, s2);
     } else if (k == 1) {
         fprintf(f, "batch: %s seeds per experiment give the comparison power %g for %s in "

@@ -1,7 +1,11 @@
 /* The sequential method (results/sequential.h) against independent computations: the
  * e-value against a numerical integration of its mixture and against its t-statistic
  * form, the closed-form confidence-sequence edges against bisection on the e-value, the
- * edge cases (n = 0, 1, ties, too few differences to bound the interval). */
+ * edge cases (n = 0, 1, ties, too few differences to bound the interval); then the
+ * whole procedure by simulation: error rates under the null and on the equivalence
+ * margin, seq_simulate against this file's own loop over seq_look_at, power, and a
+ * naive t-test repeated after every round as the negative control. Prints the table of
+ * simulated operating figures that docs/reports.md quotes. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -281,6 +285,352 @@ static void test_decisions(void)
     CHECK_NEAR(seq_alpha_each(&design), 0.0125, 1e-15);
 }
 
+/* ---- simulation ---- */
+
+/* This file's own random stream, independent of seq_simulate's: a 64-bit LCG with a
+ * permuted 32-bit output (PCG XSH-RR), and normals by Marsaglia's polar method. */
+struct own_rng {
+    uint64_t state;
+    int has_spare;
+    double spare;
+};
+
+static uint32_t own_u32(struct own_rng *r)
+{
+    uint64_t old = r->state;
+    r->state = old * 6364136223846793005ULL + 1442695040888963407ULL;
+    uint32_t shifted = (uint32_t)(((old >> 18) ^ old) >> 27);
+    uint32_t rot = (uint32_t)(old >> 59);
+    return (shifted >> rot) | (shifted << ((32 - rot) & 31));
+}
+
+static double own_unit(struct own_rng *r)
+{
+    uint64_t hi = own_u32(r) >> 5, lo = own_u32(r) >> 6;
+    return (double)(hi * 67108864ULL + lo) / 9007199254740992.0;
+}
+
+static double own_normal(struct own_rng *r)
+{
+    if (r->has_spare) {
+        r->has_spare = 0;
+        return r->spare;
+    }
+    double u, v, q;
+    do {
+        u = 2.0 * own_unit(r) - 1.0;
+        v = 2.0 * own_unit(r) - 1.0;
+        q = u * u + v * v;
+    } while (q >= 1.0 || q == 0.0);
+    double f = sqrt(-2.0 * log(q) / q);
+    r->spare = v * f;
+    r->has_spare = 1;
+    return u * f;
+}
+
+static struct own_rng own_seed(uint64_t seed)
+{
+    struct own_rng r = {seed * 2 + 1, 0, 0.0};
+    for (int i = 0; i < 4; i++) (void)own_u32(&r);
+    return r;
+}
+
+/* What this file's loop measured for one design and mu. */
+struct own_figures {
+    int sims;
+    double p_different, p_equivalent, mean_seeds, sd_seeds;
+    double p_naive;          /* a fixed-level t-test after every round rejected 0 */
+    double p_equiv_ever;     /* the sequence showed EQUIVALENT at some look, stopping or
+                                not: an upper bound on the procedure's share */
+    double p_naive_equiv;    /* a fixed-level TOST after every round showed equivalence */
+    int look_failures;       /* seq_look_at calls that did not return DR_OK */
+};
+
+enum { MAX_SEEDS = 200 };
+
+/* Runs the design `sims` times on N(mu, 1) differences: the sequential procedure over
+ * seq_look_at (first decisive look, or max_seeds), and on the same sequences the naive
+ * procedures that apply a fixed-level test after every round: the two-sided t-test at
+ * alpha_each (the first rejection is DIFFERENT) and the TOST at alpha_each (the
+ * 1 - 2 alpha_each t-interval inside (-delta, delta) is EQUIVALENT). Every look runs to
+ * max_seeds, so the "ever" shares see every look. */
+static void own_simulate(struct own_figures *out, const struct seq_design *design,
+                         double mu, int sims, uint64_t seed)
+{
+    double alpha = seq_alpha_each(design);
+    double quantile[MAX_SEEDS + 1] = {0}, quantile_tost[MAX_SEEDS + 1] = {0};
+    for (int n = 2; n <= design->max_seeds; n++) {
+        quantile[n] = stats_t_quantile(1.0 - 0.5 * alpha, n - 1);
+        quantile_tost[n] = stats_t_quantile(1.0 - alpha, n - 1);
+    }
+    struct own_rng rng = own_seed(seed);
+    double x[MAX_SEEDS];
+    long different = 0, equivalent = 0, naive = 0, equiv_ever = 0, naive_equiv = 0;
+    int failures = 0;
+    double seeds = 0.0, seeds_sq = 0.0;
+    for (int s = 0; s < sims; s++) {
+        for (int i = 0; i < design->max_seeds; i++) x[i] = mu + own_normal(&rng);
+        int n = 0, stopped = 0, rejected = 0, ever = 0, tost = 0;
+        enum seq_decision decision = SEQ_UNDECIDED;
+        while (n < design->max_seeds) {
+            n += design->round;
+            if (n > design->max_seeds) n = design->max_seeds;
+            struct seq_look look;
+            failures += seq_look_at(&look, x, n, alpha, design->delta) != DR_OK;
+            if (!stopped && look.decision != SEQ_UNDECIDED) {
+                decision = look.decision;
+                stopped = n;
+            }
+            ever |= look.decision == SEQ_EQUIVALENT;
+            if (n >= 2) {
+                double m = 0.0, q = 0.0;
+                for (int i = 0; i < n; i++) m += x[i];
+                m /= n;
+                for (int i = 0; i < n; i++) q += (x[i] - m) * (x[i] - m);
+                double se = sqrt(q / (n - 1) / n);
+                rejected |= fabs(m / se) > quantile[n];
+                tost |= -design->delta < m - quantile_tost[n] * se &&
+                        m + quantile_tost[n] * se < design->delta;
+            }
+        }
+        if (!stopped) stopped = design->max_seeds;
+        different += decision == SEQ_DIFFERENT;
+        equivalent += decision == SEQ_EQUIVALENT;
+        naive += rejected;
+        equiv_ever += ever;
+        naive_equiv += tost;
+        seeds += stopped;
+        seeds_sq += (double)stopped * stopped;
+    }
+    out->sims = sims;
+    out->p_different = (double)different / sims;
+    out->p_equivalent = (double)equivalent / sims;
+    out->p_naive = (double)naive / sims;
+    out->p_equiv_ever = (double)equiv_ever / sims;
+    out->p_naive_equiv = (double)naive_equiv / sims;
+    out->look_failures = failures;
+    out->mean_seeds = seeds / sims;
+    out->sd_seeds = sqrt(fmax(seeds_sq / sims - out->mean_seeds * out->mean_seeds, 0.0));
+}
+
+/* The binomial standard error of a rate p estimated from `sims` sequences. */
+static double rate_se(double p, int sims)
+{
+    return sqrt(p * (1.0 - p) / sims);
+}
+
+static void print_header(void)
+{
+    printf("%-6s %-7s %5s %4s %5s %5s %6s %8s %8s %8s %7s %8s %8s\n", "alpha", "compare",
+           "round", "max", "delta", "mu", "sims", "differ", "equiv", "undecid", "seeds",
+           "eq-ever", "naive");
+}
+
+/* One row of the table: seq_simulate's figures, then (NaN: "-") the share of this
+ * file's sequences that showed EQUIVALENT at any look and the naive procedure's share. */
+static void print_row(const struct seq_design *d, double mu, const struct seq_operating *o,
+                      double ever, double naive)
+{
+    printf("%-6g %-7d %5d %4d %5g %5g %6d %8.4f %8.4f %8.4f %7.2f", d->alpha, d->n_compared,
+           d->round, d->max_seeds, d->delta, mu, o->sims, o->p_different, o->p_equivalent,
+           o->p_undecided, o->mean_seeds);
+    if (isnan(ever)) printf(" %8s", "-");
+    else printf(" %8.4f", ever);
+    if (isnan(naive)) printf(" %8s\n", "-");
+    else printf(" %8.4f\n", naive);
+}
+
+enum { SIMS_NULL = 4000, SIMS_POWER = 2000 };
+
+/* Under the null the share of DIFFERENT is at most alpha (plus 3 standard errors of the
+ * simulation), for seq_simulate and for this file's loop; the naive repeated t-test on
+ * the same sequences exceeds it. */
+static void test_null_error(void)
+{
+    static const double alphas[] = {0.05, 0.01};
+    static const int rounds[] = {1, 5};
+    static const int maxes[] = {20, 100};
+    uint64_t seed = 1000;
+    for (int a = 0; a < COUNT(alphas); a++)
+        for (int r = 0; r < COUNT(rounds); r++)
+            for (int m = 0; m < COUNT(maxes); m++) {
+                struct seq_design d = {.alpha = alphas[a], .delta = 0.0, .round = rounds[r],
+                                       .max_seeds = maxes[m], .n_compared = 1};
+                struct seq_operating o;
+                struct own_figures own;
+                CHECK(seq_simulate(&o, &d, 0.0, 1.0, SIMS_NULL, seed++) == DR_OK);
+                own_simulate(&own, &d, 0.0, SIMS_NULL, seed++);
+                double bound = d.alpha + 3.0 * rate_se(d.alpha, SIMS_NULL);
+                CHECK(o.p_different <= bound);
+                CHECK(own.p_different <= bound);
+                CHECK(own.p_naive > bound);
+                CHECK(own.look_failures == 0);
+                print_row(&d, 0.0, &o, NAN, own.p_naive);
+            }
+    /* Bonferroni: three comparisons, each at alpha / 3 */
+    struct seq_design d = {.alpha = 0.05, .delta = 0.0, .round = 1, .max_seeds = 100,
+                           .n_compared = 3};
+    struct seq_operating o;
+    struct own_figures own;
+    CHECK(seq_simulate(&o, &d, 0.0, 1.0, SIMS_NULL, seed++) == DR_OK);
+    own_simulate(&own, &d, 0.0, SIMS_NULL, seed++);
+    double bound = d.alpha / 3 + 3.0 * rate_se(d.alpha / 3, SIMS_NULL);
+    CHECK(o.p_different <= bound);
+    CHECK(own.p_different <= bound);
+    CHECK(own.p_naive > bound);
+    CHECK(own.look_failures == 0);
+    print_row(&d, 0.0, &o, NAN, own.p_naive);
+}
+
+/* On the margin (|mu| = delta) the share of EQUIVALENT is at most alpha: for
+ * seq_simulate's procedure, and for this file's loop even counting every look (also
+ * after a DIFFERENT would have stopped it); the naive TOST after every round exceeds
+ * it. Well inside the margin equivalence is shown often, so the check is not vacuous. */
+static void test_equivalence_error(void)
+{
+    struct case_ {
+        int round, max_seeds;
+        double delta, mu;
+    } cases[] = {
+        {1, 200, 0.5, 0.5}, {5, 200, 0.5, -0.5}, {5, 100, 1.0, 1.0}, {1, 100, 1.0, -1.0},
+    };
+    uint64_t seed = 2000;
+    for (int c = 0; c < COUNT(cases); c++) {
+        struct seq_design d = {.alpha = 0.05, .delta = cases[c].delta,
+                               .round = cases[c].round, .max_seeds = cases[c].max_seeds,
+                               .n_compared = 1};
+        struct seq_operating o;
+        struct own_figures own;
+        CHECK(seq_simulate(&o, &d, cases[c].mu, 1.0, SIMS_NULL, seed++) == DR_OK);
+        own_simulate(&own, &d, cases[c].mu, SIMS_NULL, seed++);
+        double bound = d.alpha + 3.0 * rate_se(d.alpha, SIMS_NULL);
+        CHECK(o.p_equivalent <= bound);
+        CHECK(own.p_equiv_ever <= bound);
+        CHECK(own.p_naive_equiv > bound);
+        CHECK(own.look_failures == 0);
+        print_row(&d, cases[c].mu, &o, own.p_equiv_ever, own.p_naive_equiv);
+    }
+    struct seq_design d = {.alpha = 0.05, .delta = 0.5, .round = 5, .max_seeds = 200,
+                           .n_compared = 1};
+    struct seq_operating o;
+    CHECK(seq_simulate(&o, &d, 0.0, 1.0, SIMS_POWER, seed++) == DR_OK);
+    CHECK(o.p_equivalent > 0.5);
+    print_row(&d, 0.0, &o, NAN, NAN);
+}
+
+/* seq_simulate and this file's own loop over seq_look_at (its own random stream) agree
+ * within their combined simulation error. */
+static void test_simulate_matches_loop(void)
+{
+    struct case_ {
+        struct seq_design d;
+        double mu, sigma;
+    } cases[] = {
+        {{.alpha = 0.05, .delta = 0.3, .round = 5, .max_seeds = 50, .n_compared = 1}, 0.5,
+         1.0},
+        {{.alpha = 0.05, .delta = 0.3, .round = 1, .max_seeds = 60, .n_compared = 2}, 0.0,
+         1.0},
+        {{.alpha = 0.01, .delta = 0.0, .round = 3, .max_seeds = 40, .n_compared = 1}, 0.7,
+         1.0},
+    };
+    uint64_t seed = 3000;
+    for (int c = 0; c < COUNT(cases); c++) {
+        const struct seq_design *d = &cases[c].d;
+        struct seq_operating o;
+        struct own_figures own;
+        CHECK(seq_simulate(&o, d, cases[c].mu, cases[c].sigma, SIMS_POWER, seed++) ==
+              DR_OK);
+        own_simulate(&own, d, cases[c].mu, SIMS_POWER, seed++);
+        CHECK(own.look_failures == 0);
+        /* the pooled rate's standard error, for two samples of SIMS_POWER */
+        double se_d =
+            sqrt(2.0) * rate_se(0.5 * (o.p_different + own.p_different), SIMS_POWER);
+        double se_e =
+            sqrt(2.0) * rate_se(0.5 * (o.p_equivalent + own.p_equivalent), SIMS_POWER);
+        double se_n = sqrt(2.0) * own.sd_seeds / sqrt((double)SIMS_POWER);
+        CHECK(fabs(o.p_different - own.p_different) <= 3.0 * se_d + 1e-12);
+        CHECK(fabs(o.p_equivalent - own.p_equivalent) <= 3.0 * se_e + 1e-12);
+        CHECK(fabs(o.mean_seeds - own.mean_seeds) <= 3.0 * se_n + 1e-12);
+        CHECK_NEAR(o.p_different + o.p_equivalent + o.p_undecided, 1.0, 1e-12);
+        printf("  loop: differ %.4f equiv %.4f seeds %.2f  (seq_simulate %.4f %.4f %.2f)\n",
+               own.p_different, own.p_equivalent, own.mean_seeds, o.p_different,
+               o.p_equivalent, o.mean_seeds);
+    }
+    /* sigma scales out: the method is scale-invariant */
+    struct seq_operating a, b;
+    CHECK(seq_simulate(&a, &cases[0].d, 0.5, 1.0, 500, 77) == DR_OK);
+    struct seq_design scaled = cases[0].d;
+    scaled.delta *= 0.01;
+    CHECK(seq_simulate(&b, &scaled, 0.005, 0.01, 500, 77) == DR_OK);
+    CHECK_NEAR(a.p_different, b.p_different, 1e-12);
+    CHECK_NEAR(a.mean_seeds, b.mean_seeds, 1e-12);
+}
+
+/* Power rises with the effect and with the number of seeds allowed; an effect of one
+ * standard deviation is found almost surely within 50 seeds. */
+static void test_power(void)
+{
+    static const double mus[] = {0.25, 0.5, 1.0};
+    static const int maxes[] = {20, 50, 100};
+    uint64_t seed = 4000;
+    double last = -1.0;
+    struct seq_operating o;
+    for (int k = 0; k < COUNT(mus); k++) {
+        struct seq_design d = {.alpha = 0.05, .delta = 0.0, .round = 5, .max_seeds = 50,
+                               .n_compared = 1};
+        CHECK(seq_simulate(&o, &d, mus[k], 1.0, SIMS_POWER, seed++) == DR_OK);
+        CHECK(o.p_different > last + 3.0 * rate_se(o.p_different, SIMS_POWER));
+        last = o.p_different;
+        print_row(&d, mus[k], &o, NAN, NAN);
+    }
+    CHECK(o.p_different >= 0.95);
+    last = -1.0;
+    for (int m = 0; m < COUNT(maxes); m++) {
+        struct seq_design d = {.alpha = 0.05, .delta = 0.0, .round = 5,
+                               .max_seeds = maxes[m], .n_compared = 1};
+        CHECK(seq_simulate(&o, &d, 0.5, 1.0, SIMS_POWER, seed++) == DR_OK);
+        CHECK(o.p_different > last + 3.0 * rate_se(o.p_different, SIMS_POWER));
+        last = o.p_different;
+        print_row(&d, 0.5, &o, NAN, NAN);
+    }
+}
+
+/* Same arguments, same figures; another seed, other figures; bad designs refused. */
+static void test_simulate_contract(void)
+{
+    struct seq_design d = {.alpha = 0.05, .delta = 0.2, .round = 4, .max_seeds = 30,
+                           .n_compared = 1};
+    struct seq_operating a, b, c;
+    CHECK(seq_simulate(&a, &d, 0.3, 2.0, 300, 5) == DR_OK);
+    CHECK(seq_simulate(&b, &d, 0.3, 2.0, 300, 5) == DR_OK);
+    CHECK(seq_simulate(&c, &d, 0.3, 2.0, 300, 6) == DR_OK);
+    CHECK(a.sims == 300 && a.p_different == b.p_different && a.mean_seeds == b.mean_seeds);
+    CHECK(a.mean_seeds != c.mean_seeds);
+    /* max_seeds not a multiple of round: the last round stops at max_seeds */
+    CHECK(seq_simulate(&a, &d, 0.0, 1.0, 200, 8) == DR_OK);
+    CHECK(a.mean_seeds <= 30.0);
+    struct seq_design tiny = {.alpha = 0.05, .delta = 0.0, .round = 3, .max_seeds = 4,
+                              .n_compared = 1};
+    CHECK(seq_simulate(&a, &tiny, 5.0, 1.0, 50, 9) == DR_OK);
+    CHECK(a.p_undecided == 1.0 && a.mean_seeds == 4.0);   /* n <= 4 never decides */
+    struct seq_design bad = d;
+    bad.alpha = 0.0;
+    CHECK(seq_simulate(&a, &bad, 0.0, 1.0, 10, 1) == DR_ERR_USAGE);
+    bad = d;
+    bad.max_seeds = 3;
+    CHECK(seq_simulate(&a, &bad, 0.0, 1.0, 10, 1) == DR_ERR_USAGE);
+    bad = d;
+    bad.n_compared = 0;
+    CHECK(seq_simulate(&a, &bad, 0.0, 1.0, 10, 1) == DR_ERR_USAGE);
+    bad = d;
+    bad.delta = -1.0;
+    CHECK(seq_simulate(&a, &bad, 0.0, 1.0, 10, 1) == DR_ERR_USAGE);
+    CHECK(seq_simulate(&a, &d, 0.0, 0.0, 10, 1) == DR_ERR_USAGE);
+    CHECK(seq_simulate(&a, &d, NAN, 1.0, 10, 1) == DR_ERR_USAGE);
+    CHECK(seq_simulate(&a, &d, 0.0, 1.0, 0, 1) == DR_ERR_USAGE);
+    CHECK(seq_design_check(&d) == DR_OK);
+}
+
 int main(void)
 {
     test_log_e_independent();
@@ -288,5 +638,16 @@ int main(void)
     test_unbounded_small_n();
     test_ties_and_empty();
     test_decisions();
+    test_simulate_contract();
+    printf("Simulated operating figures of seq_simulate (differences N(mu, 1); differ, "
+           "equiv, undecid:\nshares of the sequences by how they stopped; seeds: mean "
+           "seeds per experiment at the\nstop; eq-ever: share of this test's own sequences "
+           "showing EQUIVALENT at any look; naive:\non the same sequences, a fixed-level "
+           "t-test (mu = 0 rows) or TOST (mu = delta rows) after\nevery round):\n");
+    print_header();
+    test_null_error();
+    test_equivalence_error();
+    test_power();
+    test_simulate_matches_loop();
     return check_finish("sequential");
 }

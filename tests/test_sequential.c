@@ -528,7 +528,7 @@ static void test_simulate_matches_loop(void)
     } cases[] = {
         {{.alpha = 0.05, .delta = 0.3, .round = 5, .max_seeds = 50, .n_compared = 1}, 0.5,
          1.0},
-        {{.alpha = 0.05, .delta = 0.3, .round = 1, .max_seeds = 60, .n_compared = 2}, 0.0,
+        {{.alpha = 0.05, .delta = 0.6, .round = 1, .max_seeds = 100, .n_compared = 2}, 0.1,
          1.0},
         {{.alpha = 0.01, .delta = 0.0, .round = 3, .max_seeds = 40, .n_compared = 1}, 0.7,
          1.0},
@@ -552,9 +552,11 @@ static void test_simulate_matches_loop(void)
         CHECK(fabs(o.p_equivalent - own.p_equivalent) <= 3.0 * se_e + 1e-12);
         CHECK(fabs(o.mean_seeds - own.mean_seeds) <= 3.0 * se_n + 1e-12);
         CHECK_NEAR(o.p_different + o.p_equivalent + o.p_undecided, 1.0, 1e-12);
-        printf("  loop: differ %.4f equiv %.4f seeds %.2f  (seq_simulate %.4f %.4f %.2f)\n",
-               own.p_different, own.p_equivalent, own.mean_seeds, o.p_different,
-               o.p_equivalent, o.mean_seeds);
+        printf("alpha %g, %d compared, round %d, max %d, delta %g, mu %g: differ %.4f / "
+               "%.4f, equiv %.4f / %.4f, seeds %.2f / %.2f\n",
+               d->alpha, d->n_compared, d->round, d->max_seeds, d->delta, cases[c].mu,
+               o.p_different, own.p_different, o.p_equivalent, own.p_equivalent,
+               o.mean_seeds, own.mean_seeds);
     }
     /* sigma scales out: the method is scale-invariant */
     struct seq_operating a, b;
@@ -631,6 +633,31 @@ static void test_simulate_contract(void)
     CHECK(seq_design_check(&d) == DR_OK);
 }
 
+/* The price of looking at will: at a fixed n the confidence sequence is wider than the
+ * fixed-n t-interval at the same level (which is valid at that n only). Printed in
+ * units of the sample standard deviation of the differences. */
+static void test_width_against_t(void)
+{
+    static const int ns[] = {5, 6, 8, 10, 20, 50, 100};
+    double d[100];
+    struct own_rng rng = own_seed(99);
+    for (int i = 0; i < 100; i++) d[i] = own_normal(&rng);
+    printf("Half-width at alpha 0.05 in sample standard deviations of the differences:\n");
+    printf("%5s %10s %10s\n", "n", "sequence", "t (fixed)");
+    for (int k = 0; k < COUNT(ns); k++) {
+        int n = ns[k];
+        struct seq_look look;
+        CHECK(seq_look_at(&look, d, n, 0.05, 0.0) == DR_OK);
+        double q = 0.0;
+        for (int i = 0; i < n; i++) q += (d[i] - look.estimate) * (d[i] - look.estimate);
+        double sd = sqrt(q / (n - 1));
+        double cs = (look.cs_hi - look.estimate) / sd;
+        double t = stats_t_quantile(0.975, n - 1) / sqrt((double)n);
+        CHECK(cs > t);
+        printf("%5d %10.3f %10.3f\n", n, cs, t);
+    }
+}
+
 int main(void)
 {
     test_log_e_independent();
@@ -639,6 +666,7 @@ int main(void)
     test_ties_and_empty();
     test_decisions();
     test_simulate_contract();
+    test_width_against_t();
     printf("Simulated operating figures of seq_simulate (differences N(mu, 1); differ, "
            "equiv, undecid:\nshares of the sequences by how they stopped; seeds: mean "
            "seeds per experiment at the\nstop; eq-ever: share of this test's own sequences "
@@ -648,6 +676,8 @@ int main(void)
     test_null_error();
     test_equivalence_error();
     test_power();
+    printf("seq_simulate / this test's own loop over seq_look_at (%d sequences each):\n",
+           SIMS_POWER);
     test_simulate_matches_loop();
     return check_finish("sequential");
 }

@@ -45,6 +45,8 @@ double seq_log_e(const double *d, int n, double mu0, double c2)
 int seq_look_at(struct seq_look *out, const double *d, int n, double alpha, double delta)
 {
     if (!(alpha > 0.0 && alpha < 1.0) || !(delta >= 0.0) || n < 0) return DR_ERR_USAGE;
+    for (int i = 0; i < n; i++)
+        if (!isfinite(d[i])) return DR_ERR_USAGE;
     out->n = n;
     out->estimate = NAN;
     out->cs_lo = -INFINITY;
@@ -62,9 +64,10 @@ int seq_look_at(struct seq_look *out, const double *d, int n, double alpha, doub
     double c2 = SEQ_MIXTURE_C2;
     double k = c2 / (n + c2);
     double log_r = (2.0 / n) * (-log(alpha) + 0.5 * log((n + c2) / c2));
-    double r = exp(log_r);
-    if (r * k < 1.0) {
-        double h = sqrt((r - 1.0) * q / (n * (1.0 - r * k)));
+    double log_rk = log_r + log(k);
+    if (log_rk < 0.0) {
+        /* R - 1 and 1 - R k by expm1: both are small when n is large */
+        double h = sqrt(expm1(log_r) * q / (n * -expm1(log_rk)));
         out->cs_lo = m - h;
         out->cs_hi = m + h;
     }

@@ -54,7 +54,8 @@ struct seq_look {
 /* Fills out for the differences d[0..n-1] at error level alpha (0 < alpha < 1) and
  * equivalence margin delta (>= 0; 0 never shows equivalence). The interval is
  * estimate -+ h with h in closed form (log M_n grows monotonically in |mu0 - estimate|).
- * DR_ERR_USAGE for a bad alpha or delta, n < 0. */
+ * DR_ERR_USAGE (nothing printed) for a bad alpha or delta, n < 0, or a difference that
+ * is not finite (a diverged run has no accuracy: leave its pair out). */
 int seq_look_at(struct seq_look *out, const double *d, int n, double alpha, double delta);
 
 /* A sequential design: rounds of `round` seeds per experiment, looks after each round,

@@ -19,6 +19,54 @@
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define LOG_2PI 1.8378770664093453
 
+/* This file's own random stream, independent of seq_simulate's: a 64-bit LCG with a
+ * permuted 32-bit output (PCG XSH-RR), and normals by Marsaglia's polar method. */
+struct own_rng {
+    uint64_t state;
+    int has_spare;
+    double spare;
+};
+
+static uint32_t own_u32(struct own_rng *r)
+{
+    uint64_t old = r->state;
+    r->state = old * 6364136223846793005ULL + 1442695040888963407ULL;
+    uint32_t shifted = (uint32_t)(((old >> 18) ^ old) >> 27);
+    uint32_t rot = (uint32_t)(old >> 59);
+    return (shifted >> rot) | (shifted << ((32 - rot) & 31));
+}
+
+static double own_unit(struct own_rng *r)
+{
+    uint64_t hi = own_u32(r) >> 5, lo = own_u32(r) >> 6;
+    return (double)(hi * 67108864ULL + lo) / 9007199254740992.0;
+}
+
+static double own_normal(struct own_rng *r)
+{
+    if (r->has_spare) {
+        r->has_spare = 0;
+        return r->spare;
+    }
+    double u, v, q;
+    do {
+        u = 2.0 * own_unit(r) - 1.0;
+        v = 2.0 * own_unit(r) - 1.0;
+        q = u * u + v * v;
+    } while (q >= 1.0 || q == 0.0);
+    double f = sqrt(-2.0 * log(q) / q);
+    r->spare = v * f;
+    r->has_spare = 1;
+    return u * f;
+}
+
+static struct own_rng own_seed(uint64_t seed)
+{
+    struct own_rng r = {seed * 2 + 1, 0, 0.0};
+    for (int i = 0; i < 4; i++) (void)own_u32(&r);
+    return r;
+}
+
 /* ---- the e-value by quadrature ----
  * M_n(mu0) = [int int prod_i N(x_i; theta sigma, sigma^2) N(theta; 0, 1/c2) dtheta
  *             dsigma/sigma] / [int prod_i N(x_i; 0, sigma^2) dsigma/sigma], x = d - mu0:
@@ -170,6 +218,20 @@ static double bisect_edge(const double *d, int n, double m, double alpha, double
 
 static void test_edges_bisection(void)
 {
+    /* many differences too: R - 1 and 1 - R k are then small */
+    static double many[2000];
+    struct own_rng rng = own_seed(7);
+    for (int i = 0; i < 2000; i++) many[i] = 0.3 + 2.0 * own_normal(&rng);
+    static const int ns[] = {50, 500, 2000};
+    for (int k = 0; k < COUNT(ns); k++) {
+        struct seq_look look;
+        CHECK(seq_look_at(&look, many, ns[k], 0.05, 0.0) == DR_OK);
+        double h = look.cs_hi - look.estimate;
+        CHECK(fabs(look.cs_hi - bisect_edge(many, ns[k], look.estimate, 0.05, 1.0)) <=
+              1e-9 * h);
+        CHECK(fabs(look.cs_lo - bisect_edge(many, ns[k], look.estimate, 0.05, -1.0)) <=
+              1e-9 * h);
+    }
     static const double alphas[] = {0.05, 0.01, 0.2, 0.001};
     for (int k = 0; k < COUNT(SETS); k++)
         for (int a = 0; a < COUNT(alphas); a++) {
@@ -259,6 +321,11 @@ static void test_ties_and_empty(void)
     CHECK(seq_look_at(&look, tie, 8, NAN, 0.1) == DR_ERR_USAGE);
     CHECK(seq_look_at(&look, tie, 8, 0.05, -0.1) == DR_ERR_USAGE);
     CHECK(seq_look_at(&look, tie, -1, 0.05, 0.1) == DR_ERR_USAGE);
+    double holed[] = {0.1, NAN, 0.2};
+    CHECK(seq_look_at(&look, holed, 3, 0.05, 0.1) == DR_ERR_USAGE);
+    holed[1] = INFINITY;
+    CHECK(seq_look_at(&look, holed, 3, 0.05, 0.1) == DR_ERR_USAGE);
+    CHECK(seq_look_at(&look, holed, 1, 0.05, 0.1) == DR_OK);
     CHECK(strcmp(seq_decision_name(SEQ_DIFFERENT), "different") == 0);
     CHECK(strcmp(seq_decision_name(SEQ_EQUIVALENT), "equivalent") == 0);
     CHECK(strcmp(seq_decision_name(SEQ_UNDECIDED), "undecided") == 0);
@@ -286,54 +353,6 @@ static void test_decisions(void)
 }
 
 /* ---- simulation ---- */
-
-/* This file's own random stream, independent of seq_simulate's: a 64-bit LCG with a
- * permuted 32-bit output (PCG XSH-RR), and normals by Marsaglia's polar method. */
-struct own_rng {
-    uint64_t state;
-    int has_spare;
-    double spare;
-};
-
-static uint32_t own_u32(struct own_rng *r)
-{
-    uint64_t old = r->state;
-    r->state = old * 6364136223846793005ULL + 1442695040888963407ULL;
-    uint32_t shifted = (uint32_t)(((old >> 18) ^ old) >> 27);
-    uint32_t rot = (uint32_t)(old >> 59);
-    return (shifted >> rot) | (shifted << ((32 - rot) & 31));
-}
-
-static double own_unit(struct own_rng *r)
-{
-    uint64_t hi = own_u32(r) >> 5, lo = own_u32(r) >> 6;
-    return (double)(hi * 67108864ULL + lo) / 9007199254740992.0;
-}
-
-static double own_normal(struct own_rng *r)
-{
-    if (r->has_spare) {
-        r->has_spare = 0;
-        return r->spare;
-    }
-    double u, v, q;
-    do {
-        u = 2.0 * own_unit(r) - 1.0;
-        v = 2.0 * own_unit(r) - 1.0;
-        q = u * u + v * v;
-    } while (q >= 1.0 || q == 0.0);
-    double f = sqrt(-2.0 * log(q) / q);
-    r->spare = v * f;
-    r->has_spare = 1;
-    return u * f;
-}
-
-static struct own_rng own_seed(uint64_t seed)
-{
-    struct own_rng r = {seed * 2 + 1, 0, 0.0};
-    for (int i = 0; i < 4; i++) (void)own_u32(&r);
-    return r;
-}
 
 /* What this file's loop measured for one design and mu. */
 struct own_figures {

@@ -78,7 +78,8 @@ double seq_alpha_each(const struct seq_design *d);
 
 /* What a design does for one comparison whose differences are N(mu, sigma^2), estimated
  * by simulating `sims` sequences (counter-based random numbers from `seed`: the same
- * arguments give the same figures on every machine). Each sequence runs the scheduler's
+ * arguments give the same figures on every run and machine, as far as the C library's
+ * log, cos and exp agree to the last bit). Each sequence runs the scheduler's
  * procedure: add `round` seeds (the last round stops at max_seeds), look with
  * seq_look_at at the level seq_alpha_each(d), stop at the first look that decides or
  * when max_seeds differences are in. Difference i of sequence s is

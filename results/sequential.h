@@ -54,7 +54,8 @@ struct seq_look {
 /* Fills out for the differences d[0..n-1] at error level alpha (0 < alpha < 1) and
  * equivalence margin delta (>= 0; 0 never shows equivalence). The interval is
  * estimate -+ h with h in closed form (log M_n grows monotonically in |mu0 - estimate|).
- * DR_ERR_USAGE for a bad alpha or delta, n < 0. */
+ * DR_ERR_USAGE (nothing printed) for a bad alpha or delta, n < 0, or a difference that
+ * is not finite (a diverged run has no accuracy: leave its pair out). */
 int seq_look_at(struct seq_look *out, const double *d, int n, double alpha, double delta);
 
 /* A sequential design: rounds of `round` seeds per experiment, looks after each round,
@@ -68,12 +69,21 @@ struct seq_design {
     int n_compared;         /* >= 1 */
 };
 
+/* DR_OK when the design is usable: 0 < alpha < 1, 0 <= delta < inf, round >= 1,
+ * max_seeds >= round, n_compared >= 1; DR_ERR_USAGE otherwise (nothing printed). */
+int seq_design_check(const struct seq_design *d);
+
 /* alpha / n_compared: the level each comparison's confidence sequence is built at. */
 double seq_alpha_each(const struct seq_design *d);
 
 /* What a design does for one comparison whose differences are N(mu, sigma^2), estimated
  * by simulating `sims` sequences (counter-based random numbers from `seed`: the same
- * arguments give the same figures on every machine). */
+ * arguments give the same figures on every run and machine, as far as the C library's
+ * log, cos and exp agree to the last bit). Each sequence runs the scheduler's
+ * procedure: add `round` seeds (the last round stops at max_seeds), look with
+ * seq_look_at at the level seq_alpha_each(d), stop at the first look that decides or
+ * when max_seeds differences are in. Difference i of sequence s is
+ * mu + sigma * z(seed, s, i), z a standard normal (splitmix64 chain + Box-Muller). */
 struct seq_operating {
     int sims;
     double p_different;     /* share of sequences that stopped with DIFFERENT */
@@ -82,7 +92,8 @@ struct seq_operating {
     double mean_seeds;      /* mean seeds per experiment when it stopped */
 };
 
-/* Fills out (DR_ERR_USAGE for a bad design, sigma <= 0 or sims < 1). */
+/* Fills out. DR_ERR_USAGE (nothing printed) for a design seq_design_check refuses, a
+ * non-finite mu, sigma <= 0 or infinite, sims < 1; DR_ERR_NOMEM. */
 int seq_simulate(struct seq_operating *out, const struct seq_design *d, double mu,
                  double sigma, int sims, uint64_t seed);
 

@@ -12,6 +12,10 @@
 #include "base/status.h"
 #include "output.h"
 #include "report_internal.h"
+#include "results/sequential.h"
+
+#define POWER_SIMS 2000          /* simulated batches per figure of the sequential design */
+#define POWER_SIM_SEED 20261201u /* their random stream: the same figures every time */
 
 /* A train-time difference: seconds, or a fraction of the baseline's median. */
 struct power_time_delta {
@@ -26,6 +30,7 @@ struct power_args {
     struct power_time_delta delta_time;/* --delta-time */
     double alpha;                      /* --alpha: two-sided level */
     double power;                      /* --power: 1 - beta */
+    int round, max_seeds;              /* --round, --max-seeds: the sequential design; 0: none */
 };
 
 /* --delta: "0.1pp" (percentage points) or a fraction in (0, 1) ("0.001"). */
@@ -108,6 +113,12 @@ static const struct cli_flag power_flags[] = {
     {.name = "power", .kind = CLI_CALL, .offset = offsetof(struct power_args, power),
      .meta = "P", .call = take_power,
      .help = "the chance of detecting the difference (default 0.8)"},
+    {.name = "round", .kind = CLI_INT, .offset = offsetof(struct power_args, round),
+     .meta = "K", .min = 1, .max = 100000,
+     .help = "with --max-seeds: simulate run --until-decided with rounds of K seeds"},
+    {.name = "max-seeds", .kind = CLI_INT, .offset = offsetof(struct power_args, max_seeds),
+     .meta = "N", .min = 1, .max = 100000,
+     .help = "with --round: the sequential design's most seeds per experiment"},
 };
 
 const struct cli_command cli_power = {
@@ -122,7 +133,9 @@ const struct cli_command cli_power = {
         "From the spread of the done runs: each experiment against the first (one alone:\n"
         "against a twin of the same spread), then the seeds for the whole batch.\n"
         "Accuracy: two-sample t-test, sd pooled over the pair. Train time: Mann-Whitney U,\n"
-        "which needs pi/3 times the t-test's seeds (its efficiency 3/pi for normal data).\n",
+        "which needs pi/3 times the t-test's seeds (its efficiency 3/pi for normal data).\n"
+        "--round K --max-seeds N: what `dawnrun run --until-decided` with that design would\n"
+        "do at the observed spread (simulated at a true difference of 0 and of --delta).\n",
     .arg_hint = CLI_HINT_CONFIG,
     .run = cmd_power,
 };
@@ -248,6 +261,56 @@ static void fmt_whole(char *buf, size_t size, double n)
     else snprintf(buf, size, "%ld", stats_power_seeds(n));
 }
 
+/* "different 0.011, equivalent 0.000, undecided 0.989; 49.9 seeds" for one true
+ * difference mu of comparison i, whose paired differences have sd sigma. */
+static int print_simulated(FILE *f, const struct seq_design *d, double mu, double sigma,
+                           const char *what)
+{
+    int rc = DR_OK;
+    struct seq_operating o;
+    rc = seq_simulate(&o, d, mu, sigma, POWER_SIMS, POWER_SIM_SEED);
+    if (rc == DR_ERR_USAGE) FAIL(DR_ERR_INTERNAL, "power: the sequential design was refused");
+    TRY(rc);
+    fprintf(f, "    true Δ %-8s different %.3f, equivalent %.3f, undecided %.3f; "
+            "mean seeds %.1f\n", what, o.p_different, o.p_equivalent, o.p_undecided,
+            o.mean_seeds);
+cleanup:
+    return rc;
+}
+
+/* What `dawnrun run --until-decided` with a's design would do for each comparison, at its
+ * observed spread: the paired differences (by seed rank) of two independent experiments
+ * have sd sqrt(sd_a^2 + sd_b^2) = sqrt 2 times the pooled sd. */
+static int print_sequential(FILE *f, const struct report *r, const struct power_cmp *c,
+                            const struct power_args *a, int k)
+{
+    int rc = DR_OK;
+    char s1[48], s2[48];
+    struct seq_design d = {.alpha = a->alpha, .delta = a->delta, .round = a->round,
+                           .max_seeds = a->max_seeds, .n_compared = k};
+    fmt_pp(s1, sizeof s1, a->delta);
+    fprintf(f, "\nrun --until-decided --round %d --max-seeds %d --alpha %g --delta %g, "
+            "simulated at\nthe observed spread (%d batches each; %d comparison%s, alpha %.3g "
+            "each):\n", a->round, a->max_seeds, a->alpha, a->delta, POWER_SIMS, k,
+            k == 1 ? "" : "s", seq_alpha_each(&d));
+    for (int i = r->n > 1 ? 1 : 0; i < r->n; i++) {
+        double sigma = sqrt(2.0) * c[i].acc_sd;
+        const char *name = r->exps[i].x.name ? r->exps[i].x.name : "?";
+        if (r->n > 1) output_text(f, "  #%d %s vs #1", i + 1, name);
+        else output_text(f, "  %s vs a twin", name);
+        if (!(sigma > 0)) {
+            fputs(": - (fewer than two done runs on a side, or no spread)\n", f);
+            continue;
+        }
+        fmt_pp(s2, sizeof s2, sigma);
+        fprintf(f, " (sd of the differences %s):\n", s2);
+        TRY(print_simulated(f, &d, 0.0, sigma, "0"));
+        TRY(print_simulated(f, &d, a->delta, sigma, s1));
+    }
+cleanup:
+    return rc;
+}
+
 static int power_print(FILE *f, struct results *db, const int64_t *ids, int n,
                        const struct power_args *a)
 {
@@ -323,6 +386,7 @@ static int power_print(FILE *f, struct results *db, const int64_t *ids, int n,
         fprintf(f, "; with alpha shared by the %d (Bonferroni, %.3g each):\n  %s and %s\n", k,
                 a->alpha / k, s3, s4);
     }
+    if (a->round > 0) TRY(print_sequential(f, &r, c, a, k));
     fputs("(seeds: the whole number needed, the exact root in parentheses; detectable now: "
           "the difference\n the done runs so far find with the power asked; -: fewer than two "
           "done runs on a side)\n", f);
@@ -353,6 +417,15 @@ int cmd_power(int argc, char **argv)
     if (!(a.power > a.alpha / 2)) {
         cli_usage_error(&cli_power, "--power %g is below the chance alpha/2 = %g of a false "
                         "detection", a.power, a.alpha / 2);
+        TRY(DR_ERR_USAGE);
+    }
+    if ((a.round > 0) != (a.max_seeds > 0)) {
+        cli_usage_error(&cli_power, "--round and --max-seeds go together");
+        TRY(DR_ERR_USAGE);
+    }
+    if (a.max_seeds > 0 && a.max_seeds < a.round) {
+        cli_usage_error(&cli_power, "--max-seeds %d is less than one round of %d", a.max_seeds,
+                        a.round);
         TRY(DR_ERR_USAGE);
     }
     TRY(report_selection_resolve(&db, &db_path, &ids, &n_ids, selp, cli_power.name));

@@ -62,7 +62,7 @@ _dawnrun_flags() {
     case $1 in
     run) echo '--seeds --seed-list --set --sweep --db --engine --threads --device --devices --workers --retry-failed --keep-checkpoints --experiment --lease --dry-run -h --help' ;;
     report) echo '--db --target --set --sweep --where --format --group-by -o --output -h --help' ;;
-    power) echo '--db --set --sweep --where --delta --delta-time --alpha --power -h --help' ;;
+    power) echo '--db --set --sweep --where --delta --delta-time --alpha --power --round --max-seeds -h --help' ;;
     experiments) echo '--db --where -h --help' ;;
     runs) echo '--db --where -h --help' ;;
     show) echo '--db --where -h --help' ;;
@@ -114,6 +114,8 @@ _dawnrun_value() {
     power:--delta-time) echo 'value' ;;
     power:--alpha) echo 'value' ;;
     power:--power) echo 'value' ;;
+    power:--round) echo 'value' ;;
+    power:--max-seeds) echo 'value' ;;
     experiments:--db) echo 'file' ;;
     experiments:--where) echo 'key' ;;
     runs:--db) echo 'file' ;;

@@ -76,6 +76,29 @@ expect_eq "$?" 0 "exit code of power with one experiment"
 expect_grep '^compared with +a twin: same sd, same seeds$' "$TMP/p1.txt" "the twin"
 expect_grep 'seeds per experiment detect 0.10 pp in accuracy' "$TMP/p1.txt" "its sentence"
 
+# the sequential design at the observed spread: two true differences, shares that add up
+# to 1, mean seeds within the design, false "different" at Δ 0 within alpha (plus three
+# standard errors of the 2000 simulated batches)
+"$DR" power "$a" "$b" --round 5 --max-seeds 30 --db "$db" >"$TMP/ps.txt" 2>&1
+expect_eq "$?" 0 "exit code of power --round --max-seeds"
+expect_grep '^run --until-decided --round 5 --max-seeds 30 --alpha 0.05 --delta 0.001, ' \
+    "$TMP/ps.txt" "the design's line"
+expect_eq "$(grep -c '^    true Δ ' "$TMP/ps.txt")" 2 "two simulated differences"
+grep '^    true Δ ' "$TMP/ps.txt" | awk '{
+    gsub(/[,;]/, " "); n = split($0, w, " ")
+    for (i = 1; i <= n; i++) {
+        if (w[i] == "different") d = w[i + 1]; if (w[i] == "equivalent") e = w[i + 1]
+        if (w[i] == "undecided") u = w[i + 1]; if (w[i] == "seeds") s = w[i + 1]
+    }
+    if (d + e + u < 0.9985 || d + e + u > 1.0015 || s < 5 || s > 30) bad = 1
+    if (w[3] == "0" && d > 0.05 + 3 * sqrt(0.05 * 0.95 / 2000)) bad = 1
+    rows++ } END { exit bad || rows != 2 }' ||
+    fail "the simulated design's figures: $(grep '^    true' "$TMP/ps.txt")"
+"$DR" power "$a" --round 5 --db "$db" >"$TMP/bad.txt" 2>&1
+expect_eq "$?" 2 "exit code of --round without --max-seeds"
+"$DR" power "$a" --round 5 --max-seeds 3 --db "$db" >"$TMP/bad.txt" 2>&1
+expect_eq "$?" 2 "exit code of --max-seeds below one round"
+
 # bad input
 for bad in "--delta 5%" "--delta 3" "--delta-time 3x" "--alpha 0" "--power 1.2"; do
     # shellcheck disable=SC2086

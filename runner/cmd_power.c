@@ -147,9 +147,11 @@ const struct cli_command cli_power = {
 struct power_cmp {
     double acc_sd, acc_n, acc_mde;        /* pooled sd, seeds for --delta (exact), MDE */
     double time_sd, time_n, time_mde;     /* the same for the train time, s */
-    int na, nb, ta, tb;                   /* done values: accuracy, train time */
+    int na, nb;                           /* accuracies on each side */
 };
 
+/* Fills c for e against base (base = e: the twin) at level alpha, for a's --delta and
+ * --power and the train-time difference delta_time in seconds. */
 static void power_compare(struct power_cmp *c, const struct report_exp *e,
                           const struct report_exp *base, const struct power_args *a,
                           double delta_time, double alpha)
@@ -158,8 +160,6 @@ static void power_compare(struct power_cmp *c, const struct report_exp *e,
     const struct stats_summary *t = &e->train_time_stats, *t0 = &base->train_time_stats;
     c->na = x->n;
     c->nb = x0->n;
-    c->ta = t->n;
-    c->tb = t0->n;
     c->acc_sd = c->acc_n = c->acc_mde = c->time_sd = c->time_n = c->time_mde = NAN;
     if (x->n >= 2 && x0->n >= 2) {
         c->acc_sd = stats_pooled_sd(x->std, x0->std);

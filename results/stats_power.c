@@ -59,15 +59,19 @@ double stats_nct_cdf(double t, double df, double ncp)
     return nct_cdf_nonneg(t, df, ncp);
 }
 
+/* stats_power_t with the critical value crit = t(1 - alpha / 2, na + nb - 2) given. */
+static double power_at(double delta, double sd, double na, double nb, double crit)
+{
+    double ncp = delta / (sd * sqrt(1.0 / na + 1.0 / nb));
+    return 1.0 - stats_nct_cdf(crit, na + nb - 2.0, ncp);
+}
+
 double stats_power_t(double delta, double sd, double na, double nb, double alpha)
 {
     if (!(delta >= 0) || !(sd > 0) || !(na > 0) || !(nb > 0) || !(na + nb > 2) ||
         !(alpha > 0) || !(alpha < 1) || isinf(delta) || isinf(sd))
         return NAN;
-    double df = na + nb - 2.0;
-    double ncp = delta / (sd * sqrt(1.0 / na + 1.0 / nb));
-    double crit = stats_t_quantile(1.0 - 0.5 * alpha, df);
-    return 1.0 - stats_nct_cdf(crit, df, ncp);
+    return power_at(delta, sd, na, nb, stats_t_quantile(1.0 - 0.5 * alpha, na + nb - 2.0));
 }
 
 /* 1 when alpha and power describe a test that can be asked for. */
@@ -111,16 +115,18 @@ double stats_power_t_mde(double sd, double na, double nb, double alpha, double p
     if (!(sd > 0) || !(na > 0) || !(nb > 0) || !(na + nb > 2) || !targets_ok(alpha, power) ||
         isinf(sd) || isinf(na) || isinf(nb))
         return NAN;
-    /* power grows with delta; find a bracket in units of the standard error, then bisect */
+    /* power grows with delta; find a bracket in units of the standard error, then bisect
+     * (the degrees of freedom, hence the critical value, stay the same) */
+    double crit = stats_t_quantile(1.0 - 0.5 * alpha, na + nb - 2.0);
     double se = sd * sqrt(1.0 / na + 1.0 / nb), lo = 0.0, hi = se;
-    while (stats_power_t(hi, sd, na, nb, alpha) < power) {
+    while (power_at(hi, sd, na, nb, crit) < power) {
         lo = hi;
         hi *= 2.0;
         if (hi > 1e6 * se) return NAN;   /* unreachable for power < 1 */
     }
     for (int i = 0; i < ROOT_ITERS && hi - lo > 1e-15 * hi; i++) {
         double mid = 0.5 * (lo + hi);
-        if (stats_power_t(mid, sd, na, nb, alpha) < power) lo = mid;
+        if (power_at(mid, sd, na, nb, crit) < power) lo = mid;
         else hi = mid;
     }
     return 0.5 * (lo + hi);

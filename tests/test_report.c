@@ -530,6 +530,7 @@ static void test_edge_cases(void)
         CHECK(b->acc_stats.n == 1 && isnan(b->acc_stats.std) && isnan(b->acc_stats.ci_lo));
         /* one run against two: Mann-Whitney is defined, Welch's t is not */
         CHECK(isnan(r.cmp[1].acc_welch.p) && !isnan(r.cmp[1].acc_mwu.p));
+        CHECK(isnan(r.cmp[1].mde_acc) && isnan(r.cmp[1].mde_time));   /* needs two a side */
         CHECK_NEAR(r.cmp[1].d_acc_mean, 0.945 - 0.935, 1e-12);
     }
     report_free(&r);

@@ -81,11 +81,12 @@ int stats_mann_whitney(struct stats_test *out, const double *a, int na, const do
 #define STATS_RANK_ARE (3.0 / 3.14159265358979323846)
 
 /* CDF of the noncentral t distribution with df > 0 degrees of freedom and noncentrality
- * ncp at t (a series in the regularized incomplete beta function; about 1e-12 absolute). */
+ * ncp at t (a series in the regularized incomplete beta function; tests/test_stats_power.c
+ * checks it against scipy to 1e-10). */
 double stats_nct_cdf(double t, double df, double ncp);
 
-/* Power of the t-test of a difference delta >= 0 with na, nb > 1 seeds per side
- * (na + nb > 2), per-run sd > 0, 0 < alpha < 1. */
+/* Power of the t-test of a difference delta >= 0 with na, nb > 0 seeds per side
+ * (na + nb > 2: at least one degree of freedom), per-run sd > 0, 0 < alpha < 1. */
 double stats_power_t(double delta, double sd, double na, double nb, double alpha);
 
 /* Seeds per experiment (equal on both sides, not rounded) at which the power of
@@ -94,13 +95,13 @@ double stats_power_t(double delta, double sd, double na, double nb, double alpha
  * +inf when even 1e9 seeds fall short. */
 double stats_power_t_n(double delta, double sd, double alpha, double power);
 
-/* The whole number of seeds to run: the smallest n >= 2 with stats_power_t(delta, sd,
- * n, n, alpha) >= power (17 for the example above); -1 when stats_power_t_n is not
- * finite. */
+/* The whole number of seeds to run: n_exact (the root stats_power_t_n returned) rounded
+ * up, at least 2, which is the smallest n with stats_power_t(delta, sd, n, n, alpha) >=
+ * power (17 for the example above); -1 when n_exact is not finite and positive. */
 long stats_power_seeds(double n_exact);
 
 /* Minimum detectable difference: the delta at which na, nb seeds have power `power`
- * (na, nb > 1, na + nb > 2; sd > 0). */
+ * (na, nb > 0, na + nb > 2; sd > 0; alpha / 2 < power < 1). */
 double stats_power_t_mde(double sd, double na, double nb, double alpha, double power);
 
 /* The same for the Mann-Whitney U test at STATS_RANK_ARE: seeds per experiment

@@ -15,14 +15,12 @@
 #include "engine/sha256.h"
 #include "results/sequential.h"
 
-void decide_key(char key[65], const struct sched_batch *b, const struct decide_design *d)
+int decide_key(char key[65], const struct sched_batch *b, const struct decide_design *d)
 {
+    int rc = DR_OK;
     size_t cap = 512 + strlen(SEQ_METHOD_NAME) + (size_t)b->n * 72, len = 0;
     char *text = malloc(cap);
-    if (!text) {    /* cannot happen in practice; a key of the design alone still works */
-        sha256_hex(key, SEQ_METHOD_NAME, strlen(SEQ_METHOD_NAME));
-        return;
-    }
+    CHECK_ALLOC(text, "the batch key");
     len += (size_t)snprintf(text + len, cap - len,
                             "dawnrun sequential batch\nmethod=%s\nmetric=%s\nalpha=%.17g\n"
                             "delta=%.17g\nround=%d\nmax_seeds=%d\n", SEQ_METHOD_NAME,
@@ -30,7 +28,9 @@ void decide_key(char key[65], const struct sched_batch *b, const struct decide_d
     for (int i = 0; i < b->n; i++)
         len += (size_t)snprintf(text + len, cap - len, "member=%s\n", b->x[i].identity);
     sha256_hex(key, text, len);
+cleanup:
     free(text);
+    return rc;
 }
 
 /* Gives x the seeds 0..m-1. */
@@ -118,7 +118,7 @@ int decide_ended(int *ended, const char *db_path, const struct sched_batch *b,
     memset(&rec, 0, sizeof rec);
     *ended = 0;
     if (access(db_path, F_OK) != 0) return DR_OK;
-    decide_key(key, b, d);
+    TRY(decide_key(key, b, d));
     TRY(results_open_readonly(&db, db_path));
     TRY(results_seq_batch_find(db, &rec, &found, key));
     if (!found || !strcmp(rec.status, "running") || rec.n_members != b->n) goto cleanup;
@@ -274,7 +274,7 @@ int decide_run(int *exit_code, struct sched_batch *b, const struct decide_spec *
     CHECK_ALLOC(looks, "the looks");
     CHECK_ALLOC(members, "the members");
     for (int i = 0; i < b->n; i++) members[i] = b->x[i].id;
-    decide_key(key, b, d);
+    TRY(decide_key(key, b, d));
     struct results_seq_design rec = {
         .key = key, .command = s->command, .host = s->host, .sweep_id = s->sweep_id,
         .method = SEQ_METHOD_NAME, .metric = DECIDE_METRIC, .alpha = d->alpha,

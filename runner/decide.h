@@ -41,8 +41,8 @@ struct decide_spec {
 typedef int (*decide_work_fn)(void *ctx);
 
 /* The batch key: sha256 hex of the design, the method, the metric and the members'
- * identities in order. */
-void decide_key(char key[65], const struct sched_batch *b, const struct decide_design *d);
+ * identities in order. DR_OK or DR_ERR_NOMEM. */
+int decide_key(char key[65], const struct sched_batch *b, const struct decide_design *d);
 
 /* Gives every experiment of b the seeds of the first round, 0..round-1 (replacing the
  * config's seeds). DR_ERR_NOMEM. */

@@ -3,7 +3,8 @@
 # the same network with a learning rate of 0, which never learns): the first look (7
 # seeds each) decides `different`; the batch, its members and its look are recorded; the
 # report of every format shows the decision; running the same command again trains
-# nothing and prints the decision; a merge copies the records. Then the usage errors.
+# nothing and prints the decision; a merge copies the records. A batch stopped by SIGINT
+# resumes when run again. Then the usage errors.
 . "$(dirname "$0")/run_lib.sh"
 
 db=$TMP/decide.db
@@ -100,6 +101,36 @@ expect_eq "$(q "$TMP/merged.db" "SELECT (SELECT count(*) || status || seeds_used
     "1decided7|2|1different" "the merged records"
 integrity "$db"
 integrity "$TMP/merged.db"
+
+# SIGINT after the first look (rounds of 2, cap 4): exit 130, the batch still running
+# with its one look; the same command resumes it: every run done once, each look once
+sdb=$TMP/signal.db
+"$DR" run "$a" "$b" $FAST --until-decided --round 2 --max-seeds 4 --db "$sdb" \
+    >"$TMP/signal.out" 2>&1 &
+pid=$!
+bg_pids="$bg_pids $pid"
+i=0
+until grep -q '^look 1 ' "$TMP/signal.out"; do
+    i=$((i + 1))
+    [ $i -gt 1200 ] && break
+    sleep 0.1
+done
+kill -INT "$pid"
+wait "$pid"
+expect_eq "$?" 130 "exit code after SIGINT"
+expect_eq "$(q "$sdb" "SELECT status, (SELECT count(*) FROM sequential_looks)
+                      FROM sequential_batches")" "running|1" "the interrupted batch"
+"$DR" run "$a" "$b" $FAST --until-decided --round 2 --max-seeds 4 --db "$sdb" \
+    >"$TMP/resumed.out" 2>&1
+expect_eq "$?" 0 "exit code of the resumed batch"
+expect_eq "$(q "$sdb" "SELECT count(*), sum(status = 'done'), count(DISTINCT experiment_id || ':' || seed)
+                      FROM runs")" "8|8|8" "the resumed batch's runs"
+expect_eq "$(q "$sdb" "SELECT status, seeds_used, (SELECT group_concat(look || ':' || n, ' ')
+                                                   FROM sequential_looks)
+                      FROM sequential_batches")" "cap|4|1:2 2:4" "the resumed batch's record"
+expect_eq "$(grep '^look 1 ' "$TMP/resumed.out")" "$(grep '^look 1 ' "$TMP/signal.out")" \
+    "the resumed batch recomputes the same first look"
+integrity "$sdb"
 
 # usage errors: exit 2, nothing recorded
 udb=$TMP/usage.db

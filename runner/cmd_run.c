@@ -1,6 +1,7 @@
 /* `dawnrun run CONFIG...`: a multi-seed batch. Loads every experiment (sweeps expanded),
  * checks the data and the engine, registers the experiments and their runs in the results
- * store, works the queue (in this process, or in one forked worker per device), and
+ * store, works the queue (in this process, or in one forked worker per device; with
+ * --until-decided in rounds of seeds until the comparison is decided, decide.c), and
  * prints the report of the batch. Everything that can be wrong with the input is found
  * before anything is registered. */
 #include <errno.h>

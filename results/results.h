@@ -378,6 +378,94 @@ int results_sweep_get(struct results *db, struct results_sweep *out, int *found,
 void results_sweep_clear(struct results_sweep *s);
 void results_sweeps_free(struct results_sweep *arr, int n);
 
+/* ---- sequential batches: run until decided (results_sequential.c) -------------------- */
+
+/* The design of a batch run with `dawnrun run --until-decided`, as recorded. */
+struct results_seq_design {
+    const char *key;                 /* sha256 hex of the design and the members' hashes */
+    const char *command;             /* the command line, shell-quoted */
+    const char *host;                /* may be NULL */
+    int64_t sweep_id;                /* the sweep the members came from; 0: none */
+    const char *method;              /* the method, named in full */
+    const char *metric;              /* "final_test_acc" */
+    double alpha, delta;
+    int round_size, max_seeds;
+    const int64_t *members;          /* experiment ids; [0] is the baseline */
+    int n_members;                   /* >= 2 */
+};
+
+/* One look at one compared member (position >= 1). */
+struct results_seq_look {
+    int look;                        /* 1, 2, ... */
+    int position;
+    int n;                           /* seeds per experiment used */
+    double estimate;                 /* mean difference (member - baseline); NaN: unknown */
+    double cs_lo, cs_hi;             /* the confidence sequence; NaN: not yet bounded */
+    double log_e;
+    char decision[12];               /* "different" | "equivalent" | "undecided" */
+    double at;                       /* output only: when it was recorded */
+};
+
+/* A member of a recorded batch with its outcome so far. */
+struct results_seq_member {
+    int position;
+    int64_t experiment_id;
+    char decision[12];               /* "" for the baseline */
+    int has_look;                    /* 1: last holds its latest recorded look */
+    struct results_seq_look last;
+};
+
+/* A recorded sequential batch. */
+struct results_seq_batch {
+    int64_t id;
+    double created_at;
+    char *key, *command, *host, *method, *metric;
+    int64_t sweep_id;                /* 0: none */
+    double alpha, delta;
+    int round_size, max_seeds;
+    char status[12];                 /* "running" | "decided" | "cap" */
+    int seeds_used;                  /* 0: no look yet */
+    double decided_at;               /* NaN while running */
+    int looks;                       /* the highest look recorded (0: none) */
+    struct results_seq_member *members;  /* by position */
+    int n_members;
+};
+
+/* Finds the batch with d->key, or records it (status running) with its members (the
+ * baseline's decision NULL, the others' undecided), in one transaction: every process of
+ * one command gets the same row. *id gets its id. A member that is not a registered
+ * experiment: DR_ERR_DB, nothing recorded. */
+int results_seq_batch_open(struct results *db, int64_t *id, const struct results_seq_design *d);
+
+/* Records the looks (INSERT OR IGNORE: a look already recorded, by this process or
+ * another, is kept as it is), sets the decision of each member that was undecided and is
+ * decided by its look, and seeds_used (never lowered) while the batch is running, in one
+ * transaction. */
+int results_seq_looks_record(struct results *db, int64_t batch_id,
+                             const struct results_seq_look *looks, int n_looks, int seeds_used);
+
+/* Ends a running batch: status "decided" or "cap", seeds_used, decided_at = now. A batch
+ * that has already ended is left as it is. */
+int results_seq_batch_end(struct results *db, int64_t batch_id, const char *status,
+                          int seeds_used);
+
+/* The batch with this key; *found = 0 (and *out zeroed) when none (or the file predates
+ * schema version 5). Free with results_seq_batch_clear. */
+int results_seq_batch_find(struct results *db, struct results_seq_batch *out, int *found,
+                           const char *key);
+
+/* The batches (by id) with at least one member among the n ids; every batch when n = 0.
+ * Free with results_seq_batches_free. */
+int results_seq_batches_of(struct results *db, struct results_seq_batch **out, int *n_out,
+                           const int64_t *ids, int n);
+
+/* The looks of one batch, by look then position. *out malloc'd (NULL when none). */
+int results_seq_looks_list(struct results *db, struct results_seq_look **out, int *n,
+                           int64_t batch_id);
+
+void results_seq_batch_clear(struct results_seq_batch *b);
+void results_seq_batches_free(struct results_seq_batch *arr, int n);
+
 /* ---- merging ----------------------------------------------------------------------- */
 
 struct results_merge_stats {
@@ -398,7 +486,8 @@ struct results_merge_stats {
  * Params and overrides come with an added experiment (and fill an existing one that has
  * none; it keeps its own otherwise). Recorded sweeps come along, their members mapped to
  * our experiments; a sweep already here (same time, command and host) is not copied
- * again. Merging the same input twice changes nothing the second time. stats may be NULL. */
+ * again. Sequential batches come along likewise (matched by key), with their members
+ * and looks. Merging the same input twice changes nothing the second time. stats may be NULL. */
 int results_merge(struct results *db, struct results_merge_stats *stats, const char *in_path);
 
 #endif

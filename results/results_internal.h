@@ -108,5 +108,9 @@ int results_params_copy_missing(struct results *db, struct results *src, int64_t
  * db's experiment; a sweep db already holds (same created_at, command and host) is
  * skipped. An input older than schema version 4 has none. results_sweep.c. */
 int results_sweeps_merge(struct results *db, struct results *src);
+/* Copies the sequential batches of src (with their members and looks) into db likewise,
+ * after the experiments and sweeps were merged: a batch db holds (same key) is skipped.
+ * results_sequential.c. */
+int results_sequential_merge(struct results *db, struct results *src);
 
 #endif

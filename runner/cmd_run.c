@@ -1,6 +1,7 @@
 /* `dawnrun run CONFIG...`: a multi-seed batch. Loads every experiment (sweeps expanded),
  * checks the data and the engine, registers the experiments and their runs in the results
- * store, works the queue (in this process, or in one forked worker per device), and
+ * store, works the queue (in this process, or in one forked worker per device; with
+ * --until-decided in rounds of seeds until the comparison is decided, decide.c), and
  * prints the report of the batch. Everything that can be wrong with the input is found
  * before anything is registered. */
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "decide.h"
 #include "engine/data.h"
 #include "engine/run_plan.h"
 #include "engine/sha256.h"
@@ -51,6 +53,9 @@ struct run_args {
     int dry_run;                        /* --dry-run: list the grid, train nothing, write nothing */
     const char *experiment;
     double lease;
+    int until_decided;                  /* --until-decided: rounds of seeds until decided */
+    double alpha, delta;                /* its design (NaN: not given) */
+    int round, max_seeds;               /* 0: not given */
 };
 
 /* ---- flags ----------------------------------------------------------------------------- */
@@ -166,6 +171,37 @@ static int take_lease(void *dst, const char *v, const char *cmd)
     return DR_OK;
 }
 
+/* --alpha: the error level of a batch run until decided, in (0, 1). */
+static int take_alpha(void *dst, const char *v, const char *cmd)
+{
+    char *end = NULL;
+    double x = strtod(v, &end);
+    (void)cmd;
+    if (end == v || *end || !(x > 0.0 && x < 1.0)) {
+        dr_eprintf("dawnrun run: --alpha: expected an error level in (0, 1) such as 0.05, "
+                   "got '%s'\n", v);
+        return DR_ERR_USAGE;
+    }
+    *(double *)dst = x;
+    return DR_OK;
+}
+
+/* --delta: the equivalence margin, "0.1pp" (percentage points) or a fraction (0.001). */
+static int take_delta(void *dst, const char *v, const char *cmd)
+{
+    char *end = NULL;
+    double x = strtod(v, &end);
+    (void)cmd;
+    int pp = end != v && !strcmp(end, "pp");
+    if (end == v || (*end && !pp) || !(x >= 0.0 && x < (pp ? 100.0 : 1.0))) {
+        dr_eprintf("dawnrun run: --delta: expected an accuracy margin such as 0.1pp or "
+                   "0.001, got '%s'\n", v);
+        return DR_ERR_USAGE;
+    }
+    *(double *)dst = pp ? x / 100.0 : x;
+    return DR_OK;
+}
+
 static const struct cli_flag run_flags[] = {
     {.name = "seeds", .kind = CLI_LONG, .offset = offsetof(struct run_args, n_seeds),
      .meta = "N", .help = "run seeds 0..N-1 (default: the config's train.seeds)",
@@ -206,6 +242,22 @@ static const struct cli_flag run_flags[] = {
      .call = take_lease},
     {.name = "dry-run", .kind = CLI_SWITCH, .offset = offsetof(struct run_args, dry_run),
      .help = "print the experiments and runs; register and train nothing"},
+    {.name = "until-decided", .kind = CLI_SWITCH,
+     .offset = offsetof(struct run_args, until_decided),
+     .help = "add seeds in rounds until each CONFIG's comparison with the first is decided"},
+    {.name = "alpha", .kind = CLI_CALL, .offset = offsetof(struct run_args, alpha),
+     .meta = "P", .help = "--until-decided: the error level of the batch (default 0.05)",
+     .call = take_alpha},
+    {.name = "delta", .kind = CLI_CALL, .offset = offsetof(struct run_args, delta),
+     .meta = "MARGIN",
+     .help = "--until-decided: the equivalence margin, e.g. 0.1pp or 0.001 (default 0.1pp)",
+     .call = take_delta},
+    {.name = "round", .kind = CLI_INT, .offset = offsetof(struct run_args, round),
+     .meta = "K", .help = "--until-decided: seeds added to every experiment per round "
+     "(default 5)", .min = 1, .max = RUN_MAX_SEEDS / 2},
+    {.name = "max-seeds", .kind = CLI_INT, .offset = offsetof(struct run_args, max_seeds),
+     .meta = "N", .help = "--until-decided: the cap on each experiment's seeds (default 50)",
+     .min = 1, .max = RUN_MAX_SEEDS / 2},
 };
 
 const struct cli_command cli_run = {
@@ -217,6 +269,35 @@ const struct cli_command cli_run = {
     .arg_hint = CLI_HINT_CONFIG,
     .run = cmd_run,
 };
+
+/* Checks the --until-decided flags and fills in their defaults; 0 or -1 (printed). */
+static int parse_decide(struct run_args *a)
+{
+    int given = !isnan(a->alpha) || !isnan(a->delta) || a->round || a->max_seeds;
+    if (!a->until_decided) {
+        if (given) {
+            cli_usage_error(&cli_run, "--alpha, --delta, --round and --max-seeds belong to "
+                            "--until-decided");
+            return -1;
+        }
+        return 0;
+    }
+    if (a->n_seeds || a->n_seed_list) {
+        cli_usage_error(&cli_run, "--until-decided chooses the seeds (0, 1, ... in rounds): "
+                        "not with --seeds or --seed-list (--round and --max-seeds size it)");
+        return -1;
+    }
+    if (isnan(a->alpha)) a->alpha = DECIDE_DEFAULT_ALPHA;
+    if (isnan(a->delta)) a->delta = DECIDE_DEFAULT_DELTA;
+    if (!a->round) a->round = DECIDE_DEFAULT_ROUND;
+    if (!a->max_seeds) a->max_seeds = a->round > DECIDE_DEFAULT_MAX_SEEDS ? a->round
+                                                                          : DECIDE_DEFAULT_MAX_SEEDS;
+    if (a->max_seeds < a->round) {
+        cli_usage_error(&cli_run, "--max-seeds must be at least --round");
+        return -1;
+    }
+    return 0;
+}
 
 /* Fills a from argv; returns 0, 1 after --help printed the usage, or -1 after printing
  * the problem and the usage line. */
@@ -252,7 +333,7 @@ static int parse_args(struct run_args *a, int argc, char **argv)
         cli_usage_error(&cli_run, "--experiment names one experiment: give one CONFIG");
         return -1;
     }
-    return 0;
+    return parse_decide(a);
 }
 
 /* ---- the batch: configs x sweep combinations ------------------------------------------- */
@@ -515,11 +596,12 @@ cleanup:
 
 /* Records the sweep this command expanded (nothing when no config had a sweep): its
  * command line, host, axes and members, the batch being registered. */
-static int record_sweep(struct results *db, const struct sweep_log *log,
+static int record_sweep(int64_t *id_out, struct results *db, const struct sweep_log *log,
                         const struct sched_batch *b, const char *host, int argc, char **argv)
 {
     int rc = DR_OK;
     int64_t id = 0;
+    *id_out = 0;
     char *command = NULL;
     struct results_sweep s = {0};
     if (log->n_members == 0) return DR_OK;
@@ -536,6 +618,7 @@ static int record_sweep(struct results *db, const struct sweep_log *log,
     s.command = command;
     s.host = host;
     TRY(results_sweep_record(db, &id, &s));
+    *id_out = id;
     printf("sweep %lld: %d combination%s recorded (report them with --sweep %lld or "
            "--sweep last)\n", (long long)id, s.n_members, s.n_members == 1 ? "" : "s",
            (long long)id);
@@ -547,6 +630,37 @@ cleanup:
 }
 
 /* ---- the command ----------------------------------------------------------------------- */
+
+/* What working the queue once needs (decide_work_fn's context). */
+struct work_ctx {
+    struct sched_batch *b;
+    const struct run_args *a;
+    struct sched_engine *eng;
+    const char *engine;                 /* resolved: "cpu" | "cuda" */
+    const struct sched_options *o;
+    int forked;
+};
+
+/* Works the queue of the batch until no run of it is claimable, in this process or in
+ * forked workers; returns the exit code (0, 1 when a run failed, a signal's, ...). */
+static int work_queue(void *ctx)
+{
+    struct work_ctx *c = ctx;
+    int code = EXIT_OK;
+    if (c->forked) {
+        struct workers_spec w = {c->a->n_devices ? c->a->n_devices : (int)c->a->workers,
+                                 c->a->n_devices ? c->a->devices : NULL, c->eng->common};
+        if (!strcmp(c->engine, "cpu") && w.common.threads == 0) {
+            long cores = sysconf(_SC_NPROCESSORS_ONLN);
+            w.common.threads = cores > w.n ? (int)(cores / w.n) : 1;
+        }
+        if (workers_run(&code, c->b, &w, c->o) != DR_OK && code == EXIT_OK)
+            code = EXIT_FAILURE_OTHER;
+        return code;
+    }
+    struct sched_tally tally;
+    return scheduler_exit_code(scheduler_work(&tally, c->b, c->eng, c->o), &tally);
+}
 
 int cmd_run(int argc, char **argv)
 {
@@ -565,6 +679,7 @@ int cmd_run(int argc, char **argv)
     memset(&eng, 0, sizeof(eng));
     a.c.engine = "auto";
     a.lease = RESULTS_DEFAULT_LEASE_S;
+    a.alpha = a.delta = NAN;
     /* the command line as given, for the sweep record: the parser reorders argv */
     char **given = calloc((size_t)argc + 1, sizeof *given);
     if (!given) {
@@ -584,6 +699,23 @@ int cmd_run(int argc, char **argv)
     /* everything that can be wrong with the input, before anything is registered */
     for (int i = 0; i < a.n_configs; i++)
         TRY(batch_load_config(&b, &cap, &log, a.configs[i], &a));
+    if (a.until_decided) {
+        if (b.n < 2) {
+            cli_usage_error(&cli_run, "--until-decided compares experiments with the first: "
+                            "give two CONFIGs or more, or a sweep");
+            rc = DR_ERR_USAGE;
+            goto cleanup;
+        }
+        struct decide_design design = {a.alpha, a.delta, a.round, a.max_seeds};
+        TRY(decide_first_seeds(&b, &design));
+        int ended = 0;
+        if (!a.dry_run) TRY(decide_ended(&ended, a.db, &b, &design));
+        if (ended) goto cleanup;
+        if (a.dry_run)
+            printf("until decided: %d comparison%s with %s, alpha %g, delta %.2f pp, rounds of "
+                   "%d seeds, cap %d; the first round:\n", b.n - 1, b.n == 2 ? "" : "s",
+                   b.x[0].name, a.alpha, 100.0 * a.delta, a.round, a.max_seeds);
+    }
     if (a.dry_run) {
         rc = run_dry(stdout, a.db, &b, a.retry_failed);
         goto cleanup;
@@ -612,7 +744,8 @@ int cmd_run(int argc, char **argv)
     TRY(ensure_parent_dir(a.db));
     TRY(results_open(&db, a.db));
     TRY(scheduler_register(db, &b, &prov, RESULTS_DEFAULT_MAX_ATTEMPTS));
-    TRY(record_sweep(db, &log, &b, host, argc, given));
+    int64_t sweep_id = 0;
+    TRY(record_sweep(&sweep_id, db, &log, &b, host, argc, given));
     snprintf(ckpt_dir, sizeof(ckpt_dir), "%s-checkpoints", a.db);
     TRY(scheduler_tidy(db, &b, ckpt_dir, a.keep_checkpoints));
     /* the line counts what this command will do: --retry-failed requeues the failed runs
@@ -639,35 +772,41 @@ int cmd_run(int argc, char **argv)
         .prefix = "",
         .progress = isatty(STDOUT_FILENO),
     };
-    if (forked) {
-        results_close(db);   /* no connection crosses fork() */
-        db = NULL;
-        struct workers_spec w = {a.n_devices ? a.n_devices : (int)a.workers,
-                                 a.n_devices ? a.devices : NULL, eng.common};
-        if (!strcmp(engine, "cpu") && w.common.threads == 0) {
-            long cores = sysconf(_SC_NPROCESSORS_ONLN);
-            w.common.threads = cores > w.n ? (int)(cores / w.n) : 1;
-        }
-        if (a.n_devices && !strcmp(engine, "cpu"))
-            printf("note: no CUDA device: %d CPU workers instead of the devices asked for\n", w.n);
-        if (workers_run(&code, &b, &w, &o) != DR_OK && code == EXIT_OK) code = EXIT_FAILURE_OTHER;
-    } else {
-        char claim_device[48];
-        if (!strcmp(engine, "cuda")) {
-            snprintf(claim_device, sizeof(claim_device), "cuda:%d", eng.common.device);
-            o.device = claim_device;
-        }
-        results_close(db);
-        db = NULL;
-        struct sched_tally tally;
-        code = scheduler_exit_code(scheduler_work(&tally, &b, &eng, &o), &tally);
+    char claim_device[48];
+    if (!forked && !strcmp(engine, "cuda")) {
+        snprintf(claim_device, sizeof(claim_device), "cuda:%d", eng.common.device);
+        o.device = claim_device;
     }
+    if (forked && a.n_devices && !strcmp(engine, "cpu"))
+        printf("note: no CUDA device: %d CPU workers instead of the devices asked for\n",
+               a.n_devices);
+    results_close(db);   /* no connection crosses fork(); the workers open their own */
+    db = NULL;
+    struct work_ctx wc = {&b, &a, &eng, engine, &o, forked};
+    if (a.until_decided) {
+        struct decide_spec spec = {
+            .db_path = a.db,
+            .design = {a.alpha, a.delta, a.round, a.max_seeds},
+            .sweep_id = sweep_id,
+            .host = host,
+            .max_attempts = RESULTS_DEFAULT_MAX_ATTEMPTS,
+        };
+        char *command = NULL;
+        rc = sweep_command_line(&command, argc, given);
+        spec.command = command;
+        if (rc == DR_OK) rc = decide_run(&code, &b, &spec, work_queue, &wc);
+        free(command);
+        if (rc != DR_OK) code = cli_exit_code(rc);
+        rc = DR_OK;      /* the report still comes */
+    } else {
+        code = work_queue(&wc);
     /* runs of the batch left neither finished nor running elsewhere make the exit non-zero
      * (a signal's code stands) */
     if (code == EXIT_OK && batch_left(a.db, &b) != 0) code = EXIT_FAILURE_OTHER;
     else if (code == EXIT_FAILURE_OTHER)
         dr_eprintf("dawnrun: the batch did not end cleanly (see above); failed runs keep "
                    "their error in the results store, and --retry-failed runs them again\n");
+    }
 
     /* the report of the batch (also after a failure or an interruption: what is done is done) */
     if (print_report(a.db, &b) != DR_OK)

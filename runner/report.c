@@ -231,6 +231,7 @@ int report_compute(struct report *r, struct results *db, const int64_t *experime
     int rc = DR_OK;
     memset(r, 0, sizeof *r);
     r->db_path = results_path(db);
+    r->db = db;
     r->target = target;
     if (n < 0) FAIL(DR_ERR_INTERNAL, "report: negative experiment count %d", n);
     r->exps = calloc((size_t)n + 1, sizeof *r->exps);

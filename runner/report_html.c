@@ -417,6 +417,7 @@ int report_write_html(FILE *f, struct results *db, const struct report *r)
     for (int i = 0; i < r->n; i++) TRY(load_exp(&h[i], db, r, i));
     html_head(f, r);
     TRY(html_summary(f, r));
+    TRY(report_decisions_write(f, r, REPORT_HTML));
     TRY(html_params(f, db, r));
     if (r->n > 0) TRY(html_plot(f, r, h));
     html_runs(f, r, h);

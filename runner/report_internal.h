@@ -69,6 +69,7 @@ struct report {
     int n_keys;
     const char *group_key;            /* --group-by KEY: exps are its values; NULL: not */
     int n_experiments;                /* experiments selected (pooled into the groups) */
+    struct results *db;               /* the store it was computed from; NULL: none */
 };
 
 /* Reads the experiments and their runs (and the epochs of done runs, for the epochs and
@@ -96,6 +97,11 @@ int report_write_json(FILE *f, const struct report *r);
 /* The page (report_html.c), which also reads each experiment's runs, epochs and params
  * from db. */
 int report_write_html(FILE *f, struct results *db, const struct report *r);
+
+/* The "Sequential decision" part of r in fmt (report_decision.c): every batch run until
+ * decided with a member among r's experiments; nothing when there is none, r->db is NULL
+ * or r is grouped. Each writer calls it once. Returns a dr_status of the store. */
+int report_decisions_write(FILE *f, const struct report *r, enum report_format fmt);
 
 /* "target 94 %" or "target: each experiment's own". */
 void report_target_note(char *buf, size_t size, const struct report *r);

@@ -315,6 +315,7 @@ int report_write_table(FILE *f, const struct report *r)
         CHECK_ALLOC(name, "a column name");
         output_text(f, "%s: %s\n", name, sentence);
     }
+    TRY(report_decisions_write(f, r, REPORT_TABLE));
 cleanup:
     free(name);
     report_grid_free(&g);
@@ -355,6 +356,7 @@ int report_write_markdown(FILE *f, const struct report *r)
         }
         fprintf(f, ": %s\n", sentence);
     }
+    TRY(report_decisions_write(f, r, REPORT_MARKDOWN));
 cleanup:
     free(name);
     report_grid_free(&g);
@@ -430,7 +432,7 @@ int report_write_csv(FILE *f, const struct report *r)
         output_csv_num(f, c->mde_time_rel, !csv_has_params(r));
         csv_params(f, r, i);
     }
-    return DR_OK;
+    return report_decisions_write(f, r, REPORT_CSV);
 }
 
 /* ---- JSON ---------------------------------------------------------------------------- */
@@ -536,6 +538,8 @@ int report_write_json(FILE *f, const struct report *r)
         fputs(i ? ",\n" : "\n", f);
         json_experiment(f, r, i);
     }
-    fputs(r->n ? "\n  ]\n}\n" : "]\n}\n", f);
-    return DR_OK;
+    fputs(r->n ? "\n  ]" : "]", f);
+    int rc = report_decisions_write(f, r, REPORT_JSON);
+    fputs("\n}\n", f);
+    return rc;
 }

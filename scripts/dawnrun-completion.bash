@@ -60,7 +60,7 @@ sweep
 # _dawnrun_flags CMD: the flags of CMD
 _dawnrun_flags() {
     case $1 in
-    run) echo '--seeds --seed-list --set --sweep --db --engine --threads --device --devices --workers --retry-failed --keep-checkpoints --experiment --lease --dry-run -h --help' ;;
+    run) echo '--seeds --seed-list --set --sweep --db --engine --threads --device --devices --workers --retry-failed --keep-checkpoints --experiment --lease --dry-run --until-decided --alpha --delta --round --max-seeds -h --help' ;;
     report) echo '--db --target --set --sweep --where --format --group-by -o --output -h --help' ;;
     power) echo '--db --set --sweep --where --delta --delta-time --alpha --power --round --max-seeds -h --help' ;;
     experiments) echo '--db --where -h --help' ;;
@@ -98,6 +98,10 @@ _dawnrun_value() {
     run:--workers) echo 'value' ;;
     run:--experiment) echo 'value' ;;
     run:--lease) echo 'value' ;;
+    run:--alpha) echo 'value' ;;
+    run:--delta) echo 'value' ;;
+    run:--round) echo 'value' ;;
+    run:--max-seeds) echo 'value' ;;
     report:--db) echo 'file' ;;
     report:--target) echo 'value' ;;
     report:--set) echo 'key' ;;

@@ -6,6 +6,7 @@ target_sources(test_report PRIVATE
   ${CMAKE_SOURCE_DIR}/runner/report.c
   ${CMAKE_SOURCE_DIR}/runner/report_write.c
   ${CMAKE_SOURCE_DIR}/runner/report_html.c
+  ${CMAKE_SOURCE_DIR}/runner/report_decision.c
   ${CMAKE_SOURCE_DIR}/runner/plot_svg.c
   ${CMAKE_SOURCE_DIR}/runner/plot_series.c
   ${CMAKE_SOURCE_DIR}/runner/plot_lr.c
@@ -46,6 +47,7 @@ target_sources(test_report_html PRIVATE
   ${CMAKE_SOURCE_DIR}/runner/report.c
   ${CMAKE_SOURCE_DIR}/runner/report_write.c
   ${CMAKE_SOURCE_DIR}/runner/report_html.c
+  ${CMAKE_SOURCE_DIR}/runner/report_decision.c
   ${CMAKE_SOURCE_DIR}/runner/report_grid.c
   ${CMAKE_SOURCE_DIR}/runner/plot_svg.c
   ${CMAKE_SOURCE_DIR}/runner/plot_series.c

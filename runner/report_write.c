@@ -56,7 +56,8 @@ static void fmt_whole_pct(char *buf, size_t size, double fraction)
     }
 }
 
-/* "80 %, 95 % CI 28–99 %" of e's hit rate, or "" when there is none. */
+/* " (80 %, 95 % CI 28–99 %)": e's hit rate and its interval, to follow "4/5"; "" when
+ * there is none (no target, nothing finished). */
 static void fmt_hit_rate(char *buf, size_t size, const struct report_exp *e)
 {
     char rate[16], lo[16], hi[16];
@@ -67,12 +68,12 @@ static void fmt_hit_rate(char *buf, size_t size, const struct report_exp *e)
     fmt_whole_pct(rate, sizeof rate, e->hit_rate);
     fmt_whole_pct(lo, sizeof lo, e->hit_ci_lo);
     fmt_whole_pct(hi, sizeof hi, e->hit_ci_hi);
-    snprintf(buf, size, "%s %%, 95 %% CI %s–%s %%", rate, lo, hi);
+    snprintf(buf, size, " (%s %%, 95 %% CI %s–%s %%)", rate, lo, hi);
 }
 
 void report_sentence(char *buf, size_t size, const struct report_exp *e)
 {
-    char hit_rate[64];
+    char hit_rate[96];
     char target[32], median[32], secs[32];
     size_t len = 0;
     int done = e->n_status[RUN_DONE];
@@ -86,7 +87,7 @@ void report_sentence(char *buf, size_t size, const struct report_exp *e)
     report_fmt_secs(secs, sizeof secs, e->train_time_stats.median);
     fmt_hit_rate(hit_rate, sizeof hit_rate, e);
     if (e->hits >= 0)
-        len = (size_t)snprintf(buf, size, "%d/%d runs reach %s (%s)", e->hits, e->finished,
+        len = (size_t)snprintf(buf, size, "%d/%d runs reach %s%s", e->hits, e->finished,
                                target, hit_rate);
     else
         len = (size_t)snprintf(buf, size, "%d run%s done", done, done == 1 ? "" : "s");
@@ -148,7 +149,7 @@ static int fill_column(struct report_grid *g, int c, const struct report *r,
 {
     int rc = DR_OK;
     const struct stats_summary *a = &e->acc_stats;
-    char s1[32], s2[32], s3[32], hit_rate[64];
+    char s1[32], s2[32], s3[32], hit_rate[96];
     char *name = entry_name(r, e);
     CHECK_ALLOC(name, "a column name");
     TRY(report_grid_set(g, ROW_NAME, c, "#%d %s", c, name));
@@ -164,8 +165,7 @@ static int fill_column(struct report_grid *g, int c, const struct report *r,
                         e->n_status[RUN_DIVERGED], e->n_status[RUN_INTERRUPTED]));
     fmt_hit_rate(hit_rate, sizeof hit_rate, e);
     if (e->hits < 0) TRY(report_grid_set(g, ROW_HITS, c, "-"));
-    else if (isnan(e->hit_rate)) TRY(report_grid_set(g, ROW_HITS, c, "%d/%d", e->hits, e->finished));
-    else TRY(report_grid_set(g, ROW_HITS, c, "%d/%d (%s)", e->hits, e->finished, hit_rate));
+    else TRY(report_grid_set(g, ROW_HITS, c, "%d/%d%s", e->hits, e->finished, hit_rate));
     report_fmt_pct(s1, sizeof s1, a->median);
     TRY(report_grid_set(g, ROW_MEDIAN, c, "%s", s1));
     if (a->n > 0) {

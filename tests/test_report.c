@@ -377,7 +377,8 @@ static void check_json(const char *text)
     CHECK(json_number(json_get(a, "epochs_to_target_median")) == 3.5);
     const struct json *s = json_get(a, "sentence");
     CHECK(s && s->type == JSON_STRING &&
-          !strcmp(s->string, "4/5 runs reach 94 % (80 %, 95 % CI 28–99 %), median 94.13 %, 161 s"));
+          !strcmp(s->string, "4/5 runs reach 94 % (80 %, 95 % CI 28–99 %), median 94.13 %, "
+                             "161 s"));
     CHECK(json_get(a, "vs_first") && json_get(a, "vs_first")->type == JSON_NULL);
     const struct json *vs = json_get(b, "vs_first");
     CHECK_NEAR(json_number(json_get(json_get(vs, "acc_welch"), "p")), 0.103673905834884, 1e-9);
@@ -415,7 +416,8 @@ static void check_markdown(const char *text)
     CHECK(bars0 == 5);   /* label + 3 experiments */
     CHECK(rows > 10);
     CHECK(strstr(text, "res\\|net9") != NULL);
-    CHECK(strstr(text, "- dawn-512: 4/5 runs reach 94 % (80 %, 95 % CI 28–99 %), median 94.13 %, 161 s") != NULL);
+    CHECK(strstr(text, "- dawn-512: 4/5 runs reach 94 % (80 %, 95 % CI 28–99 %), "
+                       "median 94.13 %, 161 s") != NULL);
 }
 
 static void test_formats(const char *db_path, const struct fixture *fx)
@@ -435,8 +437,10 @@ static void test_formats(const char *db_path, const struct fixture *fx)
     CHECK(table != NULL);
     if (table) {
         fputs(table, stdout);
-        CHECK(strstr(table, "dawn-512: 4/5 runs reach 94 % (80 %, 95 % CI 28–99 %), median 94.13 %, 161 s\n") != NULL);
-        CHECK(strstr(table, "dawn-768: 2/6 runs reach 94 % (33 %, 95 % CI 4–78 %), median 93.95 %, 150 s\n") != NULL);
+        CHECK(strstr(table, "dawn-512: 4/5 runs reach 94 % (80 %, 95 % CI 28–99 %), "
+                            "median 94.13 %, 161 s\n") != NULL);
+        CHECK(strstr(table, "dawn-768: 2/6 runs reach 94 % (33 %, 95 % CI 4–78 %), "
+                            "median 93.95 %, 150 s\n") != NULL);
         CHECK(strstr(table, "no finished runs yet (0 of 2 runs done)") != NULL);
         CHECK(strstr(table, "94.09 ± 0.12 %") != NULL);
         CHECK(strstr(table, "  95 % CI of the mean            93.94 to 94.25 %") != NULL);
@@ -464,7 +468,8 @@ static void test_formats(const char *db_path, const struct fixture *fx)
 
     /* one experiment: no comparison rows; an empty list is still valid output */
     char *one = print_report(db, ids, 1, 0.942, REPORT_TABLE);
-    CHECK(one && strstr(one, "1/5 runs reach 94.2 % (20 %, 95 % CI 1–72 %)") && !strstr(one, "vs #1"));
+    CHECK(one && strstr(one, "1/5 runs reach 94.2 % (20 %, 95 % CI 1–72 %)") &&
+          !strstr(one, "vs #1"));
     CHECK(one && strstr(one, "runs >= target                   1/5 (20 %, 95 % CI 1–72 %)"));
     free(one);
     char *none = print_report(db, ids, 0, NAN, REPORT_JSON);
@@ -562,7 +567,8 @@ static void test_edge_cases(void)
     }
     free(json);
     char *table = print_report(db, ids, 2, NAN, REPORT_TABLE);
-    CHECK(table && strstr(table, "one-run: 1/1 runs reach 94 % (100 %, 95 % CI 3–100 %), median 94.50 %, 50.0 s"));
+    CHECK(table && strstr(table, "one-run: 1/1 runs reach 94 % (100 %, 95 % CI 3–100 %), "
+                                 "median 94.50 %, 50.0 s"));
     CHECK(table && strstr(table, "-, 0.667"));   /* Welch undefined, Mann-Whitney U = 2 of 2 */
     free(table);
     results_close(db);
@@ -672,7 +678,8 @@ static void test_cli_queries(const char *db, const struct fixture *fx)
 
     /* report: everything, by name, by id, by hash prefix, by config (+ --set) */
     CHECK(support_run("report --db %s", db) == 0);
-    CHECK(strstr(out_text, "dawn-512: 4/5 runs reach 94 % (80 %, 95 % CI 28–99 %), median 94.13 %, 161 s") != NULL);
+    CHECK(strstr(out_text, "dawn-512: 4/5 runs reach 94 % (80 %, 95 % CI 28–99 %), "
+                           "median 94.13 %, 161 s") != NULL);
     CHECK(strstr(out_text, "dawn-768: 2/6 runs reach 94 % (33 %, 95 % CI 4–78 %)") != NULL);
     CHECK(support_run("report dawn-512 %lld --format csv --db %s", (long long)fx->b, db) == 0);
     {

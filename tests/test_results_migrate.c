@@ -372,9 +372,9 @@ static void check_hit_rates(const char *path)
 }
 
 /* A version-4 file (schemas/results-v4.sql) is migrated to the shape of a fresh one, its
- * rows kept; binomial_ci gets the intervals of the finished counts it holds, in the
- * migration's own transaction; a run finishing later adds those of its new count and
- * leaves the rows already there as they were. */
+ * rows kept; binomial_ci gets the intervals of the finished counts it holds as the
+ * migrating open ends; a run finishing later adds those of its new count (in its own
+ * transaction, without another open) and leaves the rows already there as they were. */
 static void test_migrate_v4(void)
 {
     const char *old = support_path("old4.db");

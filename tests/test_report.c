@@ -507,6 +507,38 @@ static void test_order_independence(const char *db_path)
 }
 
 /* Experiments without a target, with one done run, and runs without epoch rows. */
+/* The sentence's whole percents: a rate or bound strictly between 0 and 1 keeps the
+ * decimals it needs not to read as 0 % or 100 % (scipy: 1/200 -> 0.0127-2.754 %,
+ * 0/1000 -> 0-0.368 %, 199/200 -> 97.25-99.987 %). */
+static void test_sentence_rounding(void)
+{
+    static const struct {
+        int k, n;
+        const char *want;
+    } cases[] = {
+        {1, 200, "1/200 runs reach 94 % (0.5 %, 95 % CI 0.01–3 %), median 94.00 %"},
+        {0, 1000, "0/1000 runs reach 94 % (0 %, 95 % CI 0–0.4 %), median 94.00 %"},
+        {199, 200, "199/200 runs reach 94 % (99.5 %, 95 % CI 97–99.99 %), median 94.00 %"},
+        {5, 5, "5/5 runs reach 94 % (100 %, 95 % CI 48–100 %), median 94.00 %"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct report_exp e;
+        char buf[256];
+        memset(&e, 0, sizeof e);
+        e.target = 0.94;
+        e.hits = cases[i].k;
+        e.finished = e.total = e.n_status[RUN_DONE] = cases[i].n;
+        e.hit_rate = (double)cases[i].k / cases[i].n;
+        CHECK(stats_binomial_ci(&e.hit_ci_lo, &e.hit_ci_hi, cases[i].k, cases[i].n, 0.95) ==
+              DR_OK);
+        e.acc_stats.n = 1;
+        e.acc_stats.median = 0.94;
+        report_sentence(buf, sizeof buf, &e);
+        CHECK(strcmp(buf, cases[i].want) == 0);
+        if (strcmp(buf, cases[i].want) != 0) printf("  got: %s\n", buf);
+    }
+}
+
 static void test_edge_cases(void)
 {
     struct results *db = NULL;
@@ -889,6 +921,7 @@ int main(int argc, char **argv)
         test_formats(db, &fx);
         test_order_independence(db);
         test_edge_cases();
+        test_sentence_rounding();
         test_ci_clamped();
     }
     return support_tmpdir_finish(check_finish(argc > 1 ? "test_report (commands)" : "test_report"));

@@ -288,9 +288,10 @@ struct results_outcome {
     const char *error;               /* NULL for done */
 };
 
-/* Ends the attempt: sets status, end time, results and error, and drops the lease.
- * Fenced: DR_ERR_FENCED, changing nothing, unless the run is running under
- * lease->attempt. */
+/* Ends the attempt: sets status, end time, results and error, and drops the lease; a
+ * done or diverged run adds, in the same transaction, the binomial_ci rows of its
+ * experiment's new finished count. Fenced: DR_ERR_FENCED, changing nothing, unless the
+ * run is running under lease->attempt. */
 int results_run_finish(struct results *db, const struct results_lease *lease,
                        const struct results_outcome *o);
 

@@ -113,4 +113,14 @@ int results_sweeps_merge(struct results *db, struct results *src);
  * results_sequential.c. */
 int results_sequential_merge(struct results *db, struct results *src);
 
+/* Inserts into binomial_ci the rows (every k = 0..n, Clopper-Pearson 95 %) missing for
+ * any experiment's finished count n (done + diverged runs), inside the caller's write
+ * transaction: every writer that changes a finished count calls it before committing.
+ * Existing rows are left as they are. results_binomial.c. */
+int results_binomial_fill(struct results *db);
+/* results_binomial_fill in a transaction of its own, taken only when some row is
+ * missing (a database written before version 5 or by a writer that did not fill it):
+ * what a writable open does. */
+int results_binomial_ensure(struct results *db);
+
 #endif

@@ -269,6 +269,7 @@ int results_merge(struct results *db, struct results_merge_stats *stats, const c
     }
     TRY(results_sweeps_merge(db, src));
     TRY(results_sequential_merge(db, src));
+    TRY(results_binomial_fill(db));   /* the finished counts the merge made */
     TX_COMMIT(db);
     if (stats) *stats = s;
 cleanup:

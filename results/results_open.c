@@ -148,6 +148,7 @@ static int ensure_schema(struct results *r)
                      "failed; the file was left at version %d", r->path, v, v + 1, id.version);
             }
         }
+        TRY(results_binomial_fill(r));   /* the finished counts already recorded */
         snprintf(sql, sizeof sql, "PRAGMA user_version = %d", RESULTS_SCHEMA_VERSION);
         CHECK_SQLITE(r, sqlite3_exec(r->db, sql, NULL, NULL, NULL));
     }
@@ -258,6 +259,7 @@ static int open_common(struct results **out, const char *path, int readonly)
         CHECK_SQLITE(r, sqlite3_exec(r->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL));
         TRY(ensure_schema(r));
         r->version = RESULTS_SCHEMA_VERSION;
+        TRY(results_binomial_ensure(r));
     }
     *out = r;
     r = NULL;

@@ -1,5 +1,6 @@
 /* A claimed run's writes, each fenced by (status = 'running', attempt = the lease's):
- * one transaction per epoch, discarding epochs past a resume point, and finishing. */
+ * one transaction per epoch, discarding epochs past a resume point, and finishing (with
+ * the hit-rate intervals of the new finished count, results_binomial.c). */
 #include "results_internal.h"
 
 #include <math.h>
@@ -151,11 +152,11 @@ int results_run_finish(struct results *db, const struct results_lease *lease,
     sqlite3_stmt *st = NULL;
 
     CHECK_HANDLE(db);
-    TRY(results_writable(db, __FILE__, __LINE__));
     if (o->status != RUN_DONE && o->status != RUN_FAILED && o->status != RUN_DIVERGED &&
         o->status != RUN_INTERRUPTED)
         FAIL(DR_ERR_INTERNAL, "results_run_finish: %s is not a final status",
              results_status_name(o->status));
+    TX_BEGIN(db);   /* the run's end and the hit-rate intervals of its new finished count */
     CHECK_SQLITE(db, RESULTS_PREPARE(db, &st,
         "UPDATE runs SET status = ?3, ended_at = " RESULTS_NOW_SQL ", lease_expires = NULL,"
         " final_test_acc = ?4, train_time = ?5, total_time = ?6, target_time = ?7,"
@@ -174,8 +175,14 @@ int results_run_finish(struct results *db, const struct results_lease *lease,
         CHECK_SQLITE(db, sqlite3_bind_null(st, 8));
     CHECK_SQLITE(db, results_bind_text(st, 9, o->error));
     CHECK_SQLITE(db, sqlite3_step(st));
-    if (sqlite3_changes(db->db) == 0) rc = DR_ERR_FENCED;
+    if (sqlite3_changes(db->db) == 0) {
+        rc = DR_ERR_FENCED;
+        goto cleanup;
+    }
+    if (o->status == RUN_DONE || o->status == RUN_DIVERGED) TRY(results_binomial_fill(db));
+    TX_COMMIT(db);
 cleanup:
     sqlite3_finalize(st);
+    if (rc != DR_OK) results_tx_rollback(db);
     return rc;
 }

@@ -64,6 +64,24 @@ int stats_mann_whitney(struct stats_test *out, const double *a, int na, const do
 
 /* ---- binomial proportions (stats_binomial.c) ----------------------------------------- */
 
+/* Quantile of the Beta(a, b) distribution, a, b > 0, 0 <= p <= 1: the x in [0, 1] with
+ * stats_betainc(a, b, x) = p, by bisection to a relative width of about 1e-15 (the
+ * result is as accurate as stats_betainc allows, about 1e-12 or better). 0 at p = 0,
+ * 1 at p = 1; NaN outside the domain. */
+double stats_beta_quantile(double p, double a, double b);
+
+/* The exact (Clopper-Pearson) two-sided interval [*lo, *hi] for the success probability
+ * of k successes in n >= 1 trials (0 <= k <= n), at confidence `level` (0.95 for 95 %):
+ * *lo = the level's lower beta quantile Beta((1 - level) / 2; k, n - k + 1), 0 when k = 0;
+ * *hi = Beta((1 + level) / 2; k + 1, n - k), 1 when k = n. Its coverage is at least
+ * `level` for every true probability. DR_OK; DR_ERR_USAGE (both NaN) for a bad n, k or
+ * level. */
+int stats_binomial_ci(double *lo, double *hi, int k, int n, double level);
+
+/* Standard normal quantile, the inverse of stats_normal_cdf (0 < p < 1), to about
+ * 1e-15 relative; -inf at 0, +inf at 1, NaN outside [0, 1]. */
+double stats_normal_quantile(double p);
+
 /* ---- power and sample size (stats_power.c) ------------------------------------------- */
 
 /* The design behind `dawnrun power` and the report's detectable differences: two

@@ -95,6 +95,7 @@ int report_exp_compute(struct report_exp *e, struct results *db, const int64_t *
 
     e->n_members = n;
     e->hits = -1;
+    e->hit_rate = e->hit_ci_lo = e->hit_ci_hi = NAN;
     for (int m = 0; m < n; m++) {
         TRY(results_experiment_get(db, &x, &found, ids[m]));
         if (!found)
@@ -150,6 +151,12 @@ int report_exp_compute(struct report_exp *e, struct results *db, const int64_t *
         runs = NULL;
         n_runs = 0;
         results_experiment_clear(&x);
+    }
+    if (e->hits >= 0 && e->finished > 0) {
+        /* computed here, not read from binomial_ci: --target may differ from the stored
+         * target, and pooled groups add up counts no row was written for */
+        e->hit_rate = (double)e->hits / e->finished;
+        TRY(stats_binomial_ci(&e->hit_ci_lo, &e->hit_ci_hi, e->hits, e->finished, 0.95));
     }
     TRY(stats_summarize(&e->acc_stats, e->acc, e->n_acc));
     /* an accuracy lies in [0, 1]: so does what the report says of its mean (with two

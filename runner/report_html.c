@@ -202,7 +202,8 @@ static int html_summary(FILE *f, const struct report *r)
         html_text(f, sentence);
         fputs("</li>\n", f);
     }
-    fputs("</ul>\n", f);
+    fputs("</ul>\n<p class=\"note\">The share of finished runs that reach the target, with "
+          "its exact (Clopper–Pearson) 95 % interval.</p>\n", f);
     TRY(report_grid_build(&g, &first_cmp, r));
     keep = malloc(sizeof *keep * (size_t)g.cols);
     CHECK_ALLOC(keep, "the report columns");

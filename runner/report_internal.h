@@ -23,6 +23,8 @@ struct report_exp {
     int n_status[REPORT_N_STATUS];    /* runs by enum results_run_status */
     int finished;                     /* done + diverged: the runs that have an outcome */
     int hits;                         /* done runs with final accuracy >= target; -1: no target */
+    double hit_rate;                  /* hits / finished; NaN when no target or none finished */
+    double hit_ci_lo, hit_ci_hi;      /* its exact (Clopper-Pearson) 95 % interval; NaN then */
     double *acc;                      /* final test accuracy of the done runs, by seed */
     double *train_time;               /* train time of the done runs, by seed */
     int n_acc, n_train_time;
@@ -106,8 +108,8 @@ int report_decisions_write(FILE *f, const struct report *r, enum report_format f
 /* "target 94 %" or "target: each experiment's own". */
 void report_target_note(char *buf, size_t size, const struct report *r);
 
-/* Writes Page's sentence for e into buf: "4/5 runs reach 94 %, median 94.13 %, 161 s",
- * or why it cannot be said yet. */
+/* Writes Page's sentence for e into buf: "4/5 runs reach 94 % (80 %, 95 % CI 28–99 %),
+ * median 94.13 %, 161 s", or why it cannot be said yet. */
 void report_sentence(char *buf, size_t size, const struct report_exp *e);
 
 /* Number formats shared by the writers and the query commands; NaN prints as "-". */

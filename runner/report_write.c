@@ -45,8 +45,35 @@ static void fmt_p(char *buf, size_t size, double p)
     else snprintf(buf, size, "%.3g", p);
 }
 
+/* A hit rate or one end of its interval in whole percents ("80", "28"); a value strictly
+ * between 0 and 1 gets the decimals it needs not to read as 0 or 100 ("99.7"). */
+static void fmt_whole_pct(char *buf, size_t size, double fraction)
+{
+    for (int digits = 0; digits < 4; digits++) {
+        snprintf(buf, size, "%.*f", digits, 100.0 * fraction);
+        double shown = atof(buf);
+        if ((shown > 0 || fraction <= 0) && (shown < 100 || fraction >= 1)) return;
+    }
+}
+
+/* " (80 %, 95 % CI 28–99 %)": e's hit rate and its interval, to follow "4/5"; "" when
+ * there is none (no target, nothing finished). */
+static void fmt_hit_rate(char *buf, size_t size, const struct report_exp *e)
+{
+    char rate[16], lo[16], hi[16];
+    if (isnan(e->hit_rate)) {
+        snprintf(buf, size, "%s", "");
+        return;
+    }
+    fmt_whole_pct(rate, sizeof rate, e->hit_rate);
+    fmt_whole_pct(lo, sizeof lo, e->hit_ci_lo);
+    fmt_whole_pct(hi, sizeof hi, e->hit_ci_hi);
+    snprintf(buf, size, " (%s %%, 95 %% CI %s–%s %%)", rate, lo, hi);
+}
+
 void report_sentence(char *buf, size_t size, const struct report_exp *e)
 {
+    char hit_rate[96];
     char target[32], median[32], secs[32];
     size_t len = 0;
     int done = e->n_status[RUN_DONE];
@@ -58,8 +85,10 @@ void report_sentence(char *buf, size_t size, const struct report_exp *e)
     report_fmt_target(target, sizeof target, e->target);
     report_fmt_pct(median, sizeof median, e->acc_stats.median);
     report_fmt_secs(secs, sizeof secs, e->train_time_stats.median);
+    fmt_hit_rate(hit_rate, sizeof hit_rate, e);
     if (e->hits >= 0)
-        len = (size_t)snprintf(buf, size, "%d/%d runs reach %s", e->hits, e->finished, target);
+        len = (size_t)snprintf(buf, size, "%d/%d runs reach %s%s", e->hits, e->finished,
+                               target, hit_rate);
     else
         len = (size_t)snprintf(buf, size, "%d run%s done", done, done == 1 ? "" : "s");
     if (len < size && e->acc_stats.n > 0)
@@ -123,7 +152,7 @@ static int fill_column(struct report_grid *g, int c, const struct report *r,
 {
     int rc = DR_OK;
     const struct stats_summary *a = &e->acc_stats;
-    char s1[32], s2[32], s3[32];
+    char s1[32], s2[32], s3[32], hit_rate[96];
     char *name = entry_name(r, e);
     CHECK_ALLOC(name, "a column name");
     TRY(report_grid_set(g, ROW_NAME, c, "#%d %s", c, name));
@@ -137,8 +166,9 @@ static int fill_column(struct report_grid *g, int c, const struct report *r,
                         e->n_status[RUN_PENDING]));
     TRY(report_grid_set(g, ROW_BAD, c, "%d, %d, %d", e->n_status[RUN_FAILED],
                         e->n_status[RUN_DIVERGED], e->n_status[RUN_INTERRUPTED]));
-    if (e->hits >= 0) TRY(report_grid_set(g, ROW_HITS, c, "%d/%d", e->hits, e->finished));
-    else TRY(report_grid_set(g, ROW_HITS, c, "-"));
+    fmt_hit_rate(hit_rate, sizeof hit_rate, e);
+    if (e->hits < 0) TRY(report_grid_set(g, ROW_HITS, c, "-"));
+    else TRY(report_grid_set(g, ROW_HITS, c, "%d/%d%s", e->hits, e->finished, hit_rate));
     report_fmt_pct(s1, sizeof s1, a->median);
     TRY(report_grid_set(g, ROW_MEDIAN, c, "%s", s1));
     if (a->n > 0) {
@@ -367,7 +397,8 @@ cleanup:
 
 static const char *const csv_columns[] = {
     "experiment_id", "name", "config_hash", "engine", "target", "runs", "done", "running",
-    "pending", "failed", "diverged", "interrupted", "finished", "hits", "acc_n",
+    "pending", "failed", "diverged", "interrupted", "finished", "hits", "hit_rate",
+    "hit_ci95_lo", "hit_ci95_hi", "acc_n",
     "acc_median", "acc_q1", "acc_q3", "acc_iqr", "acc_mean", "acc_std", "acc_ci95_lo",
     "acc_ci95_hi", "acc_min", "acc_max", "reached_target", "epochs_to_target_median",
     "train_time_median", "time_to_target_median", "total_time_median", "vs_experiment_id",
@@ -411,6 +442,9 @@ int report_write_csv(FILE *f, const struct report *r)
                 s[RUN_PENDING], s[RUN_FAILED], s[RUN_DIVERGED], s[RUN_INTERRUPTED], e->finished);
         if (e->hits >= 0) fprintf(f, "%d,", e->hits);
         else fputc(',', f);
+        output_csv_num(f, e->hit_rate, 0);
+        output_csv_num(f, e->hit_ci_lo, 0);
+        output_csv_num(f, e->hit_ci_hi, 0);
         fprintf(f, "%d,", a->n);
         const double acc[] = {a->median, a->q1, a->q3, a->iqr, a->mean, a->std,
                               a->ci_lo, a->ci_hi, a->min, a->max};
@@ -474,6 +508,9 @@ static void json_experiment(FILE *f, const struct report *r, int i)
     fprintf(f, "},\n      \"finished\": %d,\n      \"hits\": ", e->finished);
     if (e->hits >= 0) fprintf(f, "%d", e->hits);
     else fputs("null", f);
+    output_json_num(f, ",\n      ", "hit_rate", e->hit_rate);
+    output_json_num(f, ", ", "hit_ci95_lo", e->hit_ci_lo);
+    output_json_num(f, ", ", "hit_ci95_hi", e->hit_ci_hi);
     fprintf(f, ",\n      \"accuracy\": {\"n\": %d", a->n);
     output_json_num(f, ", ", "median", a->median);
     output_json_num(f, ", ", "q1", a->q1);

@@ -3,7 +3,8 @@
 tests/report_html_browser.sh:
 
   report_html_dom.py dom DOM.html DB       the rendered DOM against the database: every
-                                           experiment's name and its "k/n runs reach" line,
+                                           experiment's name and its "k/n runs reach" line
+                                           with the hit rate's interval,
                                            one <svg> (the plot) with its lines, the params
                                            table, one <details> per run
   report_html_dom.py probe DOM.html WIDTH OVERFLOW
@@ -109,7 +110,9 @@ def check_dom(dom_path, db_path):
         if not strong or strong[0].all_text() != name:
             fail("sentence line %r does not name experiment %r" % (li.all_text(), name))
         rest = li.all_text()[len(name):]
-        if not re.match(r"^: \d+/\d+ runs reach \d+(\.\d+)? %", rest):
+        pct = r"\d+(\.\d+)?"
+        if not re.match(r"^: \d+/\d+ runs reach %s %% \(%s %%, 95 %% CI %s–%s %%\)"
+                        % (pct, pct, pct, pct), rest):
             fail("no k/n line for %r: %r" % (name, rest))
 
     summary = [t for t in root.find_all("table", "summary")]

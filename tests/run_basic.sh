@@ -2,7 +2,8 @@
 # `dawnrun run` end to end: a two-seed batch registers one experiment with its provenance
 # and two runs, prints each run's epoch table and the report, records every epoch; the
 # same command again adds and reruns nothing; $DAWNRUN_DB is the default database; a
-# --seed-list batch on a database with other pending seeds runs only its own.
+# --seed-list batch on a database with other pending seeds runs only its own; the hit rate
+# and its interval in experiment_summary equal the report's.
 . "$(dirname "$0")/run_lib.sh"
 
 db=$TMP/a.db
@@ -53,6 +54,29 @@ expect_eq "$?" 0 "exit code of --seed-list 4"
 expect_eq "$(q "$TMP/env.db" "SELECT group_concat(seed || ':' || status, ' ') FROM
                              (SELECT * FROM runs ORDER BY seed)")" "3:done 4:done 9:pending" \
     "a --seed-list batch leaves other seeds alone"
+# the hit rate and its interval: experiment_summary (binomial_ci, written as the runs
+# finished) says what the report computes, in its CSV and in its sentence
+hdb=$TMP/hits.db
+"$DR" run "$TINY" $FAST --set target_accuracy=0.17 --seeds 3 --db "$hdb" >"$TMP/out6" 2>&1
+expect_eq "$?" 0 "exit code of the batch with target 17 %"
+expect_eq "$(q "$hdb" "SELECT count(*) FROM binomial_ci WHERE n = 3")" "4" \
+    "binomial_ci rows of the finished count"
+view=$(q "$hdb" "SELECT hits, finished, printf('%.15g %.15g %.15g', hit_rate, hit_ci_lo,
+                        hit_ci_hi) FROM experiment_summary")
+"$DR" report --db "$hdb" --format csv >"$TMP/hits.csv" 2>&1
+expect_eq "$?" 0 "exit code of report --format csv"
+csv=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+               { printf "%s|%s|%.15g %.15g %.15g\n", $col["hits"], $col["finished"],
+                 $col["hit_rate"], $col["hit_ci95_lo"], $col["hit_ci95_hi"] }' "$TMP/hits.csv")
+expect_eq "$csv" "$view" "the report's hit rate and interval against experiment_summary"
+case $view in "|"*|*"|0|"*) fail "no finished runs in the summary: '$view'" ;; esac
+sentence=$(q "$hdb" "SELECT printf('%d/%d runs reach 17 %% (%.0f %%, 95 %% CI %.0f–%.0f %%)',
+                            hits, finished, 100 * hit_rate, 100 * hit_ci_lo, 100 * hit_ci_hi)
+                     FROM experiment_summary")
+expect_grep "^e2e-tiny: $(printf '%s' "$sentence" | sed 's/[().]/\\&/g')," "$TMP/out6" \
+    "the batch's sentence, from the view's figures"
+
 integrity "$db"
 integrity "$TMP/env.db"
+integrity "$hdb"
 finish

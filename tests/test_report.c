@@ -203,6 +203,10 @@ static void test_figures(const char *db_path, const struct fixture *fx)
     CHECK(a->total == 7 && a->n_status[RUN_DONE] == 5 && a->n_status[RUN_RUNNING] == 1 &&
           a->n_status[RUN_PENDING] == 1);
     CHECK(a->finished == 5 && a->hits == 4);
+    /* scipy.stats.binomtest(4, 5).proportion_ci(): the exact interval */
+    CHECK_NEAR(a->hit_rate, 0.8, 1e-15);
+    CHECK_NEAR(a->hit_ci_lo, 0.28358206388191054, 1e-9);
+    CHECK_NEAR(a->hit_ci_hi, 0.9949492366205319, 1e-9);
     CHECK_NEAR(a->target, 0.94, 0);
     CHECK(a->acc_stats.n == 5);
     CHECK_NEAR(a->acc_stats.median, 0.9413, 1e-12);
@@ -224,6 +228,9 @@ static void test_figures(const char *db_path, const struct fixture *fx)
     CHECK(b->total == 7 && b->n_status[RUN_DONE] == 5 && b->n_status[RUN_DIVERGED] == 1 &&
           b->n_status[RUN_FAILED] == 1);
     CHECK(b->finished == 6 && b->hits == 2);               /* the diverged run counts */
+    CHECK_NEAR(b->hit_rate, 2.0 / 6, 1e-15);
+    CHECK_NEAR(b->hit_ci_lo, 0.043271868292889565, 1e-9);  /* binomtest(2, 6) */
+    CHECK_NEAR(b->hit_ci_hi, 0.7772219044964505, 1e-9);
     CHECK_NEAR(b->acc_stats.mean, 0.93952, 1e-12);
     CHECK_NEAR(b->acc_stats.std, 0.0012029131306956888, 1e-12);
     CHECK_NEAR(b->acc_stats.median, 0.9395, 1e-12);
@@ -233,6 +240,7 @@ static void test_figures(const char *db_path, const struct fixture *fx)
     CHECK_NEAR(b->train_time_stats.median, 150.1, 1e-9);
 
     CHECK(c->total == 2 && c->n_status[RUN_PENDING] == 2 && c->finished == 0 && c->hits == 0);
+    CHECK(isnan(c->hit_rate) && isnan(c->hit_ci_lo) && isnan(c->hit_ci_hi));   /* 0 of 0 */
     CHECK(c->acc_stats.n == 0 && isnan(c->acc_stats.mean) && isnan(c->train_time_stats.median));
     CHECK(c->reached == 0 && isnan(c->epochs_to_target));
 
@@ -259,6 +267,9 @@ static void test_figures(const char *db_path, const struct fixture *fx)
     CHECK(report_compute(&r, db, ids, 1, 0.942) == DR_OK);
     if (r.n == 1) {
         CHECK(r.exps[0].hits == 1 && r.exps[0].finished == 5 && r.exps[0].reached == 1);
+        /* the interval follows --target, not the stored one: binomtest(1, 5) */
+        CHECK_NEAR(r.exps[0].hit_ci_lo, 0.005050763379468115, 1e-9);
+        CHECK_NEAR(r.exps[0].hit_ci_hi, 0.7164179361180895, 1e-9);
         CHECK_NEAR(r.exps[0].epochs_to_target, 4, 0);
         CHECK_NEAR(r.exps[0].time_to_target, 162.0, 1e-9);
     }
@@ -325,6 +336,15 @@ static void check_csv(const char *text)
         CHECK(!strcmp(csv_field(&c, 3, "name"), C_NAME));   /* quoting round-trips */
         CHECK(csv_number(&c, 1, "acc_median") == 0.9413);   /* exact: shortest round-trip */
         CHECK(csv_number(&c, 1, "hits") == 4 && csv_number(&c, 1, "finished") == 5);
+        CHECK(csv_column(&c, "hit_rate") == csv_column(&c, "hits") + 1);
+        CHECK(csv_column(&c, "hit_ci95_lo") == csv_column(&c, "hits") + 2);
+        CHECK(csv_column(&c, "hit_ci95_hi") == csv_column(&c, "hits") + 3);
+        CHECK(csv_number(&c, 1, "hit_rate") == 0.8);
+        CHECK_NEAR(csv_number(&c, 1, "hit_ci95_lo"), 0.28358206388191054, 1e-12);
+        CHECK_NEAR(csv_number(&c, 1, "hit_ci95_hi"), 0.9949492366205319, 1e-12);
+        CHECK_NEAR(csv_number(&c, 2, "hit_ci95_lo"), 0.043271868292889565, 1e-12);
+        CHECK(!strcmp(csv_field(&c, 3, "hit_rate"), "") &&
+              !strcmp(csv_field(&c, 3, "hit_ci95_hi"), ""));   /* nothing finished */
         CHECK(csv_number(&c, 1, "runs") == 7 && csv_number(&c, 1, "running") == 1);
         CHECK_NEAR(csv_number(&c, 1, "acc_std"), 0.0012421755109484618, 1e-15);
         CHECK(isnan(csv_number(&c, 1, "p_acc_welch")));      /* empty for the first */
@@ -358,10 +378,16 @@ static void check_json(const char *text)
     CHECK(json_number(json_get(json_get(a, "accuracy"), "median")) == 0.9413);
     CHECK(json_number(json_get(json_get(a, "runs"), "running")) == 1);
     CHECK(json_number(json_get(a, "hits")) == 4 && json_number(json_get(a, "finished")) == 5);
+    CHECK(json_number(json_get(a, "hit_rate")) == 0.8);
+    CHECK_NEAR(json_number(json_get(a, "hit_ci95_lo")), 0.28358206388191054, 1e-12);
+    CHECK_NEAR(json_number(json_get(a, "hit_ci95_hi")), 0.9949492366205319, 1e-12);
+    CHECK(json_get(c, "hit_rate") && json_get(c, "hit_rate")->type == JSON_NULL);
+    CHECK(json_get(c, "hit_ci95_lo") && json_get(c, "hit_ci95_lo")->type == JSON_NULL);
     CHECK(json_number(json_get(a, "epochs_to_target_median")) == 3.5);
     const struct json *s = json_get(a, "sentence");
     CHECK(s && s->type == JSON_STRING &&
-          !strcmp(s->string, "4/5 runs reach 94 %, median 94.13 %, 161 s"));
+          !strcmp(s->string, "4/5 runs reach 94 % (80 %, 95 % CI 28–99 %), median 94.13 %, "
+                             "161 s"));
     CHECK(json_get(a, "vs_first") && json_get(a, "vs_first")->type == JSON_NULL);
     const struct json *vs = json_get(b, "vs_first");
     CHECK_NEAR(json_number(json_get(json_get(vs, "acc_welch"), "p")), 0.103673905834884, 1e-9);
@@ -403,7 +429,8 @@ static void check_markdown(const char *text)
     CHECK(bars0 == 5);   /* label + 3 experiments */
     CHECK(rows > 10);
     CHECK(strstr(text, "res\\|net9") != NULL);
-    CHECK(strstr(text, "- dawn-512: 4/5 runs reach 94 %, median 94.13 %, 161 s") != NULL);
+    CHECK(strstr(text, "- dawn-512: 4/5 runs reach 94 % (80 %, 95 % CI 28–99 %), "
+                       "median 94.13 %, 161 s") != NULL);
 }
 
 static void test_formats(const char *db_path, const struct fixture *fx)
@@ -423,8 +450,10 @@ static void test_formats(const char *db_path, const struct fixture *fx)
     CHECK(table != NULL);
     if (table) {
         fputs(table, stdout);
-        CHECK(strstr(table, "dawn-512: 4/5 runs reach 94 %, median 94.13 %, 161 s\n") != NULL);
-        CHECK(strstr(table, "dawn-768: 2/6 runs reach 94 %, median 93.95 %, 150 s\n") != NULL);
+        CHECK(strstr(table, "dawn-512: 4/5 runs reach 94 % (80 %, 95 % CI 28–99 %), "
+                            "median 94.13 %, 161 s\n") != NULL);
+        CHECK(strstr(table, "dawn-768: 2/6 runs reach 94 % (33 %, 95 % CI 4–78 %), "
+                            "median 93.95 %, 150 s\n") != NULL);
         CHECK(strstr(table, "no finished runs yet (0 of 2 runs done)") != NULL);
         CHECK(strstr(table, "94.09 ± 0.12 %") != NULL);
         CHECK(strstr(table, "  95 % CI of the mean            93.94 to 94.25 %") != NULL);
@@ -455,7 +484,9 @@ static void test_formats(const char *db_path, const struct fixture *fx)
 
     /* one experiment: no comparison rows; an empty list is still valid output */
     char *one = print_report(db, ids, 1, 0.942, REPORT_TABLE);
-    CHECK(one && strstr(one, "1/5 runs reach 94.2 %") && !strstr(one, "vs #1"));
+    CHECK(one && strstr(one, "1/5 runs reach 94.2 % (20 %, 95 % CI 1–72 %)") &&
+          !strstr(one, "vs #1"));
+    CHECK(one && strstr(one, "runs >= target                   1/5 (20 %, 95 % CI 1–72 %)"));
     free(one);
     char *none = print_report(db, ids, 0, NAN, REPORT_JSON);
     struct json j;
@@ -492,6 +523,38 @@ static void test_order_independence(const char *db_path)
 }
 
 /* Experiments without a target, with one done run, and runs without epoch rows. */
+/* The sentence's whole percents: a rate or bound strictly between 0 and 1 keeps the
+ * decimals it needs not to read as 0 % or 100 % (scipy: 1/200 -> 0.0127-2.754 %,
+ * 0/1000 -> 0-0.368 %, 199/200 -> 97.25-99.987 %). */
+static void test_sentence_rounding(void)
+{
+    static const struct {
+        int k, n;
+        const char *want;
+    } cases[] = {
+        {1, 200, "1/200 runs reach 94 % (0.5 %, 95 % CI 0.01–3 %), median 94.00 %"},
+        {0, 1000, "0/1000 runs reach 94 % (0 %, 95 % CI 0–0.4 %), median 94.00 %"},
+        {199, 200, "199/200 runs reach 94 % (99.5 %, 95 % CI 97–99.99 %), median 94.00 %"},
+        {5, 5, "5/5 runs reach 94 % (100 %, 95 % CI 48–100 %), median 94.00 %"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct report_exp e;
+        char buf[256];
+        memset(&e, 0, sizeof e);
+        e.target = 0.94;
+        e.hits = cases[i].k;
+        e.finished = e.total = e.n_status[RUN_DONE] = cases[i].n;
+        e.hit_rate = (double)cases[i].k / cases[i].n;
+        CHECK(stats_binomial_ci(&e.hit_ci_lo, &e.hit_ci_hi, cases[i].k, cases[i].n, 0.95) ==
+              DR_OK);
+        e.acc_stats.n = 1;
+        e.acc_stats.median = 0.94;
+        report_sentence(buf, sizeof buf, &e);
+        CHECK(strcmp(buf, cases[i].want) == 0);
+        if (strcmp(buf, cases[i].want) != 0) printf("  got: %s\n", buf);
+    }
+}
+
 static void test_edge_cases(void)
 {
     struct results *db = NULL;
@@ -546,12 +609,15 @@ static void test_edge_cases(void)
     if (json && !err) {
         const struct json *a = json_at(json_get(&j, "experiments"), 0);
         CHECK(json_get(a, "hits") && json_get(a, "hits")->type == JSON_NULL);
+        CHECK(json_get(a, "hit_rate") && json_get(a, "hit_rate")->type == JSON_NULL);
+        CHECK(json_get(a, "hit_ci95_hi") && json_get(a, "hit_ci95_hi")->type == JSON_NULL);
         CHECK(json_get(a, "target") && json_get(a, "target")->type == JSON_NULL);
         json_free(&j);
     }
     free(json);
     char *table = print_report(db, ids, 2, NAN, REPORT_TABLE);
-    CHECK(table && strstr(table, "one-run: 1/1 runs reach 94 %, median 94.50 %, 50.0 s"));
+    CHECK(table && strstr(table, "one-run: 1/1 runs reach 94 % (100 %, 95 % CI 3–100 %), "
+                                 "median 94.50 %, 50.0 s"));
     CHECK(table && strstr(table, "-, 0.667"));   /* Welch undefined, Mann-Whitney U = 2 of 2 */
     free(table);
     results_close(db);
@@ -661,8 +727,9 @@ static void test_cli_queries(const char *db, const struct fixture *fx)
 
     /* report: everything, by name, by id, by hash prefix, by config (+ --set) */
     CHECK(support_run("report --db %s", db) == 0);
-    CHECK(strstr(out_text, "dawn-512: 4/5 runs reach 94 %, median 94.13 %, 161 s") != NULL);
-    CHECK(strstr(out_text, "dawn-768: 2/6 runs reach 94 %") != NULL);
+    CHECK(strstr(out_text, "dawn-512: 4/5 runs reach 94 % (80 %, 95 % CI 28–99 %), "
+                           "median 94.13 %, 161 s") != NULL);
+    CHECK(strstr(out_text, "dawn-768: 2/6 runs reach 94 % (33 %, 95 % CI 4–78 %)") != NULL);
     CHECK(support_run("report dawn-512 %lld --format csv --db %s", (long long)fx->b, db) == 0);
     {
         struct csv c;
@@ -871,6 +938,7 @@ int main(int argc, char **argv)
         test_formats(db, &fx);
         test_order_independence(db);
         test_edge_cases();
+        test_sentence_rounding();
         test_ci_clamped();
     }
     return support_tmpdir_finish(check_finish(argc > 1 ? "test_report (commands)" : "test_report"));

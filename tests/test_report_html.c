@@ -235,8 +235,12 @@ static void check_page(const char *html, const char *table, const char *db)
         n_sentences += strstr(html, want) != NULL;
     }
     CHECK(n_sentences == 3 && count(html, "class=\"sentence\"") == 3);
-    CHECK(strstr(html, "2/3 runs reach 94 %") != NULL);
-    CHECK(strstr(html, "1/2 runs reach 94 %") != NULL);
+    CHECK(strstr(html, "2/3 runs reach 94 % (67 %, 95 % CI 9–99 %)") != NULL);
+    CHECK(strstr(html, "exact (Clopper–Pearson) 95 % interval") != NULL);
+    CHECK(strstr(html, "1/2 runs reach 94 % (50 %, 95 % CI 1–99 %)") != NULL);
+    CHECK(strstr(html, "<th scope=\"row\">runs &gt;= target</th>"
+                       "<td>1/3 (33 %, 95 % CI 1–91 %)</td>"
+                       "<td>2/3 (67 %, 95 % CI 9–99 %)</td>") != NULL);
     /* the summary's figures and the comparisons' rows */
     CHECK(strstr(html, "<th scope=\"row\">runs done / total</th><td>3/3</td><td>3/3</td>"
                        "<td>1/3</td></tr>") != NULL);

@@ -663,6 +663,12 @@ static void test_merge(void)
     CHECK(strcmp(d1, "0:done:0.9410:3:0.9410 1:done:0.9430:3:0.9430 2:done:0.9380:3:0.9380 "
                      "3:pending:-1.0000:0:-1.0000 ") == 0);
     fprintf(stderr, "merged: %s\n", d1);
+    /* the merge wrote the hit-rate intervals of the finished counts it made: x 3, y 1 */
+    CHECK(support_sql_int(support_path("merged.db"), "SELECT count(*) * 10 + max(n)"
+                                                     " FROM binomial_ci") == 63);
+    CHECK(support_sql_int(support_path("merged.db"),
+                          "SELECT count(*) FROM experiment_summary WHERE finished > 0"
+                          " AND (hit_ci_lo IS NULL OR hit_ci_hi IS NULL)") == 0);
 
     /* idempotent: merging either input again changes nothing */
     CHECK(results_merge(out, &st, support_path("task-b.db")) == DR_OK);

@@ -4,7 +4,9 @@
  * survives, the new columns and views are in place and match a database created fresh
  * (columns, indexes, view columns and the experiment_summary rows for the same data); a
  * version-2 database (schemas/results-v2.sql) is migrated to the same shape, its runs
- * starting with no recorded progress and no stalls, and its stale run is claimable;
+ * starting with no recorded progress and no stalls, and its stale run is claimable; a
+ * version-4 one (schemas/results-v4.sql) gets the hit-rate intervals of its finished
+ * counts, and a run finishing afterwards adds those of its new count;
  * reopening changes nothing, five processes opening one old file at once migrate it
  * exactly once, a migration that fails changes nothing, and a file from a newer dawnrun
  * is refused with a message naming it. */
@@ -25,6 +27,7 @@
 extern const char schema_results_v1_sql[];
 extern const char schema_results_v2_sql[];
 extern const char schema_results_v3_sql[];
+extern const char schema_results_v4_sql[];
 extern const char schema_results_sql[];
 
 /* ---- raw SQL helpers ----------------------------------------------------------------- */
@@ -174,7 +177,8 @@ static void test_texts(void)
     CHECK(strstr(schema_results_sql, want) != NULL);
     CHECK(strstr(schema_results_v2_sql, "PRAGMA user_version = 2;") != NULL);
     CHECK(strstr(schema_results_v3_sql, "PRAGMA user_version = 3;") != NULL);
-    CHECK(RESULTS_SCHEMA_VERSION == 4);
+    CHECK(strstr(schema_results_v4_sql, "PRAGMA user_version = 4;") != NULL);
+    CHECK(RESULTS_SCHEMA_VERSION == 5);
 }
 
 static void test_migrate(void)
@@ -243,6 +247,12 @@ static void test_migrate(void)
     results_close(db);
     db = NULL;
     CHECK(support_sql_exec(fresh, v1_rows) == SQLITE_OK);
+    /* rows written past the API: the next writing open adds their intervals */
+    CHECK(support_sql_int(fresh, "SELECT count(*) FROM binomial_ci") == 0);
+    CHECK(results_open(&db, fresh) == DR_OK);
+    results_close(db);
+    db = NULL;
+    CHECK(support_sql_int(fresh, "SELECT count(*) FROM binomial_ci") == 5);
     char *shape_old = schema_shape(old), *shape_fresh = schema_shape(fresh);
     CHECK(shape_old && strstr(shape_old, "|notes|TEXT|") != NULL);
     CHECK(same_text(shape_old, shape_fresh));
@@ -342,6 +352,136 @@ static void test_migrate_v2(void)
     results_close(db);
     CHECK(support_sql_int(old, "SELECT stalls * 100 + claim_progress FROM runs WHERE id = 6")
           == 1);
+}
+
+/* Experiment 1 of v1_rows: 2 of its 4 finished runs reach 0.94, the Clopper-Pearson
+ * interval of 2/4 (scipy.stats.binomtest(2, 4).proportion_ci()) in the summary;
+ * experiment 2 has no target and nothing finished: NULLs. */
+static void check_hit_rates(const char *path)
+{
+    CHECK(support_sql_int(path,
+        "SELECT count(*) FROM experiment_summary WHERE experiment_id = 1 AND hits = 2"
+        " AND finished = 4 AND hit_rate = 0.5 AND abs(hit_ci_lo - 0.06758598648854298) < 1e-12"
+        " AND abs(hit_ci_hi - 0.932414013511457) < 1e-12") == 1);
+    CHECK(support_sql_int(path,
+        "SELECT count(*) FROM experiment_summary WHERE experiment_id = 2"
+        " AND hit_rate IS NULL AND hit_ci_lo IS NULL AND hit_ci_hi IS NULL") == 1);
+    /* the rows of n = 4 (k = 0..4) and nothing else: experiment 2 finished none */
+    CHECK(support_sql_int(path, "SELECT count(*) * 100 + min(n) * 10 + max(k) FROM binomial_ci")
+          == 544);
+}
+
+/* A version-4 file (schemas/results-v4.sql) is migrated to the shape of a fresh one, its
+ * rows kept; binomial_ci gets the intervals of the finished counts it holds as the
+ * migrating open ends; a run finishing later adds those of its new count (in its own
+ * transaction, without another open) and leaves the rows already there as they were. */
+static void test_migrate_v4(void)
+{
+    const char *old = support_path("old4.db");
+    const char *fresh = support_path("fresh4.db");
+    struct results *db = NULL;
+    char *before[N_V1_QUERIES];
+    CHECK(make_old(old, schema_results_v4_sql) == SQLITE_OK);
+    CHECK(support_sql_exec(old,
+        "INSERT INTO params(experiment_id, key, position, value, type, num)"
+        " VALUES (1, 'train.epochs', 0, '3', 'int', 3);"
+        "INSERT INTO overrides(experiment_id, position, text) VALUES (1, 0, 'train.epochs=3')")
+          == SQLITE_OK);
+    CHECK(support_sql_int(old, "PRAGMA user_version") == 4);
+    for (int q = 0; q < N_V1_QUERIES; q++) before[q] = sql_dump(old, v1_queries[q]);
+    char *params_before = sql_dump(old, "SELECT * FROM params");
+
+    /* read-only: read as it is, without the new columns */
+    CHECK(results_open_readonly(&db, old) == DR_OK);
+    results_close(db);
+    db = NULL;
+    CHECK(support_sql_int(old, "PRAGMA user_version") == 4);
+
+    CHECK(results_open(&db, old) == DR_OK);
+    CHECK(db && results_check_integrity(db) == DR_OK);
+    results_close(db);
+    db = NULL;
+    CHECK(support_sql_int(old, "PRAGMA user_version") == 5);
+    for (int q = 0; q < N_V1_QUERIES; q++) {
+        char *after = sql_dump(old, v1_queries[q]);
+        CHECK(same_text(before[q], after));
+        free(after);
+        free(before[q]);
+    }
+    char *params_after = sql_dump(old, "SELECT * FROM params");
+    CHECK(same_text(params_before, params_after));
+    free(params_before);
+    free(params_after);
+    check_hit_rates(old);
+
+    /* against a fresh version-5 database holding the same rows */
+    CHECK(results_open(&db, fresh) == DR_OK);
+    results_close(db);
+    db = NULL;
+    CHECK(support_sql_exec(fresh, v1_rows) == SQLITE_OK);
+    CHECK(results_open(&db, fresh) == DR_OK);
+    results_close(db);
+    db = NULL;
+    char *shape_old = schema_shape(old), *shape_fresh = schema_shape(fresh);
+    CHECK(shape_old && strstr(shape_old, "binomial_ci|") != NULL &&
+          strstr(shape_old, "|hit_ci_hi|") != NULL);
+    CHECK(same_text(shape_old, shape_fresh));
+    if (!same_text(shape_old, shape_fresh))
+        fprintf(stderr, "migrated:\n%s\nfresh:\n%s\n", shape_old, shape_fresh);
+    free(shape_old);
+    free(shape_fresh);
+    char *master_old = sql_dump(old, "SELECT type, name, tbl_name, sql FROM sqlite_schema"
+                                     " WHERE name IN ('binomial_ci', 'experiment_summary')"
+                                     " ORDER BY name");
+    char *master_fresh = sql_dump(fresh, "SELECT type, name, tbl_name, sql FROM sqlite_schema"
+                                         " WHERE name IN ('binomial_ci', 'experiment_summary')"
+                                         " ORDER BY name");
+    CHECK(master_old && strstr(master_old, "CREATE TABLE binomial_ci") != NULL);
+    CHECK(same_text(master_old, master_fresh));
+    free(master_old);
+    free(master_fresh);
+    check_hit_rates(fresh);
+    const char *all = "SELECT * FROM experiment_summary ORDER BY experiment_id";
+    char *sum_old = sql_dump(old, all), *sum_fresh = sql_dump(fresh, all);
+    CHECK(sum_old && sum_fresh && same_text(sum_old, sum_fresh));
+    free(sum_old);
+    free(sum_fresh);
+    const char *ci = "SELECT n, k, lo, hi FROM binomial_ci ORDER BY n, k";
+    char *ci_old = sql_dump(old, ci), *ci_fresh = sql_dump(fresh, ci);
+    CHECK(ci_old && ci_old[0] && same_text(ci_old, ci_fresh));
+    free(ci_fresh);
+
+    /* run 5 (experiment 1, pending) finishes at 0.95: 3 of 5 reach the target */
+    struct results_claim req;
+    struct results_lease lease;
+    struct results_outcome out;
+    const int64_t ids[] = {1};
+    results_claim_init(&req);
+    req.experiment_ids = ids;
+    req.n_experiments = 1;
+    CHECK(results_open(&db, old) == DR_OK);
+    CHECK(results_claim_run(db, &lease, &req) == DR_OK && lease.run_id == 5);
+    memset(&out, 0, sizeof out);
+    out.status = RUN_DONE;
+    out.final_test_acc = 0.95;
+    out.train_time = 10;
+    out.total_time = 11;
+    out.target_time = 9;
+    out.target_epoch = 2;
+    CHECK(results_run_finish(db, &lease, &out) == DR_OK);
+    results_close(db);
+    db = NULL;
+    CHECK(support_sql_int(old,
+        "SELECT count(*) FROM experiment_summary WHERE experiment_id = 1 AND hits = 3"
+        " AND finished = 5 AND abs(hit_rate - 0.6) < 1e-15"
+        " AND abs(hit_ci_lo - 0.14663279963467254) < 1e-12"
+        " AND abs(hit_ci_hi - 0.9472550494736843) < 1e-12") == 1);
+    CHECK(support_sql_int(old, "SELECT count(*) FROM binomial_ci WHERE n = 5") == 6);
+    char *ci_later = sql_dump(old, "SELECT n, k, lo, hi FROM binomial_ci WHERE n = 4"
+                                   " ORDER BY n, k");
+    CHECK(same_text(ci_old, ci_later));   /* the rows of n = 4, untouched */
+    free(ci_old);
+    free(ci_later);
 }
 
 /* Five processes released at once on one version-1 file: all open it, it is migrated
@@ -478,8 +618,8 @@ static void test_readme_query(void)
     if (out) {
         out[len] = '\0';
         CHECK(strstr(out, "experiment_id|name|hash|engine|target|runs|done|finished|hits|"
-                          "median_acc|median_train_time|median_time_to_target|created|notes")
-              != NULL);
+                          "median_acc|median_train_time|median_time_to_target|created|notes|"
+                          "hit_rate|hit_ci_lo|hit_ci_hi\n") != NULL);
         CHECK(strstr(out, "1|dawn \"v1\", old|hash-one|cpu|0.94|5|3|4|2|0.95|11.0|7.5|") != NULL);
     }
     free(out);
@@ -491,6 +631,7 @@ int main(void)
     test_texts();
     test_migrate();
     test_migrate_v2();
+    test_migrate_v4();
     test_concurrent();
     test_failed_migration();
     test_newer();

@@ -465,7 +465,7 @@ static void test_formats(const char *db_path, const struct fixture *fx)
         CHECK(strstr(table, "-11.1 s (-6.9 %)") != NULL);
         CHECK(strstr(table, "1.06e-06, 0.00794") != NULL);
         CHECK(strstr(table, "\n  detectable (α .05, power .8)   -                     "
-                            "      0.25 pp ") != NULL);
+                            "       0.25 pp ") != NULL);
         CHECK(strstr(table, "1.88 s (1.2 %)") != NULL);
         CHECK(strstr(table, "target: each experiment's own") != NULL);
     }

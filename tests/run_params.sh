@@ -66,7 +66,13 @@ old=$TMP/v3.db
 cp "$db" "$old"
 q "$old" "DROP VIEW experiment_params; DROP VIEW experiment_overrides; DROP TABLE params;
           DROP TABLE overrides; DROP TABLE sweep_members; DROP TABLE sweep_axes;
-          DROP TABLE sweeps; PRAGMA user_version = 3" >/dev/null
+          DROP TABLE sweeps; DROP TABLE sequential_looks; DROP TABLE sequential_members;
+          DROP TABLE sequential_batches; DROP VIEW experiment_summary; DROP TABLE binomial_ci;
+          PRAGMA user_version = 3" >/dev/null
+# ... with version 3's summary view, taken from the frozen version-3 schema
+sqlite3 "$TMP/v3-schema.db" <"$SRC/schemas/results-v3.sql" >/dev/null
+q "$old" "$(q "$TMP/v3-schema.db" "SELECT sql FROM sqlite_master WHERE name = 'experiment_summary'")" \
+    >/dev/null
 "$DR" report --db "$old" >"$TMP/old.out" 2>&1 || fail "report of a version-3 file"
 cat "$TMP/old.out"
 expect_grep '^augment\.cutout +0 +8' "$TMP/old.out" "the differing key of a version-3 file"
@@ -75,7 +81,7 @@ expect_eq "$(q "$old" "PRAGMA user_version")" "3" "report did not migrate"
     fail "--where on a version-3 file"
 expect_grep '^2 ' "$TMP/old.out" "--where on a version-3 file"
 batch "$old" || fail "the batch on the version-3 file"
-expect_eq "$(q "$old" "PRAGMA user_version")" "4" "run migrated the file"
+expect_eq "$(q "$old" "PRAGMA user_version")" "5" "run migrated the file"
 expect_eq "$(q "$old" "SELECT count(*) FROM params")" "$((2 * n1))" "run back-filled the params"
 integrity "$old"
 exit $status

@@ -1,6 +1,7 @@
 /* CPU activations: relu, celu, gelu (erf form), silu and their derivatives, elementwise
  * over static OpenMP blocks. exp, expm1 and erfc come from vmath.h, branch-free, so every loop
- * here vectorises; each element's bits depend on nothing but its inputs. */
+ * here vectorises; each element's bits depend on nothing but its inputs. Compiled once per
+ * instruction set (cpu_isa.h). */
 #include "../activation.h"
 #include "cpu_isa.h"
 
@@ -161,7 +162,8 @@ int CPU_ISA_FN(activation_forward_cpu)(float *y, const float *x, enum act_kind k
     return DR_ERR_INTERNAL;
 }
 
-int CPU_ISA_FN(activation_backward_cpu)(float *dx, const float *dy, const float *x, enum act_kind kind,
+int CPU_ISA_FN(activation_backward_cpu)(float *dx, const float *dy, const float *x,
+                                        enum act_kind kind,
                             float alpha, size_t count, int accumulate_dx)
 {
     const long cnt = (long)count;

@@ -1,5 +1,5 @@
 /* CPU SGD with momentum and weight averaging in exactly the per-element order of
- * kernels/optimizer.h. */
+ * kernels/optimizer.h. Compiled once per instruction set (cpu_isa.h). */
 #include "../optimizer.h"
 #include "cpu_isa.h"
 

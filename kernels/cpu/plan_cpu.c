@@ -12,8 +12,9 @@
  *     written.
  * A pattern is fused only where that is safe: a value no longer written has no other
  * reader, and only a replayable plan (a whole step or evaluation batch, kernels/plan.h)
- * leaves a value unwritten (the readers of one plan's values may be in the next); nothing a moved node reads or writes is touched by the nodes it moves over;
- * nothing the backward recomputes from is written between the forward and the backward.
+ * leaves a value unwritten (the readers of one plan's values may be in the next);
+ * nothing a moved node reads or writes is touched by the nodes it moves over; nothing
+ * the backward recomputes from is written between the forward and the backward.
  * The fused passes compute every element as the separate kernels do, so the results are
  * plan_run_each's bit for bit (tests/test_plan_cpu.c compares them). */
 #include "plan_cpu.h"

@@ -12,6 +12,7 @@
 
 #include "cpu_isa.h"
 #include "cpu_util.h"
+#include "vmath.h"
 
 /* What one elementwise pass over a part writes besides (or instead of) y. */
 enum bn_out { BN_OUT_NONE, BN_OUT_RELU, BN_OUT_RELU_ADD, BN_OUT_ADD_RELU };
@@ -140,34 +141,55 @@ void CPU_ISA_FN(batchnorm_forward_eval_cpu)(float *y, const float *x, const floa
                                   c, n, hw, eps);
 }
 
-/* cpu_sum_dot's sums (the same lanes, the same order) of dy = (v > 0 ? dy_act : 0) with
- * v = ((x - hi) - lo) * scale + shift: the ReLU backward's values, never stored. */
-static void bn_sum_dot_relu(double *sum_x, double *sum_dy, double *dot, const float *dy_act,
-                            const float *x, const float *q, size_t n)
+/* The ReLU-masked dy of x[0..n): dy = (v > 0 ? dy_act : 0) with v = ((x - hi) - lo) *
+ * scale + shift, coefficients q (the select is a bit mask, vm_select, so that it
+ * vectorises). */
+static void bn_relu_mask(float *g, const float *dy_act, const float *x, const float *q, size_t n)
 {
     const float hi = q[BN_COEF_HI], lo = q[BN_COEF_LO], scale = q[BN_COEF_SCALE],
                 shift = q[BN_COEF_SHIFT];
-    double a[CPU_LANES] = {0}, g[CPU_LANES] = {0}, d[CPU_LANES] = {0};
+    for (size_t i = 0; i < n; i++) {
+        const float v = ((x[i] - hi) - lo) * scale + shift;
+        g[i] = vm_select(v > 0.0f, dy_act[i], 0.0f);
+    }
+}
+
+/* Values masked at a time: a multiple of CPU_LANES, so that each lane sums the elements
+ * it sums in cpu_sum_dot, in the same order. */
+#define BN_MASK_CHUNK 512
+
+/* cpu_sum_dot's sums (the same lanes, the same order) of the ReLU-masked dy (bn_relu_mask),
+ * taken a chunk at a time, never stored whole. */
+static void bn_sum_dot_relu(double *sum_x, double *sum_dy, double *dot, const float *dy_act,
+                            const float *x, const float *q, size_t n)
+{
+    float g[BN_MASK_CHUNK];
+    double a[CPU_LANES] = {0}, s[CPU_LANES] = {0}, d[CPU_LANES] = {0};
     size_t i = 0;
-    for (; i + CPU_LANES <= n; i += CPU_LANES)
-        for (int j = 0; j < CPU_LANES; j++) {
-            const float xv = x[i + j], v = ((xv - hi) - lo) * scale + shift;
-            const double vx = (double)xv, e = (double)(v > 0.0f ? dy_act[i + j] : 0.0f);
-            a[j] += vx;
-            g[j] += e;
-            d[j] += e * vx;
-        }
+    while (i + CPU_LANES <= n) {
+        size_t len = n - i < BN_MASK_CHUNK ? n - i : BN_MASK_CHUNK;
+        len -= len % CPU_LANES;
+        bn_relu_mask(g, dy_act + i, x + i, q, len);
+        for (size_t k = 0; k < len; k += CPU_LANES)
+            for (int j = 0; j < CPU_LANES; j++) {
+                const double v = (double)x[i + k + j], e = (double)g[k + j];
+                a[j] += v;
+                s[j] += e;
+                d[j] += e * v;
+            }
+        i += len;
+    }
+    bn_relu_mask(g, dy_act + i, x + i, q, n - i);
     for (int j = 0; i < n; i++, j++) {
-        const float xv = x[i], v = ((xv - hi) - lo) * scale + shift;
-        const double vx = (double)xv, e = (double)(v > 0.0f ? dy_act[i] : 0.0f);
-        a[j] += vx;
-        g[j] += e;
-        d[j] += e * vx;
+        const double v = (double)x[i], e = (double)g[j];
+        a[j] += v;
+        s[j] += e;
+        d[j] += e * v;
     }
     double sa = 0.0, sg = 0.0, sd = 0.0;
     for (int j = 0; j < CPU_LANES; j++) {
         sa += a[j];
-        sg += g[j];
+        sg += s[j];
         sd += d[j];
     }
     *sum_x = sa;
@@ -192,7 +214,7 @@ bn_backward_apply(float *dx, const float *dy, const float *x, const float *q, si
         float g = dy[i];
         if (masked) {
             const float v = ((x[i] - m_hi) - m_lo) * m_scale + m_shift;
-            g = v > 0.0f ? g : 0.0f;
+            g = vm_select(v > 0.0f, g, 0.0f);
         }
         const float r = a * g + b * ((x[i] - hi) - lo) + e;
         if (accumulate) dx[i] += r;

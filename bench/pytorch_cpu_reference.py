@@ -4,8 +4,12 @@ the peer that `dawnrun bench --engine cpu` is compared with (docs/benchmarks.md)
 
 usage: python3 bench/pytorch_cpu_reference.py [--net resnet9|dawn_net] [--batch 128]
                                              [--threads 2] [--steps 3] [--warmup 1]
+                                             [--memory-format nchw|channels_last]
 Synthetic inputs (speed does not depend on pixel values); SGD with Nesterov momentum and
-weight decay, summed cross-entropy, as in the recipe.
+weight decay, summed cross-entropy, as in the recipe. channels_last converts the model and
+the input batch (PyTorch's NHWC path through oneDNN); bench/cpu-compare.sh times both.
+The instruction set follows PyTorch's own choice, capped by ATEN_CPU_CAPABILITY and
+DNNL_MAX_CPU_ISA when set.
 """
 import argparse
 import time
@@ -81,6 +85,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--memory-format", default="nchw", choices=["nchw", "channels_last"])
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -90,6 +95,9 @@ def main():
                           weight_decay=5e-4 * a.batch)
     loss_fn = nn.CrossEntropyLoss(reduction="sum")
     x = torch.randn(a.batch, 3, 32, 32)
+    if a.memory_format == "channels_last":
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
     y = torch.randint(0, 10, (a.batch,))
 
     def step():
@@ -103,7 +111,8 @@ def main():
     for _ in range(a.steps):
         step()
     dt = (time.perf_counter() - t0) / a.steps
-    print(f"pytorch {torch.__version__} {a.net} batch {a.batch}, {a.threads} threads: "
+    print(f"pytorch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}, "
+          f"{a.memory_format}) {a.net} batch {a.batch}, {a.threads} threads: "
           f"{dt * 1e3:.1f} ms/step, {a.batch / dt:.1f} images/s")
 
 

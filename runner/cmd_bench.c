@@ -1,7 +1,7 @@
 /* `dawnrun bench CONFIG`: times training steps and evaluation after warm-up on
  * synthetic images (speed does not depend on pixel values), and reports images/s,
  * ms per step, achieved GFLOP/s from the graph's FLOP count, and the time split by
- * layer type. */
+ * layer type; on the CPU engine also the instruction set its own kernels use. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +15,7 @@
 #include "engine/run_plan.h"
 #include "engine/train.h"
 #include "kernels/counters.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "load.h"
 
 static double bench_now(void)
@@ -231,6 +232,11 @@ int cmd_bench(int argc, char **argv)
     strftime(date, sizeof(date), "%Y-%m-%d", gmtime(&now));
     printf("bench %s  engine %s (%s)  host %s  %s\n", e.name, be.ops->name,
            be.ops->device_name(be.ctx), u.nodename, date);
+    if (!strcmp(be.ops->name, "cpu")) {
+        const char *cap = getenv("DNNL_MAX_CPU_ISA");
+        printf("cpu kernels: %s; oneDNN: %s\n", cpu_isa_name(cpu_isa_active()),
+               cap && *cap ? cap : "its own choice (DNNL_MAX_CPU_ISA unset)");
+    }
     printf("batch %d, %ld warm-up + %ld timed steps; train %.3f GFLOP/image, eval %.3f "
            "GFLOP/image\n", b, warmup, steps, (double)graph_train_flops(&g) / 1e9,
            (double)g.flops_forward / 1e9);

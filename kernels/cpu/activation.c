@@ -1,7 +1,9 @@
 /* CPU activations: relu, celu, gelu (erf form), silu and their derivatives, elementwise
  * over static OpenMP blocks. exp, expm1 and erfc come from vmath.h, branch-free, so every loop
- * here vectorises; each element's bits depend on nothing but its inputs. */
+ * here vectorises; each element's bits depend on nothing but its inputs. Compiled once per
+ * instruction set (cpu_isa.h). */
 #include "../activation.h"
+#include "cpu_isa.h"
 
 #include <math.h>
 
@@ -55,12 +57,20 @@ static inline float act_gelu_parts(float *cdf, float *xpdf, float x)
     return vm_select(neg, y_neg, fmaf(-xc, half, x));   /* x (1 - half), rounded once */
 }
 
+/* r, or x itself when x is NaN: a NaN input comes out with its own bits in every
+ * instruction-set variant (cpu_isa.h), whereas the NaN the arithmetic would make of it
+ * depends on whether fmaf is an instruction or a library call. */
+static inline float act_keep_nan(float x, float r)
+{
+    return vm_select(x != x, x, r);
+}
+
 /* celu(x) = x > 0 ? x : alpha expm1(x / alpha), inv = 1 / alpha. */
 static inline float act_celu(float x, float alpha, float inv)
 {
     float lo;
     const float q = act_celu_arg(&lo, x, alpha, inv);
-    return vm_select(x > 0.0f, x, alpha * vm_expm1_hl(q, lo));
+    return act_keep_nan(x, vm_select(x > 0.0f, x, alpha * vm_expm1_hl(q, lo)));
 }
 
 /* dy * celu'(x), inv = 1 / alpha. */
@@ -68,14 +78,14 @@ static inline float act_celu_grad(float x, float dy, float alpha, float inv)
 {
     float lo;
     const float q = act_celu_arg(&lo, x, alpha, inv);
-    return vm_select(x > 0.0f, dy, dy * vm_exp_mul(q, lo, 1.0f));
+    return act_keep_nan(x, vm_select(x > 0.0f, dy, dy * vm_exp_mul(q, lo, 1.0f)));
 }
 
 /* gelu(x) = x Phi(x). */
 static inline float act_gelu(float x)
 {
     float cdf, xpdf;
-    return act_gelu_parts(&cdf, &xpdf, x);
+    return act_keep_nan(x, act_gelu_parts(&cdf, &xpdf, x));
 }
 
 /* dy * gelu'(x) = dy (Phi(x) + x phi(x)). */
@@ -83,7 +93,7 @@ static inline float act_gelu_grad(float x, float dy)
 {
     float cdf, xpdf;
     act_gelu_parts(&cdf, &xpdf, x);
-    return dy * (cdf + xpdf);
+    return act_keep_nan(x, dy * (cdf + xpdf));
 }
 
 /* silu's parts at x from one exp(-|x|): stores e = exp(-|x|) as (1 + *u) *s1 *s2
@@ -106,7 +116,7 @@ static inline float act_silu(float x)
 {
     float u, s1, s2, xe, xc;
     const float d = act_silu_parts(&u, &s1, &s2, &xe, &xc, x);
-    return vm_select(x < 0.0f, xe, x) / d;
+    return act_keep_nan(x, vm_select(x < 0.0f, xe, x) / d);
 }
 
 /* dy * silu'(x), silu' = sigmoid(x) (1 + x (1 - sigmoid(x))): for x >= 0 (1 + xe / d) / d,
@@ -120,10 +130,10 @@ static inline float act_silu_grad(float x, float dy)
     const float pos = (1.0f + xe / d) / d;
     const float m = (d + xc) / (d * d);
     const float neg = fmaf(m, u, m) * s1 * s2;
-    return dy * vm_select(x < 0.0f, neg, pos);
+    return act_keep_nan(x, dy * vm_select(x < 0.0f, neg, pos));
 }
 
-int activation_forward_cpu(float *y, const float *x, enum act_kind kind, float alpha,
+int CPU_ISA_FN(activation_forward_cpu)(float *y, const float *x, enum act_kind kind, float alpha,
                            size_t count)
 {
     const long cnt = (long)count;
@@ -152,7 +162,8 @@ int activation_forward_cpu(float *y, const float *x, enum act_kind kind, float a
     return DR_ERR_INTERNAL;
 }
 
-int activation_backward_cpu(float *dx, const float *dy, const float *x, enum act_kind kind,
+int CPU_ISA_FN(activation_backward_cpu)(float *dx, const float *dy, const float *x,
+                                        enum act_kind kind,
                             float alpha, size_t count, int accumulate_dx)
 {
     const long cnt = (long)count;

@@ -22,12 +22,15 @@
 #include "../optimizer.h"
 #include "../pool.h"
 #include "../tensor_ops.h"
+#include "cpu_isa.h"
+#include "plan_cpu.h"
 
 #define CPU_ALIGN 64
 
 struct cpu_ctx {
     int threads;
     char name[192];
+    struct cpu_plan_cache *plans;   /* plan_cpu.c's analyses */
 };
 
 /* Makes every op run on the backend's team size, even when another caller changed it. */
@@ -57,6 +60,7 @@ static int same_shape(const struct tensor *a, const struct tensor *b)
 
 static void cpu_destroy(void *ctx)
 {
+    if (ctx) cpu_plan_cache_free(((struct cpu_ctx *)ctx)->plans);
     free(ctx);
 }
 
@@ -634,6 +638,17 @@ cleanup:
     return rc;
 }
 
+static const struct backend_ops cpu_ops;
+
+/* The plan with the batch-norm patterns of plan_cpu.c fused. */
+static int cpu_plan_compute(void *ctx, const struct plan *p)
+{
+    struct cpu_ctx *c = ctx;
+    const struct backend b = {&cpu_ops, c};
+    cpu_enter(ctx);
+    return cpu_plan_run(&c->plans, &b, p);
+}
+
 /* ------------------------------------------------------------------ the table */
 
 static const struct backend_ops cpu_ops = {
@@ -673,7 +688,7 @@ static const struct backend_ops cpu_ops = {
     .sgd_multi = cpu_sgd_multi,
     .lerp_multi = cpu_lerp_multi,
     .cursor_advance = cpu_cursor_advance,
-    .plan_compute = NULL,   /* node by node (plan_run_each) */
+    .plan_compute = cpu_plan_compute,
     .counters = NULL,   /* the CPU engine counts nothing */
     .counters_reset = NULL,
 };
@@ -709,6 +724,7 @@ int backend_cpu_create(struct backend *b, int threads)
     CHECK_ALLOC(c, "the CPU backend");
     c->threads = threads > 0 ? threads : omp_get_max_threads();
     omp_set_num_threads(c->threads);
+    (void)cpu_isa_active();   /* the kernels' instruction set, chosen now from one thread */
     cpu_model_name(model, sizeof model);
 #if defined(__x86_64__)
     const char *arch = "x86-64 CPU";

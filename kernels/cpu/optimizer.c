@@ -1,11 +1,12 @@
 /* CPU SGD with momentum and weight averaging in exactly the per-element order of
- * kernels/optimizer.h. */
+ * kernels/optimizer.h. Compiled once per instruction set (cpu_isa.h). */
 #include "../optimizer.h"
+#include "cpu_isa.h"
 
 /* Below this many elements the update stays on one thread. */
 #define SGD_PARALLEL_MIN 65536
 
-void sgd_update_cpu(float *w, float *v, float *dw, float lr, float wd, float momentum,
+void CPU_ISA_FN(sgd_update_cpu)(float *w, float *v, float *dw, float lr, float wd, float momentum,
                     int nesterov, size_t count)
 {
     const long cnt = (long)count;
@@ -30,7 +31,7 @@ void sgd_update_cpu(float *w, float *v, float *dw, float lr, float wd, float mom
     }
 }
 
-void param_lerp_cpu(float *avg, float *w, float t, int copy_back, size_t count)
+void CPU_ISA_FN(param_lerp_cpu)(float *avg, float *w, float t, int copy_back, size_t count)
 {
     const long cnt = (long)count;
     const float s = 1.0f - t;

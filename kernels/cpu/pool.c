@@ -1,7 +1,9 @@
 /* CPU max and average pooling over independent planes (no padding, floor output size),
  * planes spread over OpenMP threads. Max pooling's gradient goes to the first maximal
- * element of each window in row-major order, recomputed from x. */
+ * element of each window in row-major order, recomputed from x. Compiled once per
+ * instruction set (cpu_isa.h). */
 #include "../pool.h"
+#include "cpu_isa.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -80,7 +82,8 @@ static inline int pool_argmax(const float *xp, const struct pool_dims *d, int oy
     return best;
 }
 
-void pool_forward_cpu(float *y, const float *x, enum pool_kind kind, const struct pool_dims *d)
+void CPU_ISA_FN(pool_forward_cpu)(float *y, const float *x, enum pool_kind kind,
+                                  const struct pool_dims *d)
 {
     const size_t hw = (size_t)d->h * d->w, howo = (size_t)d->ho * d->wo;
     const float inv = 1.0f / (float)(d->kh * d->kw);
@@ -113,7 +116,7 @@ void pool_forward_cpu(float *y, const float *x, enum pool_kind kind, const struc
     }
 }
 
-void pool_backward_cpu(float *dx, const float *dy, const float *x, const float *y,
+void CPU_ISA_FN(pool_backward_cpu)(float *dx, const float *dy, const float *x, const float *y,
                        enum pool_kind kind, const struct pool_dims *d, int accumulate_dx)
 {
     const size_t hw = (size_t)d->h * d->w, howo = (size_t)d->ho * d->wo;

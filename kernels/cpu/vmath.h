@@ -1,7 +1,10 @@
 /* Branch-free single-precision exp, expm1, erf and erfc for the elementwise CPU kernels.
  * Every function is a straight line of IEEE operations (fmaf, bit moves, selects), so a
- * loop calling them vectorises under -O3 -march=x86-64-v3 without -ffast-math and gives
- * the same bits in its vector body and its scalar remainder. NaN in gives NaN out.
+ * loop calling them vectorises in the AVX2 and AVX-512 variants of the kernels
+ * (cpu_isa.h) without -ffast-math and gives the same bits in its vector body and its
+ * scalar remainder; in the generic variant fmaf is a library call that rounds the same
+ * way. NaN in gives NaN out (its sign and payload may depend on the variant; the
+ * activation kernels return a NaN input itself).
  *
  * exp: x = n ln2 + r with n = rint(x / ln2) and ln2 split in two parts (Cody-Waite, the
  * first product exact through fmaf), exp(r) - 1 = r + r^2 P(r) on |r| <= ln2/2, and the

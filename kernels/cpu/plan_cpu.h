@@ -1,0 +1,20 @@
+/* The CPU engine's plan executor (backend_ops.plan_compute): the plan's nodes through the
+ * engine's table, but for the batch-norm patterns it fuses (plan_cpu.c). */
+#ifndef DAWNRUN_KERNELS_CPU_PLAN_CPU_H
+#define DAWNRUN_KERNELS_CPU_PLAN_CPU_H
+
+#include "../plan.h"
+
+/* The analyses of the plans run so far, by plan and signature. */
+struct cpu_plan_cache;
+
+/* Runs plan p through backend b (the CPU engine), fusing where plan_cpu.c says, with
+ * plan_run_each's results bit for bit; *cache (NULL at first) keeps each plan's analysis.
+ * DAWNRUN_CPU_FUSE=0 (read at each run) runs every node one by one. Returns the first
+ * failing node's status. */
+int cpu_plan_run(struct cpu_plan_cache **cache, const struct backend *b, const struct plan *p);
+
+/* Releases the cache. Safe on NULL. */
+void cpu_plan_cache_free(struct cpu_plan_cache *cache);
+
+#endif

@@ -120,8 +120,12 @@ int model_plan_eval(struct plan *p, struct model *m, const struct model_batch_sr
                     const struct augment_params *views, const float *weights, int nviews,
                     struct tensor *view_sum);
 
-/* Runs a plan of this model: plan_compute, or, when profiling (m->prof), node by node
- * with a wait around each node, its time added to m->prof by layer type and phase. */
+/* Runs a plan of this model: plan_compute for a replayable plan (a whole step or
+ * evaluation batch: the backend may fuse and replay it), node by node otherwise (the
+ * single-part runs model_forward, model_loss, model_backward, model_sgd: their tensors
+ * are read by the plans after them, which a backend's fusion analysis of one plan cannot
+ * see); when profiling (m->prof), node by node with a wait around each node, its time
+ * added to m->prof by layer type and phase. */
 int model_run_plan(struct model *m, const struct plan *p);
 
 /* Forward pass over y[0] (already filled) in train (batch statistics, running stats

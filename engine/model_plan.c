@@ -625,7 +625,8 @@ static int prof_hook(void *user, const struct plan_node *n, int after)
 
 int model_run_plan(struct model *m, const struct plan *p)
 {
-    if (!m->prof) return plan_compute(m->be, p);
+    if (!m->prof)
+        return p->replayable ? plan_compute(m->be, p) : plan_run_each(m->be, p, NULL, NULL);
     struct prof_state s = {m, 0.0};
     return plan_run_each(m->be, p, prof_hook, &s);
 }

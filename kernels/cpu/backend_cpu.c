@@ -22,6 +22,7 @@
 #include "../optimizer.h"
 #include "../pool.h"
 #include "../tensor_ops.h"
+#include "conv2d_impl.h"
 
 #define CPU_ALIGN 64
 
@@ -57,6 +58,7 @@ static int same_shape(const struct tensor *a, const struct tensor *b)
 
 static void cpu_destroy(void *ctx)
 {
+    conv2d_dnnl_release(); /* the cached convolution primitives and their work buffer */
     free(ctx);
 }
 

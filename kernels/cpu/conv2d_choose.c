@@ -1,5 +1,13 @@
 /* The CPU convolution entry points of kernels/conv2d.h: each call goes to the
- * implementation conv2d_cpu_choose names for its shape (see conv2d_impl.h). */
+ * implementation conv2d_cpu_choose names for its shape and direction (see conv2d_impl.h).
+ * The rule below comes from bench/conv_cpu_bench.c on the ResNet-9 and DAWN_net layer
+ * shapes at batch 128 with 2 threads, per instruction set (docs/benchmarks.md, "CPU
+ * convolutions: oneDNN primitives vs im2col + sgemm"): oneDNN's direct kernels win on
+ * 3x3 convolutions with 16 or more input channels, except that with AVX2 its gradient
+ * kernels lose on the widest layers (input x output channels above 256 x 256) and its
+ * strided kernels on small outputs; strided 1x1 shortcuts and the 3-channel first layer
+ * stay on im2col + sgemm (oneDNN subsamples or copies them first). An instruction set
+ * below AVX2 keeps im2col + sgemm everywhere (not measured). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +27,36 @@ static void conv_read_env(void)
     else if (strcmp(v, "dnnl") == 0) conv_forced = CONV2D_CPU_DNNL;
 }
 
+/* The rule of the file comment, for an unforced choice. */
+static enum conv2d_cpu_impl conv_rule(const struct conv2d_dims *d, enum conv2d_cpu_dir dir)
+{
+    const int isa = conv2d_dnnl_isa_level();
+    const long howo = (long)d->ho * d->wo;
+    const int small_strided = d->stride > 1 && howo < 64;
+    if (isa < 2) return CONV2D_CPU_IM2COL;
+    if (d->k == 1 && d->stride > 1) return CONV2D_CPU_IM2COL;
+    if (d->c < 16) {
+        /* the first layer: only its weight gradient, and only with AVX-512 */
+        return dir == CONV2D_BWD_WEIGHTS && isa >= 3 ? CONV2D_CPU_DNNL : CONV2D_CPU_IM2COL;
+    }
+    if (isa >= 3) {
+        if (dir == CONV2D_BWD_WEIGHTS && small_strided) return CONV2D_CPU_IM2COL;
+        return CONV2D_CPU_DNNL;
+    }
+    /* AVX2 */
+    if (small_strided) return CONV2D_CPU_IM2COL;
+    if (dir == CONV2D_FWD) return CONV2D_CPU_DNNL;
+    if ((long)d->c * d->co > 256L * 256L) return CONV2D_CPU_IM2COL;
+    if (dir == CONV2D_BWD_DATA && d->stride > 1) return CONV2D_CPU_IM2COL;
+    return CONV2D_CPU_DNNL;
+}
+
 enum conv2d_cpu_impl conv2d_cpu_choose(const struct conv2d_dims *d, enum conv2d_cpu_dir dir)
 {
     pthread_once(&conv_env_once, conv_read_env);
     if (conv_forced == CONV2D_CPU_IM2COL) return CONV2D_CPU_IM2COL;
-    if (conv_forced == CONV2D_CPU_DNNL) return CONV2D_CPU_DNNL;
+    if (conv_forced != CONV2D_CPU_DNNL && conv_rule(d, dir) == CONV2D_CPU_IM2COL)
+        return CONV2D_CPU_IM2COL;
     return conv2d_dnnl_supported(d, dir) ? CONV2D_CPU_DNNL : CONV2D_CPU_IM2COL;
 }
 

@@ -448,6 +448,16 @@ const char *conv2d_dnnl_isa_name(void)
     }
 }
 
+int conv2d_dnnl_isa_level(void)
+{
+    const unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+    const unsigned avx512 = (unsigned)dnnl_cpu_isa_avx512_core;
+    const unsigned avx2 = (unsigned)dnnl_cpu_isa_avx2;
+    if ((isa & avx512) == avx512) return 3;
+    if ((isa & avx2) == avx2) return 2;
+    return isa != 0 ? 1 : 0;
+}
+
 void conv2d_dnnl_release(void)
 {
     pthread_mutex_lock(&dn_lock);

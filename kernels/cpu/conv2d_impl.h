@@ -71,6 +71,10 @@ const char *conv2d_dnnl_impl_info(const struct conv2d_dims *d, enum conv2d_cpu_d
  * ...), as limited by DNNL_MAX_CPU_ISA. */
 const char *conv2d_dnnl_isa_name(void);
 
+/* The instruction-set family oneDNN dispatches to on this CPU (as limited by
+ * DNNL_MAX_CPU_ISA): 3 AVX-512 (avx512_core or above), 2 AVX2, 1 older x86, 0 other. */
+int conv2d_dnnl_isa_level(void);
+
 /* Frees every cached primitive and the shared work buffer; later calls make them again.
  * Safe at any time: it waits for a convolution running in another thread. */
 void conv2d_dnnl_release(void);

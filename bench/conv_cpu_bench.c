@@ -139,11 +139,13 @@ int main(int argc, char **argv)
     int both = strcmp(impl, "both") == 0;
     enum which only = strcmp(impl, "im2col") == 0 ? W_IM2COL
                       : strcmp(impl, "dnnl") == 0 ? W_DNNL : W_AUTO;
-    double tot[2][3] = {{0, 0, 0}, {0, 0, 0}}; /* fastest wall time [impl][fwd, bwd data, bwd weights] */
+    /* fastest wall time [impl][fwd, bwd data, bwd weights] */
+    double tot[2][3] = {{0, 0, 0}, {0, 0, 0}};
     double totc[2][3] = {{0, 0, 0}, {0, 0, 0}}; /* least CPU time, likewise */
     double tot_flops = 0;
     if (n <= 0 || reps <= 0) {
-        fprintf(stderr, "usage: conv_bench [resnet9|dawn] [BATCH] [im2col|dnnl|both|auto] [REPS]\n");
+        fprintf(stderr,
+                "usage: conv_bench [resnet9|dawn] [BATCH] [im2col|dnnl|both|auto] [REPS]\n");
         return 2;
     }
     printf("%s, batch %d, %d threads, oneDNN ISA %s, %s, times in ms per call\n", net, n,
@@ -175,7 +177,8 @@ int main(int argc, char **argv)
             if (ex > err) err = ex;
             printf("%-19s x%d", sh->name, sh->count);
             for (int dir = 0; dir < 3; dir++)
-                printf("  %s %6.1f/%6.1f %4.2fx (cpu %4.2fx)", dir == 0 ? "fwd" : dir == 1 ? "bwd-d" : "bwd-w",
+                printf("  %s %6.1f/%6.1f %4.2fx (cpu %4.2fx)",
+                       dir == 0 ? "fwd" : dir == 1 ? "bwd-d" : "bwd-w",
                        wall[0][dir] * 1e3, wall[1][dir] * 1e3,
                        wall[1][dir] > 0 ? wall[0][dir] / wall[1][dir] : 0,
                        cpu[1][dir] > 0 ? cpu[0][dir] / cpu[1][dir] : 0);

@@ -1,9 +1,10 @@
-/* CPU convolution (CNHW) as batched GEMMs. The batch is split into chunks of images;
- * inside one OpenMP region each thread takes whole chunks (chunk t, t + T, ...), unfolds
- * its chunk with im2col into a private column buffer and calls a single-threaded sgemm
- * whose output is the chunk's strided sub-matrix of y. Backward: dw is accumulated per
- * thread and the partial sums are added in thread order; dx goes through col2im. With a
- * fixed thread count every result is bit-identical from run to run. */
+/* The im2col + sgemm CPU convolution (CNHW; see conv2d_impl.h) as batched GEMMs. The
+ * batch is split into chunks of images; inside one OpenMP region each thread takes whole
+ * chunks (chunk t, t + T, ...), unfolds its chunk with im2col into a private column
+ * buffer and calls a single-threaded sgemm whose output is the chunk's strided
+ * sub-matrix of y. Backward: dw is accumulated per thread and the partial sums are added
+ * in thread order; dx goes through col2im. With a fixed thread count every result is
+ * bit-identical from run to run. */
 #include "../conv2d.h"
 
 #include <omp.h>

@@ -69,7 +69,8 @@ static int conv_backward_with(enum conv2d_cpu_impl impl, float *dx, float *dw, f
                               const float *dy, const float *x, const float *w,
                               const struct conv2d_dims *d, int accumulate_dx)
 {
-    if (impl == CONV2D_CPU_DNNL) return conv2d_dnnl_backward(dx, dw, db, dy, x, w, d, accumulate_dx);
+    if (impl == CONV2D_CPU_DNNL)
+        return conv2d_dnnl_backward(dx, dw, db, dy, x, w, d, accumulate_dx);
     return conv2d_im2col_backward(dx, dw, db, dy, x, w, d, accumulate_dx);
 }
 

@@ -325,7 +325,8 @@ static int dn_run(struct dn_entry *e, void *const ptr[3], const float *bias)
     int nargs = 0;
     TRY(dn_work_reserve(e->work_size));
     char *work = (char *)dn_work;
-    if (e->scratch_mem) DN_CHECK(dnnl_memory_set_data_handle(e->scratch_mem, work + e->scratch_offset));
+    if (e->scratch_mem)
+        DN_CHECK(dnnl_memory_set_data_handle(e->scratch_mem, work + e->scratch_offset));
     for (int i = 0; i < 3; i++) {
         struct dn_operand *o = &e->op[i];
         DN_CHECK(dnnl_memory_set_data_handle(o->user_mem, ptr[i]));

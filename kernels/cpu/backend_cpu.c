@@ -22,6 +22,7 @@
 #include "../optimizer.h"
 #include "../pool.h"
 #include "../tensor_ops.h"
+#include "conv2d_impl.h"
 #include "cpu_isa.h"
 #include "plan_cpu.h"
 
@@ -61,6 +62,7 @@ static int same_shape(const struct tensor *a, const struct tensor *b)
 static void cpu_destroy(void *ctx)
 {
     if (ctx) cpu_plan_cache_free(((struct cpu_ctx *)ctx)->plans);
+    conv2d_dnnl_release(); /* the cached convolution primitives and their work buffer */
     free(ctx);
 }
 

@@ -1,9 +1,10 @@
-/* CPU convolution (CNHW) as batched GEMMs. The batch is split into chunks of images;
- * inside one OpenMP region each thread takes whole chunks (chunk t, t + T, ...), unfolds
- * its chunk with im2col into a private column buffer and calls a single-threaded sgemm
- * whose output is the chunk's strided sub-matrix of y. Backward: dw is accumulated per
- * thread and the partial sums are added in thread order; dx goes through col2im. With a
- * fixed thread count every result is bit-identical from run to run. */
+/* The im2col + sgemm CPU convolution (CNHW; see conv2d_impl.h) as batched GEMMs. The
+ * batch is split into chunks of images; inside one OpenMP region each thread takes whole
+ * chunks (chunk t, t + T, ...), unfolds its chunk with im2col into a private column
+ * buffer and calls a single-threaded sgemm whose output is the chunk's strided
+ * sub-matrix of y. Backward: dw is accumulated per thread and the partial sums are added
+ * in thread order; dx goes through col2im. With a fixed thread count every result is
+ * bit-identical from run to run. */
 #include "../conv2d.h"
 
 #include <omp.h>
@@ -12,6 +13,7 @@
 
 #include "../../base/status.h"
 #include "cpu_util.h"
+#include "conv2d_impl.h"
 #include "im2col.h"
 
 /* Columns (images × output pixels) per chunk the split aims for: enough for an
@@ -60,8 +62,8 @@ static int conv_is_pointwise(const struct conv2d_dims *d)
     return d->k == 1 && d->stride == 1 && d->pad == 0;
 }
 
-int conv2d_forward_cpu(float *y, const float *x, const float *w, const float *b,
-                       const struct conv2d_dims *d)
+int conv2d_im2col_forward(float *y, const float *x, const float *w, const float *b,
+                          const struct conv2d_dims *d)
 {
     if (d->n <= 0) return DR_OK;
     const int nthr = omp_get_max_threads();
@@ -109,8 +111,8 @@ int conv2d_forward_cpu(float *y, const float *x, const float *w, const float *b,
     return bad ? DR_ERR_INTERNAL : DR_OK;
 }
 
-int conv2d_backward_cpu(float *dx, float *dw, float *db, const float *dy, const float *x,
-                        const float *w, const struct conv2d_dims *d, int accumulate_dx)
+int conv2d_im2col_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+                           const float *w, const struct conv2d_dims *d, int accumulate_dx)
 {
     const long howo = (long)d->ho * d->wo, hw = (long)d->h * d->w;
     const long kdim = (long)d->c * d->k * d->k;

@@ -1,5 +1,9 @@
 /* The choice of the CPU kernels' instruction set (cpu_isa.h) and the public kernel names,
  * each a call through the chosen variant's table. Compiled once, for the build's baseline. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
 #include "cpu_isa.h"
 
 #include <stdio.h>
@@ -29,6 +33,16 @@ static const struct cpu_isa_table *isa_table(enum cpu_isa isa)
     }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* F16C (CPUID leaf 1, ECX bit 29), read directly: clang's __builtin_cpu_supports does
+ * not know the name. */
+static int cpu_has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+}
+#endif
+
 int cpu_isa_supported(enum cpu_isa isa)
 {
     if (!isa_table(isa)) return 0;
@@ -38,7 +52,7 @@ int cpu_isa_supported(enum cpu_isa isa)
     case CPU_ISA_GENERIC: return 1;
     case CPU_ISA_AVX2:   /* x86-64-v3 */
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c");
+               __builtin_cpu_supports("bmi2") && cpu_has_f16c();
     case CPU_ISA_AVX512: /* x86-64-v4 */
         return cpu_isa_supported(CPU_ISA_AVX2) && __builtin_cpu_supports("avx512f") &&
                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512cd") &&

@@ -119,7 +119,9 @@ int decide_ended(int *ended, const char *db_path, const struct sched_batch *b,
     *ended = 0;
     if (access(db_path, F_OK) != 0) return DR_OK;
     TRY(decide_key(key, b, d));
-    TRY(results_open_readonly(&db, db_path));
+    /* read-write: another process may be creating this file's schema this instant, and a
+     * read-only open would refuse the still empty file; the writer's open waits for it */
+    TRY(results_open(&db, db_path));
     TRY(results_seq_batch_find(db, &rec, &found, key));
     if (!found || !strcmp(rec.status, "running") || rec.n_members != b->n) goto cleanup;
     last = calloc((size_t)b->n, sizeof *last);

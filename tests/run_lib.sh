@@ -59,7 +59,16 @@ integrity() {
     expect_eq "$(q "$1" 'PRAGMA integrity_check')" "ok" "integrity of $1"
 }
 
+# finish: exit with the test's status; on failure first print every captured output
+# ($TMP/*.out) in full, so that a log shows what a process said
 finish() {
+    if [ $status -ne 0 ]; then
+        for f in "$TMP"/*.out; do
+            [ -f "$f" ] || continue
+            echo "== full output of $(basename "$f")" >&2
+            cat "$f" >&2
+        done
+    fi
     if [ $status -eq 0 ]; then echo "ok"; else echo "FAILED" >&2; fi
     exit $status
 }

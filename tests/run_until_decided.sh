@@ -4,7 +4,8 @@
 # seeds each) decides `different`; the batch, its members and its look are recorded; the
 # report of every format shows the decision; running the same command again trains
 # nothing and prints the decision; a merge copies the records. A batch stopped by SIGINT
-# resumes when run again. Then the usage errors.
+# resumes when run again. Then the usage errors. The database path starts as an empty
+# file, as another process's open leaves it for an instant before it writes the schema.
 . "$(dirname "$0")/run_lib.sh"
 
 db=$TMP/decide.db
@@ -14,6 +15,7 @@ cp "$TINY" "$a"
 sed 's/name = "e2e-tiny"/name = "tiny-lr0"/; s/values = (0.0, 0.4, 0.0)/values = (0.0, 0.0, 0.0)/' \
     "$TINY" >"$b"
 grep -q 'values = (0.0, 0.0, 0.0)' "$b" || fail "the lr-0 config was not made"
+: >"$db"
 
 "$DR" run "$a" "$b" $FAST --until-decided --round 7 --max-seeds 14 --db "$db" \
     >"$TMP/run.out" 2>&1

@@ -1,5 +1,6 @@
 /* The CPU engine's plan executor (backend_ops.plan_compute): the plan's nodes through the
- * engine's table, but for the batch-norm patterns it fuses (plan_cpu.c). */
+ * engine's table, but for the batch-norm patterns it fuses (found by the analysis the
+ * engines share, kernels/plan_fuse.h; what the CPU takes: plan_cpu.c). */
 #ifndef DAWNRUN_KERNELS_CPU_PLAN_CPU_H
 #define DAWNRUN_KERNELS_CPU_PLAN_CPU_H
 

@@ -1,0 +1,304 @@
+/* The fusion analysis shared by the engines (plan_fuse.h): finds the batch-norm patterns
+ * of a plan and the steps that run them.
+ *
+ * Design notes. Every question the analysis asks is about tensor handles: which nodes
+ * read or write a tensor (plan_node_tensors, with an SGD node's items both read and
+ * written), where "the same tensor" is the same handle or handles of the same data (an
+ * alias, kernels/plan.h). Three spans are used:
+ *   - between two nodes (touched_between): the nodes strictly between them, for a node
+ *     moved to another's place;
+ *   - the whole plan (count_touching), for the activation's dx, which must have one
+ *     writer and one reader;
+ *   - the value a node writes into a tensor (value_readers): the nodes after it up to and
+ *     including the next one that writes the tensor, wrapping round to the plan's start
+ *     when none does; so a tensor rewritten later in the plan (each test-time view of an
+ *     evaluation plan reruns the forward pass over the same tensors) has each of its
+ *     values considered apart.
+ * The backward patterns are found first, since they decide which forward batch norms
+ * keep their coefficients (and so are fused even without an activation after them).
+ * The work is quadratic in the plan's length, done once per plan and signature. */
+#include "plan_fuse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int plan_fuse_same_tensor(const struct tensor *a, const struct tensor *b)
+{
+    return a && b && (a == b || (a->data && a->data == b->data));
+}
+
+static int same_shape(const struct tensor *a, const struct tensor *b)
+{
+    return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w;
+}
+
+/* Whether node n reads (*reads) or writes (*writes) t; SGD nodes update their items. */
+static void node_touches(int *reads, int *writes, const struct plan_node *n,
+                         const struct tensor *t)
+{
+    const struct tensor *ts[PLAN_NODE_MAX_TENSORS];
+    int written[PLAN_NODE_MAX_TENSORS];
+    const int count = plan_node_tensors(ts, written, n);
+    *reads = *writes = 0;
+    for (int i = 0; i < count; i++)
+        if (plan_fuse_same_tensor(ts[i], t)) {
+            if (written[i]) *writes = 1;
+            else *reads = 1;
+        }
+    if (n->op == PLAN_SGD)
+        for (int i = 0; i < n->u.sgd.count; i++) {
+            const struct sgd_item *it = &n->u.sgd.items[i];
+            if (plan_fuse_same_tensor(it->w, t) || plan_fuse_same_tensor(it->v, t) ||
+                plan_fuse_same_tensor(it->dw, t))
+                *reads = *writes = 1;
+        }
+}
+
+/* The nodes of p other than skip that read (want_write = 0) or write (1) t. */
+static int count_touching(const struct plan *p, const struct tensor *t, int want_write, int skip)
+{
+    int count = 0;
+    for (int i = 0; i < p->count; i++) {
+        int r, w;
+        if (i == skip) continue;
+        node_touches(&r, &w, &p->nodes[i], t);
+        count += want_write ? w : r;
+    }
+    return count;
+}
+
+/* Whether a node strictly between from and to writes t (or, unless write_only, reads it). */
+static int touched_between(const struct plan *p, const struct tensor *t, int from, int to,
+                           int write_only)
+{
+    for (int i = from + 1; i < to; i++) {
+        int r, w;
+        node_touches(&r, &w, &p->nodes[i], t);
+        if (w || (!write_only && r)) return 1;
+    }
+    return 0;
+}
+
+/* The first node after `from` that reads or writes t, or -1. */
+static int next_touching(const struct plan *p, const struct tensor *t, int from)
+{
+    for (int i = from + 1; i < p->count; i++) {
+        int r, w;
+        node_touches(&r, &w, &p->nodes[i], t);
+        if (r || w) return i;
+    }
+    return -1;
+}
+
+/* The nodes other than skip that read the value node `from` writes into t (the span of
+ * that value: the design notes above). */
+static int value_readers(const struct plan *p, const struct tensor *t, int from, int skip)
+{
+    int count = 0;
+    for (int k = 1; k < p->count; k++) {
+        const int r = (from + k) % p->count;
+        int reads, writes;
+        node_touches(&reads, &writes, &p->nodes[r], t);
+        if (reads && r != skip) count++;
+        if (writes) break;
+    }
+    return count;
+}
+
+/* Whether the engine's fused passes apply activation kind `kind`. */
+static int act_taken(const struct plan_fuse_caps *caps, enum act_kind kind)
+{
+    return (unsigned)kind < ACT_KIND_COUNT && ((caps->act_kinds >> (unsigned)kind) & 1u);
+}
+
+/* Batch-norm forward node n's output y, input x, scale gamma and shift beta (each
+ * (n, c, h, w) or, gamma and beta, (c)). */
+static void bn_fwd_tensors(const struct plan_node *n, const struct tensor **y,
+                           const struct tensor **x, const struct tensor **gamma,
+                           const struct tensor **beta)
+{
+    if (n->op == PLAN_BN_FWD_TRAIN) {
+        *y = n->u.bn_fwd_train.y;
+        *x = n->u.bn_fwd_train.x;
+        *gamma = n->u.bn_fwd_train.gamma;
+        *beta = n->u.bn_fwd_train.beta;
+    } else {
+        *y = n->u.bn_fwd_eval.y;
+        *x = n->u.bn_fwd_eval.x;
+        *gamma = n->u.bn_fwd_eval.gamma;
+        *beta = n->u.bn_fwd_eval.beta;
+    }
+}
+
+/* The ACT_FWD node that may be folded into batch-norm node i: the next node touching
+ * the batch norm's output reads it as its input, and its own output, another tensor of
+ * the same shape, is untouched in between; -1 when there is none. (Whether the batch
+ * norm's output must still be written is decided from the readers of its value:
+ * keep_outputs.) */
+static int forward_act(const struct plan *p, const struct plan_fuse_caps *caps, int i)
+{
+    const struct tensor *y, *x, *gamma, *beta;
+    bn_fwd_tensors(&p->nodes[i], &y, &x, &gamma, &beta);
+    if (!y || !y->data) return -1;
+    const int j = next_touching(p, y, i);
+    if (j < 0) return -1;
+    const struct plan_node *a = &p->nodes[j];
+    if (a->op != PLAN_ACT_FWD || !plan_fuse_same_tensor(a->u.act_fwd.x, y) ||
+        !act_taken(caps, a->u.act_fwd.kind))
+        return -1;
+    const struct tensor *out = a->u.act_fwd.y;
+    if (!out || !out->data || !same_shape(out, y) || plan_fuse_same_tensor(out, y) ||
+        plan_fuse_same_tensor(out, x) || touched_between(p, out, i, j, 0))
+        return -1;
+    if (caps->forward_ok && !caps->forward_ok(&p->nodes[i], a)) return -1;
+    return j;
+}
+
+/* The ADD_FWD node that may be folded in after activation node j of batch-norm node i:
+ * the value j writes is read by that add alone (the next node touching it), whose other
+ * operand is neither that output nor the batch norm's and is not written between i and
+ * the add, and whose own output nothing touches in between; -1 when there is none. */
+static int forward_add(const struct plan *p, int i, int j)
+{
+    const struct tensor *y, *x, *gamma, *beta;
+    const struct tensor *out = p->nodes[j].u.act_fwd.y;
+    bn_fwd_tensors(&p->nodes[i], &y, &x, &gamma, &beta);
+    const int q = next_touching(p, out, j);
+    if (q < 0 || p->nodes[q].op != PLAN_ADD_FWD) return -1;
+    const struct plan_node *n = &p->nodes[q];
+    const int first = plan_fuse_same_tensor(n->u.add_fwd.a, out);
+    const int second = plan_fuse_same_tensor(n->u.add_fwd.b, out);
+    if (first == second) return -1;   /* not an operand, or both */
+    const struct tensor *res = first ? n->u.add_fwd.b : n->u.add_fwd.a, *sum = n->u.add_fwd.y;
+    if (!res || !res->data || !sum || !sum->data || !same_shape(res, out) ||
+        !same_shape(sum, out) || plan_fuse_same_tensor(res, y) ||
+        plan_fuse_same_tensor(sum, out) || plan_fuse_same_tensor(sum, res) ||
+        plan_fuse_same_tensor(sum, y) || plan_fuse_same_tensor(sum, x) ||
+        value_readers(p, out, j, q) != 0 || touched_between(p, sum, i, q, 0) ||
+        touched_between(p, res, i, q, 1))
+        return -1;
+    return q;
+}
+
+/* For ACT_BWD node k: the BN_BWD node m its dx feeds (that dx's only reader in the plan;
+ * k alone writes it, overwriting), with *fwd the BN_FWD_TRAIN node that wrote k's input,
+ * the same batch norm as m's (x, gamma, statistics), x, gamma, beta and the statistics
+ * unchanged from it to m, nothing else writing its output, and k's dy unchanged from k to
+ * m; -1 when there is none. */
+static int backward_bn(const struct plan *p, const struct plan_fuse_caps *caps, int k, int *fwd)
+{
+    const struct plan_node *a = &p->nodes[k];
+    const struct tensor *g = a->u.act_bwd.dx, *d = a->u.act_bwd.dy, *y = a->u.act_bwd.x;
+    *fwd = -1;
+    if (!g || !g->data || a->u.act_bwd.accumulate || !act_taken(caps, a->u.act_bwd.kind) ||
+        !d || !y || plan_fuse_same_tensor(g, d) || plan_fuse_same_tensor(g, y))
+        return -1;
+    const int m = next_touching(p, g, k);
+    if (m < 0) return -1;
+    const struct plan_node *b = &p->nodes[m];
+    if (b->op != PLAN_BN_BWD || !plan_fuse_same_tensor(b->u.bn_bwd.dy, g)) return -1;
+    if (count_touching(p, g, 1, k) != 0 || count_touching(p, g, 0, m) != 0) return -1;
+    if (!same_shape(d, g) || touched_between(p, d, k, m, 1)) return -1;
+    if (b->u.bn_bwd.dx &&
+        (plan_fuse_same_tensor(b->u.bn_bwd.dx, d) || plan_fuse_same_tensor(b->u.bn_bwd.dx, g)))
+        return -1;
+    if (caps->backward_ok && !caps->backward_ok(a, b)) return -1;
+    for (int i = k - 1; i >= 0; i--) {
+        const struct plan_node *f = &p->nodes[i];
+        if (f->op != PLAN_BN_FWD_TRAIN || !plan_fuse_same_tensor(f->u.bn_fwd_train.y, y))
+            continue;
+        if (!plan_fuse_same_tensor(f->u.bn_fwd_train.x, b->u.bn_bwd.x) ||
+            !plan_fuse_same_tensor(f->u.bn_fwd_train.gamma, b->u.bn_bwd.gamma) ||
+            !plan_fuse_same_tensor(f->u.bn_fwd_train.save_mean, b->u.bn_bwd.save_mean) ||
+            !plan_fuse_same_tensor(f->u.bn_fwd_train.save_invstd, b->u.bn_bwd.save_invstd))
+            return -1;
+        if (touched_between(p, f->u.bn_fwd_train.x, i, m, 1) ||
+            touched_between(p, f->u.bn_fwd_train.gamma, i, m, 1) ||
+            touched_between(p, f->u.bn_fwd_train.beta, i, m, 1) ||
+            touched_between(p, f->u.bn_fwd_train.save_mean, i, m, 1) ||
+            touched_between(p, f->u.bn_fwd_train.save_invstd, i, m, 1) ||
+            count_touching(p, y, 1, i) != 0)
+            return -1;
+        *fwd = i;
+        return m;
+    }
+    return -1;
+}
+
+/* Sets keep_y of every fused forward in s: whether a reader of the value it writes into
+ * the batch norm's output is neither the activation folded into it nor an activation
+ * backward folded into a batch-norm backward that recomputes that output (a folded add
+ * reads the activation's output, not this one). In a plan that may not leave a value
+ * unwritten (replayable_only), every fused forward writes its output. */
+static void keep_outputs(struct plan_fuse_step *s, const struct plan *p, int write_all)
+{
+    for (int i = 0; i < p->count; i++) {
+        if (s[i].kind != PLAN_FUSE_BN_TRAIN && s[i].kind != PLAN_FUSE_BN_EVAL) continue;
+        const struct tensor *y, *x, *gamma, *beta;
+        bn_fwd_tensors(&p->nodes[i], &y, &x, &gamma, &beta);
+        s[i].keep_y = write_all;
+        for (int k = 1; k < p->count && !s[i].keep_y; k++) {
+            const int r = (i + k) % p->count;
+            int reads, writes;
+            node_touches(&reads, &writes, &p->nodes[r], y);
+            if (r != s[i].act && !(p->nodes[r].op == PLAN_ACT_BWD &&
+                                   s[r].kind == PLAN_FUSE_SKIP && s[r].fwd == i))
+                s[i].keep_y = reads;
+            if (writes) break;
+        }
+    }
+}
+
+void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
+                       const struct plan_fuse_caps *caps)
+{
+    struct plan_fuse_step *s = steps;
+    /* a value may be left unwritten: the plan's nodes are all its readers */
+    const int may_drop = p->replayable || !caps->replayable_only;
+    for (int i = 0; i < p->count; i++)
+        s[i] = (struct plan_fuse_step){PLAN_FUSE_RUN, -1, -1, -1, 0, 0};
+    /* backward first: which forward batch norms keep their coefficients */
+    for (int k = 0; k < p->count && may_drop; k++) {
+        int fwd, m;
+        if (p->nodes[k].op != PLAN_ACT_BWD || s[k].kind != PLAN_FUSE_RUN) continue;
+        if ((m = backward_bn(p, caps, k, &fwd)) < 0 || s[m].kind != PLAN_FUSE_RUN) continue;
+        s[k].kind = PLAN_FUSE_SKIP;
+        s[k].fwd = fwd;
+        s[m] = (struct plan_fuse_step){PLAN_FUSE_BN_BWD, k, -1, fwd, 0, 0};
+        s[fwd].keeps_coef = 1;
+    }
+    for (int i = 0; i < p->count; i++) {
+        const struct plan_node *n = &p->nodes[i];
+        if (n->op != PLAN_BN_FWD_TRAIN && n->op != PLAN_BN_FWD_EVAL) continue;
+        const int j = forward_act(p, caps, i);
+        if (j < 0 && !s[i].keeps_coef) continue;
+        s[i].kind = n->op == PLAN_BN_FWD_TRAIN ? PLAN_FUSE_BN_TRAIN : PLAN_FUSE_BN_EVAL;
+        s[i].act = j;
+        if (j < 0) continue;
+        s[j].kind = PLAN_FUSE_SKIP;
+        s[i].add = may_drop ? forward_add(p, i, j) : -1;
+        if (s[i].add >= 0) s[s[i].add].kind = PLAN_FUSE_SKIP;
+    }
+    keep_outputs(s, p, !may_drop);
+}
+
+int plan_fuse_enabled(const char *var)
+{
+    const char *v = getenv(var);
+    return !(v && !strcmp(v, "0"));
+}
+
+const struct tensor *plan_fuse_add_other(const struct plan_node *add, const struct tensor *t,
+                                         int *t_second)
+{
+    if (t_second) *t_second = plan_fuse_same_tensor(add->u.add_fwd.b, t);
+    return plan_fuse_same_tensor(add->u.add_fwd.a, t) ? add->u.add_fwd.b : add->u.add_fwd.a;
+}
+
+const char *plan_fuse_kind_name(enum plan_fuse_kind kind)
+{
+    static const char *const names[] = {"run", "skip", "bn_train", "bn_eval", "bn_bwd"};
+    _Static_assert(sizeof(names) / sizeof(names[0]) == PLAN_FUSE_KIND_COUNT,
+                   "a name for every plan_fuse_kind");
+    return (unsigned)kind < PLAN_FUSE_KIND_COUNT ? names[kind] : "?";
+}

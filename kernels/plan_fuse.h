@@ -1,0 +1,109 @@
+/* The fusion analysis of a plan (kernels/plan.h), shared by the engines' executors
+ * (kernels/cpu/plan_cpu.c, kernels/cuda/plan_cuda.cu): which nodes of a plan may run as
+ * one of the fused batch-norm patterns, told as one step per node. The rules that make a
+ * fusion safe are the same on every engine and live here; an engine says, in a
+ * struct plan_fuse_caps, what its fused kernels take (activation kinds, shapes), runs the
+ * steps, and owns what the steps need at run time (coefficient buffers, caches).
+ *
+ * The patterns (docs/gpu.md, "Fused paths"):
+ *   - forward: BN_FWD_TRAIN or BN_FWD_EVAL, then an ACT_FWD of its output: one pass
+ *     after the statistics writes the activation's output, and the batch norm's output
+ *     only when another node reads that value (keep_y); when an ADD_FWD alone reads the
+ *     activation's output (a residual add), the pass writes the add's output instead;
+ *   - backward: an ACT_BWD whose dx only a BN_BWD reads, that batch norm's BN_FWD_TRAIN
+ *     being in the plan: the batch norm's backward takes the activation's dy and
+ *     recomputes the batch norm's output from x with coefficients its forward kept
+ *     (keeps_coef); the activation's dx is never written.
+ *
+ * Invariants of the analysis: a value that a fused step no longer writes has no other
+ * reader (each value a tensor holds considered apart: from the node that writes it to
+ * the next node writing the tensor, wrapping round to the plan's start, since a replayed
+ * plan's tensors keep their values into the next run); nothing a node moved to another
+ * node's place reads or writes is touched by the nodes it moves over; nothing the
+ * backward recomputes from (x, gamma, beta, the saved statistics) is written between the
+ * forward and the backward. Everything else runs node by node (PLAN_FUSE_RUN). The
+ * analysis reads the plan's nodes and tensor handles (their data pointers and shapes),
+ * never tensor contents, and allocates nothing. */
+#ifndef DAWNRUN_PLAN_FUSE_H
+#define DAWNRUN_PLAN_FUSE_H
+
+#include "plan.h"
+
+/* What an engine's executor does at one node. */
+enum plan_fuse_kind {
+    PLAN_FUSE_RUN,        /* the node through the engine's table */
+    PLAN_FUSE_SKIP,       /* folded into another node's step: nothing */
+    PLAN_FUSE_BN_TRAIN,   /* the BN_FWD_TRAIN fused: act (or -1) and add (or -1) folded in */
+    PLAN_FUSE_BN_EVAL,    /* the BN_FWD_EVAL fused: act (never -1) and add (or -1) folded in */
+    PLAN_FUSE_BN_BWD,     /* the BN_BWD fused: ACT_BWD node act folded in, recomputing from
+                             the coefficients BN_FWD_TRAIN node fwd kept */
+    PLAN_FUSE_KIND_COUNT  /* not a kind: the number of kinds */
+};
+
+/* One node's step. Indices are node indices of the analysed plan, -1 for none. */
+struct plan_fuse_step {
+    enum plan_fuse_kind kind;
+    int act;          /* BN_TRAIN, BN_EVAL: the ACT_FWD folded in; BN_BWD: the ACT_BWD */
+    int add;          /* BN_TRAIN, BN_EVAL: the residual ADD_FWD folded in after act */
+    int fwd;          /* BN_BWD, and the SKIP of the ACT_BWD folded into it: the
+                         BN_FWD_TRAIN node whose kept coefficients it reads */
+    int keep_y;       /* BN_TRAIN, BN_EVAL: the batch norm's output is read by a node
+                         other than those folded, so the fused pass still writes it */
+    int keeps_coef;   /* BN_TRAIN: a fused backward (BN_BWD naming this node as fwd)
+                         reads the coefficients this forward must keep */
+};
+
+/* Every activation kind (enum act_kind), as a mask for plan_fuse_caps.act_kinds. */
+#define PLAN_FUSE_ALL_ACTS ((1u << ACT_KIND_COUNT) - 1u)
+
+/* What one engine's fused kernels take, beyond the rules every engine shares. */
+struct plan_fuse_caps {
+    /* The activation kinds the fused passes apply, forward and backward: bit
+     * (1u << kind) for each kind (PLAN_FUSE_ALL_ACTS: every kind). */
+    unsigned act_kinds;
+    /* 1: only a replayable plan (p->replayable) may leave a value unwritten (fold the
+     * add, or the activation's backward, or not write the batch norm's output), since the
+     * readers of a plan run once may be in the plans after it; a plan that is not
+     * replayable still gets its batch norm fused with the activation, writing every
+     * output. 0: the plan's own nodes decide, replayable or not. */
+    int replayable_only;
+    /* Whether the fused forward takes activation node act (an ACT_FWD of a kind in
+     * act_kinds reading bn's output, its output another tensor of that output's shape,
+     * both with data) folded into batch-norm node bn (BN_FWD_TRAIN or BN_FWD_EVAL).
+     * Tensors not named above may be NULL. NULL: every such pair. */
+    int (*forward_ok)(const struct plan_node *bn, const struct plan_node *act);
+    /* Whether the fused backward takes activation backward node act (an ACT_BWD of a
+     * kind in act_kinds, overwriting a dx with data of dy's shape, dy and x non-NULL)
+     * folded into batch-norm backward node bwd (a BN_BWD whose dy is act's dx). Tensors
+     * not named above may be NULL. NULL: every such pair. */
+    int (*backward_ok)(const struct plan_node *act, const struct plan_node *bwd);
+};
+
+/* Fills steps[0 .. p->count) (caller-owned, p->count entries) with the steps of plan p
+ * on an engine with capabilities caps: every node PLAN_FUSE_RUN (act, add, fwd -1,
+ * flags 0) except the patterns above, found where the rules and caps allow. The steps
+ * hold for p as it is now; a caller that keeps them redoes the analysis when
+ * plan_signature(p) or p->count changes. */
+void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
+                       const struct plan_fuse_caps *caps);
+
+/* Whether fusion is on for an engine whose switch is the environment variable var:
+ * 0 when var is "0", else 1 (unset included). Read at each call. */
+int plan_fuse_enabled(const char *var);
+
+/* Whether a and b are the same memory: both non-NULL, and the same handle or handles of
+ * the same non-NULL data. */
+int plan_fuse_same_tensor(const struct tensor *a, const struct tensor *b);
+
+/* The operand of ADD_FWD node add that is not t (the residual beside a folded
+ * activation's output t); *t_second = 1 when t is the add's second operand (b), else 0.
+ * t_second may be NULL. t and the result are (n, c, h, w) as the add's output. */
+const struct tensor *plan_fuse_add_other(const struct plan_node *add,
+                                         const struct tensor *t,   /* (n, c, h, w) */
+                                         int *t_second);
+
+/* The kind's name ("run", "skip", "bn_train", "bn_eval", "bn_bwd"); "?" for a value that
+ * is not a kind. */
+const char *plan_fuse_kind_name(enum plan_fuse_kind kind);
+
+#endif

@@ -1,0 +1,460 @@
+/* The fusion analysis the engines share (kernels/plan_fuse.h), on small plans built by
+ * hand, under the CUDA engine's capabilities (every activation kind, any plan) and the
+ * CPU engine's (ReLU only, values left unwritten only in replayable plans, shapes from
+ * x): a batch norm, its ReLU and a residual add fold into one step, and the batch norm's
+ * output is written only when another node reads it; the add stays apart when the
+ * ReLU's output has a second reader; an activation's backward folds into the batch
+ * norm's backward, which makes the forward keep its coefficients and spares its output,
+ * but not when it accumulates, when the batch norm's input changes between the two, or
+ * (CPU) in a plan that is not replayable; an evaluation plan whose two views rewrite the
+ * same tensors has each view's values considered apart, wrapping round the plan's end.
+ * Tensors are handles with distinct data pointers that are never read. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "kernels/plan.h"
+#include "kernels/plan_fuse.h"
+
+/* ------------------------------------------------------------------ tensors and nodes */
+
+enum {
+    X, Y, A, R, S, OUT, GAMMA, BETA, MEAN, INVSTD, RMEAN, RVAR,
+    DOUT, DS, DY, DX, DGAMMA, DBETA, IMG, OTHER, TENSOR_COUNT
+};
+
+static float memory[TENSOR_COUNT][4];   /* distinct data pointers */
+static struct tensor t[TENSOR_COUNT];
+
+/* Activations (2, 4, 3, 3), per-channel vectors (4). */
+static void tensors_init(void)
+{
+    for (int i = 0; i < TENSOR_COUNT; i++)
+        t[i] = (struct tensor){memory[i], TENSOR_ACT, 2, 4, 3, 3};
+    const int vectors[] = {GAMMA, BETA, MEAN, INVSTD, RMEAN, RVAR, DGAMMA, DBETA};
+    for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++)
+        t[vectors[i]] = (struct tensor){memory[vectors[i]], TENSOR_F32, 4, 1, 1, 1};
+}
+
+static struct plan_node *append(struct plan *p, enum plan_op op)
+{
+    struct plan_node *n = plan_append(p, op, PLAN_PHASE_FORWARD, -1);
+    if (!n) {
+        printf("out of memory\n");
+        exit(1);
+    }
+    return n;
+}
+
+/* y = bn(x), training, with the fixture's statistics. */
+static void bn_train(struct plan *p, int y, int x)
+{
+    struct plan_node *n = append(p, PLAN_BN_FWD_TRAIN);
+    n->u.bn_fwd_train.y = &t[y];
+    n->u.bn_fwd_train.save_mean = &t[MEAN];
+    n->u.bn_fwd_train.save_invstd = &t[INVSTD];
+    n->u.bn_fwd_train.running_mean = &t[RMEAN];
+    n->u.bn_fwd_train.running_var = &t[RVAR];
+    n->u.bn_fwd_train.x = &t[x];
+    n->u.bn_fwd_train.gamma = &t[GAMMA];
+    n->u.bn_fwd_train.beta = &t[BETA];
+    n->u.bn_fwd_train.a = (struct bn_attr){1e-5f, 0.1f, 1};
+}
+
+/* y = bn(x) with the running statistics. */
+static void bn_eval(struct plan *p, int y, int x)
+{
+    struct plan_node *n = append(p, PLAN_BN_FWD_EVAL);
+    n->u.bn_fwd_eval.y = &t[y];
+    n->u.bn_fwd_eval.x = &t[x];
+    n->u.bn_fwd_eval.gamma = &t[GAMMA];
+    n->u.bn_fwd_eval.beta = &t[BETA];
+    n->u.bn_fwd_eval.running_mean = &t[RMEAN];
+    n->u.bn_fwd_eval.running_var = &t[RVAR];
+    n->u.bn_fwd_eval.a = (struct bn_attr){1e-5f, 0.0f, 1};
+}
+
+static void act_fwd(struct plan *p, int y, int x, enum act_kind kind)
+{
+    struct plan_node *n = append(p, PLAN_ACT_FWD);
+    n->u.act_fwd.y = &t[y];
+    n->u.act_fwd.x = &t[x];
+    n->u.act_fwd.kind = kind;
+}
+
+static void add_fwd(struct plan *p, int y, int a, int b)
+{
+    struct plan_node *n = append(p, PLAN_ADD_FWD);
+    n->u.add_fwd.y = &t[y];
+    n->u.add_fwd.a = &t[a];
+    n->u.add_fwd.b = &t[b];
+}
+
+/* y = s * x: a reader of x (the rest of the network, the loss). */
+static void scale(struct plan *p, int y, int x)
+{
+    struct plan_node *n = append(p, PLAN_SCALE_FWD);
+    n->u.scale_fwd.y = &t[y];
+    n->u.scale_fwd.x = &t[x];
+    n->u.scale_fwd.s = 0.5f;
+}
+
+static void act_bwd(struct plan *p, int dx, int dy, int x, enum act_kind kind, int accumulate)
+{
+    struct plan_node *n = append(p, PLAN_ACT_BWD);
+    n->u.act_bwd.dx = &t[dx];
+    n->u.act_bwd.dy = &t[dy];
+    n->u.act_bwd.x = &t[x];
+    n->u.act_bwd.kind = kind;
+    n->u.act_bwd.accumulate = accumulate;
+}
+
+/* The backward of bn_train(p, ., x): dx (or none, -1) from dy. */
+static void bn_bwd(struct plan *p, int dx, int dy, int x)
+{
+    struct plan_node *n = append(p, PLAN_BN_BWD);
+    n->u.bn_bwd.dx = dx >= 0 ? &t[dx] : NULL;
+    n->u.bn_bwd.dgamma = &t[DGAMMA];
+    n->u.bn_bwd.dbeta = &t[DBETA];
+    n->u.bn_bwd.dy = &t[dy];
+    n->u.bn_bwd.x = &t[x];
+    n->u.bn_bwd.gamma = &t[GAMMA];
+    n->u.bn_bwd.save_mean = &t[MEAN];
+    n->u.bn_bwd.save_invstd = &t[INVSTD];
+}
+
+/* ------------------------------------------------------------------ the engines' caps */
+
+static int same_shape(const struct tensor *a, const struct tensor *b)
+{
+    return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w;
+}
+
+/* The CPU engine's checks (kernels/cpu/plan_cpu.c): the passes take their sizes from x. */
+static int cpu_forward_ok(const struct plan_node *bn, const struct plan_node *act)
+{
+    const int train = bn->op == PLAN_BN_FWD_TRAIN;
+    const struct tensor *y = train ? bn->u.bn_fwd_train.y : bn->u.bn_fwd_eval.y;
+    const struct tensor *x = train ? bn->u.bn_fwd_train.x : bn->u.bn_fwd_eval.x;
+    (void)act;
+    return x && x->data && same_shape(y, x);
+}
+
+static int cpu_backward_ok(const struct plan_node *act, const struct plan_node *bwd)
+{
+    return act->u.act_bwd.dy->data && same_shape(act->u.act_bwd.dy, bwd->u.bn_bwd.x);
+}
+
+static const struct plan_fuse_caps CUDA_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL};
+static const struct plan_fuse_caps CPU_CAPS = {1u << ACT_RELU, 1, cpu_forward_ok,
+                                               cpu_backward_ok};
+
+/* ------------------------------------------------------------------ expectations */
+
+/* One step as expected: "node kind act add fwd keep_y keeps_coef". */
+struct want {
+    int node;
+    enum plan_fuse_kind kind;
+    int act, add, fwd, keep_y, keeps_coef;
+};
+
+#define RUN_STEP(i) {i, PLAN_FUSE_RUN, -1, -1, -1, 0, 0}
+
+/* Analyses p under caps and checks every step against w (nodes not in w: PLAN_FUSE_RUN
+ * with nothing folded). */
+static void expect_steps(const char *what, const struct plan *p, const struct plan_fuse_caps *caps,
+                         const struct want *w, int nw)
+{
+    struct plan_fuse_step steps[64];
+    CHECK(p->count <= 64);
+    if (p->count > 64) return;
+    memset(steps, 0xa5, sizeof(steps));   /* every field must be set */
+    plan_fuse_analyse(steps, p, caps);
+    for (int i = 0; i < p->count; i++) {
+        struct want e = RUN_STEP(i);
+        for (int k = 0; k < nw; k++)
+            if (w[k].node == i) e = w[k];
+        const struct plan_fuse_step *s = &steps[i];
+        const int ok = s->kind == e.kind && s->act == e.act && s->add == e.add &&
+                       s->fwd == e.fwd && s->keep_y == e.keep_y && s->keeps_coef == e.keeps_coef;
+        if (!ok)
+            printf("%s: node %d (%s): %s act %d add %d fwd %d keep_y %d keeps_coef %d; "
+                   "expected %s act %d add %d fwd %d keep_y %d keeps_coef %d\n",
+                   what, i, plan_op_name(p->nodes[i].op), plan_fuse_kind_name(s->kind), s->act,
+                   s->add, s->fwd, s->keep_y, s->keeps_coef, plan_fuse_kind_name(e.kind), e.act,
+                   e.add, e.fwd, e.keep_y, e.keeps_coef);
+        CHECK(ok);
+    }
+}
+
+#define EXPECT_STEPS(what, p, caps, ...)                                                   \
+    expect_steps(what, p, caps, (const struct want[]){__VA_ARGS__},                       \
+                 (int)(sizeof((const struct want[]){__VA_ARGS__}) / sizeof(struct want)))
+
+/* Every node runs alone. */
+static void expect_unfused(const char *what, const struct plan *p,
+                           const struct plan_fuse_caps *caps)
+{
+    EXPECT_STEPS(what, p, caps, RUN_STEP(0));
+}
+
+/* ------------------------------------------------------------------ the cases */
+
+/* bn -> relu -> add(relu out, residual) -> reader of the sum. */
+static void test_forward_add(void)
+{
+    struct plan p = {0};
+    bn_train(&p, Y, X);          /* 0 */
+    act_fwd(&p, A, Y, ACT_RELU); /* 1 */
+    add_fwd(&p, S, A, R);        /* 2 */
+    scale(&p, OUT, S);           /* 3 */
+    p.replayable = 1;
+    const struct want folded[] = {{0, PLAN_FUSE_BN_TRAIN, 1, 2, -1, 0, 0},
+                                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0},
+                                  {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0}};
+    expect_steps("bn+relu+add (cuda)", &p, &CUDA_CAPS, folded, 3);
+    expect_steps("bn+relu+add (cpu)", &p, &CPU_CAPS, folded, 3);
+
+    /* not replayable: the CPU folds the activation alone and writes every output */
+    p.replayable = 0;
+    expect_steps("bn+relu+add, not replayable (cuda)", &p, &CUDA_CAPS, folded, 3);
+    EXPECT_STEPS("bn+relu+add, not replayable (cpu)", &p, &CPU_CAPS,
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0}, {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+    p.replayable = 1;
+
+    /* the residual as the add's first operand: folded the same */
+    p.nodes[2].u.add_fwd.a = &t[R];
+    p.nodes[2].u.add_fwd.b = &t[A];
+    expect_steps("bn+relu+add, residual first (cuda)", &p, &CUDA_CAPS, folded, 3);
+    int second = -1;
+    CHECK(plan_fuse_add_other(&p.nodes[2], &t[A], &second) == &t[R] && second == 1);
+    CHECK(plan_fuse_add_other(&p.nodes[2], &t[R], &second) == &t[A] && second == 0);
+
+    /* gelu: the CUDA engine fuses it, the CPU engine does not */
+    p.nodes[1].u.act_fwd.kind = ACT_GELU;
+    expect_steps("bn+gelu+add (cuda)", &p, &CUDA_CAPS, folded, 3);
+    expect_unfused("bn+gelu+add (cpu)", &p, &CPU_CAPS);
+    p.nodes[1].u.act_fwd.kind = (enum act_kind)ACT_KIND_COUNT;   /* not a kind */
+    expect_unfused("bn+invalid act (cuda)", &p, &CUDA_CAPS);
+    p.nodes[1].u.act_fwd.kind = ACT_RELU;
+
+    /* the CPU passes take their sizes from x: an x of another shape is not fused there */
+    t[X].h = 4;
+    expect_steps("bn+relu+add, x of another shape (cuda)", &p, &CUDA_CAPS, folded, 3);
+    expect_unfused("bn+relu+add, x of another shape (cpu)", &p, &CPU_CAPS);
+    t[X].h = 3;
+
+    /* the residual is written between the batch norm and the add: the add stays apart */
+    struct plan q = {0};
+    bn_train(&q, Y, X);
+    act_fwd(&q, A, Y, ACT_RELU);
+    scale(&q, R, IMG);
+    add_fwd(&q, S, A, R);
+    scale(&q, OUT, S);
+    q.replayable = 1;
+    EXPECT_STEPS("residual written in between", &q, &CUDA_CAPS,
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 0}, {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+    plan_free(&q);
+    plan_free(&p);
+}
+
+/* A second reader of the batch norm's output, then of the activation's output. */
+static void test_second_reader(void)
+{
+    struct plan p = {0};
+    bn_train(&p, Y, X);          /* 0 */
+    act_fwd(&p, A, Y, ACT_RELU); /* 1 */
+    add_fwd(&p, S, A, R);        /* 2 */
+    scale(&p, OUT, Y);           /* 3: reads the batch norm's output */
+    p.replayable = 1;
+    const struct want keep[] = {{0, PLAN_FUSE_BN_TRAIN, 1, 2, -1, 1, 0},
+                                {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0},
+                                {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0}};
+    expect_steps("bn output read twice (cuda)", &p, &CUDA_CAPS, keep, 3);
+    expect_steps("bn output read twice (cpu)", &p, &CPU_CAPS, keep, 3);
+
+    /* the reader rewritten to read the activation's output: the add is not folded (its
+     * input must be written), the activation is, and the batch norm's output is spared */
+    p.nodes[3].u.scale_fwd.x = &t[A];
+    EXPECT_STEPS("act output read twice", &p, &CUDA_CAPS,
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 0}, {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+
+    /* a node between the batch norm and its activation reads the batch norm's output: the
+     * activation is not the next node touching it, so nothing fuses */
+    struct plan q = {0};
+    bn_train(&q, Y, X);
+    scale(&q, OUT, Y);
+    act_fwd(&q, A, Y, ACT_RELU);
+    q.replayable = 1;
+    expect_unfused("reader before the activation", &q, &CUDA_CAPS);
+    plan_free(&q);
+    plan_free(&p);
+}
+
+/* The forward and backward of bn -> relu, as a training step has them. */
+static void build_step(struct plan *p, int accumulate)
+{
+    bn_train(p, Y, X);                            /* 0 */
+    act_fwd(p, A, Y, ACT_RELU);                   /* 1 */
+    scale(p, OUT, A);                             /* 2: the rest of the forward */
+    scale(p, DOUT, OUT);                          /* 3: the loss's gradient, as it were */
+    scale(p, DS, DOUT);                           /* 4: the gradient of the relu's output */
+    act_bwd(p, DY, DS, Y, ACT_RELU, accumulate);  /* 5 */
+    bn_bwd(p, DX, DY, X);                         /* 6 */
+    p->replayable = 1;
+}
+
+static void test_backward(void)
+{
+    struct plan p = {0};
+    build_step(&p, 0);
+    const struct want fused[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 1},
+                                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0},
+                                 {5, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0},
+                                 {6, PLAN_FUSE_BN_BWD, 5, -1, 0, 0, 0}};
+    expect_steps("act_bwd into bn_bwd (cuda)", &p, &CUDA_CAPS, fused, 4);
+    expect_steps("act_bwd into bn_bwd (cpu)", &p, &CPU_CAPS, fused, 4);
+
+    /* the batch norm's backward without a dx (it reads the network's input) */
+    p.nodes[6].u.bn_bwd.dx = NULL;
+    expect_steps("act_bwd into bn_bwd, no dx", &p, &CUDA_CAPS, fused, 4);
+    p.nodes[6].u.bn_bwd.dx = &t[DX];
+
+    /* not replayable: the CPU does not fold the backward, and keeps the outputs */
+    p.replayable = 0;
+    expect_steps("act_bwd into bn_bwd, not replayable (cuda)", &p, &CUDA_CAPS, fused, 4);
+    EXPECT_STEPS("act_bwd into bn_bwd, not replayable (cpu)", &p, &CPU_CAPS,
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0}, {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+    p.replayable = 1;
+    plan_free(&p);
+
+    /* an accumulating activation backward stays apart; it reads the batch norm's output,
+     * which must then be written */
+    build_step(&p, 1);
+    const struct want apart[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0},
+                                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0}};
+    expect_steps("accumulating act_bwd (cuda)", &p, &CUDA_CAPS, apart, 2);
+    expect_steps("accumulating act_bwd (cpu)", &p, &CPU_CAPS, apart, 2);
+    plan_free(&p);
+
+    /* gelu: the CUDA engine folds it, the CPU engine nothing */
+    build_step(&p, 0);
+    p.nodes[1].u.act_fwd.kind = ACT_GELU;
+    p.nodes[5].u.act_bwd.kind = ACT_GELU;
+    expect_steps("gelu backward (cuda)", &p, &CUDA_CAPS, fused, 4);
+    expect_unfused("gelu backward (cpu)", &p, &CPU_CAPS);
+    plan_free(&p);
+
+    /* the batch norm's input rewritten between the forward and the backward: the
+     * backward cannot recompute from it; the forward keeps its output for the act_bwd */
+    build_step(&p, 0);
+    p.nodes[3].u.scale_fwd.y = &t[X];
+    EXPECT_STEPS("x written before the backward", &p, &CUDA_CAPS,
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0}, {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+    plan_free(&p);
+
+    /* the activation's dx read by another node besides the batch norm's backward */
+    build_step(&p, 0);
+    scale(&p, OTHER, DY);
+    EXPECT_STEPS("act dx read twice", &p, &CUDA_CAPS,
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0}, {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+    plan_free(&p);
+
+    /* the activation's dy written between its backward and the batch norm's: the
+     * activation backward cannot move to the batch norm backward's place */
+    build_step(&p, 0);
+    struct plan_node saved = p.nodes[6];
+    memset(&p.nodes[6], 0, sizeof(p.nodes[6]));
+    p.nodes[6].op = PLAN_SCALE_FWD;
+    p.nodes[6].u.scale_fwd.y = &t[DS];
+    p.nodes[6].u.scale_fwd.x = &t[IMG];
+    p.nodes[6].u.scale_fwd.s = 1.0f;
+    *append(&p, PLAN_BN_BWD) = saved;
+    EXPECT_STEPS("act dy written in between", &p, &CUDA_CAPS,
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0}, {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+    plan_free(&p);
+}
+
+/* One test-time view: IMG -> X (as a batch node writes the input), bn (eval), relu, and a
+ * reader of the activation's output into the view's logits. */
+static void build_view(struct plan *p, int logits)
+{
+    scale(p, X, IMG);
+    bn_eval(p, Y, X);
+    act_fwd(p, A, Y, ACT_RELU);
+    scale(p, logits, A);
+}
+
+static void test_eval_views(void)
+{
+    struct plan p = {0};
+    build_view(&p, OUT);    /* 0 .. 3 */
+    build_view(&p, OTHER);  /* 4 .. 7 */
+    add_fwd(&p, S, OUT, OTHER);
+    p.replayable = 1;
+    const struct want views[] = {{1, PLAN_FUSE_BN_EVAL, 2, -1, -1, 0, 0},
+                                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0},
+                                 {5, PLAN_FUSE_BN_EVAL, 6, -1, -1, 0, 0},
+                                 {6, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0}};
+    expect_steps("two views (cuda)", &p, &CUDA_CAPS, views, 4);
+    expect_steps("two views (cpu)", &p, &CPU_CAPS, views, 4);
+    plan_free(&p);
+
+    /* a reader of the first view's batch-norm output, before the second view rewrites
+     * it: the first view writes it, the second does not */
+    build_view(&p, OUT);
+    scale(&p, DOUT, Y);     /* 4 */
+    build_view(&p, OTHER);  /* 5 .. 8 */
+    p.replayable = 1;
+    EXPECT_STEPS("first view's output read", &p, &CUDA_CAPS,
+                 {1, PLAN_FUSE_BN_EVAL, 2, -1, -1, 1, 0}, {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0},
+                 {6, PLAN_FUSE_BN_EVAL, 7, -1, -1, 0, 0}, {7, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+    plan_free(&p);
+
+    /* a reader of the batch norm's output at the plan's start: the last view's value is
+     * read there when the plan runs again (the span wraps round), the first view's not */
+    scale(&p, DOUT, Y);     /* 0 */
+    build_view(&p, OUT);    /* 1 .. 4 */
+    build_view(&p, OTHER);  /* 5 .. 8 */
+    p.replayable = 1;
+    EXPECT_STEPS("read at the plan's start", &p, &CUDA_CAPS,
+                 {2, PLAN_FUSE_BN_EVAL, 3, -1, -1, 0, 0}, {3, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0},
+                 {6, PLAN_FUSE_BN_EVAL, 7, -1, -1, 1, 0}, {7, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+    plan_free(&p);
+}
+
+/* An empty plan, and the switch. */
+static void test_edges(void)
+{
+    struct plan p = {0};
+    struct plan_fuse_step s;
+    plan_fuse_analyse(&s, &p, &CUDA_CAPS);   /* touches nothing */
+    const char *var = "DAWNRUN_PLAN_FUSE_TEST";
+    unsetenv(var);
+    CHECK(plan_fuse_enabled(var) == 1);
+    setenv(var, "0", 1);
+    CHECK(plan_fuse_enabled(var) == 0);
+    setenv(var, "1", 1);
+    CHECK(plan_fuse_enabled(var) == 1);
+    setenv(var, "", 1);
+    CHECK(plan_fuse_enabled(var) == 1);
+    unsetenv(var);
+    CHECK(!strcmp(plan_fuse_kind_name(PLAN_FUSE_BN_BWD), "bn_bwd"));
+    CHECK(!strcmp(plan_fuse_kind_name(PLAN_FUSE_KIND_COUNT), "?"));
+    CHECK(plan_fuse_same_tensor(&t[X], &t[X]) && !plan_fuse_same_tensor(&t[X], &t[Y]) &&
+          !plan_fuse_same_tensor(&t[X], NULL));
+    struct tensor alias = t[X];   /* another handle of the same data */
+    CHECK(plan_fuse_same_tensor(&alias, &t[X]));
+}
+
+int main(void)
+{
+    tensors_init();
+    test_forward_add();
+    test_second_reader();
+    test_backward();
+    test_eval_views();
+    test_edges();
+    return check_finish("test_plan_fuse");
+}

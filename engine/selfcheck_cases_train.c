@@ -162,8 +162,9 @@ static struct layer_spec *add_layer(struct net_spec *spec, const char *name, enu
 }
 
 /* A small network with every layer type of the shipped configs: conv-bn-relu blocks, max
- * pools, a residual add, a CELU, max and average pools concatenated, flatten, a linear
- * layer with bias and a fixed scale. */
+ * pools, residual adds (one folded into the batch norm before it, one standalone whose sum
+ * enters a batch norm, as in a pre-activation block), a CELU, max and average pools
+ * concatenated, flatten, a linear layer with bias and a fixed scale. */
 static int small_net(struct net_spec *spec)
 {
     struct layer_spec *l;
@@ -184,7 +185,10 @@ static int small_net(struct net_spec *spec)
     if (ok) l->out = 32;
     ADD("res_bn", LAYER_BN, "", "");
     ADD("res_relu", LAYER_RELU, "", "");
-    ADD("add", LAYER_ADD, "act2", "res_relu");
+    ADD("add", LAYER_ADD, "act2", "res_relu");   /* folded into res_bn's pass */
+    ADD("sum", LAYER_ADD, "add", "act2");        /* an add of its own ... */
+    ADD("sum_bn", LAYER_BN, "", "");             /* ... that takes this batch norm's statistics */
+    ADD("sum_relu", LAYER_RELU, "", "");
     ADD("pool2", LAYER_MAXPOOL, "", "");
     if (ok) l->k = l->stride = 2;
     ADD("down", LAYER_CONV, "", "");

@@ -15,7 +15,8 @@
  *     evaluation plan reruns the forward pass over the same tensors) has each of its
  *     values considered apart.
  * The backward patterns are found first, since they decide which forward batch norms
- * keep their coefficients (and so are fused even without an activation after them).
+ * keep their coefficients (and so are fused even without an activation after them); the
+ * adds that compute a batch norm's statistics last, from the adds no forward took.
  * The work is quadratic in the plan's length, done once per plan and signature. */
 #include "plan_fuse.h"
 
@@ -225,6 +226,29 @@ static int backward_bn(const struct plan *p, const struct plan_fuse_caps *caps, 
     return -1;
 }
 
+/* For ADD_FWD node q running alone: the BN_FWD_TRAIN node whose statistics the add may
+ * compute: the next node touching the add's output z, reading it as its x (of z's shape)
+ * and not yet fused with an add's statistics, so that nothing changes z between the two
+ * (the add stays in place, so its operands are read as they would be); -1 when there is
+ * none. The batch norm's output may be z itself: its statistics are still those of z as
+ * the add wrote it. */
+static int stats_bn(const struct plan *p, const struct plan_fuse_step *s, int q)
+{
+    const struct plan_node *n = &p->nodes[q];
+    const struct tensor *z = n->u.add_fwd.y, *a = n->u.add_fwd.a, *b = n->u.add_fwd.b;
+    if (!z || !z->data || !a || !a->data || !b || !b->data || !same_shape(a, z) ||
+        !same_shape(b, z))
+        return -1;
+    const int i = next_touching(p, z, q);
+    if (i < 0) return -1;
+    const struct plan_node *bn = &p->nodes[i];
+    if (bn->op != PLAN_BN_FWD_TRAIN || !bn->u.bn_fwd_train.x ||
+        !plan_fuse_same_tensor(bn->u.bn_fwd_train.x, z) || !same_shape(bn->u.bn_fwd_train.x, z) ||
+        (s[i].kind != PLAN_FUSE_RUN && s[i].kind != PLAN_FUSE_BN_TRAIN) || s[i].stats >= 0)
+        return -1;
+    return i;
+}
+
 /* Sets keep_y of every fused forward in s: whether a reader of the value it writes into
  * the batch norm's output is neither the activation folded into it nor an activation
  * backward folded into a batch-norm backward that recomputes that output (a folded add
@@ -256,7 +280,7 @@ void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
     /* a value may be left unwritten: the plan's nodes are all its readers */
     const int may_drop = p->replayable || !caps->replayable_only;
     for (int i = 0; i < p->count; i++)
-        s[i] = (struct plan_fuse_step){PLAN_FUSE_RUN, -1, -1, -1, 0, 0};
+        s[i] = (struct plan_fuse_step){PLAN_FUSE_RUN, -1, -1, -1, 0, 0, -1};
     /* backward first: which forward batch norms keep their coefficients */
     for (int k = 0; k < p->count && may_drop; k++) {
         int fwd, m;
@@ -264,7 +288,7 @@ void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
         if ((m = backward_bn(p, caps, k, &fwd)) < 0 || s[m].kind != PLAN_FUSE_RUN) continue;
         s[k].kind = PLAN_FUSE_SKIP;
         s[k].fwd = fwd;
-        s[m] = (struct plan_fuse_step){PLAN_FUSE_BN_BWD, k, -1, fwd, 0, 0};
+        s[m] = (struct plan_fuse_step){PLAN_FUSE_BN_BWD, k, -1, fwd, 0, 0, -1};
         s[fwd].keeps_coef = 1;
     }
     for (int i = 0; i < p->count; i++) {
@@ -278,6 +302,17 @@ void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
         s[j].kind = PLAN_FUSE_SKIP;
         s[i].add = may_drop ? forward_add(p, i, j) : -1;
         if (s[i].add >= 0) s[s[i].add].kind = PLAN_FUSE_SKIP;
+    }
+    /* an add left to run alone computes the next batch norm's statistics: nothing is left
+     * unwritten, so any plan may */
+    for (int q = 0; q < p->count && caps->add_stats; q++) {
+        int i;
+        if (p->nodes[q].op != PLAN_ADD_FWD || s[q].kind != PLAN_FUSE_RUN) continue;
+        if ((i = stats_bn(p, s, q)) < 0) continue;
+        s[q].kind = PLAN_FUSE_ADD_STATS;
+        s[q].stats = i;
+        s[i].kind = PLAN_FUSE_BN_TRAIN;   /* act -1 when no activation was folded in */
+        s[i].stats = q;
     }
     keep_outputs(s, p, !may_drop);
 }
@@ -297,7 +332,8 @@ const struct tensor *plan_fuse_add_other(const struct plan_node *add, const stru
 
 const char *plan_fuse_kind_name(enum plan_fuse_kind kind)
 {
-    static const char *const names[] = {"run", "skip", "bn_train", "bn_eval", "bn_bwd"};
+    static const char *const names[] = {"run",    "skip",   "bn_train",
+                                        "bn_eval", "bn_bwd", "add_stats"};
     _Static_assert(sizeof(names) / sizeof(names[0]) == PLAN_FUSE_KIND_COUNT,
                    "a name for every plan_fuse_kind");
     return (unsigned)kind < PLAN_FUSE_KIND_COUNT ? names[kind] : "?";

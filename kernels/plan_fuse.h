@@ -13,7 +13,12 @@
  *   - backward: an ACT_BWD whose dx only a BN_BWD reads, that batch norm's BN_FWD_TRAIN
  *     being in the plan: the batch norm's backward takes the activation's dy and
  *     recomputes the batch norm's output from x with coefficients its forward kept
- *     (keeps_coef); the activation's dx is never written.
+ *     (keeps_coef); the activation's dx is never written;
+ *   - statistics in the add: an ADD_FWD run alone whose output's next toucher is a
+ *     BN_FWD_TRAIN reading it as x (a residual block's sum entering the next
+ *     pre-activation block): the add's kernel writes its output and the batch norm's
+ *     per-channel partial sums, and the batch norm starts from those partials, skipping
+ *     its own statistics pass (engines whose caps set add_stats).
  *
  * Invariants of the analysis: a value that a fused step no longer writes has no other
  * reader (each value a tensor holds considered apart: from the node that writes it to
@@ -37,6 +42,8 @@ enum plan_fuse_kind {
     PLAN_FUSE_BN_EVAL,    /* the BN_FWD_EVAL fused: act (never -1) and add (or -1) folded in */
     PLAN_FUSE_BN_BWD,     /* the BN_BWD fused: ACT_BWD node act folded in, recomputing from
                              the coefficients BN_FWD_TRAIN node fwd kept */
+    PLAN_FUSE_ADD_STATS,  /* the ADD_FWD, also summing its output for BN_FWD_TRAIN node
+                             stats (whose step is BN_TRAIN, its stats naming this node) */
     PLAN_FUSE_KIND_COUNT  /* not a kind: the number of kinds */
 };
 
@@ -51,6 +58,9 @@ struct plan_fuse_step {
                          other than those folded, so the fused pass still writes it */
     int keeps_coef;   /* BN_TRAIN: a fused backward (BN_BWD naming this node as fwd)
                          reads the coefficients this forward must keep */
+    int stats;        /* ADD_STATS: the BN_FWD_TRAIN whose statistics' partial sums it
+                         computes; BN_TRAIN: the ADD_STATS node that computed them (the
+                         batch norm skips its own statistics pass), or -1 */
 };
 
 /* Every activation kind (enum act_kind), as a mask for plan_fuse_caps.act_kinds. */
@@ -77,10 +87,13 @@ struct plan_fuse_caps {
      * folded into batch-norm backward node bwd (a BN_BWD whose dy is act's dx). Tensors
      * not named above may be NULL. NULL: every such pair. */
     int (*backward_ok)(const struct plan_node *act, const struct plan_node *bwd);
+    /* 1: an ADD_FWD run alone may compute the statistics of the BN_FWD_TRAIN reading its
+     * output (PLAN_FUSE_ADD_STATS); 0: the add and the batch norm run as they would. */
+    int add_stats;
 };
 
 /* Fills steps[0 .. p->count) (caller-owned, p->count entries) with the steps of plan p
- * on an engine with capabilities caps: every node PLAN_FUSE_RUN (act, add, fwd -1,
+ * on an engine with capabilities caps: every node PLAN_FUSE_RUN (act, add, fwd, stats -1,
  * flags 0) except the patterns above, found where the rules and caps allow. The steps
  * hold for p as it is now; a caller that keeps them redoes the analysis when
  * plan_signature(p) or p->count changes. */
@@ -102,8 +115,8 @@ const struct tensor *plan_fuse_add_other(const struct plan_node *add,
                                          const struct tensor *t,   /* (n, c, h, w) */
                                          int *t_second);
 
-/* The kind's name ("run", "skip", "bn_train", "bn_eval", "bn_bwd"); "?" for a value that
- * is not a kind. */
+/* The kind's name ("run", "skip", "bn_train", "bn_eval", "bn_bwd", "add_stats"); "?" for a
+ * value that is not a kind. */
 const char *plan_fuse_kind_name(enum plan_fuse_kind kind);
 
 #endif

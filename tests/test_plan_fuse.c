@@ -7,7 +7,9 @@
  * norm's backward, which makes the forward keep its coefficients and spares its output,
  * but not when it accumulates, when the batch norm's input changes between the two, or
  * (CPU) in a plan that is not replayable; an evaluation plan whose two views rewrite the
- * same tensors has each view's values considered apart, wrapping round the plan's end.
+ * same tensors has each view's values considered apart, wrapping round the plan's end; a
+ * residual add whose output the next batch norm reads takes that batch norm's statistics
+ * (CUDA only), unless the sum is rewritten between or the batch norm reads another tensor.
  * Tensors are handles with distinct data pointers that are never read. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,20 +148,20 @@ static int cpu_backward_ok(const struct plan_node *act, const struct plan_node *
     return act->u.act_bwd.dy->data && same_shape(act->u.act_bwd.dy, bwd->u.bn_bwd.x);
 }
 
-static const struct plan_fuse_caps CUDA_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL};
+static const struct plan_fuse_caps CUDA_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1};
 static const struct plan_fuse_caps CPU_CAPS = {1u << ACT_RELU, 1, cpu_forward_ok,
-                                               cpu_backward_ok};
+                                               cpu_backward_ok, 0};
 
 /* ------------------------------------------------------------------ expectations */
 
-/* One step as expected: "node kind act add fwd keep_y keeps_coef". */
+/* One step as expected: "node kind act add fwd keep_y keeps_coef stats". */
 struct want {
     int node;
     enum plan_fuse_kind kind;
-    int act, add, fwd, keep_y, keeps_coef;
+    int act, add, fwd, keep_y, keeps_coef, stats;
 };
 
-#define RUN_STEP(i) {i, PLAN_FUSE_RUN, -1, -1, -1, 0, 0}
+#define RUN_STEP(i) {i, PLAN_FUSE_RUN, -1, -1, -1, 0, 0, -1}
 
 /* Analyses p under caps and checks every step against w (nodes not in w: PLAN_FUSE_RUN
  * with nothing folded). */
@@ -177,13 +179,15 @@ static void expect_steps(const char *what, const struct plan *p, const struct pl
             if (w[k].node == i) e = w[k];
         const struct plan_fuse_step *s = &steps[i];
         const int ok = s->kind == e.kind && s->act == e.act && s->add == e.add &&
-                       s->fwd == e.fwd && s->keep_y == e.keep_y && s->keeps_coef == e.keeps_coef;
+                       s->fwd == e.fwd && s->keep_y == e.keep_y &&
+                       s->keeps_coef == e.keeps_coef && s->stats == e.stats;
         if (!ok)
-            printf("%s: node %d (%s): %s act %d add %d fwd %d keep_y %d keeps_coef %d; "
-                   "expected %s act %d add %d fwd %d keep_y %d keeps_coef %d\n",
+            printf("%s: node %d (%s): %s act %d add %d fwd %d keep_y %d keeps_coef %d stats %d; "
+                   "expected %s act %d add %d fwd %d keep_y %d keeps_coef %d stats %d\n",
                    what, i, plan_op_name(p->nodes[i].op), plan_fuse_kind_name(s->kind), s->act,
-                   s->add, s->fwd, s->keep_y, s->keeps_coef, plan_fuse_kind_name(e.kind), e.act,
-                   e.add, e.fwd, e.keep_y, e.keeps_coef);
+                   s->add, s->fwd, s->keep_y, s->keeps_coef, s->stats,
+                   plan_fuse_kind_name(e.kind), e.act, e.add, e.fwd, e.keep_y, e.keeps_coef,
+                   e.stats);
         CHECK(ok);
     }
 }
@@ -210,9 +214,9 @@ static void test_forward_add(void)
     add_fwd(&p, S, A, R);        /* 2 */
     scale(&p, OUT, S);           /* 3 */
     p.replayable = 1;
-    const struct want folded[] = {{0, PLAN_FUSE_BN_TRAIN, 1, 2, -1, 0, 0},
-                                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0},
-                                  {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0}};
+    const struct want folded[] = {{0, PLAN_FUSE_BN_TRAIN, 1, 2, -1, 0, 0, -1},
+                                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
+                                  {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1}};
     expect_steps("bn+relu+add (cuda)", &p, &CUDA_CAPS, folded, 3);
     expect_steps("bn+relu+add (cpu)", &p, &CPU_CAPS, folded, 3);
 
@@ -220,7 +224,8 @@ static void test_forward_add(void)
     p.replayable = 0;
     expect_steps("bn+relu+add, not replayable (cuda)", &p, &CUDA_CAPS, folded, 3);
     EXPECT_STEPS("bn+relu+add, not replayable (cpu)", &p, &CPU_CAPS,
-                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0}, {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
     p.replayable = 1;
 
     /* the residual as the add's first operand: folded the same */
@@ -254,7 +259,8 @@ static void test_forward_add(void)
     scale(&q, OUT, S);
     q.replayable = 1;
     EXPECT_STEPS("residual written in between", &q, &CUDA_CAPS,
-                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 0}, {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 0, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
     plan_free(&q);
     plan_free(&p);
 }
@@ -268,9 +274,9 @@ static void test_second_reader(void)
     add_fwd(&p, S, A, R);        /* 2 */
     scale(&p, OUT, Y);           /* 3: reads the batch norm's output */
     p.replayable = 1;
-    const struct want keep[] = {{0, PLAN_FUSE_BN_TRAIN, 1, 2, -1, 1, 0},
-                                {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0},
-                                {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0}};
+    const struct want keep[] = {{0, PLAN_FUSE_BN_TRAIN, 1, 2, -1, 1, 0, -1},
+                                {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
+                                {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1}};
     expect_steps("bn output read twice (cuda)", &p, &CUDA_CAPS, keep, 3);
     expect_steps("bn output read twice (cpu)", &p, &CPU_CAPS, keep, 3);
 
@@ -278,7 +284,8 @@ static void test_second_reader(void)
      * input must be written), the activation is, and the batch norm's output is spared */
     p.nodes[3].u.scale_fwd.x = &t[A];
     EXPECT_STEPS("act output read twice", &p, &CUDA_CAPS,
-                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 0}, {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 0, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
 
     /* a node between the batch norm and its activation reads the batch norm's output: the
      * activation is not the next node touching it, so nothing fuses */
@@ -309,10 +316,10 @@ static void test_backward(void)
 {
     struct plan p = {0};
     build_step(&p, 0);
-    const struct want fused[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 1},
-                                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0},
-                                 {5, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0},
-                                 {6, PLAN_FUSE_BN_BWD, 5, -1, 0, 0, 0}};
+    const struct want fused[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 1, -1},
+                                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
+                                 {5, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1},
+                                 {6, PLAN_FUSE_BN_BWD, 5, -1, 0, 0, 0, -1}};
     expect_steps("act_bwd into bn_bwd (cuda)", &p, &CUDA_CAPS, fused, 4);
     expect_steps("act_bwd into bn_bwd (cpu)", &p, &CPU_CAPS, fused, 4);
 
@@ -325,15 +332,16 @@ static void test_backward(void)
     p.replayable = 0;
     expect_steps("act_bwd into bn_bwd, not replayable (cuda)", &p, &CUDA_CAPS, fused, 4);
     EXPECT_STEPS("act_bwd into bn_bwd, not replayable (cpu)", &p, &CPU_CAPS,
-                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0}, {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
     p.replayable = 1;
     plan_free(&p);
 
     /* an accumulating activation backward stays apart; it reads the batch norm's output,
      * which must then be written */
     build_step(&p, 1);
-    const struct want apart[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0},
-                                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0}};
+    const struct want apart[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1},
+                                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1}};
     expect_steps("accumulating act_bwd (cuda)", &p, &CUDA_CAPS, apart, 2);
     expect_steps("accumulating act_bwd (cpu)", &p, &CPU_CAPS, apart, 2);
     plan_free(&p);
@@ -351,14 +359,16 @@ static void test_backward(void)
     build_step(&p, 0);
     p.nodes[3].u.scale_fwd.y = &t[X];
     EXPECT_STEPS("x written before the backward", &p, &CUDA_CAPS,
-                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0}, {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
     plan_free(&p);
 
     /* the activation's dx read by another node besides the batch norm's backward */
     build_step(&p, 0);
     scale(&p, OTHER, DY);
     EXPECT_STEPS("act dx read twice", &p, &CUDA_CAPS,
-                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0}, {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
     plan_free(&p);
 
     /* the activation's dy written between its backward and the batch norm's: the
@@ -372,7 +382,8 @@ static void test_backward(void)
     p.nodes[6].u.scale_fwd.s = 1.0f;
     *append(&p, PLAN_BN_BWD) = saved;
     EXPECT_STEPS("act dy written in between", &p, &CUDA_CAPS,
-                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0}, {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
     plan_free(&p);
 }
 
@@ -393,10 +404,10 @@ static void test_eval_views(void)
     build_view(&p, OTHER);  /* 4 .. 7 */
     add_fwd(&p, S, OUT, OTHER);
     p.replayable = 1;
-    const struct want views[] = {{1, PLAN_FUSE_BN_EVAL, 2, -1, -1, 0, 0},
-                                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0},
-                                 {5, PLAN_FUSE_BN_EVAL, 6, -1, -1, 0, 0},
-                                 {6, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0}};
+    const struct want views[] = {{1, PLAN_FUSE_BN_EVAL, 2, -1, -1, 0, 0, -1},
+                                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
+                                 {5, PLAN_FUSE_BN_EVAL, 6, -1, -1, 0, 0, -1},
+                                 {6, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1}};
     expect_steps("two views (cuda)", &p, &CUDA_CAPS, views, 4);
     expect_steps("two views (cpu)", &p, &CPU_CAPS, views, 4);
     plan_free(&p);
@@ -408,8 +419,10 @@ static void test_eval_views(void)
     build_view(&p, OTHER);  /* 5 .. 8 */
     p.replayable = 1;
     EXPECT_STEPS("first view's output read", &p, &CUDA_CAPS,
-                 {1, PLAN_FUSE_BN_EVAL, 2, -1, -1, 1, 0}, {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0},
-                 {6, PLAN_FUSE_BN_EVAL, 7, -1, -1, 0, 0}, {7, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+                 {1, PLAN_FUSE_BN_EVAL, 2, -1, -1, 1, 0, -1},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
+                 {6, PLAN_FUSE_BN_EVAL, 7, -1, -1, 0, 0, -1},
+                 {7, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
     plan_free(&p);
 
     /* a reader of the batch norm's output at the plan's start: the last view's value is
@@ -419,8 +432,58 @@ static void test_eval_views(void)
     build_view(&p, OTHER);  /* 5 .. 8 */
     p.replayable = 1;
     EXPECT_STEPS("read at the plan's start", &p, &CUDA_CAPS,
-                 {2, PLAN_FUSE_BN_EVAL, 3, -1, -1, 0, 0}, {3, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0},
-                 {6, PLAN_FUSE_BN_EVAL, 7, -1, -1, 1, 0}, {7, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0});
+                 {2, PLAN_FUSE_BN_EVAL, 3, -1, -1, 0, 0, -1},
+                 {3, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
+                 {6, PLAN_FUSE_BN_EVAL, 7, -1, -1, 1, 0, -1},
+                 {7, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
+    plan_free(&p);
+}
+
+/* A residual add whose output is the next batch norm's x: the add takes the statistics
+ * (CUDA), the batch norm starting from them, with or without its ReLU folded in; not when
+ * another node writes the sum between the two, nor when the batch norm reads another
+ * tensor, nor under the CPU engine's caps. */
+static void test_add_stats(void)
+{
+    struct plan p = {0};
+    add_fwd(&p, S, A, R);   /* 0 */
+    bn_train(&p, Y, S);     /* 1 */
+    scale(&p, OUT, Y);      /* 2 */
+    p.replayable = 1;
+    EXPECT_STEPS("add takes the statistics", &p, &CUDA_CAPS,
+                 {0, PLAN_FUSE_ADD_STATS, -1, -1, -1, 0, 0, 1},
+                 {1, PLAN_FUSE_BN_TRAIN, -1, -1, -1, 1, 0, 0});
+    expect_unfused("add takes the statistics (cpu)", &p, &CPU_CAPS);
+    plan_free(&p);
+
+    add_fwd(&p, S, A, R);          /* 0 */
+    bn_train(&p, Y, S);            /* 1 */
+    act_fwd(&p, X, Y, ACT_RELU);   /* 2 */
+    scale(&p, OUT, X);             /* 3 */
+    p.replayable = 1;
+    EXPECT_STEPS("add takes the statistics, relu folded", &p, &CUDA_CAPS,
+                 {0, PLAN_FUSE_ADD_STATS, -1, -1, -1, 0, 0, 1},
+                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, 0},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
+    EXPECT_STEPS("add takes the statistics, relu folded (cpu)", &p, &CPU_CAPS,
+                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, -1},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
+    plan_free(&p);
+
+    add_fwd(&p, S, A, R);   /* 0 */
+    scale(&p, S, OTHER);    /* 1: rewrites the sum */
+    bn_train(&p, Y, S);     /* 2 */
+    scale(&p, OUT, Y);      /* 3 */
+    p.replayable = 1;
+    expect_unfused("sum rewritten before the batch norm", &p, &CUDA_CAPS);
+    plan_free(&p);
+
+    add_fwd(&p, S, A, R);   /* 0 */
+    bn_train(&p, Y, X);     /* 1: another tensor */
+    scale(&p, OUT, Y);      /* 2 */
+    scale(&p, DOUT, S);     /* 3 */
+    p.replayable = 1;
+    expect_unfused("batch norm of another tensor", &p, &CUDA_CAPS);
     plan_free(&p);
 }
 
@@ -441,6 +504,7 @@ static void test_edges(void)
     CHECK(plan_fuse_enabled(var) == 1);
     unsetenv(var);
     CHECK(!strcmp(plan_fuse_kind_name(PLAN_FUSE_BN_BWD), "bn_bwd"));
+    CHECK(!strcmp(plan_fuse_kind_name(PLAN_FUSE_ADD_STATS), "add_stats"));
     CHECK(!strcmp(plan_fuse_kind_name(PLAN_FUSE_KIND_COUNT), "?"));
     CHECK(plan_fuse_same_tensor(&t[X], &t[X]) && !plan_fuse_same_tensor(&t[X], &t[Y]) &&
           !plan_fuse_same_tensor(&t[X], NULL));
@@ -455,6 +519,7 @@ int main(void)
     test_second_reader();
     test_backward();
     test_eval_views();
+    test_add_stats();
     test_edges();
     return check_finish("test_plan_fuse");
 }

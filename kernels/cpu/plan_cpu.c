@@ -62,6 +62,7 @@ static const struct plan_fuse_caps CPU_FUSE_CAPS = {
     .replayable_only = 1,
     .forward_ok = cpu_forward_ok,
     .backward_ok = cpu_backward_ok,
+    .add_stats = 0,   /* the adds and their batch norms run as they are */
 };
 
 static void entry_clear(struct plan_entry *e)
@@ -226,6 +227,7 @@ static int run_step(const struct backend *b, const struct plan *p, const struct 
     case PLAN_FUSE_BN_EVAL: return run_bn_eval(p, e, i);
     case PLAN_FUSE_BN_BWD: return run_bn_bwd(p, e, i);
     case PLAN_FUSE_RUN:
+    case PLAN_FUSE_ADD_STATS:   /* not taken (add_stats 0): the add as it is */
     case PLAN_FUSE_KIND_COUNT: break;
     }
     return plan_run_node(b, &p->nodes[i]);

@@ -9,7 +9,9 @@
  * so that no multiply-add is fused where the CPU twin rounds twice.
  * Fused paths (cuda_bn_*_fused, for plan_cuda.cu): the forward's elementwise pass also
  * applies the activation that follows the batch norm (writing its output, and the batch
- * norm's only when something else reads it); the backward takes the activation's dy and
+ * norm's only when something else reads it); the residual add writing the forward's x
+ * may take the statistics' partial sums (cuda_add_bn_partial), which the forward then
+ * starts from; the backward takes the activation's dy and
  * folds the activation's backward into its sums and its elementwise pass, recomputing the
  * batch norm's output from x with the coefficients the forward kept. Every value is
  * rounded where the unfused ops store it, so fused and unfused runs give the same bits.
@@ -183,9 +185,123 @@ cleanup:
     return rc;
 }
 
+/* The residual add z = a + b that also takes the statistics' partial sums of the batch
+ * norm reading z (plan_cuda.cu, PLAN_FUSE_ADD_STATS): z as add_kernel stores it, and the
+ * (sum, sum of squares) partials of z exactly as reduce_partial_kernel<T, REDUCE_SUMSQ>
+ * takes them from the stored z (the same rows per thread in the same order, the same
+ * RED_Y lanes summed in the same order), V channels a thread. A channel's sums do not
+ * depend on V, so every width gives the same bits. Block (RED_X, RED_Y), grid
+ * (ceil(c / V / RED_X), parts, splits). */
+template <typename T, int V>
+__global__ void add_stats_kernel(T *__restrict__ z,             /* (splits, rows, c) */
+                                 double *__restrict__ partial,  /* (splits, 2, parts, c) */
+                                 const T *__restrict__ a,       /* (splits, rows, c) */
+                                 const T *__restrict__ b,       /* (splits, rows, c) */
+                                 long rows, int c, int parts)
+{
+    typedef cuda_pack<T, V> P;
+    __shared__ double sh[2][RED_Y][RED_X * V];
+    const int vecs = c / V;
+    const int cv = blockIdx.x * RED_X + threadIdx.x;
+    const size_t base = (size_t)blockIdx.z * (size_t)rows * (size_t)c;
+    partial += (size_t)blockIdx.z * 2 * parts * c;
+    double s0[V], s1[V];
+    for (int k = 0; k < V; k++) s0[k] = s1[k] = 0.0;
+    if (cv < vecs) {
+        for (long r = (long)blockIdx.y * RED_Y + threadIdx.y; r < rows;
+             r += (long)parts * RED_Y) {
+            const size_t i = (base + (size_t)r * c) / V + cv;
+            const P av = ((const P *)a)[i], bv = ((const P *)b)[i];
+            P zv;
+            for (int k = 0; k < V; k++) {
+                zv.v[k] = cuda_from_f<T>(__fadd_rn(cuda_to_f<T>(av.v[k]), cuda_to_f<T>(bv.v[k])));
+                const double v = (double)cuda_to_f<T>(zv.v[k]);
+                s0[k] += v;
+                s1[k] = bn_dadd(s1[k], bn_dmul(v, v));
+            }
+            ((P *)z)[i] = zv;
+        }
+    }
+    for (int k = 0; k < V; k++) {
+        sh[0][threadIdx.y][threadIdx.x * V + k] = s0[k];
+        sh[1][threadIdx.y][threadIdx.x * V + k] = s1[k];
+    }
+    __syncthreads();
+    if (threadIdx.y != 0 || cv >= vecs) return;
+    for (int q = 0; q < 2; q++)
+        for (int k = 0; k < V; k++) {
+            double t = 0.0;
+            for (int j = 0; j < RED_Y; j++) t += sh[q][j][threadIdx.x * V + k];
+            partial[((size_t)q * parts + blockIdx.y) * c + cv * V + k] = t;
+        }
+}
+
+/* Launches add_stats_kernel<T, V> over splits parts of split_rows rows. */
+template <typename T, int V>
+static int add_stats_launch(struct cuda_ctx *c, T *z, double *partial, const T *a, const T *b,
+                            long split_rows, int ch, int splits, int parts)
+{
+    int rc = DR_OK;
+    const size_t count = (size_t)split_rows * splits * ch;
+    const dim3 block(RED_X, RED_Y),
+        grid((unsigned)((ch / V + RED_X - 1) / RED_X), (unsigned)parts, (unsigned)splits);
+    add_stats_kernel<T, V><<<grid, block, 0, c->stream>>>(z, partial, a, b, split_rows, ch,
+                                                           parts);
+    /* reads a and b, writes z (count elements each) and partial, splits × 2 × parts × ch
+     * doubles */
+    CHECK_LAUNCH(c, 2 * count * sizeof(T),
+                 count * sizeof(T) + sizeof(double) * 2 * (size_t)splits * parts * ch);
+cleanup:
+    return rc;
+}
+
+/* The ghost parts of a batch norm over x (n, c, h, w) with attributes a: splits, the rows
+ * of each, and the reduction's parts per split. */
+static void bn_layout(int *splits, long *split_rows, int *parts, const struct tensor *x,
+                      const struct bn_attr *a)
+{
+    const long rows = (long)x->n * x->h * x->w;
+    *splits = a->splits > 1 ? a->splits : 1;
+    *split_rows = rows / *splits;
+    *parts = cuda_reduce_parts(*split_rows);
+}
+
+size_t cuda_bn_partial_count(const struct tensor *x, const struct bn_attr *a)
+{
+    int splits, parts;
+    long split_rows;
+    bn_layout(&splits, &split_rows, &parts, x, a);
+    return (size_t)2 * splits * parts * x->c;
+}
+
+int cuda_add_bn_partial(struct cuda_ctx *c, struct tensor *z, double *partial,
+                        const struct tensor *a, const struct tensor *b,
+                        const struct tensor *save_mean, const struct tensor *save_invstd,
+                        const struct bn_attr *attr)
+{
+    int rc = DR_OK, splits = 1, parts = 1;
+    const int ch = z->c;
+    long split_rows = 0;
+    EXPECT(cuda_same_shape(z, a) && cuda_same_shape(z, b), "add: shapes differ");
+    TRY(backend_check_bn_parts(&splits, z, save_mean, save_invstd, attr));
+    bn_layout(&splits, &split_rows, &parts, z, attr);   /* the batch norm's, as it takes them */
+    if (ch == 0) goto cleanup;
+    TRY(cuda_enter(c));
+    CUDA_DISPATCH(c->dt, T, {
+        T *tz = (T *)z->data;
+        const T *ta = (const T *)a->data, *tb = (const T *)b->data;
+        if (bn_width<T>(ch, tz, ta, tb) > 1)
+            return add_stats_launch<T, cuda_vec_width<T>()>(c, tz, partial, ta, tb, split_rows,
+                                                            ch, splits, parts);
+        return add_stats_launch<T, 1>(c, tz, partial, ta, tb, split_rows, ch, splits, parts);
+    });
+cleanup:
+    return rc;
+}
+
 int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
                         const struct tensor *res, const struct cuda_bn_act *act,
-                        float *coef_keep,
+                        float *coef_keep, const double *stats,
                         struct tensor *save_mean, struct tensor *save_invstd,
                         struct tensor *running_mean, struct tensor *running_var,
                         const struct tensor *x, const struct tensor *gamma,
@@ -211,8 +327,11 @@ int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out
     TRY(cuda_enter(c));
     TRY(bn_scratch(c, 2 * splits, parts, ch, COEF_FWD_COUNT * splits, &partial, &coef));
     if (coef_keep) coef = coef_keep;
-    TRY(cuda_reduce_partial(c, partial, x->data, NULL, split_rows, ch, parts, splits,
-                            REDUCE_SUMSQ));
+    if (stats)   /* taken by the add that wrote x (cuda_add_bn_partial) */
+        partial = (double *)stats;
+    else
+        TRY(cuda_reduce_partial(c, partial, x->data, NULL, split_rows, ch, parts, splits,
+                                REDUCE_SUMSQ));
     bn_train_finalize_kernel<<<(ch + RED_X - 1) / RED_X, dim3(RED_X, FIN_Y), 0, c->stream>>>(
         coef, vec(save_mean), vec(save_invstd), vec(running_mean), vec(running_var), partial,
         vec(gamma), vec(beta), ch, splits, parts, split_rows, a->eps, a->momentum);
@@ -233,7 +352,7 @@ int cuda_bn_forward_train(void *ctx, struct tensor *y, struct tensor *save_mean,
                           const struct tensor *gamma, const struct tensor *beta,
                           const struct bn_attr *a)
 {
-    return cuda_bn_train_fused((struct cuda_ctx *)ctx, y, NULL, NULL, NULL, NULL, save_mean,
+    return cuda_bn_train_fused((struct cuda_ctx *)ctx, y, NULL, NULL, NULL, NULL, NULL, save_mean,
                                save_invstd, running_mean, running_var, x, gamma, beta, a);
 }
 

@@ -534,14 +534,29 @@ struct cuda_bn_act {
  * it, out is act(y) (NULL with act NULL: no activation), or res + act(y) when res (the
  * other operand of a residual add, x's shape) is not NULL; coef_keep, when not NULL, is a
  * device buffer of (splits, COEF_FWD_COUNT, c) floats that keeps the coefficients for
- * cuda_bn_backward_fused (else they live in scratch). */
+ * cuda_bn_backward_fused (else they live in scratch); stats, when not NULL, holds the
+ * statistics' partial sums of x (cuda_add_bn_partial, for this x and a), and the batch
+ * norm's own statistics pass is skipped. */
 int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
                         const struct tensor *res, const struct cuda_bn_act *act,
-                        float *coef_keep,
+                        float *coef_keep, const double *stats,
                         struct tensor *save_mean, struct tensor *save_invstd,
                         struct tensor *running_mean, struct tensor *running_var,
                         const struct tensor *x, const struct tensor *gamma,
                         const struct tensor *beta, const struct bn_attr *a);
+
+/* The doubles of the statistics' partial sums of a train-mode batch norm over x
+ * (n, c, h, w) with attributes a: (splits, 2, parts, c). */
+size_t cuda_bn_partial_count(const struct tensor *x, const struct bn_attr *a);
+
+/* The residual add z = a + b (the bits of cuda_add_forward) that also writes into partial
+ * (cuda_bn_partial_count(z, attr) doubles, device) the statistics' partial sums of z for
+ * cuda_bn_train_fused's stats, the train-mode batch norm over z with attributes attr and
+ * saved statistics save_mean, save_invstd (checked as that batch norm checks them). */
+int cuda_add_bn_partial(struct cuda_ctx *c, struct tensor *z, double *partial,
+                        const struct tensor *a, const struct tensor *b,
+                        const struct tensor *save_mean, const struct tensor *save_invstd,
+                        const struct bn_attr *attr);
 
 /* Eval-mode batch norm, y, out and res as for cuda_bn_train_fused. */
 int cuda_bn_eval_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,

@@ -4,11 +4,13 @@
  * Which nodes fuse (docs/gpu.md, "Fused paths") is decided by the analysis every engine
  * shares (kernels/plan_fuse.h), over the whole plan once per plan and signature
  * (plan_signature), kept in c->plans: batch norm, forward and evaluation, with the
- * activation after it (and a residual add after that), and an activation's backward
- * folded into the batch norm's backward. The CUDA engine's fused kernels take every
+ * activation after it (and a residual add after that), an activation's backward folded
+ * into the batch norm's backward, and a residual add taking the statistics of the batch
+ * norm that reads its output. The CUDA engine's fused kernels take every
  * activation kind and leave values unwritten in any plan whose own nodes allow it
- * (plan_fuse_caps below); this file keeps the analyses and the device buffers of the
- * coefficients a fused forward keeps for its backward, and runs the steps.
+ * (plan_fuse_caps below); this file keeps the analyses, the device buffers of the
+ * coefficients a fused forward keeps for its backward and of the partial sums an add
+ * takes for its batch norm, and runs the steps.
  * DAWNRUN_CUDA_FUSE=0 (read at each run of a plan) runs every node one by one. */
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,11 @@ struct plan_entry {
     float *coef;                    /* device: the kept coefficients of every fused forward
                                        that keeps them */
     size_t coef_floats;
+    size_t *stats_at;               /* (count): where steps[i].kind is ADD_STATS, the double
+                                       offset of the partial sums it takes in stats */
+    double *stats;                  /* device: the statistics' partial sums each such add
+                                       takes for its batch norm */
+    size_t stats_doubles;
 };
 
 struct plan_cache {
@@ -38,14 +45,16 @@ struct plan_cache {
 };
 
 /* What the fused kernels (bn_cuda.cu) take beyond the shared rules: every activation
- * kind (the same device functions as the act kernels); the kernels check their shapes
- * themselves. */
-static const struct plan_fuse_caps CUDA_FUSE_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL};
+ * kind (the same device functions as the act kernels), and an add taking a batch norm's
+ * statistics; the kernels check their shapes themselves. */
+static const struct plan_fuse_caps CUDA_FUSE_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1};
 
 static void entry_clear(struct cuda_ctx *c, struct plan_entry *e)
 {
     if (e->coef) cuda_counted_free(c, e->coef);
+    if (e->stats) cuda_counted_free(c, e->stats);
     free(e->coef_at);
+    free(e->stats_at);
     free(e->steps);
     memset(e, 0, sizeof(*e));
 }
@@ -62,6 +71,8 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
     CHECK_ALLOC(e->steps, "the CUDA plan analysis");
     e->coef_at = (size_t *)calloc(slots, sizeof(*e->coef_at));
     CHECK_ALLOC(e->coef_at, "the CUDA plan analysis");
+    e->stats_at = (size_t *)calloc(slots, sizeof(*e->stats_at));
+    CHECK_ALLOC(e->stats_at, "the CUDA plan analysis");
     plan_fuse_analyse(e->steps, p, &CUDA_FUSE_CAPS);
     e->coef_floats = 0;
     for (int i = 0; i < p->count; i++) {
@@ -74,6 +85,18 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
     }
     if (e->coef_floats)
         CHECK_CUDA(cuda_counted_malloc(c, (void **)&e->coef, sizeof(float) * e->coef_floats));
+    e->stats_doubles = 0;
+    for (int i = 0; i < p->count; i++) {
+        if (e->steps[i].kind != PLAN_FUSE_ADD_STATS) continue;
+        const struct plan_node *bn = &p->nodes[e->steps[i].stats];   /* a BN_FWD_TRAIN */
+        e->stats_at[i] = e->stats_doubles;
+        /* 16-byte aligned pieces */
+        e->stats_doubles +=
+            (cuda_bn_partial_count(bn->u.bn_fwd_train.x, &bn->u.bn_fwd_train.a) + 1) / 2 * 2;
+    }
+    if (e->stats_doubles)
+        CHECK_CUDA(
+            cuda_counted_malloc(c, (void **)&e->stats, sizeof(double) * e->stats_doubles));
 cleanup:
     return rc;
 }
@@ -131,6 +154,7 @@ static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_
                                    q ? plan_fuse_add_other(q, a->u.act_fwd.y, NULL) : NULL,
                                    a ? &act : NULL,
                                    s->keeps_coef ? e->coef + e->coef_at[i] : NULL,
+                                   s->stats >= 0 ? e->stats + e->stats_at[s->stats] : NULL,
                                    n->u.bn_fwd_train.save_mean, n->u.bn_fwd_train.save_invstd,
                                    n->u.bn_fwd_train.running_mean, n->u.bn_fwd_train.running_var,
                                    n->u.bn_fwd_train.x, n->u.bn_fwd_train.gamma,
@@ -154,6 +178,12 @@ static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_
                                       a->u.act_bwd.dy, &act, e->coef + e->coef_at[s->fwd],
                                       n->u.bn_bwd.x, n->u.bn_bwd.gamma, n->u.bn_bwd.save_mean,
                                       n->u.bn_bwd.save_invstd, n->u.bn_bwd.accumulate);
+    }
+    case PLAN_FUSE_ADD_STATS: {
+        const struct plan_node *bn = &p->nodes[s->stats];
+        return cuda_add_bn_partial(c, n->u.add_fwd.y, e->stats + e->stats_at[i], n->u.add_fwd.a,
+                                   n->u.add_fwd.b, bn->u.bn_fwd_train.save_mean,
+                                   bn->u.bn_fwd_train.save_invstd, &bn->u.bn_fwd_train.a);
     }
     case PLAN_FUSE_RUN:
     case PLAN_FUSE_KIND_COUNT: break;

@@ -28,11 +28,6 @@ int plan_fuse_same_tensor(const struct tensor *a, const struct tensor *b)
     return a && b && (a == b || (a->data && a->data == b->data));
 }
 
-static int same_shape(const struct tensor *a, const struct tensor *b)
-{
-    return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w;
-}
-
 /* Whether node n reads (*reads) or writes (*writes) t; SGD nodes update their items. */
 static void node_touches(int *reads, int *writes, const struct plan_node *n,
                          const struct tensor *t)
@@ -148,7 +143,7 @@ static int forward_act(const struct plan *p, const struct plan_fuse_caps *caps, 
         !act_taken(caps, a->u.act_fwd.kind))
         return -1;
     const struct tensor *out = a->u.act_fwd.y;
-    if (!out || !out->data || !same_shape(out, y) || plan_fuse_same_tensor(out, y) ||
+    if (!out || !out->data || !tensor_same_shape(out, y) || plan_fuse_same_tensor(out, y) ||
         plan_fuse_same_tensor(out, x) || touched_between(p, out, i, j, 0))
         return -1;
     if (caps->forward_ok && !caps->forward_ok(&p->nodes[i], a)) return -1;
@@ -171,8 +166,8 @@ static int forward_add(const struct plan *p, int i, int j)
     const int second = plan_fuse_same_tensor(n->u.add_fwd.b, out);
     if (first == second) return -1;   /* not an operand, or both */
     const struct tensor *res = first ? n->u.add_fwd.b : n->u.add_fwd.a, *sum = n->u.add_fwd.y;
-    if (!res || !res->data || !sum || !sum->data || !same_shape(res, out) ||
-        !same_shape(sum, out) || plan_fuse_same_tensor(res, y) ||
+    if (!res || !res->data || !sum || !sum->data || !tensor_same_shape(res, out) ||
+        !tensor_same_shape(sum, out) || plan_fuse_same_tensor(res, y) ||
         plan_fuse_same_tensor(sum, out) || plan_fuse_same_tensor(sum, res) ||
         plan_fuse_same_tensor(sum, y) || plan_fuse_same_tensor(sum, x) ||
         value_readers(p, out, j, q) != 0 || touched_between(p, sum, i, q, 0) ||
@@ -199,7 +194,7 @@ static int backward_bn(const struct plan *p, const struct plan_fuse_caps *caps, 
     const struct plan_node *b = &p->nodes[m];
     if (b->op != PLAN_BN_BWD || !plan_fuse_same_tensor(b->u.bn_bwd.dy, g)) return -1;
     if (count_touching(p, g, 1, k) != 0 || count_touching(p, g, 0, m) != 0) return -1;
-    if (!same_shape(d, g) || touched_between(p, d, k, m, 1)) return -1;
+    if (!tensor_same_shape(d, g) || touched_between(p, d, k, m, 1)) return -1;
     if (b->u.bn_bwd.dx &&
         (plan_fuse_same_tensor(b->u.bn_bwd.dx, d) || plan_fuse_same_tensor(b->u.bn_bwd.dx, g)))
         return -1;
@@ -236,14 +231,14 @@ static int stats_bn(const struct plan *p, const struct plan_fuse_step *s, int q)
 {
     const struct plan_node *n = &p->nodes[q];
     const struct tensor *z = n->u.add_fwd.y, *a = n->u.add_fwd.a, *b = n->u.add_fwd.b;
-    if (!z || !z->data || !a || !a->data || !b || !b->data || !same_shape(a, z) ||
-        !same_shape(b, z))
+    if (!z || !z->data || !a || !a->data || !b || !b->data || !tensor_same_shape(a, z) ||
+        !tensor_same_shape(b, z))
         return -1;
     const int i = next_touching(p, z, q);
     if (i < 0) return -1;
     const struct plan_node *bn = &p->nodes[i];
     if (bn->op != PLAN_BN_FWD_TRAIN || !bn->u.bn_fwd_train.x ||
-        !plan_fuse_same_tensor(bn->u.bn_fwd_train.x, z) || !same_shape(bn->u.bn_fwd_train.x, z) ||
+        !plan_fuse_same_tensor(bn->u.bn_fwd_train.x, z) || !tensor_same_shape(bn->u.bn_fwd_train.x, z) ||
         (s[i].kind != PLAN_FUSE_RUN && s[i].kind != PLAN_FUSE_BN_TRAIN) || s[i].stats >= 0)
         return -1;
     return i;

@@ -29,4 +29,10 @@ static inline size_t tensor_count(const struct tensor *t)
     return (size_t)t->n * (size_t)t->c * (size_t)t->h * (size_t)t->w;
 }
 
+/* Whether a and b have the same (n, c, h, w). */
+static inline int tensor_same_shape(const struct tensor *a, const struct tensor *b)
+{
+    return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w;
+}
+
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "kernels/cpu/plan_cpu.h"
 #include "kernels/plan.h"
 #include "kernels/plan_fuse.h"
 
@@ -128,29 +129,9 @@ static void bn_bwd(struct plan *p, int dx, int dy, int x)
 
 /* ------------------------------------------------------------------ the engines' caps */
 
-static int same_shape(const struct tensor *a, const struct tensor *b)
-{
-    return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w;
-}
-
-/* The CPU engine's checks (kernels/cpu/plan_cpu.c): the passes take their sizes from x. */
-static int cpu_forward_ok(const struct plan_node *bn, const struct plan_node *act)
-{
-    const int train = bn->op == PLAN_BN_FWD_TRAIN;
-    const struct tensor *y = train ? bn->u.bn_fwd_train.y : bn->u.bn_fwd_eval.y;
-    const struct tensor *x = train ? bn->u.bn_fwd_train.x : bn->u.bn_fwd_eval.x;
-    (void)act;
-    return x && x->data && same_shape(y, x);
-}
-
-static int cpu_backward_ok(const struct plan_node *act, const struct plan_node *bwd)
-{
-    return act->u.act_bwd.dy->data && same_shape(act->u.act_bwd.dy, bwd->u.bn_bwd.x);
-}
-
+/* The CPU engine's are its own (cpu_plan_fuse_caps); the CUDA engine's, as
+ * kernels/cuda/plan_cuda.cu sets them (not linked into a CPU-only build). */
 static const struct plan_fuse_caps CUDA_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1};
-static const struct plan_fuse_caps CPU_CAPS = {1u << ACT_RELU, 1, cpu_forward_ok,
-                                               cpu_backward_ok, 0};
 
 /* ------------------------------------------------------------------ expectations */
 
@@ -218,12 +199,12 @@ static void test_forward_add(void)
                                   {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
                                   {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1}};
     expect_steps("bn+relu+add (cuda)", &p, &CUDA_CAPS, folded, 3);
-    expect_steps("bn+relu+add (cpu)", &p, &CPU_CAPS, folded, 3);
+    expect_steps("bn+relu+add (cpu)", &p, cpu_plan_fuse_caps(), folded, 3);
 
     /* not replayable: the CPU folds the activation alone and writes every output */
     p.replayable = 0;
     expect_steps("bn+relu+add, not replayable (cuda)", &p, &CUDA_CAPS, folded, 3);
-    EXPECT_STEPS("bn+relu+add, not replayable (cpu)", &p, &CPU_CAPS,
+    EXPECT_STEPS("bn+relu+add, not replayable (cpu)", &p, cpu_plan_fuse_caps(),
                  {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1},
                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
     p.replayable = 1;
@@ -239,7 +220,7 @@ static void test_forward_add(void)
     /* gelu: the CUDA engine fuses it, the CPU engine does not */
     p.nodes[1].u.act_fwd.kind = ACT_GELU;
     expect_steps("bn+gelu+add (cuda)", &p, &CUDA_CAPS, folded, 3);
-    expect_unfused("bn+gelu+add (cpu)", &p, &CPU_CAPS);
+    expect_unfused("bn+gelu+add (cpu)", &p, cpu_plan_fuse_caps());
     p.nodes[1].u.act_fwd.kind = (enum act_kind)ACT_KIND_COUNT;   /* not a kind */
     expect_unfused("bn+invalid act (cuda)", &p, &CUDA_CAPS);
     p.nodes[1].u.act_fwd.kind = ACT_RELU;
@@ -247,7 +228,7 @@ static void test_forward_add(void)
     /* the CPU passes take their sizes from x: an x of another shape is not fused there */
     t[X].h = 4;
     expect_steps("bn+relu+add, x of another shape (cuda)", &p, &CUDA_CAPS, folded, 3);
-    expect_unfused("bn+relu+add, x of another shape (cpu)", &p, &CPU_CAPS);
+    expect_unfused("bn+relu+add, x of another shape (cpu)", &p, cpu_plan_fuse_caps());
     t[X].h = 3;
 
     /* the residual is written between the batch norm and the add: the add stays apart */
@@ -278,7 +259,7 @@ static void test_second_reader(void)
                                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
                                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1}};
     expect_steps("bn output read twice (cuda)", &p, &CUDA_CAPS, keep, 3);
-    expect_steps("bn output read twice (cpu)", &p, &CPU_CAPS, keep, 3);
+    expect_steps("bn output read twice (cpu)", &p, cpu_plan_fuse_caps(), keep, 3);
 
     /* the reader rewritten to read the activation's output: the add is not folded (its
      * input must be written), the activation is, and the batch norm's output is spared */
@@ -321,7 +302,7 @@ static void test_backward(void)
                                  {5, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1},
                                  {6, PLAN_FUSE_BN_BWD, 5, -1, 0, 0, 0, -1}};
     expect_steps("act_bwd into bn_bwd (cuda)", &p, &CUDA_CAPS, fused, 4);
-    expect_steps("act_bwd into bn_bwd (cpu)", &p, &CPU_CAPS, fused, 4);
+    expect_steps("act_bwd into bn_bwd (cpu)", &p, cpu_plan_fuse_caps(), fused, 4);
 
     /* the batch norm's backward without a dx (it reads the network's input) */
     p.nodes[6].u.bn_bwd.dx = NULL;
@@ -331,7 +312,7 @@ static void test_backward(void)
     /* not replayable: the CPU does not fold the backward, and keeps the outputs */
     p.replayable = 0;
     expect_steps("act_bwd into bn_bwd, not replayable (cuda)", &p, &CUDA_CAPS, fused, 4);
-    EXPECT_STEPS("act_bwd into bn_bwd, not replayable (cpu)", &p, &CPU_CAPS,
+    EXPECT_STEPS("act_bwd into bn_bwd, not replayable (cpu)", &p, cpu_plan_fuse_caps(),
                  {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1},
                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
     p.replayable = 1;
@@ -343,7 +324,7 @@ static void test_backward(void)
     const struct want apart[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1},
                                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1}};
     expect_steps("accumulating act_bwd (cuda)", &p, &CUDA_CAPS, apart, 2);
-    expect_steps("accumulating act_bwd (cpu)", &p, &CPU_CAPS, apart, 2);
+    expect_steps("accumulating act_bwd (cpu)", &p, cpu_plan_fuse_caps(), apart, 2);
     plan_free(&p);
 
     /* gelu: the CUDA engine folds it, the CPU engine nothing */
@@ -351,7 +332,7 @@ static void test_backward(void)
     p.nodes[1].u.act_fwd.kind = ACT_GELU;
     p.nodes[5].u.act_bwd.kind = ACT_GELU;
     expect_steps("gelu backward (cuda)", &p, &CUDA_CAPS, fused, 4);
-    expect_unfused("gelu backward (cpu)", &p, &CPU_CAPS);
+    expect_unfused("gelu backward (cpu)", &p, cpu_plan_fuse_caps());
     plan_free(&p);
 
     /* the batch norm's input rewritten between the forward and the backward: the
@@ -409,7 +390,7 @@ static void test_eval_views(void)
                                  {5, PLAN_FUSE_BN_EVAL, 6, -1, -1, 0, 0, -1},
                                  {6, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1}};
     expect_steps("two views (cuda)", &p, &CUDA_CAPS, views, 4);
-    expect_steps("two views (cpu)", &p, &CPU_CAPS, views, 4);
+    expect_steps("two views (cpu)", &p, cpu_plan_fuse_caps(), views, 4);
     plan_free(&p);
 
     /* a reader of the first view's batch-norm output, before the second view rewrites
@@ -453,7 +434,7 @@ static void test_add_stats(void)
     EXPECT_STEPS("add takes the statistics", &p, &CUDA_CAPS,
                  {0, PLAN_FUSE_ADD_STATS, -1, -1, -1, 0, 0, 1},
                  {1, PLAN_FUSE_BN_TRAIN, -1, -1, -1, 1, 0, 0});
-    expect_unfused("add takes the statistics (cpu)", &p, &CPU_CAPS);
+    expect_unfused("add takes the statistics (cpu)", &p, cpu_plan_fuse_caps());
     plan_free(&p);
 
     add_fwd(&p, S, A, R);          /* 0 */
@@ -465,7 +446,7 @@ static void test_add_stats(void)
                  {0, PLAN_FUSE_ADD_STATS, -1, -1, -1, 0, 0, 1},
                  {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, 0},
                  {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
-    EXPECT_STEPS("add takes the statistics, relu folded (cpu)", &p, &CPU_CAPS,
+    EXPECT_STEPS("add takes the statistics, relu folded (cpu)", &p, cpu_plan_fuse_caps(),
                  {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, -1},
                  {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
     plan_free(&p);

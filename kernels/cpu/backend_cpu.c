@@ -52,11 +52,6 @@ static size_t cpu_elem_size(enum tensor_kind kind)
     return kind == TENSOR_U8 ? 1 : 4;
 }
 
-static int same_shape(const struct tensor *a, const struct tensor *b)
-{
-    return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w;
-}
-
 /* ------------------------------------------------------------------ lifetime, memory */
 
 static void cpu_destroy(void *ctx)
@@ -216,7 +211,7 @@ static int cpu_conv_backward(void *ctx, struct tensor *dx, struct tensor *dw, st
     struct conv2d_dims d;
     cpu_enter(ctx);
     TRY(cpu_conv_dims(&d, dy, x, w, db, a));
-    EXPECT(!fdata(dx) || same_shape(dx, x), "conv backward: dx (%d, %d, %d, %d) unlike x",
+    EXPECT(!fdata(dx) || tensor_same_shape(dx, x), "conv backward: dx (%d, %d, %d, %d) unlike x",
            dx->n, dx->c, dx->h, dx->w);
     EXPECT(!fdata(dw) || tensor_count(dw) == tensor_count(w), "conv backward: dw unlike w");
     rc = conv2d_backward_cpu(fdata(dx), fdata(dw), fdata(db), dy->data, x->data, w->data, &d,
@@ -243,7 +238,7 @@ static int cpu_bn_forward_train(void *ctx, struct tensor *y, struct tensor *save
 {
     int rc = DR_OK, parts = 1;
     cpu_enter(ctx);
-    EXPECT(same_shape(y, x), "bn: output (%d, %d, %d, %d) unlike input", y->n, y->c, y->h, y->w);
+    EXPECT(tensor_same_shape(y, x), "bn: output (%d, %d, %d, %d) unlike input", y->n, y->c, y->h, y->w);
     TRY(backend_check_bn_parts(&parts, x, save_mean, save_invstd, a));
     EXPECT(bn_vec_ok(running_mean, x->c) && bn_vec_ok(running_var, x->c) &&
                bn_vec_ok(gamma, x->c) && bn_vec_ok(beta, x->c),
@@ -262,7 +257,7 @@ static int cpu_bn_forward_eval(void *ctx, struct tensor *y, const struct tensor 
 {
     int rc = DR_OK;
     cpu_enter(ctx);
-    EXPECT(same_shape(y, x), "bn: output (%d, %d, %d, %d) unlike input", y->n, y->c, y->h, y->w);
+    EXPECT(tensor_same_shape(y, x), "bn: output (%d, %d, %d, %d) unlike input", y->n, y->c, y->h, y->w);
     EXPECT(bn_vec_ok(running_mean, x->c) && bn_vec_ok(running_var, x->c) &&
                bn_vec_ok(gamma, x->c) && bn_vec_ok(beta, x->c),
            "bn: a statistics or parameter vector is not of %d channels", x->c);
@@ -279,7 +274,7 @@ static int cpu_bn_backward(void *ctx, struct tensor *dx, struct tensor *dgamma,
 {
     int rc = DR_OK, parts = 1;
     cpu_enter(ctx);
-    EXPECT(same_shape(dy, x) && (!fdata(dx) || same_shape(dx, x)),
+    EXPECT(tensor_same_shape(dy, x) && (!fdata(dx) || tensor_same_shape(dx, x)),
            "bn backward: dy or dx unlike x (%d, %d, %d, %d)", x->n, x->c, x->h, x->w);
     TRY(backend_check_bn_parts(&parts, x, save_mean, save_invstd, NULL));
     EXPECT(bn_vec_ok(gamma, x->c) && (!fdata(dgamma) || bn_vec_ok(dgamma, x->c)) &&
@@ -356,7 +351,7 @@ static int cpu_pool_backward(void *ctx, struct tensor *dx, const struct tensor *
     cpu_enter(ctx);
     if (!fdata(dx)) return DR_OK;
     TRY(cpu_pool_dims(&d, dy, x, a));
-    EXPECT(same_shape(dx, x), "pool backward: dx unlike x");
+    EXPECT(tensor_same_shape(dx, x), "pool backward: dx unlike x");
     pool_backward_cpu(dx->data, dy->data, x->data, fdata(y), a->kind, &d, accumulate);
 cleanup:
     return rc;
@@ -422,7 +417,7 @@ static int cpu_add_forward(void *ctx, struct tensor *y, const struct tensor *a,
 {
     int rc = DR_OK;
     cpu_enter(ctx);
-    EXPECT(same_shape(y, a) && same_shape(y, b), "add: shapes differ");
+    EXPECT(tensor_same_shape(y, a) && tensor_same_shape(y, b), "add: shapes differ");
     add_forward_cpu(y->data, a->data, b->data, tensor_count(y));
 cleanup:
     return rc;
@@ -497,7 +492,7 @@ static int cpu_linear_backward(void *ctx, struct tensor *dx, struct tensor *dw,
     int rc = DR_OK;
     cpu_enter(ctx);
     TRY(backend_check_linear(dy, x, w, db));
-    EXPECT(!fdata(dx) || same_shape(dx, x), "linear backward: dx unlike x");
+    EXPECT(!fdata(dx) || tensor_same_shape(dx, x), "linear backward: dx unlike x");
     EXPECT(!fdata(dw) || tensor_count(dw) == tensor_count(w), "linear backward: dw unlike w");
     linear_backward_cpu(fdata(dx), fdata(dw), fdata(db), dy->data, x->data, w->data, dy->c, x->c,
                         x->n, accumulate);
@@ -525,7 +520,7 @@ static int cpu_xent_forward(void *ctx, struct tensor *stats, struct tensor *prob
 {
     int rc = DR_OK;
     cpu_enter(ctx);
-    EXPECT(logits->h == 1 && logits->w == 1 && same_shape(probs, logits),
+    EXPECT(logits->h == 1 && logits->w == 1 && tensor_same_shape(probs, logits),
            "loss: logits (%d, %d, %d, %d) are not (n, k, 1, 1) or unlike probs", logits->n,
            logits->c, logits->h, logits->w);
     EXPECT(tensor_count(stats) >= 2, "loss: statistics vector of %zu", tensor_count(stats));
@@ -541,7 +536,7 @@ static int cpu_xent_backward(void *ctx, struct tensor *dlogits, const struct ten
 {
     int rc = DR_OK;
     cpu_enter(ctx);
-    EXPECT(same_shape(dlogits, probs) && probs->h == 1 && probs->w == 1,
+    EXPECT(tensor_same_shape(dlogits, probs) && probs->h == 1 && probs->w == 1,
            "loss backward: dlogits unlike probs (%d, %d, %d, %d)", probs->n, probs->c, probs->h,
            probs->w);
     TRY(cpu_check_labels(labels, probs->n, probs->c));

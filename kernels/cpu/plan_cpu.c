@@ -33,11 +33,6 @@ struct cpu_plan_cache {
     int n, cap;
 };
 
-static int same_shape(const struct tensor *a, const struct tensor *b)
-{
-    return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w;
-}
-
 /* plan_fuse_caps.forward_ok: the fused forward passes take their sizes from x, so x must
  * have data and the shape of the batch norm's output. */
 static int cpu_forward_ok(const struct plan_node *bn, const struct plan_node *act)
@@ -46,7 +41,7 @@ static int cpu_forward_ok(const struct plan_node *bn, const struct plan_node *ac
     const struct tensor *y = train ? bn->u.bn_fwd_train.y : bn->u.bn_fwd_eval.y;
     const struct tensor *x = train ? bn->u.bn_fwd_train.x : bn->u.bn_fwd_eval.x;
     (void)act;
-    return x && x->data && same_shape(y, x);
+    return x && x->data && tensor_same_shape(y, x);
 }
 
 /* plan_fuse_caps.backward_ok: the fused backward takes its sizes from the batch norm's x,
@@ -54,7 +49,7 @@ static int cpu_forward_ok(const struct plan_node *bn, const struct plan_node *ac
 static int cpu_backward_ok(const struct plan_node *act, const struct plan_node *bwd)
 {
     const struct tensor *d = act->u.act_bwd.dy, *x = bwd->u.bn_bwd.x;
-    return d->data && x && same_shape(d, x);
+    return d->data && x && tensor_same_shape(d, x);
 }
 
 static const struct plan_fuse_caps CPU_FUSE_CAPS = {
@@ -64,6 +59,11 @@ static const struct plan_fuse_caps CPU_FUSE_CAPS = {
     .backward_ok = cpu_backward_ok,
     .add_stats = 0,   /* the adds and their batch norms run as they are */
 };
+
+const struct plan_fuse_caps *cpu_plan_fuse_caps(void)
+{
+    return &CPU_FUSE_CAPS;
+}
 
 static void entry_clear(struct plan_entry *e)
 {

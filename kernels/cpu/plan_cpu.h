@@ -8,6 +8,11 @@
 
 /* The analyses of the plans run so far, by plan and signature. */
 struct cpu_plan_cache;
+struct plan_fuse_caps;
+
+/* What the CPU engine's fused passes take (kernels/plan_fuse.h), as cpu_plan_run hands it
+ * to plan_fuse_analyse; static, never NULL. */
+const struct plan_fuse_caps *cpu_plan_fuse_caps(void);
 
 /* Runs plan p through backend b (the CPU engine), fusing where plan_cpu.c says, with
  * plan_run_each's results bit for bit; *cache (NULL at first) keeps each plan's analysis.

@@ -282,7 +282,7 @@ int cuda_add_bn_partial(struct cuda_ctx *c, struct tensor *z, double *partial,
     int rc = DR_OK, splits = 1, parts = 1;
     const int ch = z->c;
     long split_rows = 0;
-    EXPECT(cuda_same_shape(z, a) && cuda_same_shape(z, b), "add: shapes differ");
+    EXPECT(tensor_same_shape(z, a) && tensor_same_shape(z, b), "add: shapes differ");
     TRY(backend_check_bn_parts(&splits, z, save_mean, save_invstd, attr));
     bn_layout(&splits, &split_rows, &parts, z, attr);   /* the batch norm's, as it takes them */
     if (ch == 0) goto cleanup;
@@ -313,9 +313,9 @@ int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out
     long split_rows = rows;
     double *partial = NULL;
     float *coef = NULL;
-    EXPECT((y || act) && (!y || cuda_same_shape(y, x)) &&
-               (!act || (out && cuda_same_shape(out, x))) &&
-               (!res || (act && cuda_same_shape(res, x))),
+    EXPECT((y || act) && (!y || tensor_same_shape(y, x)) &&
+               (!act || (out && tensor_same_shape(out, x))) &&
+               (!res || (act && tensor_same_shape(res, x))),
            "bn: output unlike input (%d, %d, %d, %d)", x->n, x->c, x->h, x->w);
     TRY(backend_check_bn_parts(&splits, x, save_mean, save_invstd, a));
     EXPECT(bn_vec_ok(running_mean, ch) && bn_vec_ok(running_var, ch) && bn_vec_ok(gamma, ch) &&
@@ -368,9 +368,9 @@ int cuda_bn_eval_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
     const long rows = (long)x->n * x->h * x->w;
     const size_t count = tensor_count(x);
     void *buf = NULL;
-    EXPECT((y || act) && (!y || cuda_same_shape(y, x)) &&
-               (!act || (out && cuda_same_shape(out, x))) &&
-               (!res || (act && cuda_same_shape(res, x))),
+    EXPECT((y || act) && (!y || tensor_same_shape(y, x)) &&
+               (!act || (out && tensor_same_shape(out, x))) &&
+               (!res || (act && tensor_same_shape(res, x))),
            "bn: output unlike input (%d, %d, %d, %d)", x->n, x->c, x->h, x->w);
     EXPECT(bn_vec_ok(running_mean, ch) && bn_vec_ok(running_var, ch) && bn_vec_ok(gamma, ch) &&
                bn_vec_ok(beta, ch),
@@ -411,7 +411,7 @@ int cuda_bn_backward_fused(struct cuda_ctx *c, struct tensor *dx, struct tensor 
     const int want_dx = dx && dx->data;
     double *partial = NULL;
     float *coef = NULL;
-    EXPECT(cuda_same_shape(d, x) && (!want_dx || cuda_same_shape(dx, x)),
+    EXPECT(tensor_same_shape(d, x) && (!want_dx || tensor_same_shape(dx, x)),
            "bn backward: dy or dx unlike x (%d, %d, %d, %d)", x->n, x->c, x->h, x->w);
     EXPECT(!act || fcoef, "bn backward: an activation folded in without the forward's "
                           "coefficients");

@@ -388,7 +388,7 @@ int cuda_conv_backward(void *ctx, struct tensor *dx, struct tensor *dw, struct t
     struct conv_io io;
     const int want_dx = dx && dx->data, want_dw = dw && dw->data;
     TRY(conv_check(dy, x, w, db, a, &ho, &wo));
-    EXPECT(!want_dx || cuda_same_shape(dx, x), "conv backward: dx (%d, %d, %d, %d) unlike x",
+    EXPECT(!want_dx || tensor_same_shape(dx, x), "conv backward: dx (%d, %d, %d, %d) unlike x",
            dx->n, dx->c, dx->h, dx->w);
     EXPECT(!want_dw || tensor_count(dw) == tensor_count(w), "conv backward: dw unlike w");
     TRY(cuda_enter(c));

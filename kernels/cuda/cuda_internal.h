@@ -266,11 +266,6 @@ static inline unsigned cuda_grid_rows(const struct cuda_ctx *c, long rows)
     for (long r = (long)blockIdx.x * blockDim.y + threadIdx.y; r < (rows);                 \
          r += (long)gridDim.x * blockDim.y)
 
-static inline int cuda_same_shape(const struct tensor *a, const struct tensor *b)
-{
-    return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w;
-}
-
 /* The compute-precision copy of a PARAM tensor: the fp32 master itself in fp32, else
  * the copy stored after it. */
 void *cuda_param_copy(const struct cuda_ctx *c, const struct tensor *t);

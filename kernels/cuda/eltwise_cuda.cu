@@ -202,7 +202,7 @@ int cuda_add_forward(void *ctx, struct tensor *y, const struct tensor *a, const 
     int rc = DR_OK;
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
     const size_t count = tensor_count(y);
-    EXPECT(cuda_same_shape(y, a) && cuda_same_shape(y, b), "add: shapes differ");
+    EXPECT(tensor_same_shape(y, a) && tensor_same_shape(y, b), "add: shapes differ");
     if (count == 0) goto cleanup;
     TRY(cuda_enter(c));
     CUDA_DISPATCH(c->dt, T, {

@@ -43,7 +43,7 @@ int cuda_linear_backward(void *ctx, struct tensor *dx, struct tensor *dw, struct
     const int out = dy->c, in = x->c, n = x->n;
     const int want_dx = dx && dx->data, want_dw = dw && dw->data;
     TRY(backend_check_linear(dy, x, w, db));
-    EXPECT(!want_dx || cuda_same_shape(dx, x), "linear backward: dx unlike x");
+    EXPECT(!want_dx || tensor_same_shape(dx, x), "linear backward: dx unlike x");
     EXPECT(!want_dw || tensor_count(dw) == tensor_count(w), "linear backward: dw unlike w");
     TRY(cuda_enter(c));
     if (n == 0) {   /* an empty batch: gradients of the parameters are zero */

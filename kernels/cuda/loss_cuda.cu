@@ -87,7 +87,7 @@ int cuda_xent_forward(void *ctx, struct tensor *stats, struct tensor *probs,
 {
     int rc = DR_OK;
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
-    EXPECT(logits->h == 1 && logits->w == 1 && cuda_same_shape(probs, logits),
+    EXPECT(logits->h == 1 && logits->w == 1 && tensor_same_shape(probs, logits),
            "loss: logits (%d, %d, %d, %d) are not (n, k, 1, 1) or unlike probs", logits->n,
            logits->c, logits->h, logits->w);
     EXPECT(tensor_count(stats) >= 2, "loss: statistics vector of %zu", tensor_count(stats));
@@ -115,7 +115,7 @@ int cuda_xent_backward(void *ctx, struct tensor *dlogits, const struct tensor *p
     int rc = DR_OK;
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
     const size_t count = tensor_count(probs);
-    EXPECT(cuda_same_shape(dlogits, probs) && probs->h == 1 && probs->w == 1,
+    EXPECT(tensor_same_shape(dlogits, probs) && probs->h == 1 && probs->w == 1,
            "loss backward: dlogits unlike probs (%d, %d, %d, %d)", probs->n, probs->c, probs->h,
            probs->w);
     EXPECT(tensor_count(labels) >= (size_t)probs->n, "loss backward: %zu labels for %d examples",

@@ -167,7 +167,7 @@ int cuda_pool_backward(void *ctx, struct tensor *dx, const struct tensor *dy,
     (void)y;   /* the maximum's position is recomputed from x, which also resolves ties */
     if (!dx || !dx->data) return DR_OK;
     TRY(pool_geometry(&g, dy, x, a));
-    EXPECT(cuda_same_shape(dx, x), "pool backward: dx unlike x");
+    EXPECT(tensor_same_shape(dx, x), "pool backward: dx unlike x");
     nout = tensor_count(dy);
     nin = tensor_count(x);
     if (nin == 0) goto cleanup;

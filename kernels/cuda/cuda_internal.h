@@ -95,6 +95,8 @@ struct cuda_ctx {
     void *tables;                   /* sgd_cuda.cu: the device item tables of sgd_multi and
                                        lerp_multi, by items array */
     void *arena;                    /* arena_cuda.cu: the slabs of the small tensors */
+    void *fused_convs;              /* conv_fused_cuda.cu: its built cuDNN graphs and
+                                       variant packs */
 };
 
 /* ------------------------------------------------------------------ element types */

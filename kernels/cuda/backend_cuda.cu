@@ -11,6 +11,7 @@
 extern "C" {
 #include "../precision.h"
 }
+#include "conv_fused_cuda.h"
 #include "cuda_internal.h"
 
 static const char *dtype_name(enum cuda_dtype dt)
@@ -51,6 +52,7 @@ static void cuda_destroy(void *ctx)
     cuda_graph_release(c);
     cuda_plan_release(c);
     cuda_conv_release(c);
+    cuda_conv_fused_release(c);
     cuda_tables_release(c);
     cuda_arena_release(c);
     if (c->cudnn) cudnnDestroy(c->cudnn);

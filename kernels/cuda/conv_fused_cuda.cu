@@ -1,0 +1,1011 @@
+/* Convolutions fused with the batch norm beside them, as cuDNN runtime-fusion graphs built
+ * with cuDNN's backend graph API (conv_fused_cuda.h says what the three graphs compute).
+ *
+ * A graph is described once per key (kind, x's shape, outputs, k, stride, pad, prologue,
+ * statistics, data type): tensor, convolution and pointwise descriptors, the operations,
+ * the operation graph; then cuDNN's heuristics (mode A, then the fallback mode when A gives
+ * nothing that works) list engine configurations, and the first whose execution plan
+ * finalizes, whose workspace is at most 2 GiB and whose trial execution succeeds is kept.
+ * The trial reads the call's real inputs and writes into scratch (SLOT_TRIAL for the large
+ * output, a small buffer of this file for the per-channel ones), so that building never
+ * writes an operand. A key no configuration serves is remembered as refused, said once on
+ * stderr, and its callers run the unfused ops.
+ *
+ * Every descriptor of a kept graph lives until cuda_conv_fused_release: the execution plan
+ * refers to its engine configuration, which refers to the operation graph and so on, and
+ * cuDNN does not promise that a plan outlives them. Each set of operand addresses (with the
+ * workspace address) gets its own variant pack, made on first use and kept, so that a
+ * call seen before makes exactly one cuDNN call, the execution. Making a variant pack is
+ * host-only descriptor work, allowed inside graph capture; building (allocation, trial,
+ * synchronisation) is not, and happens in cuda_conv_fused_usable.
+ *
+ * The calls made, their attributes and their order are listed in the repository's API.md. */
+#include <float.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv_fused_cuda.h"
+
+#define FUSED_WORKSPACE_CAP ((int64_t)2 << 30)   /* configurations wanting more are skipped */
+#define FUSED_MAX_DESCS 48      /* descriptors of one graph: the largest (DGRAD_DBN) has 33 */
+#define FUSED_MAX_OPS 8         /* operations of one graph: DGRAD_DBN has 7 */
+#define FUSED_MAX_IDS 16        /* non-virtual tensors of one graph: DGRAD_DBN has 13 */
+#define FUSED_MAX_CONFIGS 64    /* engine configurations looked at per heuristics mode */
+#define FUSED_MAX_PACKS 64      /* variant packs kept per graph (then the oldest is reused) */
+#define FUSED_ALIGN 16          /* bytes: the alignment every tensor is declared with */
+#define FUSED_KEY_LEN 12
+
+/* The unique ids of the graphs' tensors, fixed per role. Non-virtual ones (the variant
+ * packs' operands) are below 100; virtual intermediates (fp32) above. */
+enum fused_id {
+    ID_X = 1, ID_W = 2, ID_Y = 3, ID_DY = 4, ID_DW = 5, ID_DZ = 6, ID_SCALE = 7, ID_BIAS = 8,
+    ID_SUM = 9, ID_SQSUM = 10, ID_MEAN = 11, ID_INVSTD = 12, ID_GAMMA = 13, ID_BETA = 14,
+    ID_DSCALE = 15, ID_DBIAS = 16, ID_EQ_DY = 17, ID_EQ_X = 18, ID_EQ_B = 19,
+    ID_V_SCALED = 101, ID_V_BIASED = 102, ID_V_RELU = 103,                 /* the prologue */
+    ID_V_DGRAD = 111, ID_V_CENTRED = 112, ID_V_NORMED = 113, ID_V_GAMMA = 114,
+    ID_V_BN = 115                                                           /* DGRAD_DBN */
+};
+
+/* The key's fields, in order. */
+enum { K_KIND, K_N, K_CI, K_H, K_W, K_CO, K_K, K_STRIDE, K_PAD, K_PRO, K_STATS, K_DT };
+
+/* The per-channel outputs, in the order of struct fused_outputs' small[]: FWD's sum and
+ * sqsum, or DGRAD_DBN's dscale, dbias, eq_dy, eq_x, eq_b. */
+#define FUSED_SMALL 5
+
+/* Where one execution writes: big is y (FWD), the compute-type dw (WGRAD) or dz
+ * (DGRAD_DBN); small the per-channel outputs (unused ones NULL). */
+struct fused_outputs {
+    void *big;
+    float *small[FUSED_SMALL];
+};
+
+/* One variant pack: the operand addresses it was made for (in the graph's id order) and
+ * the workspace address. */
+struct fused_pack {
+    void *ptrs[FUSED_MAX_IDS];
+    void *ws;
+    cudnnBackendDescriptor_t vp;
+};
+
+/* One key's graph: usable with its plan, or refused (plan NULL). */
+struct fused_graph {
+    int key[FUSED_KEY_LEN];
+    cudnnBackendDescriptor_t descs[FUSED_MAX_DESCS];   /* everything but plan and packs */
+    int n_descs;
+    cudnnBackendDescriptor_t plan;
+    int64_t ws_bytes;
+    struct fused_pack *packs;   /* grown by doubling up to FUSED_MAX_PACKS */
+    int n_packs, cap_packs, next_reuse;
+};
+
+/* What c->fused_convs holds. */
+struct fused_state {
+    struct fused_graph *graphs;   /* grown by doubling: one per key the model has */
+    int n_graphs, cap_graphs;
+    void *small;                  /* the trials' per-channel outputs */
+    size_t small_bytes;
+};
+
+/* A cuDNN call whose failure means "not supported here" rather than an error (finalizing
+ * an operation, a graph, a plan, a variant pack; heuristics; a trial execution): counted
+ * as CHECK_CUDNN counts, its status stored in *st; on failure, jumps to cleanup with rc
+ * unchanged (DR_OK), the caller reading *st. */
+#define PROBE_CUDNN(c, st, call)                                                           \
+    do {                                                                                   \
+        (c)->counts.cudnn_calls++;                                                         \
+        *(st) = (call);                                                                    \
+        if (*(st) != CUDNN_STATUS_SUCCESS) goto cleanup;                                   \
+    } while (0)
+
+/* A step that returns an rc and may record a refusal in *st: jumps to cleanup on either. */
+#define STEP(st, expr)                                                                     \
+    do {                                                                                   \
+        TRY(expr);                                                                         \
+        if (*(st) != CUDNN_STATUS_SUCCESS) goto cleanup;                                   \
+    } while (0)
+
+/* One attribute, through CHECK_CUDNN (the message then names the attribute). */
+#define SET_ATTR(c, d, name, type, count, ptr)                                             \
+    CHECK_CUDNN(c, cudnnBackendSetAttribute((d), (name), (type), (int64_t)(count), (ptr)))
+
+static cudnnDataType_t fused_dtype(enum cuda_dtype dt)
+{
+    return dt == CUDA_F32 ? CUDNN_DATA_FLOAT : dt == CUDA_F16 ? CUDNN_DATA_HALF
+                                                              : CUDNN_DATA_BFLOAT16;
+}
+
+static const char *fused_dtype_name(int dt)
+{
+    return dt == CUDA_F32 ? "float (fp32)" : dt == CUDA_F16 ? "half (fp16)" : "bfloat16 (bf16)";
+}
+
+/* cuDNN's name of the key's graph (for messages). */
+static const char *fused_graph_name(const int key[FUSED_KEY_LEN])
+{
+    if (key[K_KIND] == CUDA_CONV_FUSED_WGRAD)
+        return key[K_PRO] ? "scale-bias-relu-wgrad" : "wgrad";
+    if (key[K_KIND] == CUDA_CONV_FUSED_DGRAD_DBN) return "dgrad-drelu-dbn-weight";
+    if (key[K_PRO]) return key[K_STATS] ? "scale-bias-relu-conv-genstats" : "scale-bias-relu-conv";
+    return key[K_STATS] ? "conv-genstats" : "conv";
+}
+
+/* "input (n 512, c 64, h 32, w 32) -> 64 outputs, k 3, stride 1, pad 1, data type half
+ * (fp16), layout NHWC (filters KRSC)" for a key. */
+static void fused_shape_text(char *buf, size_t len, const int key[FUSED_KEY_LEN])
+{
+    snprintf(buf, len,
+             "input (n %d, c %d, h %d, w %d) -> %d outputs, k %d, stride %d, pad %d, data type "
+             "%s, layout NHWC (filters KRSC)",
+             key[K_N], key[K_CI], key[K_H], key[K_W], key[K_CO], key[K_K], key[K_STRIDE],
+             key[K_PAD], fused_dtype_name(key[K_DT]));
+}
+
+/* Checks args as conv_check does for the plain convolution, and that every operand the
+ * kind reads or writes is there; sets *ho, *wo (the output plane). */
+static int fused_check(const struct cuda_conv_fused_args *args, int *ho, int *wo)
+{
+    int rc = DR_OK;
+    const struct conv_attr *a = NULL;
+    const struct tensor *x = NULL, *w = NULL, *dy = NULL;
+    EXPECT(args && args->a && args->x && args->w, "fused conv: missing attributes, x or w");
+    EXPECT(args->kind >= CUDA_CONV_FUSED_FWD && args->kind < CUDA_CONV_FUSED_KIND_COUNT,
+           "fused conv: unknown kind %d", (int)args->kind);
+    a = args->a;
+    x = args->x;
+    w = args->w;
+    dy = args->dy;
+    EXPECT(w->c == x->c && w->h == a->k && w->w == a->k && a->stride >= 1 && a->pad >= 0,
+           "fused conv: weight (%d, %d, %d, %d) does not fit input channels %d, k %d, "
+           "stride %d, pad %d", w->n, w->c, w->h, w->w, x->c, a->k, a->stride, a->pad);
+    *ho = (x->h + 2 * a->pad - a->k) / a->stride + 1;
+    *wo = (x->w + 2 * a->pad - a->k) / a->stride + 1;
+    EXPECT(*ho >= 1 && *wo >= 1, "fused conv: %dx%d input too small for k %d pad %d", x->h,
+           x->w, a->k, a->pad);
+    EXPECT(x->n == 0 || x->data, "fused conv: x has no data");
+    if (args->kind == CUDA_CONV_FUSED_FWD) {
+        const struct tensor *y = args->y;
+        EXPECT(y && y->n == x->n && y->c == w->n && y->h == *ho && y->w == *wo,
+               "fused conv: output (%d, %d, %d, %d), expected (%d, %d, %d, %d)",
+               y ? y->n : -1, y ? y->c : -1, y ? y->h : -1, y ? y->w : -1, x->n, w->n, *ho,
+               *wo);
+        EXPECT(x->n == 0 || (y->data && w->data), "fused conv: y or w has no data");
+        EXPECT(!args->sum == !args->sqsum, "fused conv: sum and sqsum come together");
+    } else {
+        EXPECT(dy && dy->n == x->n && dy->c == w->n && dy->h == *ho && dy->w == *wo,
+               "fused conv: dy (%d, %d, %d, %d), expected (%d, %d, %d, %d)",
+               dy ? dy->n : -1, dy ? dy->c : -1, dy ? dy->h : -1, dy ? dy->w : -1, x->n, w->n,
+               *ho, *wo);
+        EXPECT(x->n == 0 || dy->data, "fused conv: dy has no data");
+    }
+    if (args->kind == CUDA_CONV_FUSED_WGRAD)
+        EXPECT(args->dw && args->dw->data && tensor_count(args->dw) == tensor_count(w),
+               "fused conv: dw missing or unlike w");
+    if (args->kind != CUDA_CONV_FUSED_DGRAD_DBN) {
+        EXPECT(!args->pro || (args->pro->scale && args->pro->bias),
+               "fused conv: a prologue without scale or bias");
+    } else {
+        EXPECT(args->dz && tensor_same_shape(args->dz, x) && (x->n == 0 || args->dz->data),
+               "fused conv: dz missing or unlike x");
+        EXPECT(x->n == 0 || w->data, "fused conv: w has no data");
+        EXPECT(args->dscale && args->dbias && args->eq_dy && args->eq_x && args->eq_b,
+               "fused conv: a batch-norm gradient output is missing");
+        EXPECT(args->mean && args->invstd && args->gamma && args->beta,
+               "fused conv: a batch-norm statistic or parameter is missing");
+    }
+cleanup:
+    return rc;
+}
+
+/* The key of args (checked) in context c. */
+static void fused_key(int key[FUSED_KEY_LEN], const struct cuda_ctx *c,
+                      const struct cuda_conv_fused_args *args)
+{
+    const struct tensor *x = args->x;
+    const int dbn = args->kind == CUDA_CONV_FUSED_DGRAD_DBN;
+    const int k[FUSED_KEY_LEN] = {(int)args->kind, x->n, x->c, x->h, x->w, args->w->n,
+                                  args->a->k, args->a->stride, args->a->pad,
+                                  !dbn && args->pro != NULL,
+                                  args->kind == CUDA_CONV_FUSED_FWD && args->sum != NULL,
+                                  (int)c->dt};
+    memcpy(key, k, sizeof(k));
+}
+
+/* The operands of one execution of args' graph (key), in the graph's id order: ids[i]
+ * and ptrs[i] for i < *count; inputs are args', outputs out's; w is the compute copy. */
+static void fused_operands(const struct cuda_ctx *c, const struct cuda_conv_fused_args *args,
+                           const int key[FUSED_KEY_LEN], const struct fused_outputs *out,
+                           int64_t ids[FUSED_MAX_IDS], void *ptrs[FUSED_MAX_IDS], int *count)
+{
+    int n = 0;
+#define OPERAND(id, p)                                                                     \
+    do {                                                                                   \
+        ids[n] = (id);                                                                     \
+        ptrs[n] = (void *)(p);                                                             \
+        n++;                                                                               \
+    } while (0)
+    if (key[K_KIND] == CUDA_CONV_FUSED_FWD) {
+        OPERAND(ID_X, args->x->data);
+        OPERAND(ID_W, cuda_param_copy(c, args->w));
+        OPERAND(ID_Y, out->big);
+        if (key[K_PRO]) {
+            OPERAND(ID_SCALE, args->pro->scale);
+            OPERAND(ID_BIAS, args->pro->bias);
+        }
+        if (key[K_STATS]) {
+            OPERAND(ID_SUM, out->small[0]);
+            OPERAND(ID_SQSUM, out->small[1]);
+        }
+    } else if (key[K_KIND] == CUDA_CONV_FUSED_WGRAD) {
+        OPERAND(ID_X, args->x->data);
+        OPERAND(ID_DY, args->dy->data);
+        OPERAND(ID_DW, out->big);
+        if (key[K_PRO]) {
+            OPERAND(ID_SCALE, args->pro->scale);
+            OPERAND(ID_BIAS, args->pro->bias);
+        }
+    } else {
+        OPERAND(ID_DY, args->dy->data);
+        OPERAND(ID_W, cuda_param_copy(c, args->w));
+        OPERAND(ID_X, args->x->data);
+        OPERAND(ID_MEAN, args->mean);
+        OPERAND(ID_INVSTD, args->invstd);
+        OPERAND(ID_GAMMA, args->gamma);
+        OPERAND(ID_BETA, args->beta);
+        OPERAND(ID_DZ, out->big);
+        OPERAND(ID_DSCALE, out->small[0]);
+        OPERAND(ID_DBIAS, out->small[1]);
+        OPERAND(ID_EQ_DY, out->small[2]);
+        OPERAND(ID_EQ_X, out->small[3]);
+        OPERAND(ID_EQ_B, out->small[4]);
+    }
+#undef OPERAND
+    *count = n;
+}
+
+/* Whether every operand address is FUSED_ALIGN-aligned, as the tensors declare. */
+static int fused_aligned(void *const *ptrs, int count)
+{
+    for (int i = 0; i < count; i++)
+        if ((uintptr_t)ptrs[i] % FUSED_ALIGN) return 0;
+    return 1;
+}
+
+/* ------------------------------------------------------------------ describing a graph */
+
+/* A new descriptor of type, owned by g (destroyed with it). A cuDNN that does not know
+ * the type (an operation newer than it) answers NOT_SUPPORTED: a refusal in *st, not an
+ * error; any other failure is an error. */
+static int fused_new(struct cuda_ctx *c, struct fused_graph *g, cudnnBackendDescriptorType_t type,
+                     cudnnBackendDescriptor_t *d, cudnnStatus_t *st)
+{
+    int rc = DR_OK;
+    cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
+    *d = NULL;
+    EXPECT(g->n_descs < FUSED_MAX_DESCS, "fused conv: more than %d descriptors in a graph",
+           FUSED_MAX_DESCS);
+    c->counts.cudnn_calls++;   /* the one creation below, as CHECK_CUDNN counts */
+    s = cudnnBackendCreateDescriptor(type, d);
+    if ((int)s / 1000 == (int)CUDNN_STATUS_NOT_SUPPORTED / 1000) {
+        *st = s;
+        *d = NULL;
+        goto cleanup;
+    }
+    if (s != CUDNN_STATUS_SUCCESS) {
+        *d = NULL;
+        rc = dr_report(DR_ERR_DEVICE, __FILE__, __LINE__, "cuDNN",
+                       "cudnnBackendCreateDescriptor(type %d): %s", (int)type,
+                       cudnnGetErrorString(s));
+        goto cleanup;
+    }
+    g->descs[g->n_descs++] = *d;
+cleanup:
+    return rc;
+}
+
+/* A finalized tensor descriptor (dims (n, ch, h, w), NHWC strides (ch*h*w, 1, ch*w, ch),
+ * which for a (co, ci, k, k) filter are the KRSC strides and for a (1, ch, 1, 1) vector
+ * (ch, 1, ch, ch)), unique id uid, virtual or not. */
+static int fused_tensor(struct cuda_ctx *c, struct fused_graph *g, int64_t uid,
+                        cudnnDataType_t dt, int n, int ch, int h, int w, int is_virtual,
+                        cudnnBackendDescriptor_t *t, cudnnStatus_t *st)
+{
+    int rc = DR_OK;
+    const int64_t dims[4] = {n, ch, h, w};
+    const int64_t strides[4] = {(int64_t)ch * h * w, 1, (int64_t)ch * w, ch};
+    const int64_t align = FUSED_ALIGN;
+    const bool virt = is_virtual != 0;
+    STEP(st, fused_new(c, g, CUDNN_BACKEND_TENSOR_DESCRIPTOR, t, st));
+    SET_ATTR(c, *t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
+    SET_ATTR(c, *t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
+    SET_ATTR(c, *t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides);
+    SET_ATTR(c, *t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+    SET_ATTR(c, *t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
+    SET_ATTR(c, *t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt);
+    PROBE_CUDNN(c, st, cudnnBackendFinalize(*t));
+cleanup:
+    return rc;
+}
+
+/* A finalized pointwise operation of mode: binary modes y = x OP b (b broadcast per
+ * channel); RELU_FWD y = relu(x) (b NULL); RELU_BWD y = x > 0 ? b : 0, b the incoming
+ * gradient (cuDNN's DYDESC), x the forward input (XDESC), y the result (DXDESC). The math
+ * is fp32. */
+static int fused_pointwise(struct cuda_ctx *c, struct fused_graph *g, cudnnPointwiseMode_t mode,
+                           cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
+                           cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t *op,
+                           cudnnStatus_t *st)
+{
+    int rc = DR_OK;
+    cudnnBackendDescriptor_t pw = NULL;
+    const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    const float one = 1.0f;
+    const int relu = mode == CUDNN_POINTWISE_RELU_FWD || mode == CUDNN_POINTWISE_RELU_BWD;
+    STEP(st, fused_new(c, g, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &pw, st));
+    SET_ATTR(c, pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+    SET_ATTR(c, pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    if (relu) {   /* a plain ReLU: clipped to [0, FLT_MAX] (an fp32 math's upper bound) */
+        const double lower = 0.0, upper = FLT_MAX;
+        SET_ATTR(c, pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &lower);
+        SET_ATTR(c, pw, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1, &upper);
+    }
+    PROBE_CUDNN(c, st, cudnnBackendFinalize(pw));
+    STEP(st, fused_new(c, g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op, st));
+    SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+             1, &pw);
+    SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+    if (mode == CUDNN_POINTWISE_RELU_BWD) {
+        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_POINTWISE_DYDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                 &b);
+        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_POINTWISE_DXDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                 &y);
+    } else {
+        if (b)
+            SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                     1, &b);
+        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                 &y);
+    }
+    SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &one);
+    SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &one);
+    PROBE_CUDNN(c, st, cudnnBackendFinalize(*op));
+cleanup:
+    return rc;
+}
+
+/* The finalized convolution descriptor of key: cross-correlation of 2 spatial dims in fp32,
+ * stride and symmetric padding from the key, dilation 1. */
+static int fused_conv_desc(struct cuda_ctx *c, struct fused_graph *g, const int key[FUSED_KEY_LEN],
+                           cudnnBackendDescriptor_t *cd, cudnnStatus_t *st)
+{
+    int rc = DR_OK;
+    const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+    const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+    const int64_t dims = 2;
+    const int64_t pad[2] = {key[K_PAD], key[K_PAD]};
+    const int64_t dil[2] = {1, 1};
+    const int64_t stride[2] = {key[K_STRIDE], key[K_STRIDE]};
+    STEP(st, fused_new(c, g, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, cd, st));
+    SET_ATTR(c, *cd, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
+    SET_ATTR(c, *cd, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+    SET_ATTR(c, *cd, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims);
+    SET_ATTR(c, *cd, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
+    SET_ATTR(c, *cd, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
+    SET_ATTR(c, *cd, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil);
+    SET_ATTR(c, *cd, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride);
+    PROBE_CUDNN(c, st, cudnnBackendFinalize(*cd));
+cleanup:
+    return rc;
+}
+
+/* A finalized convolution operation of type (forward, backward data or backward filter)
+ * on conv descriptor cd with alpha 1, beta 0; a, b, out are the attribute names of its
+ * three tensors and ta, tb, tout the tensors. */
+static int fused_conv_op(struct cuda_ctx *c, struct fused_graph *g,
+                         cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t cd,
+                         cudnnBackendAttributeName_t cd_name, cudnnBackendAttributeName_t alpha_name,
+                         cudnnBackendAttributeName_t beta_name, cudnnBackendAttributeName_t a,
+                         cudnnBackendDescriptor_t ta, cudnnBackendAttributeName_t b,
+                         cudnnBackendDescriptor_t tb, cudnnBackendAttributeName_t out,
+                         cudnnBackendDescriptor_t tout, cudnnBackendDescriptor_t *op,
+                         cudnnStatus_t *st)
+{
+    int rc = DR_OK;
+    const float alpha = 1.0f, beta = 0.0f;
+    STEP(st, fused_new(c, g, type, op, st));
+    SET_ATTR(c, *op, a, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ta);
+    SET_ATTR(c, *op, b, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tb);
+    SET_ATTR(c, *op, out, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tout);
+    SET_ATTR(c, *op, cd_name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd);
+    SET_ATTR(c, *op, alpha_name, CUDNN_TYPE_FLOAT, 1, &alpha);
+    SET_ATTR(c, *op, beta_name, CUDNN_TYPE_FLOAT, 1, &beta);
+    PROBE_CUDNN(c, st, cudnnBackendFinalize(*op));
+cleanup:
+    return rc;
+}
+
+/* The prologue relu(x * scale + bias) of an (n, ci, h, w) input tx: its three pointwise
+ * operations appended to ops (*nops), *out its fp32 virtual result. */
+static int fused_prologue(struct cuda_ctx *c, struct fused_graph *g, const int key[FUSED_KEY_LEN],
+                          cudnnBackendDescriptor_t tx, cudnnBackendDescriptor_t *ops, int *nops,
+                          cudnnBackendDescriptor_t *out, cudnnStatus_t *st)
+{
+    int rc = DR_OK;
+    const cudnnDataType_t io = fused_dtype((enum cuda_dtype)key[K_DT]), f32 = CUDNN_DATA_FLOAT;
+    const int n = key[K_N], ci = key[K_CI], h = key[K_H], w = key[K_W];
+    cudnnBackendDescriptor_t ts = NULL, tb = NULL, v1 = NULL, v2 = NULL;
+    STEP(st, fused_tensor(c, g, ID_SCALE, io, 1, ci, 1, 1, 0, &ts, st));
+    STEP(st, fused_tensor(c, g, ID_BIAS, io, 1, ci, 1, 1, 0, &tb, st));
+    STEP(st, fused_tensor(c, g, ID_V_SCALED, f32, n, ci, h, w, 1, &v1, st));
+    STEP(st, fused_tensor(c, g, ID_V_BIASED, f32, n, ci, h, w, 1, &v2, st));
+    STEP(st, fused_tensor(c, g, ID_V_RELU, f32, n, ci, h, w, 1, out, st));
+    STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_MUL, tx, ts, v1, &ops[(*nops)++], st));
+    STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_ADD, v1, tb, v2, &ops[(*nops)++], st));
+    STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_RELU_FWD, v2, NULL, *out, &ops[(*nops)++],
+                             st));
+cleanup:
+    return rc;
+}
+
+/* Describes key's graph into g: every tensor and operation, and *graph, the finalized
+ * operation graph. A refusal from cuDNN on the way leaves its status in *st (rc DR_OK). */
+static int fused_describe(struct cuda_ctx *c, struct fused_graph *g, const int key[FUSED_KEY_LEN],
+                          cudnnBackendDescriptor_t *graph, cudnnStatus_t *st)
+{
+    int rc = DR_OK;
+    const cudnnDataType_t io = fused_dtype((enum cuda_dtype)key[K_DT]), f32 = CUDNN_DATA_FLOAT;
+    const int n = key[K_N], ci = key[K_CI], h = key[K_H], w = key[K_W], co = key[K_CO];
+    const int k = key[K_K];
+    const int ho = (h + 2 * key[K_PAD] - k) / key[K_STRIDE] + 1;
+    const int wo = (w + 2 * key[K_PAD] - k) / key[K_STRIDE] + 1;
+    cudnnBackendDescriptor_t ops[FUSED_MAX_OPS];
+    int nops = 0;
+    cudnnBackendDescriptor_t cd = NULL, tx = NULL, tw = NULL, tdy = NULL;
+    *graph = NULL;
+    STEP(st, fused_conv_desc(c, g, key, &cd, st));
+    STEP(st, fused_tensor(c, g, ID_X, io, n, ci, h, w, 0, &tx, st));
+    if (key[K_KIND] == CUDA_CONV_FUSED_FWD) {
+        cudnnBackendDescriptor_t in = tx, ty = NULL;
+        if (key[K_PRO]) STEP(st, fused_prologue(c, g, key, tx, ops, &nops, &in, st));
+        STEP(st, fused_tensor(c, g, ID_W, io, co, ci, k, k, 0, &tw, st));
+        STEP(st, fused_tensor(c, g, ID_Y, io, n, co, ho, wo, 0, &ty, st));
+        STEP(st, fused_conv_op(c, g, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, cd,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, in,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, tw,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, ty, &ops[nops++], st));
+        if (key[K_STATS]) {
+            /* the statistics' math precision is their input's type, as cuDNN's own
+             * frontend sets it; the sums themselves are fp32 */
+            const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
+            cudnnBackendDescriptor_t tsum = NULL, tsq = NULL, *op = &ops[nops++];
+            STEP(st, fused_tensor(c, g, ID_SUM, f32, 1, co, 1, 1, 0, &tsum, st));
+            STEP(st, fused_tensor(c, g, ID_SQSUM, f32, 1, co, 1, 1, 0, &tsq, st));
+            STEP(st, fused_new(c, g, CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR, op, st));
+            SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode);
+            SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &io);
+            SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                     &ty);
+            SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                     &tsum);
+            SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                     1, &tsq);
+            PROBE_CUDNN(c, st, cudnnBackendFinalize(*op));
+        }
+    } else if (key[K_KIND] == CUDA_CONV_FUSED_WGRAD) {
+        cudnnBackendDescriptor_t in = tx, tdw = NULL;
+        if (key[K_PRO]) STEP(st, fused_prologue(c, g, key, tx, ops, &nops, &in, st));
+        STEP(st, fused_tensor(c, g, ID_DY, io, n, co, ho, wo, 0, &tdy, st));
+        STEP(st, fused_tensor(c, g, ID_DW, io, co, ci, k, k, 0, &tdw, st));
+        STEP(st, fused_conv_op(c, g, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+                               cd, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, in,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, tdy,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, tdw, &ops[nops++],
+                               st));
+    } else {
+        const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+        cudnnBackendDescriptor_t tt = NULL, tm = NULL, tv = NULL, tg = NULL, tb = NULL;
+        cudnnBackendDescriptor_t v1 = NULL, v2 = NULL, v3 = NULL, v4 = NULL, tdz = NULL;
+        cudnnBackendDescriptor_t out[FUSED_SMALL] = {NULL, NULL, NULL, NULL, NULL};
+        cudnnBackendDescriptor_t *op = NULL;
+        static const int64_t out_ids[FUSED_SMALL] = {ID_DSCALE, ID_DBIAS, ID_EQ_DY, ID_EQ_X,
+                                                     ID_EQ_B};
+        STEP(st, fused_tensor(c, g, ID_DY, io, n, co, ho, wo, 0, &tdy, st));
+        STEP(st, fused_tensor(c, g, ID_W, io, co, ci, k, k, 0, &tw, st));
+        STEP(st, fused_tensor(c, g, ID_V_DGRAD, f32, n, ci, h, w, 1, &tt, st));
+        STEP(st, fused_conv_op(c, g, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+                               cd, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, tdy,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, tw,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, tt, &ops[nops++], st));
+        STEP(st, fused_tensor(c, g, ID_MEAN, f32, 1, ci, 1, 1, 0, &tm, st));
+        STEP(st, fused_tensor(c, g, ID_INVSTD, f32, 1, ci, 1, 1, 0, &tv, st));
+        STEP(st, fused_tensor(c, g, ID_GAMMA, f32, 1, ci, 1, 1, 0, &tg, st));
+        STEP(st, fused_tensor(c, g, ID_BETA, f32, 1, ci, 1, 1, 0, &tb, st));
+        STEP(st, fused_tensor(c, g, ID_V_CENTRED, f32, n, ci, h, w, 1, &v1, st));
+        STEP(st, fused_tensor(c, g, ID_V_NORMED, f32, n, ci, h, w, 1, &v2, st));
+        STEP(st, fused_tensor(c, g, ID_V_GAMMA, f32, n, ci, h, w, 1, &v3, st));
+        STEP(st, fused_tensor(c, g, ID_V_BN, f32, n, ci, h, w, 1, &v4, st));
+        STEP(st, fused_tensor(c, g, ID_DZ, io, n, ci, h, w, 0, &tdz, st));
+        for (int i = 0; i < FUSED_SMALL; i++)
+            STEP(st, fused_tensor(c, g, out_ids[i], f32, 1, ci, 1, 1, 0, &out[i], st));
+        STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_SUB, tx, tm, v1, &ops[nops++], st));
+        STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_MUL, v1, tv, v2, &ops[nops++], st));
+        STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_MUL, v2, tg, v3, &ops[nops++], st));
+        STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_ADD, v3, tb, v4, &ops[nops++], st));
+        STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_RELU_BWD, v4, tt, tdz, &ops[nops++], st));
+        op = &ops[nops++];
+        STEP(st, fused_new(c, g, CUDNN_BACKEND_OPERATION_BN_BWD_WEIGHTS_DESCRIPTOR, op, st));
+        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1,
+                 &prec);
+        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_X_DESC,
+                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tx);
+        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DY_DESC,
+                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tdz);
+        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_MEAN_DESC,
+                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tm);
+        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_INVSTD_DESC,
+                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tv);
+        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_BN_SCALE_DESC,
+                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tg);
+        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DBN_SCALE_DESC,
+                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out[0]);
+        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DBN_BIAS_DESC,
+                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out[1]);
+        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_DY_SCALE_DESC,
+                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out[2]);
+        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_X_SCALE_DESC,
+                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out[3]);
+        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_BIAS,
+                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out[4]);
+        PROBE_CUDNN(c, st, cudnnBackendFinalize(*op));
+    }
+    STEP(st, fused_new(c, g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, graph, st));
+    SET_ATTR(c, *graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nops, ops);
+    SET_ATTR(c, *graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &c->cudnn);
+    PROBE_CUDNN(c, st, cudnnBackendFinalize(*graph));
+cleanup:
+    return rc;
+}
+
+/* ------------------------------------------------------------------ choosing an engine */
+
+/* A finalized variant pack *vp for operands ids/ptrs (count) and workspace ws; NULL with
+ * cuDNN's status in *st when cuDNN refuses it. */
+static int fused_pack_make(struct cuda_ctx *c, const int64_t *ids, void *const *ptrs, int count,
+                           void *ws, cudnnBackendDescriptor_t *vp, cudnnStatus_t *st)
+{
+    int rc = DR_OK;
+    cudnnBackendDescriptor_t d = NULL;
+    *vp = NULL;
+    CHECK_CUDNN(c, cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &d));
+    SET_ATTR(c, d, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, count, ids);
+    SET_ATTR(c, d, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, count, ptrs);
+    SET_ATTR(c, d, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+    PROBE_CUDNN(c, st, cudnnBackendFinalize(d));
+    *vp = d;
+    d = NULL;
+cleanup:
+    if (d) cudnnBackendDestroyDescriptor(d);
+    return rc;
+}
+
+/* The trial's outputs for key: the large one in SLOT_TRIAL, the per-channel ones in the
+ * state's small buffer (grown after waiting for the stream, which may still use it). */
+static int fused_trial_outputs(struct cuda_ctx *c, struct fused_state *s,
+                               const int key[FUSED_KEY_LEN], struct fused_outputs *out)
+{
+    int rc = DR_OK;
+    const int ho = (key[K_H] + 2 * key[K_PAD] - key[K_K]) / key[K_STRIDE] + 1;
+    const int wo = (key[K_W] + 2 * key[K_PAD] - key[K_K]) / key[K_STRIDE] + 1;
+    const size_t es = cuda_dt_size((enum cuda_dtype)key[K_DT]);
+    const int ch = key[K_CI] > key[K_CO] ? key[K_CI] : key[K_CO];
+    const size_t vec = ((size_t)ch * sizeof(float) + CUDA_ALIGN - 1) / CUDA_ALIGN * CUDA_ALIGN;
+    size_t big = 0;
+    memset(out, 0, sizeof(*out));
+    if (key[K_KIND] == CUDA_CONV_FUSED_FWD)
+        big = (size_t)key[K_N] * key[K_CO] * ho * wo * es;
+    else if (key[K_KIND] == CUDA_CONV_FUSED_WGRAD)
+        big = (size_t)key[K_CO] * key[K_CI] * key[K_K] * key[K_K] * es;
+    else
+        big = (size_t)key[K_N] * key[K_CI] * key[K_H] * key[K_W] * es;
+    TRY(cuda_scratch(c, SLOT_TRIAL, big, &out->big));
+    if (s->small_bytes < FUSED_SMALL * vec) {
+        void *p = NULL;
+        CHECK_CUDA(cuda_counted_sync(c));
+        if (s->small) CHECK_CUDA(cuda_counted_free(c, s->small));
+        s->small = NULL;
+        s->small_bytes = 0;
+        if (cuda_counted_malloc(c, &p, FUSED_SMALL * vec) != cudaSuccess) {
+            (void)cudaGetLastError();
+            FAIL(DR_ERR_NOMEM, "out of GPU memory allocating the fused convolutions' trial "
+                 "outputs (%zu bytes)", FUSED_SMALL * vec);
+        }
+        s->small = p;
+        s->small_bytes = FUSED_SMALL * vec;
+    }
+    for (int i = 0; i < FUSED_SMALL; i++) out->small[i] = (float *)((char *)s->small + i * vec);
+cleanup:
+    return rc;
+}
+
+/* Tries engine configuration cfg for g (key set, operation graph described): its plan,
+ * its workspace size, a trial execution on args' inputs into scratch outputs. On success
+ * g->plan and g->ws_bytes are set; otherwise *st (cuDNN's refusal) or *why (ours) says
+ * why not. */
+static int fused_try_config(struct cuda_ctx *c, struct fused_state *s, struct fused_graph *g,
+                            const struct cuda_conv_fused_args *args, cudnnBackendDescriptor_t cfg,
+                            cudnnStatus_t *st, const char **why)
+{
+    int rc = DR_OK;
+    cudnnBackendDescriptor_t plan = NULL, vp = NULL;
+    int64_t ws_bytes = 0, got = 0, ids[FUSED_MAX_IDS];
+    void *ptrs[FUSED_MAX_IDS], *ws = NULL;
+    struct fused_outputs out;
+    int count = 0;
+    cudnnStatus_t probe = CUDNN_STATUS_SUCCESS;
+    CHECK_CUDNN(c, cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
+    SET_ATTR(c, plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &c->cudnn);
+    SET_ATTR(c, plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+             &cfg);
+    PROBE_CUDNN(c, &probe, cudnnBackendFinalize(plan));
+    PROBE_CUDNN(c, &probe, cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                    CUDNN_TYPE_INT64, 1, &got, &ws_bytes));
+    if (ws_bytes < 0 || ws_bytes > FUSED_WORKSPACE_CAP) {
+        *why = "every configuration that finalizes wants more than 2 GiB of workspace";
+        goto cleanup;
+    }
+    TRY(fused_trial_outputs(c, s, g->key, &out));
+    TRY(cuda_scratch(c, SLOT_CUDNN, (size_t)ws_bytes, &ws));
+    fused_operands(c, args, g->key, &out, ids, ptrs, &count);
+    TRY(fused_pack_make(c, ids, ptrs, count, ws, &vp, &probe));
+    if (probe != CUDNN_STATUS_SUCCESS) goto cleanup;
+    PROBE_CUDNN(c, &probe, cudnnBackendExecute(c->cudnn, plan, vp));
+    CHECK_CUDA(cuda_counted_sync(c));
+    g->plan = plan;
+    g->ws_bytes = ws_bytes;
+    plan = NULL;
+cleanup:
+    if (probe != CUDNN_STATUS_SUCCESS) *st = probe;
+    if (vp) cudnnBackendDestroyDescriptor(vp);
+    if (plan) cudnnBackendDestroyDescriptor(plan);
+    return rc;
+}
+
+/* Asks cuDNN's heuristics in mode for g's operation graph and tries their configurations
+ * in order (fused_try_config) until one works; the one kept joins g's descriptors. A
+ * heuristics query that fails leaves its status in *st. */
+static int fused_try_mode(struct cuda_ctx *c, struct fused_state *s, struct fused_graph *g,
+                          const struct cuda_conv_fused_args *args, cudnnBackendDescriptor_t graph,
+                          cudnnBackendHeurMode_t mode, cudnnStatus_t *st, const char **why)
+{
+    int rc = DR_OK;
+    cudnnBackendDescriptor_t heur = NULL, cfgs[FUSED_MAX_CONFIGS];
+    int64_t count = 0, got = 0;
+    int made = 0;
+    cudnnStatus_t probe = CUDNN_STATUS_SUCCESS;
+    CHECK_CUDNN(c, cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));
+    SET_ATTR(c, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+             &graph);
+    SET_ATTR(c, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+    PROBE_CUDNN(c, &probe, cudnnBackendFinalize(heur));
+    /* the count first (no array), then the configurations into descriptors made for them */
+    PROBE_CUDNN(c, &probe, cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                                                    NULL));
+    if (count > FUSED_MAX_CONFIGS) count = FUSED_MAX_CONFIGS;
+    for (; made < (int)count; made++) {
+        cfgs[made] = NULL;
+        CHECK_CUDNN(c, cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR,
+                                                    &cfgs[made]));
+    }
+    if (count > 0)
+        PROBE_CUDNN(c, &probe, cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                        CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
+                                                        &got, cfgs));
+    if (got > count) got = count;
+    for (int i = 0; i < (int)got && !g->plan; i++) {
+        TRY(fused_try_config(c, s, g, args, cfgs[i], st, why));
+        if (g->plan) {   /* the plan refers to its configuration: kept with the graph */
+            EXPECT(g->n_descs < FUSED_MAX_DESCS, "fused conv: more than %d descriptors in a graph",
+                   FUSED_MAX_DESCS);
+            g->descs[g->n_descs++] = cfgs[i];
+            cfgs[i] = NULL;
+        }
+    }
+cleanup:
+    if (probe != CUDNN_STATUS_SUCCESS) *st = probe;
+    for (int i = 0; i < made; i++)
+        if (cfgs[i]) cudnnBackendDestroyDescriptor(cfgs[i]);
+    if (heur) cudnnBackendDestroyDescriptor(heur);
+    return rc;
+}
+
+/* Destroys g's variant packs, plan and descriptors. */
+static void fused_graph_free(struct fused_graph *g)
+{
+    for (int i = 0; i < g->n_packs; i++)
+        if (g->packs[i].vp) cudnnBackendDestroyDescriptor(g->packs[i].vp);
+    free(g->packs);
+    g->packs = NULL;
+    g->n_packs = g->cap_packs = 0;
+    if (g->plan) cudnnBackendDestroyDescriptor(g->plan);
+    g->plan = NULL;
+    for (int i = g->n_descs - 1; i >= 0; i--) cudnnBackendDestroyDescriptor(g->descs[i]);
+    g->n_descs = 0;
+}
+
+/* The state of c, made on first use. */
+static int fused_state_of(struct cuda_ctx *c, struct fused_state **out)
+{
+    int rc = DR_OK;
+    if (!c->fused_convs) {
+        struct fused_state *s = (struct fused_state *)calloc(1, sizeof(*s));
+        CHECK_ALLOC(s, "the fused convolutions' state");
+        c->fused_convs = s;
+    }
+    *out = (struct fused_state *)c->fused_convs;
+cleanup:
+    return rc;
+}
+
+/* Finds key's graph in s: its index, or -1. */
+static int fused_find(const struct fused_state *s, const int key[FUSED_KEY_LEN])
+{
+    for (int i = 0; i < s->n_graphs; i++)
+        if (!memcmp(s->graphs[i].key, key, sizeof(s->graphs[i].key))) return i;
+    return -1;
+}
+
+/* Builds key's graph (args checked, x->n > 0) and caches it, usable or refused; *index is
+ * its place in s->graphs. A refusal is said once on stderr, unless cuDNN's reason is that
+ * the device's architecture has no such engine. An error (rc) caches nothing. */
+static int fused_build(struct cuda_ctx *c, struct fused_state *s,
+                       const struct cuda_conv_fused_args *args, const int key[FUSED_KEY_LEN],
+                       int *index)
+{
+    static const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+    int rc = DR_OK;
+    struct fused_graph g;
+    cudnnBackendDescriptor_t graph = NULL;
+    cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
+    const char *why = NULL;
+    char shape[256];
+    memset(&g, 0, sizeof(g));
+    memcpy(g.key, key, sizeof(g.key));
+    if (s->n_graphs == s->cap_graphs) {
+        const int cap = s->cap_graphs ? 2 * s->cap_graphs : 16;
+        struct fused_graph *grown =
+            (struct fused_graph *)realloc(s->graphs, sizeof(*grown) * (size_t)cap);
+        CHECK_ALLOC(grown, "the fused convolution cache");
+        s->graphs = grown;
+        s->cap_graphs = cap;
+    }
+    TRY(fused_describe(c, &g, key, &graph, &st));
+    for (int m = 0; m < 2 && st == CUDNN_STATUS_SUCCESS && !g.plan; m++) {
+        cudnnStatus_t mode_st = CUDNN_STATUS_SUCCESS;
+        TRY(fused_try_mode(c, s, &g, args, graph, modes[m], &mode_st, &why));
+        if (mode_st != CUDNN_STATUS_SUCCESS) why = cudnnGetErrorString(mode_st);
+        if (mode_st == CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH) st = mode_st;
+    }
+    if (!g.plan) {
+        if (st != CUDNN_STATUS_SUCCESS) why = cudnnGetErrorString(st);
+        if (!why) why = "cuDNN's heuristics list no engine configuration";
+        if (st != CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH) {
+            fused_shape_text(shape, sizeof(shape), key);
+            dr_eprintf("dawnrun: cuDNN has no fused engine for %s on %s (%s); those "
+                       "convolutions run unfused\n", fused_graph_name(key), shape, why);
+        }
+        fused_graph_free(&g);   /* a refused key keeps only its key */
+    }
+    *index = s->n_graphs;
+    s->graphs[s->n_graphs++] = g;
+    memset(&g, 0, sizeof(g));
+cleanup:
+    fused_graph_free(&g);
+    return rc;
+}
+
+/* The index of args' graph in c's state, built when the key is new; *s the state. */
+static int fused_lookup(struct cuda_ctx *c, const struct cuda_conv_fused_args *args,
+                        const int key[FUSED_KEY_LEN], struct fused_state **s, int *index)
+{
+    int rc = DR_OK;
+    TRY(fused_state_of(c, s));
+    *index = fused_find(*s, key);
+    if (*index < 0) TRY(fused_build(c, *s, args, key, index));
+cleanup:
+    return rc;
+}
+
+/* The variant pack of g for operands ptrs (count, in g's id order ids) and workspace ws:
+ * the one made before for exactly these addresses, or a new one (host-only work; when the
+ * graph holds FUSED_MAX_PACKS already, the oldest is destroyed for it). */
+static int fused_pack(struct cuda_ctx *c, struct fused_graph *g, const int64_t *ids,
+                      void *const *ptrs, int count, void *ws, cudnnBackendDescriptor_t *vp)
+{
+    int rc = DR_OK;
+    cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
+    struct fused_pack *p = NULL;
+    char shape[256];
+    *vp = NULL;
+    for (int i = 0; i < g->n_packs && !*vp; i++)
+        if (g->packs[i].ws == ws && !memcmp(g->packs[i].ptrs, ptrs, sizeof(void *) * count))
+            *vp = g->packs[i].vp;
+    if (*vp) goto cleanup;
+    if (g->n_packs == g->cap_packs && g->cap_packs < FUSED_MAX_PACKS) {
+        const int cap = g->cap_packs ? 2 * g->cap_packs : 4;
+        struct fused_pack *grown =
+            (struct fused_pack *)realloc(g->packs, sizeof(*grown) * (size_t)cap);
+        CHECK_ALLOC(grown, "the fused convolution's variant packs");
+        g->packs = grown;
+        g->cap_packs = cap;
+    }
+    if (g->n_packs < g->cap_packs) {
+        p = &g->packs[g->n_packs++];
+    } else {   /* full: the oldest goes (its executions, already queued, do not need it) */
+        p = &g->packs[g->next_reuse];
+        g->next_reuse = (g->next_reuse + 1) % g->n_packs;
+        cudnnBackendDestroyDescriptor(p->vp);
+    }
+    memset(p, 0, sizeof(*p));
+    memcpy(p->ptrs, ptrs, sizeof(void *) * count);
+    p->ws = ws;
+    TRY(fused_pack_make(c, ids, ptrs, count, ws, &p->vp, &st));
+    if (st != CUDNN_STATUS_SUCCESS) {
+        fused_shape_text(shape, sizeof(shape), g->key);
+        FAIL(DR_ERR_DEVICE, "cuDNN refused the operands of the fused %s graph on %s: %s",
+             fused_graph_name(g->key), shape, cudnnGetErrorString(st));
+    }
+    *vp = p->vp;
+cleanup:
+    if (rc != DR_OK && p) {   /* the slot is left empty: it matches nothing */
+        memset(p->ptrs, 0, sizeof(p->ptrs));
+        p->ws = (void *)(uintptr_t)1;
+    }
+    return rc;
+}
+
+/* The zero results of an empty batch: FWD's sums, WGRAD's dw, DGRAD_DBN's per-channel
+ * outputs. */
+static int fused_empty(struct cuda_ctx *c, const struct cuda_conv_fused_args *args)
+{
+    int rc = DR_OK;
+    const size_t co = sizeof(float) * (size_t)args->w->n, ci = sizeof(float) * (size_t)args->x->c;
+    if (args->kind == CUDA_CONV_FUSED_FWD) {
+        if (args->sum) CHECK_CUDA(cuda_counted_memset(c, args->sum, co));
+        if (args->sqsum) CHECK_CUDA(cuda_counted_memset(c, args->sqsum, co));
+    } else if (args->kind == CUDA_CONV_FUSED_WGRAD) {
+        CHECK_CUDA(cuda_counted_memset(c, args->dw->data, sizeof(float) * tensor_count(args->dw)));
+    } else {
+        float *const outs[FUSED_SMALL] = {args->dscale, args->dbias, args->eq_dy, args->eq_x,
+                                          args->eq_b};
+        for (int i = 0; i < FUSED_SMALL; i++) CHECK_CUDA(cuda_counted_memset(c, outs[i], ci));
+    }
+cleanup:
+    return rc;
+}
+
+/* The operand addresses of args as the kind reads them (outputs: args' own; WGRAD's dw
+ * as the caller gave it), for the alignment check. */
+static int fused_args_aligned(const struct cuda_ctx *c, const struct cuda_conv_fused_args *args,
+                              const int key[FUSED_KEY_LEN])
+{
+    struct fused_outputs out;
+    int64_t ids[FUSED_MAX_IDS];
+    void *ptrs[FUSED_MAX_IDS];
+    int count = 0;
+    memset(&out, 0, sizeof(out));
+    if (args->kind == CUDA_CONV_FUSED_FWD) {
+        out.big = args->y->data;
+        out.small[0] = args->sum;
+        out.small[1] = args->sqsum;
+    } else if (args->kind == CUDA_CONV_FUSED_WGRAD) {
+        out.big = args->dw->data;
+    } else {
+        float *const s[FUSED_SMALL] = {args->dscale, args->dbias, args->eq_dy, args->eq_x,
+                                       args->eq_b};
+        out.big = args->dz->data;
+        memcpy(out.small, s, sizeof(s));
+    }
+    fused_operands(c, args, key, &out, ids, ptrs, &count);
+    return fused_aligned(ptrs, count);
+}
+
+/* The rc of an error is returned negated (dr_status values are positive), so that it
+ * cannot be read as 1. */
+int cuda_conv_fused_usable(struct cuda_ctx *c, const struct cuda_conv_fused_args *args)
+{
+    int rc = DR_OK, usable = 0;
+    int ho = 0, wo = 0, key[FUSED_KEY_LEN], index = -1;
+    struct fused_state *s = NULL;
+    TRY(fused_check(args, &ho, &wo));
+    if (args->x->n == 0) {   /* nothing to build: run() writes the zeros */
+        usable = 1;
+        goto cleanup;
+    }
+    TRY(cuda_enter(c));
+    fused_key(key, c, args);
+    /* cuDNN's tensors are declared 16-byte aligned: other addresses run unfused */
+    if (!fused_args_aligned(c, args, key)) goto cleanup;
+    TRY(fused_lookup(c, args, key, &s, &index));
+    usable = s->graphs[index].plan != NULL;
+cleanup:
+    return rc != DR_OK ? -rc : usable;
+}
+
+int cuda_conv_fused_run(struct cuda_ctx *c, const struct cuda_conv_fused_args *args)
+{
+    int rc = DR_OK;
+    int ho = 0, wo = 0, key[FUSED_KEY_LEN], index = -1, count = 0;
+    struct fused_state *s = NULL;
+    struct fused_graph *g = NULL;
+    struct fused_outputs out;
+    int64_t ids[FUSED_MAX_IDS];
+    void *ptrs[FUSED_MAX_IDS], *ws = NULL;
+    cudnnBackendDescriptor_t vp = NULL;
+    char shape[256];
+    TRY(fused_check(args, &ho, &wo));
+    TRY(cuda_enter(c));
+    if (args->x->n == 0) {
+        TRY(fused_empty(c, args));
+        goto cleanup;
+    }
+    fused_key(key, c, args);
+    TRY(fused_lookup(c, args, key, &s, &index));
+    g = &s->graphs[index];
+    if (!g->plan) {
+        fused_shape_text(shape, sizeof(shape), key);
+        FAIL(DR_ERR_DEVICE, "cuDNN has no fused engine for %s on %s", fused_graph_name(key),
+             shape);
+    }
+    memset(&out, 0, sizeof(out));
+    if (args->kind == CUDA_CONV_FUSED_FWD) {
+        out.big = args->y->data;
+        out.small[0] = args->sum;
+        out.small[1] = args->sqsum;
+    } else if (args->kind == CUDA_CONV_FUSED_WGRAD) {
+        /* half precisions: the compute-type gradient first, widened into dw below */
+        if (c->dt == CUDA_F32)
+            out.big = args->dw->data;
+        else
+            TRY(cuda_scratch(c, SLOT_DW, tensor_count(args->dw) * cuda_dt_size(c->dt), &out.big));
+    } else {
+        float *const sm[FUSED_SMALL] = {args->dscale, args->dbias, args->eq_dy, args->eq_x,
+                                        args->eq_b};
+        out.big = args->dz->data;
+        memcpy(out.small, sm, sizeof(sm));
+    }
+    fused_operands(c, args, key, &out, ids, ptrs, &count);
+    if (!fused_aligned(ptrs, count)) {
+        fused_shape_text(shape, sizeof(shape), key);
+        FAIL(DR_ERR_INTERNAL, "fused %s on %s: an operand is not 16-byte aligned",
+             fused_graph_name(key), shape);
+    }
+    TRY(cuda_scratch(c, SLOT_CUDNN, (size_t)g->ws_bytes, &ws));
+    TRY(fused_pack(c, g, ids, ptrs, count, ws, &vp));
+    CHECK_CUDNN(c, cudnnBackendExecute(c->cudnn, g->plan, vp));
+    if (args->kind == CUDA_CONV_FUSED_WGRAD && out.big != args->dw->data)
+        TRY(cuda_to_fp32(c, (float *)args->dw->data, out.big, tensor_count(args->dw)));
+cleanup:
+    return rc;
+}
+
+void cuda_conv_fused_release(struct cuda_ctx *c)
+{
+    struct fused_state *s = (struct fused_state *)c->fused_convs;
+    if (!s) return;
+    for (int i = 0; i < s->n_graphs; i++) fused_graph_free(&s->graphs[i]);
+    free(s->graphs);
+    if (s->small) cuda_counted_free(c, s->small);
+    free(s);
+    c->fused_convs = NULL;
+}

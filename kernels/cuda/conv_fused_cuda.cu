@@ -306,7 +306,10 @@ cleanup:
 
 /* A finalized tensor descriptor (dims (n, ch, h, w), NHWC strides (ch*h*w, 1, ch*w, ch),
  * which for a (co, ci, k, k) filter are the KRSC strides and for a (1, ch, 1, 1) vector
- * (ch, 1, ch, ch)), unique id uid, virtual or not. */
+ * (ch, 1, ch, ch)), unique id uid, virtual or not. Every attribute is set, defaults
+ * included: the byte alignment is what lets the fusion engines use 16-byte vector
+ * accesses (so every call's addresses are checked against it), and a virtual tensor is
+ * one cuDNN keeps on chip, never in memory (it has no place in a variant pack). */
 static int fused_tensor(struct cuda_ctx *c, struct fused_graph *g, int64_t uid,
                         cudnnDataType_t dt, int n, int ch, int h, int w, int is_virtual,
                         cudnnBackendDescriptor_t *t, cudnnStatus_t *st)
@@ -345,7 +348,9 @@ static int fused_pointwise(struct cuda_ctx *c, struct fused_graph *g, cudnnPoint
     STEP(st, fused_new(c, g, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &pw, st));
     SET_ATTR(c, pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
     SET_ATTR(c, pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
-    if (relu) {   /* a plain ReLU: clipped to [0, FLT_MAX] (an fp32 math's upper bound) */
+    /* a plain ReLU: the clips are set as cuDNN's frontend sets them, the upper one at
+     * FLT_MAX because the default (DBL_MAX) does not fit the fp32 math */
+    if (relu) {
         const double lower = 0.0, upper = FLT_MAX;
         SET_ATTR(c, pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &lower);
         SET_ATTR(c, pw, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1, &upper);
@@ -367,6 +372,7 @@ static int fused_pointwise(struct cuda_ctx *c, struct fused_graph *g, cudnnPoint
         SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
                  &y);
     }
+    /* the scalings, 1, as fp32 values: the type follows the fp32 math */
     SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &one);
     SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &one);
     PROBE_CUDNN(c, st, cudnnBackendFinalize(*op));
@@ -400,8 +406,9 @@ cleanup:
 }
 
 /* A finalized convolution operation of type (forward, backward data or backward filter)
- * on conv descriptor cd with alpha 1, beta 0; a, b, out are the attribute names of its
- * three tensors and ta, tb, tout the tensors. */
+ * on conv descriptor cd with alpha 1, beta 0 (CUDNN_TYPE_FLOAT values, since the compute
+ * type is fp32; cuDNN takes doubles only for a double compute type); a, b, out are the
+ * attribute names of its three tensors and ta, tb, tout the tensors. */
 static int fused_conv_op(struct cuda_ctx *c, struct fused_graph *g,
                          cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t cd,
                          cudnnBackendAttributeName_t cd_name, cudnnBackendAttributeName_t alpha_name,

@@ -19,7 +19,8 @@
  * host-only descriptor work, allowed inside graph capture; building (allocation, trial,
  * synchronisation) is not, and happens in cuda_conv_fused_usable.
  *
- * The calls made, their attributes and their order are listed in the repository's API.md. */
+ * Unlike conv_cuda.cu, nothing here keeps fp32 convolutions off TF32 tensor cores: the
+ * engines' numerical notes are not read, and cuDNN may pick one that rounds through TF32. */
 #include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -901,8 +902,8 @@ cleanup:
     return rc;
 }
 
-/* The operand addresses of args as the kind reads them (outputs: args' own; WGRAD's dw
- * as the caller gave it), for the alignment check. */
+/* Whether every operand address of args (outputs: args' own; WGRAD's dw as the caller
+ * gave it) is FUSED_ALIGN-aligned. */
 static int fused_args_aligned(const struct cuda_ctx *c, const struct cuda_conv_fused_args *args,
                               const int key[FUSED_KEY_LEN])
 {

@@ -71,6 +71,12 @@ endif()
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu/run.sh --test ${CMAKE_BINARY_DIR}
                    ${CMAKE_SOURCE_DIR}/tests/cuda_emu/test_count_only.cu)
   set_tests_properties(cuda_emulated_count_only PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+  # the emulated cuDNN backend graph API (tests/cuda_emu/emu_graph.cpp): the three fused
+  # convolution graphs against a host computation, and the graphs and calls it refuses
+  add_test(NAME cuda_emulated_cudnn_graph
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu/run.sh --test ${CMAKE_BINARY_DIR}
+                   ${CMAKE_SOURCE_DIR}/tests/cuda_emu/test_cudnn_graph.cu)
+  set_tests_properties(cuda_emulated_cudnn_graph PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
   add_test(NAME cuda_emulated_count_only_same_counts
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_count_only.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(cuda_emulated_count_only_same_counts PROPERTIES TIMEOUT 1200

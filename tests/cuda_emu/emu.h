@@ -57,4 +57,9 @@ cudaError_t emu_enqueue(cudaStream_t stream, enum emu_node kind, const std::func
  * use it. The first call with the mode on says so on stderr, once. */
 int emu_count_only(void);
 
+/* The stream a cuDNN handle works on (cudnnSetStream; NULL, the legacy stream, at first):
+ * where the backend graph executions (emu_graph.cpp) enqueue, as the legacy ones do. */
+struct emu_cudnn;
+cudaStream_t emu_cudnn_stream(const struct emu_cudnn *h);
+
 #endif

@@ -69,6 +69,12 @@ const char *cudnnGetErrorString(cudnnStatus_t s)
            : s == CUDNN_STATUS_NOT_SUPPORTED ? "CUDNN_STATUS_NOT_SUPPORTED"
            : s == CUDNN_STATUS_BAD_PARAM     ? "CUDNN_STATUS_BAD_PARAM"
            : s == CUDNN_STATUS_EXECUTION_FAILED ? "CUDNN_STATUS_EXECUTION_FAILED"
+           : s == CUDNN_STATUS_BAD_PARAM_NULL_POINTER ? "CUDNN_STATUS_BAD_PARAM_NULL_POINTER"
+           : s == CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER
+               ? "CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER"
+           : s == CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED ? "CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED"
+           : s == CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH
+               ? "CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH"
                                              : "emulated cuDNN error";
 }
 
@@ -93,6 +99,11 @@ cudnnStatus_t cudnnSetStream(cudnnHandle_t h, cudaStream_t s)
 {
     h->stream = s;
     return CUDNN_STATUS_SUCCESS;
+}
+
+cudaStream_t emu_cudnn_stream(const struct emu_cudnn *h)
+{
+    return h->stream;
 }
 
 #define EMU_DESC(type, create, destroy)                                                    \

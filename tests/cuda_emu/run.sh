@@ -5,7 +5,10 @@
 # run on the CPU (emu_runtime.cpp: a block scheduler on coroutines, device memory = host
 # memory, fresh allocations filled with NaN), and cuDNN's convolutions and cublasGemmEx are
 # naive reference loops that check their descriptors, workspace and leading dimensions
-# (emu_libs.cpp). The CUDA sources are built with AddressSanitizer and UBSan.
+# (emu_libs.cpp); cuDNN's backend graph API serves the three fused convolution graphs the
+# engine builds, checking descriptors, graphs and variant packs as cuDNN does and
+# computing them on the host (emu_graph.cpp). The CUDA sources are built with
+# AddressSanitizer and UBSan.
 #
 # It checks the engine's own logic against the CPU engine: index arithmetic, layouts and
 # their conversions, descriptor and GEMM arguments, accumulate flags, scratch buffers, the
@@ -20,7 +23,9 @@
 #                                                cuBLAS stand-ins alone, and runs it
 # BUILD_DIR is any CMake build of dawnrun (its libdawnrun_core.a is linked in); the
 # emulation is built in BUILD_DIR/cuda-emu, recompiling only what changed, one build at a
-# time (a lock). DAWNRUN_EMU_CUDNN_REFUSE makes chosen cuDNN executions fail (emu_libs.cpp).
+# time (a lock). DAWNRUN_EMU_CUDNN_REFUSE makes chosen cuDNN executions fail (emu_libs.cpp);
+# DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1 makes cuDNN's heuristics list no engine for any fused
+# graph, so the engine runs those convolutions unfused (emu_graph.cpp).
 # DAWNRUN_EMU_COUNT_ONLY=1 runs the emulated dawnrun without computing kernels, cuDNN or
 # cuBLAS (emu.h): for `dawnrun bench`'s counts at real batch sizes (bench/count-structure.sh)
 # only, never for checking results; the selfcheck and --test modes refuse it.
@@ -87,7 +92,7 @@ compile() {   # compile LANG SOURCE OBJECT, in the background when stale
 if [ -n "$TEST_SRC" ]; then
     # a test program: the emulated runtime and libraries, and the test, nothing else
     name="test_$(basename "$TEST_SRC" .cu)"
-    for f in "$HERE/emu_runtime.cpp" "$HERE/emu_libs.cpp"; do
+    for f in "$HERE/emu_runtime.cpp" "$HERE/emu_libs.cpp" "$HERE/emu_graph.cpp"; do
         compile c++ "$f" "$WORK/obj/$(basename "$f" .cpp).o"
     done
     mkdir -p "$WORK/test"
@@ -99,7 +104,7 @@ if [ -n "$TEST_SRC" ]; then
     for p in "${pids[@]}"; do wait "$p" || failed=1; done
     [ "$failed" = 0 ] || { echo "emulated test build failed" >&2; exit 2; }
     g++ "${SAN[@]}" "$WORK/test/$name.o" "$WORK/obj/emu_runtime.o" "$WORK/obj/emu_libs.o" \
-        -o "$WORK/test/$name" -lm -lpthread
+        "$WORK/obj/emu_graph.o" -o "$WORK/test/$name" -lm -lpthread
     flock -u 9
     ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}" exec "$WORK/test/$name"
 fi
@@ -118,7 +123,7 @@ for f in "$ROOT"/kernels/cuda/*.cu; do
     fi
     compile c++ "$out" "$WORK/obj/$(basename "$f" .cu).o"
 done
-for f in "$HERE/emu_runtime.cpp" "$HERE/emu_libs.cpp"; do
+for f in "$HERE/emu_runtime.cpp" "$HERE/emu_libs.cpp" "$HERE/emu_graph.cpp"; do
     compile c++ "$f" "$WORK/obj/$(basename "$f" .cpp).o"
 done
 for f in "$ROOT"/runner/*.c; do

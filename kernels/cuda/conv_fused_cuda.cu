@@ -434,13 +434,15 @@ cleanup:
 }
 
 /* The prologue relu(x * scale + bias) of an (n, ci, h, w) input tx: its three pointwise
- * operations appended to ops (*nops), *out its fp32 virtual result. */
+ * operations appended to ops (*nops), *out its virtual result; the virtual tensors are of
+ * type vdt (the math is fp32 either way). */
 static int fused_prologue(struct cuda_ctx *c, struct fused_graph *g, const int key[FUSED_KEY_LEN],
-                          cudnnBackendDescriptor_t tx, cudnnBackendDescriptor_t *ops, int *nops,
-                          cudnnBackendDescriptor_t *out, cudnnStatus_t *st)
+                          cudnnDataType_t vdt, cudnnBackendDescriptor_t tx,
+                          cudnnBackendDescriptor_t *ops, int *nops, cudnnBackendDescriptor_t *out,
+                          cudnnStatus_t *st)
 {
     int rc = DR_OK;
-    const cudnnDataType_t io = fused_dtype((enum cuda_dtype)key[K_DT]), f32 = CUDNN_DATA_FLOAT;
+    const cudnnDataType_t io = fused_dtype((enum cuda_dtype)key[K_DT]), f32 = vdt;
     const int n = key[K_N], ci = key[K_CI], h = key[K_H], w = key[K_W];
     cudnnBackendDescriptor_t ts = NULL, tb = NULL, v1 = NULL, v2 = NULL;
     STEP(st, fused_tensor(c, g, ID_SCALE, io, 1, ci, 1, 1, 0, &ts, st));
@@ -457,9 +459,11 @@ cleanup:
 }
 
 /* Describes key's graph into g: every tensor and operation, and *graph, the finalized
- * operation graph. A refusal from cuDNN on the way leaves its status in *st (rc DR_OK). */
+ * operation graph; the prologue's virtual tensors are of type pro_vdt (the others fp32).
+ * A refusal from cuDNN on the way leaves its status in *st (rc DR_OK). */
 static int fused_describe(struct cuda_ctx *c, struct fused_graph *g, const int key[FUSED_KEY_LEN],
-                          cudnnBackendDescriptor_t *graph, cudnnStatus_t *st)
+                          cudnnDataType_t pro_vdt, cudnnBackendDescriptor_t *graph,
+                          cudnnStatus_t *st)
 {
     int rc = DR_OK;
     const cudnnDataType_t io = fused_dtype((enum cuda_dtype)key[K_DT]), f32 = CUDNN_DATA_FLOAT;
@@ -475,7 +479,7 @@ static int fused_describe(struct cuda_ctx *c, struct fused_graph *g, const int k
     STEP(st, fused_tensor(c, g, ID_X, io, n, ci, h, w, 0, &tx, st));
     if (key[K_KIND] == CUDA_CONV_FUSED_FWD) {
         cudnnBackendDescriptor_t in = tx, ty = NULL;
-        if (key[K_PRO]) STEP(st, fused_prologue(c, g, key, tx, ops, &nops, &in, st));
+        if (key[K_PRO]) STEP(st, fused_prologue(c, g, key, pro_vdt, tx, ops, &nops, &in, st));
         STEP(st, fused_tensor(c, g, ID_W, io, co, ci, k, k, 0, &tw, st));
         STEP(st, fused_tensor(c, g, ID_Y, io, n, co, ho, wo, 0, &ty, st));
         STEP(st, fused_conv_op(c, g, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, cd,
@@ -505,7 +509,7 @@ static int fused_describe(struct cuda_ctx *c, struct fused_graph *g, const int k
         }
     } else if (key[K_KIND] == CUDA_CONV_FUSED_WGRAD) {
         cudnnBackendDescriptor_t in = tx, tdw = NULL;
-        if (key[K_PRO]) STEP(st, fused_prologue(c, g, key, tx, ops, &nops, &in, st));
+        if (key[K_PRO]) STEP(st, fused_prologue(c, g, key, pro_vdt, tx, ops, &nops, &in, st));
         STEP(st, fused_tensor(c, g, ID_DY, io, n, co, ho, wo, 0, &tdy, st));
         STEP(st, fused_tensor(c, g, ID_DW, io, co, ci, k, k, 0, &tdw, st));
         STEP(st, fused_conv_op(c, g, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
@@ -787,6 +791,7 @@ static int fused_build(struct cuda_ctx *c, struct fused_state *s,
     cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
     const char *why = NULL;
     char shape[256];
+    int attempts = 1;
     memset(&g, 0, sizeof(g));
     memcpy(g.key, key, sizeof(g.key));
     if (s->n_graphs == s->cap_graphs) {
@@ -797,12 +802,23 @@ static int fused_build(struct cuda_ctx *c, struct fused_state *s,
         s->graphs = grown;
         s->cap_graphs = cap;
     }
-    TRY(fused_describe(c, &g, key, &graph, &st));
-    for (int m = 0; m < 2 && st == CUDNN_STATUS_SUCCESS && !g.plan; m++) {
-        cudnnStatus_t mode_st = CUDNN_STATUS_SUCCESS;
-        TRY(fused_try_mode(c, s, &g, args, graph, modes[m], &mode_st, &why));
-        if (mode_st != CUDNN_STATUS_SUCCESS) why = cudnnGetErrorString(mode_st);
-        if (mode_st == CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH) st = mode_st;
+    /* the prologue's intermediates in fp32 first; a half-precision WGRAD then tries them
+     * in the compute type, as cuDNN's own scale-bias-relu-wgrad sample declares them */
+    if (key[K_KIND] == CUDA_CONV_FUSED_WGRAD && key[K_PRO] && key[K_DT] != CUDA_F32)
+        attempts = 2;
+    for (int at = 0; at < attempts && !g.plan && st != CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH;
+         at++) {
+        const cudnnDataType_t vdt =
+            at == 0 ? CUDNN_DATA_FLOAT : fused_dtype((enum cuda_dtype)key[K_DT]);
+        fused_graph_free(&g);   /* the previous attempt's descriptors, if any */
+        st = CUDNN_STATUS_SUCCESS;
+        TRY(fused_describe(c, &g, key, vdt, &graph, &st));
+        for (int m = 0; m < 2 && st == CUDNN_STATUS_SUCCESS && !g.plan; m++) {
+            cudnnStatus_t mode_st = CUDNN_STATUS_SUCCESS;
+            TRY(fused_try_mode(c, s, &g, args, graph, modes[m], &mode_st, &why));
+            if (mode_st != CUDNN_STATUS_SUCCESS) why = cudnnGetErrorString(mode_st);
+            if (mode_st == CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH) st = mode_st;
+        }
     }
     if (!g.plan) {
         if (st != CUDNN_STATUS_SUCCESS) why = cudnnGetErrorString(st);

@@ -66,9 +66,9 @@
 #include "emu.h"
 #include "include/cudnn.h"
 
-#define EMU_GRAPH_WORKSPACE 1024   /* bytes, every usable plan */
-#define EMU_GRAPH_ENGINES 2        /* per supported graph; engine 0's plan refuses */
-#define EMU_MAX_DIMS 8
+#define EMU_GRAPH_WORKSPACE 1024 /* bytes, every usable plan */
+#define EMU_GRAPH_ENGINES   2    /* per supported graph; engine 0's plan refuses */
+#define EMU_MAX_DIMS        8
 
 struct emu_bd;
 typedef std::shared_ptr<const emu_bd> emu_ref;
@@ -76,8 +76,8 @@ typedef std::shared_ptr<const emu_bd> emu_ref;
 struct emu_attr {
     int type;
     int64_t count;
-    std::vector<unsigned char> raw;   /* count elements of the type (not descriptors) */
-    std::vector<emu_ref> refs;        /* CUDNN_TYPE_BACKEND_DESCRIPTOR: copies */
+    std::vector<unsigned char> raw; /* count elements of the type (not descriptors) */
+    std::vector<emu_ref> refs;      /* CUDNN_TYPE_BACKEND_DESCRIPTOR: copies */
 };
 
 enum emu_pattern { EMU_PAT_NONE, EMU_PAT_FWD, EMU_PAT_WGRAD, EMU_PAT_DGRAD_DBN };
@@ -87,44 +87,44 @@ struct emu_bd {
     bool finalized;
     std::map<int, emu_attr> attrs;
     /* set by finalize */
-    int pattern;                 /* operation graph */
-    int64_t engines;             /* operation graph: engine count */
-    std::vector<int> order;      /* operation graph: ops in dependency order */
-    int64_t workspace;           /* engine configuration, plan */
+    int pattern;            /* operation graph */
+    int64_t engines;        /* operation graph: engine count */
+    std::vector<int> order; /* operation graph: ops in dependency order */
+    int64_t workspace;      /* engine configuration, plan */
 };
 
-static std::set<const emu_bd *> emu_live;   /* descriptors created and not destroyed */
+static std::set<const emu_bd *> emu_live; /* descriptors created and not destroyed */
 
 /* ------------------------------------------------------------------ attribute table */
 
 struct emu_spec {
     int desc, attr;
     const char *name;
-    int type, type2;       /* type2: an alternative (FLOAT / DOUBLE), or -1 */
-    int64_t lo, hi;        /* element count range */
-    int ref;               /* descriptors: the type referenced, -2 any operation, -1 any */
+    int type, type2; /* type2: an alternative (FLOAT / DOUBLE), or -1 */
+    int64_t lo, hi;  /* element count range */
+    int ref;         /* descriptors: the type referenced, -2 any operation, -1 any */
 };
 
-#define D_T CUDNN_BACKEND_TENSOR_DESCRIPTOR
-#define D_CONV CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR
-#define D_PW CUDNN_BACKEND_POINTWISE_DESCRIPTOR
-#define D_FWD CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR
-#define D_BWD_DATA CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
+#define D_T          CUDNN_BACKEND_TENSOR_DESCRIPTOR
+#define D_CONV       CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR
+#define D_PW         CUDNN_BACKEND_POINTWISE_DESCRIPTOR
+#define D_FWD        CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR
+#define D_BWD_DATA   CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
 #define D_BWD_FILTER CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR
-#define D_OPW CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR
-#define D_GS CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR
-#define D_BNW CUDNN_BACKEND_OPERATION_BN_BWD_WEIGHTS_DESCRIPTOR
-#define D_GRAPH CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR
-#define D_HEUR CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR
-#define D_CFG CUDNN_BACKEND_ENGINECFG_DESCRIPTOR
-#define D_ENGINE CUDNN_BACKEND_ENGINE_DESCRIPTOR
-#define D_PLAN CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR
-#define D_PACK CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR
-#define T_BD CUDNN_TYPE_BACKEND_DESCRIPTOR
+#define D_OPW        CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR
+#define D_GS         CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR
+#define D_BNW        CUDNN_BACKEND_OPERATION_BN_BWD_WEIGHTS_DESCRIPTOR
+#define D_GRAPH      CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR
+#define D_HEUR       CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR
+#define D_CFG        CUDNN_BACKEND_ENGINECFG_DESCRIPTOR
+#define D_ENGINE     CUDNN_BACKEND_ENGINE_DESCRIPTOR
+#define D_PLAN       CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR
+#define D_PACK       CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR
+#define T_BD         CUDNN_TYPE_BACKEND_DESCRIPTOR
 #define SPEC(d, a, t, t2, lo, hi, ref) {d, a, #a, t, t2, lo, hi, ref}
 #define SCALAR(d, a, t) SPEC(d, a, t, -1, 1, 1, -1)
-#define REAL(d, a) SPEC(d, a, CUDNN_TYPE_FLOAT, CUDNN_TYPE_DOUBLE, 1, 1, -1)
-#define DESC(d, a, r) SPEC(d, a, T_BD, -1, 1, 1, r)
+#define REAL(d, a)      SPEC(d, a, CUDNN_TYPE_FLOAT, CUDNN_TYPE_DOUBLE, 1, 1, -1)
+#define DESC(d, a, r)   SPEC(d, a, T_BD, -1, 1, 1, r)
 
 static const emu_spec emu_specs[] = {
     SCALAR(D_T, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE),
@@ -362,10 +362,14 @@ static size_t emu_dt_size(int dt)
 {
     switch (dt) {
     case CUDNN_DATA_FLOAT: return 4;
-    case CUDNN_DATA_HALF: case CUDNN_DATA_BFLOAT16: return 2;
-    case 1: case 10: return 8;    /* CUDNN_DATA_DOUBLE, CUDNN_DATA_INT64 */
-    case 3: case 6: case 11: return 1;   /* INT8, UINT8, BOOLEAN */
-    case 4: return 4;             /* INT32 */
+    case CUDNN_DATA_HALF:
+    case CUDNN_DATA_BFLOAT16: return 2;
+    case 1:
+    case 10: return 8; /* CUDNN_DATA_DOUBLE, CUDNN_DATA_INT64 */
+    case 3:
+    case 6:
+    case 11: return 1; /* INT8, UINT8, BOOLEAN */
+    case 4: return 4;  /* INT32 */
     default: return 0;
     }
 }
@@ -400,7 +404,8 @@ static cudnnStatus_t emu_finalize_tensor(const emu_bd *b)
         if (t.dims[i] > 1) idx.push_back(i);
     }
     /* no two elements at one address: each stride covers the dimensions below it */
-    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t c) { return t.strides[a] < t.strides[c]; });
+    std::sort(idx.begin(), idx.end(),
+              [&](size_t a, size_t c) { return t.strides[a] < t.strides[c]; });
     int64_t span = 1;
     for (size_t i : idx) {
         if (t.strides[i] < span)
@@ -414,7 +419,7 @@ static cudnnStatus_t emu_finalize_tensor(const emu_bd *b)
 
 /* The tensors an operation reads and writes (copies of the descriptors it holds). */
 struct emu_io {
-    std::vector<std::pair<int, const emu_bd *>> in, out;   /* (attribute, tensor) */
+    std::vector<std::pair<int, const emu_bd *>> in, out; /* (attribute, tensor) */
 };
 
 static int emu_pw_mode(const emu_bd *op)
@@ -490,11 +495,12 @@ static std::vector<int> emu_required(const emu_bd *b)
 {
     switch (b->type) {
     case D_T:
-        return {CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_ATTR_TENSOR_STRIDES,
-                CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT};
+        return {CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_ATTR_TENSOR_DIMENSIONS,
+                CUDNN_ATTR_TENSOR_STRIDES, CUDNN_ATTR_TENSOR_UNIQUE_ID,
+                CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT};
     case D_CONV:
-        return {CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_ATTR_CONVOLUTION_CONV_MODE,
-                CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_ATTR_CONVOLUTION_DILATIONS,
+        return {CUDNN_ATTR_CONVOLUTION_COMP_TYPE,      CUDNN_ATTR_CONVOLUTION_CONV_MODE,
+                CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS,   CUDNN_ATTR_CONVOLUTION_DILATIONS,
                 CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS,
                 CUDNN_ATTR_CONVOLUTION_POST_PADDINGS};
     case D_PW: return {CUDNN_ATTR_POINTWISE_MODE, CUDNN_ATTR_POINTWISE_MATH_PREC};
@@ -502,13 +508,15 @@ static std::vector<int> emu_required(const emu_bd *b)
         return {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
                 CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
                 CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
-                CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+                CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
                 CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y};
     case D_BWD_DATA:
         return {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
-                CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+                CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+                CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY};
     case D_BWD_FILTER:
         return {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
@@ -590,12 +598,12 @@ static cudnnStatus_t emu_finalize_conv(const emu_bd *b)
 {
     const int64_t nd = emu_i64(b, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, 0);
     if (nd != 2)
-        return emu_note(CUDNN_STATUS_NOT_SUPPORTED, "convolution: only 2 spatial dimensions emulated",
+        return emu_note(CUDNN_STATUS_NOT_SUPPORTED,
+                        "convolution: only 2 spatial dimensions emulated",
                         "CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS");
-    static const int arrays[4] = {CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS,
-                                  CUDNN_ATTR_CONVOLUTION_POST_PADDINGS,
-                                  CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES,
-                                  CUDNN_ATTR_CONVOLUTION_DILATIONS};
+    static const int arrays[4] = {
+        CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS,
+        CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_ATTR_CONVOLUTION_DILATIONS};
     for (int i = 0; i < 4; i++) {
         const std::vector<int64_t> v = emu_i64s(b, arrays[i]);
         if ((int64_t)v.size() != nd)
@@ -650,8 +658,10 @@ static cudnnStatus_t emu_check_conv_shapes(const char *what, const emu_bd *conv,
     if (x.dims.size() != 4 || w.dims.size() != 4 || y.dims.size() != 4)
         return emu_shape_note(what, x, w, &y);
     const emu_geom g = emu_geom_of(conv);
-    const int64_t ho = emu_out_size(x.dims[2], w.dims[2], g.pre[0], g.post[0], g.stride[0], g.dil[0]);
-    const int64_t wo = emu_out_size(x.dims[3], w.dims[3], g.pre[1], g.post[1], g.stride[1], g.dil[1]);
+    const int64_t ho =
+        emu_out_size(x.dims[2], w.dims[2], g.pre[0], g.post[0], g.stride[0], g.dil[0]);
+    const int64_t wo =
+        emu_out_size(x.dims[3], w.dims[3], g.pre[1], g.post[1], g.stride[1], g.dil[1]);
     if (x.dims[1] != w.dims[1] || y.dims[0] != x.dims[0] || y.dims[1] != w.dims[0] ||
         y.dims[2] != ho || y.dims[3] != wo || ho < 1 || wo < 1)
         return emu_shape_note(what, x, w, &y);
@@ -684,7 +694,8 @@ static cudnnStatus_t emu_finalize_op(const emu_bd *b)
     switch (b->type) {
     case D_FWD:
         return emu_check_conv_shapes(
-            "convolution forward", emu_ref_of(b, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC),
+            "convolution forward",
+            emu_ref_of(b, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC),
             emu_ref_of(b, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X),
             emu_ref_of(b, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W),
             emu_ref_of(b, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y));
@@ -706,8 +717,10 @@ static cudnnStatus_t emu_finalize_op(const emu_bd *b)
         const int m = emu_pw_mode(b);
         const emu_tensor x = emu_tensor_of(emu_ref_of(b, CUDNN_ATTR_OPERATION_POINTWISE_XDESC));
         if (m == CUDNN_POINTWISE_RELU_BWD) {
-            const emu_tensor dy = emu_tensor_of(emu_ref_of(b, CUDNN_ATTR_OPERATION_POINTWISE_DYDESC));
-            const emu_tensor dx = emu_tensor_of(emu_ref_of(b, CUDNN_ATTR_OPERATION_POINTWISE_DXDESC));
+            const emu_tensor dy =
+                emu_tensor_of(emu_ref_of(b, CUDNN_ATTR_OPERATION_POINTWISE_DYDESC));
+            const emu_tensor dx =
+                emu_tensor_of(emu_ref_of(b, CUDNN_ATTR_OPERATION_POINTWISE_DXDESC));
             if (!emu_same_dims(x, dy) || !emu_same_dims(x, dx))
                 return emu_shape_note("pointwise RELU_BWD", x, dy, &dx);
             return CUDNN_STATUS_SUCCESS;
@@ -715,7 +728,8 @@ static cudnnStatus_t emu_finalize_op(const emu_bd *b)
         const emu_tensor y = emu_tensor_of(emu_ref_of(b, CUDNN_ATTR_OPERATION_POINTWISE_YDESC));
         if (!emu_same_dims(x, y)) return emu_shape_note("pointwise", x, y, NULL);
         if (emu_pw_binary(m)) {
-            const emu_tensor bt = emu_tensor_of(emu_ref_of(b, CUDNN_ATTR_OPERATION_POINTWISE_BDESC));
+            const emu_tensor bt =
+                emu_tensor_of(emu_ref_of(b, CUDNN_ATTR_OPERATION_POINTWISE_BDESC));
             if (!emu_broadcasts(bt, x)) return emu_shape_note("pointwise operand b", x, bt, NULL);
         }
         return CUDNN_STATUS_SUCCESS;
@@ -732,8 +746,10 @@ static cudnnStatus_t emu_finalize_op(const emu_bd *b)
         return CUDNN_STATUS_SUCCESS;
     }
     case D_BNW: {
-        const emu_tensor x = emu_tensor_of(emu_ref_of(b, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_X_DESC));
-        const emu_tensor dy = emu_tensor_of(emu_ref_of(b, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DY_DESC));
+        const emu_tensor x =
+            emu_tensor_of(emu_ref_of(b, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_X_DESC));
+        const emu_tensor dy =
+            emu_tensor_of(emu_ref_of(b, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DY_DESC));
         if (x.dims.size() != 4 || !emu_same_dims(x, dy))
             return emu_shape_note("bn backward weights x, dy", x, dy, NULL);
         static const int vec[8] = {CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_MEAN_DESC,
@@ -759,8 +775,8 @@ static cudnnStatus_t emu_finalize_op(const emu_bd *b)
 
 struct emu_graph_view {
     std::vector<const emu_bd *> ops;
-    std::map<int64_t, emu_tensor> tensors;   /* by unique id */
-    std::map<int64_t, int> producer;         /* uid -> op index */
+    std::map<int64_t, emu_tensor> tensors; /* by unique id */
+    std::map<int64_t, int> producer;       /* uid -> op index */
     std::map<int64_t, std::vector<int>> consumers;
 };
 
@@ -793,8 +809,10 @@ static cudnnStatus_t emu_graph_check(const emu_bd *g, emu_graph_view &v, std::ve
                 const emu_tensor t = emu_tensor_of(p.second);
                 auto it = v.tensors.find(t.uid);
                 if (it != v.tensors.end() && !emu_same_tensor(it->second, t)) {
-                    fprintf(stderr, "emu cuDNN backend: operation graph: unique id %lld names two "
-                                    "different tensors\n", (long long)t.uid);
+                    fprintf(stderr,
+                            "emu cuDNN backend: operation graph: unique id %lld names two "
+                            "different tensors\n",
+                            (long long)t.uid);
                     return CUDNN_STATUS_BAD_PARAM;
                 }
                 v.tensors[t.uid] = t;
@@ -803,8 +821,10 @@ static cudnnStatus_t emu_graph_check(const emu_bd *g, emu_graph_view &v, std::ve
                     v.consumers[t.uid].push_back(i);
                 } else {
                     if (v.producer.count(t.uid) || own_in.count(t.uid)) {
-                        fprintf(stderr, "emu cuDNN backend: operation graph: tensor %lld written "
-                                        "twice or by its reader\n", (long long)t.uid);
+                        fprintf(stderr,
+                                "emu cuDNN backend: operation graph: tensor %lld written "
+                                "twice or by its reader\n",
+                                (long long)t.uid);
                         return CUDNN_STATUS_BAD_PARAM;
                     }
                     v.producer[t.uid] = i;
@@ -813,16 +833,21 @@ static cudnnStatus_t emu_graph_check(const emu_bd *g, emu_graph_view &v, std::ve
     }
     for (const auto &p : v.tensors)
         if (p.second.virt && (!v.producer.count(p.first) || !v.consumers.count(p.first))) {
-            fprintf(stderr, "emu cuDNN backend: operation graph: virtual tensor %lld not both "
-                            "written and read\n", (long long)p.first);
+            fprintf(stderr,
+                    "emu cuDNN backend: operation graph: virtual tensor %lld not both "
+                    "written and read\n",
+                    (long long)p.first);
             return CUDNN_STATUS_BAD_PARAM;
         }
     /* connected: union of operations sharing a tensor */
     std::vector<int> root(n);
     for (int i = 0; i < n; i++) root[i] = i;
-    std::function<int(int)> find = [&](int i) { return root[i] == i ? i : root[i] = find(root[i]); };
+    std::function<int(int)> find = [&](int i) {
+        return root[i] == i ? i : root[i] = find(root[i]);
+    };
     for (const auto &p : v.tensors) {
-        std::vector<int> users = v.consumers.count(p.first) ? v.consumers[p.first] : std::vector<int>();
+        std::vector<int> users =
+            v.consumers.count(p.first) ? v.consumers[p.first] : std::vector<int>();
         if (v.producer.count(p.first)) users.push_back(v.producer[p.first]);
         for (size_t k = 1; k < users.size(); k++) root[find(users[k])] = find(users[0]);
     }
@@ -927,7 +952,8 @@ static int emu_classify(const emu_graph_view &v)
     emu_matcher m{v, {}};
     int conv = -1;
     for (int i = 0; i < (int)v.ops.size(); i++)
-        if (v.ops[i]->type == D_FWD || v.ops[i]->type == D_BWD_DATA || v.ops[i]->type == D_BWD_FILTER) {
+        if (v.ops[i]->type == D_FWD || v.ops[i]->type == D_BWD_DATA ||
+            v.ops[i]->type == D_BWD_FILTER) {
             if (conv >= 0) return EMU_PAT_NONE;
             conv = i;
         }
@@ -1095,8 +1121,7 @@ cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t desc,
                 (int)name, b->type);
         return CUDNN_STATUS_BAD_PARAM;
     }
-    if (b->finalized)
-        return emu_note(CUDNN_STATUS_NOT_SUPPORTED, "set after finalize", s->name);
+    if (b->finalized) return emu_note(CUDNN_STATUS_NOT_SUPPORTED, "set after finalize", s->name);
     if ((int)type != s->type && (int)type != s->type2)
         return emu_note(CUDNN_STATUS_BAD_PARAM, "set: wrong attribute type", s->name);
     if (count < s->lo || count > s->hi)
@@ -1167,15 +1192,19 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc)
                          "CUDNN_ATTR_POINTWISE_MODE");
         break;
     }
-    case D_FWD: case D_BWD_DATA: case D_BWD_FILTER: case D_OPW: case D_GS: case D_BNW:
-        s = emu_finalize_op(b);
-        break;
+    case D_FWD:
+    case D_BWD_DATA:
+    case D_BWD_FILTER:
+    case D_OPW:
+    case D_GS:
+    case D_BNW: s = emu_finalize_op(b); break;
     case D_GRAPH: s = emu_finalize_graph(b); break;
     case D_HEUR: {
         const int m = emu_enum(b, CUDNN_ATTR_ENGINEHEUR_MODE, -1);
         if (m != CUDNN_HEUR_MODE_INSTANT && m != CUDNN_HEUR_MODE_B &&
             m != CUDNN_HEUR_MODE_FALLBACK && m != CUDNN_HEUR_MODE_A)
-            s = emu_note(CUDNN_STATUS_BAD_PARAM, "heuristics: unknown mode", "CUDNN_ATTR_ENGINEHEUR_MODE");
+            s = emu_note(CUDNN_STATUS_BAD_PARAM, "heuristics: unknown mode",
+                         "CUDNN_ATTR_ENGINEHEUR_MODE");
         break;
     }
     case D_ENGINE: {
@@ -1196,7 +1225,8 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc)
     case D_PACK: {
         const std::vector<int64_t> uids = emu_i64s(b, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS);
         if ((int64_t)uids.size() != emu_get_attr(b, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS)->count)
-            s = emu_note(CUDNN_STATUS_BAD_PARAM, "variant pack: id and pointer counts differ", NULL);
+            s = emu_note(CUDNN_STATUS_BAD_PARAM, "variant pack: id and pointer counts differ",
+                         NULL);
         else if (std::set<int64_t>(uids.begin(), uids.end()).size() != uids.size())
             s = emu_note(CUDNN_STATUS_BAD_PARAM, "variant pack: an id twice",
                          "CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS");
@@ -1211,10 +1241,12 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc)
 static cudnnStatus_t emu_put_i64(const char *name, int type, int64_t requested, int64_t *count,
                                  void *elements, int64_t v)
 {
-    if (type != CUDNN_TYPE_INT64) return emu_note(CUDNN_STATUS_BAD_PARAM, "get: wrong attribute type", name);
+    if (type != CUDNN_TYPE_INT64)
+        return emu_note(CUDNN_STATUS_BAD_PARAM, "get: wrong attribute type", name);
     if (count) *count = 1;
     if (requested >= 1) {
-        if (!elements) return emu_note(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "get: no elements", name);
+        if (!elements)
+            return emu_note(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "get: no elements", name);
         memcpy(elements, &v, sizeof(v));
     }
     return CUDNN_STATUS_SUCCESS;
@@ -1235,7 +1267,8 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const desc,
     }
     if (requested < 0) return emu_note(CUDNN_STATUS_BAD_PARAM, "get: negative count", s->name);
     if (emu_read_only(name) && !b->finalized)
-        return emu_note(CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED, "get: descriptor not finalized", s->name);
+        return emu_note(CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED, "get: descriptor not finalized",
+                        s->name);
     switch ((int)name) {
     case CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT:
         return emu_put_i64(s->name, type, requested, count, elements, b->engines);
@@ -1248,12 +1281,14 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const desc,
         const emu_attr *ga = emu_get_attr(b, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
         const emu_ref g = ga->refs[0];
         const int64_t n = g->engines, k = requested < n ? requested : n;
-        if (k > 0 && !elements) return emu_note(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "get: no elements", s->name);
+        if (k > 0 && !elements)
+            return emu_note(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "get: no elements", s->name);
         for (int64_t i = 0; i < k; i++) {
             emu_bd *d = emu_desc(((cudnnBackendDescriptor_t *)elements)[i]);
             if (!d || d->type != D_CFG || d->finalized)
                 return emu_note(CUDNN_STATUS_BAD_PARAM,
-                                "get: results need live, unfinalized engine configurations", s->name);
+                                "get: results need live, unfinalized engine configurations",
+                                s->name);
         }
         for (int64_t i = 0; i < k; i++)
             emu_fill_cfg(emu_desc(((cudnnBackendDescriptor_t *)elements)[i]), g, i);
@@ -1264,10 +1299,12 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const desc,
     /* an attribute as set */
     const emu_attr *a = emu_get_attr(b, name);
     if (!a) return emu_note(CUDNN_STATUS_BAD_PARAM, "get: attribute not set", s->name);
-    if ((int)type != a->type) return emu_note(CUDNN_STATUS_BAD_PARAM, "get: wrong attribute type", s->name);
+    if ((int)type != a->type)
+        return emu_note(CUDNN_STATUS_BAD_PARAM, "get: wrong attribute type", s->name);
     const int64_t k = requested < a->count ? requested : a->count;
     if (count) *count = requested == 0 ? a->count : k;
-    if (k > 0 && !elements) return emu_note(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "get: no elements", s->name);
+    if (k > 0 && !elements)
+        return emu_note(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "get: no elements", s->name);
     if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
         for (int64_t i = 0; i < k; i++) {
             emu_bd *d = emu_desc(((cudnnBackendDescriptor_t *)elements)[i]);
@@ -1307,9 +1344,12 @@ static float emu_load(const emu_tensor &t, const void *p, size_t linear)
 static void emu_store(const emu_tensor &t, void *p, size_t linear, float v)
 {
     const size_t o = emu_offset(t, linear);
-    if (t.dt == CUDNN_DATA_FLOAT) ((float *)p)[o] = v;
-    else if (t.dt == CUDNN_DATA_HALF) ((__half *)p)[o] = __float2half_rn(v);
-    else ((__nv_bfloat16 *)p)[o] = __float2bfloat16_rn(v);
+    if (t.dt == CUDNN_DATA_FLOAT)
+        ((float *)p)[o] = v;
+    else if (t.dt == CUDNN_DATA_HALF)
+        ((__half *)p)[o] = __float2half_rn(v);
+    else
+        ((__nv_bfloat16 *)p)[o] = __float2bfloat16_rn(v);
 }
 
 /* Index into b (broadcast to a's dims) of a's linear element i. */
@@ -1359,7 +1399,10 @@ static std::vector<double> emu_conv_loops(int dir, const emu_geom &g, const emu_
     const int64_t N = xt.dims[0], C = xt.dims[1], H = xt.dims[2], W = xt.dims[3];
     const int64_t K = wt.dims[0], R = wt.dims[2], S = wt.dims[3];
     const int64_t HO = yt.dims[2], WO = yt.dims[3];
-    std::vector<double> acc(dir == 0 ? emu_numel(yt) : dir == 1 ? emu_numel(xt) : emu_numel(wt), 0.0);
+    std::vector<double> acc(dir == 0   ? emu_numel(yt)
+                            : dir == 1 ? emu_numel(xt)
+                                       : emu_numel(wt),
+                            0.0);
     for (int64_t n = 0; n < N; n++)
         for (int64_t k = 0; k < K; k++)
             for (int64_t oh = 0; oh < HO; oh++)
@@ -1376,9 +1419,12 @@ static std::vector<double> emu_conv_loops(int dir, const emu_geom &g, const emu_
                             for (int64_t c = 0; c < C; c++) {
                                 const size_t xi = (size_t)(((n * C + c) * H + ih) * W + iw);
                                 const size_t wi = (size_t)(((k * C + c) * R + fr) * S + fq);
-                                if (dir == 0) acc[yi] += (double)x[xi] * w[wi];
-                                else if (dir == 1) acc[xi] += (double)y[yi] * w[wi];
-                                else acc[wi] += (double)x[xi] * y[yi];
+                                if (dir == 0)
+                                    acc[yi] += (double)x[xi] * w[wi];
+                                else if (dir == 1)
+                                    acc[xi] += (double)y[yi] * w[wi];
+                                else
+                                    acc[wi] += (double)x[xi] * y[yi];
                             }
                         }
     return acc;
@@ -1396,7 +1442,8 @@ static void emu_run_op(emu_exec &ex, const emu_bd *op)
         const emu_tensor x = emu_t(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X);
         const emu_tensor w = emu_t(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W);
         const emu_tensor y = emu_t(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y);
-        const emu_geom g = emu_geom_of(emu_ref_of(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC));
+        const emu_geom g =
+            emu_geom_of(emu_ref_of(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC));
         const double a = emu_real(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, 1.0);
         const double be = emu_real(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, 0.0);
         std::vector<double> r = emu_conv_loops(0, g, x, w, y, ex.in(x), ex.in(w), {});
@@ -1409,7 +1456,8 @@ static void emu_run_op(emu_exec &ex, const emu_bd *op)
         const emu_tensor dy = emu_t(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY);
         const emu_tensor w = emu_t(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W);
         const emu_tensor dx = emu_t(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX);
-        const emu_geom g = emu_geom_of(emu_ref_of(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC));
+        const emu_geom g =
+            emu_geom_of(emu_ref_of(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC));
         const double a = emu_real(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, 1.0);
         const double be = emu_real(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, 0.0);
         std::vector<double> r = emu_conv_loops(1, g, dx, w, dy, {}, ex.in(w), ex.in(dy));
@@ -1422,7 +1470,8 @@ static void emu_run_op(emu_exec &ex, const emu_bd *op)
         const emu_tensor x = emu_t(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X);
         const emu_tensor dy = emu_t(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY);
         const emu_tensor dw = emu_t(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW);
-        const emu_geom g = emu_geom_of(emu_ref_of(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC));
+        const emu_geom g =
+            emu_geom_of(emu_ref_of(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC));
         const double a = emu_real(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, 1.0);
         const double be = emu_real(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, 0.0);
         std::vector<double> r = emu_conv_loops(2, g, x, dw, dy, ex.in(x), {}, ex.in(dy));
@@ -1481,10 +1530,14 @@ static void emu_run_op(emu_exec &ex, const emu_bd *op)
     case D_BNW: {
         const emu_tensor x = emu_t(op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_X_DESC);
         const std::vector<float> &xv = ex.in(x);
-        const std::vector<float> &dz = ex.in(emu_t(op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DY_DESC));
-        const std::vector<float> &mean = ex.in(emu_t(op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_MEAN_DESC));
-        const std::vector<float> &invstd = ex.in(emu_t(op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_INVSTD_DESC));
-        const std::vector<float> &gamma = ex.in(emu_t(op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_BN_SCALE_DESC));
+        const std::vector<float> &dz =
+            ex.in(emu_t(op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DY_DESC));
+        const std::vector<float> &mean =
+            ex.in(emu_t(op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_MEAN_DESC));
+        const std::vector<float> &invstd =
+            ex.in(emu_t(op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_INVSTD_DESC));
+        const std::vector<float> &gamma =
+            ex.in(emu_t(op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_BN_SCALE_DESC));
         const int64_t C = x.dims[1], HW = x.dims[2] * x.dims[3];
         const double N = (double)(x.dims[0] * HW);
         std::vector<double> ds((size_t)C, 0.0), db((size_t)C, 0.0), ey((size_t)C), exs((size_t)C),
@@ -1537,7 +1590,7 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
     }
     emu_graph_view v;
     std::vector<int> order;
-    emu_graph_check(graph.get(), v, order);   /* passed at finalize */
+    emu_graph_check(graph.get(), v, order); /* passed at finalize */
     for (const auto &t : v.tensors) {
         if (t.second.virt) continue;
         auto it = ptr.find(t.first);
@@ -1559,13 +1612,15 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
                         "CUDNN_ATTR_VARIANT_PACK_WORKSPACE");
     const std::vector<const emu_bd *> ops = v.ops;
     const cudaStream_t stream = emu_cudnn_stream(handle);
-    const cudaError_t e =
-        emu_count_only() ? emu_enqueue(stream, EMU_NODE_LIBRARY, []() {})
-                         : emu_enqueue(stream, EMU_NODE_LIBRARY, [graph, ops, order, ptr, ws, ws_bytes]() {
-                               emu_exec ex;
-                               ex.ptr = ptr;
-                               for (int i : order) emu_run_op(ex, ops[i]);
-                               if (ws) memset(ws, 0x5a, (size_t)ws_bytes);
-                           });
+    const cudaError_t e = emu_count_only() ? emu_enqueue(stream, EMU_NODE_LIBRARY, []() {})
+                                           : emu_enqueue(stream, EMU_NODE_LIBRARY,
+                                                         [graph, ops, order, ptr, ws, ws_bytes]() {
+                                                             emu_exec ex;
+                                                             ex.ptr = ptr;
+                                                             for (int i : order)
+                                                                 emu_run_op(ex, ops[i]);
+                                                             if (ws)
+                                                                 memset(ws, 0x5a, (size_t)ws_bytes);
+                                                         });
     return e ? CUDNN_STATUS_EXECUTION_FAILED : CUDNN_STATUS_SUCCESS;
 }

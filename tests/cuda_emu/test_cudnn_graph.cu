@@ -3,10 +3,11 @@
  * three runtime-fusion graphs the engine uses (scale-bias-relu-conv-genstats, with and
  * without its prologue and statistics; scale-bias-relu-wgrad, with and without its
  * prologue; dgrad-drelu-dbn-weight) attribute by attribute as cuDNN's frontend does
- * (NHWC activations, KRSC filters, fp32 virtual intermediates, fp32 compute), in fp32 and
- * fp16, with stride 1 and 2, padding 0 and 1, 1x1 and 3x3 filters; runs each through
- * heuristics, execution plan and variant pack, directly and once replayed from a captured
- * graph, and compares every output with a direct host computation of the same math.
+ * (NHWC activations, KRSC filters, fp32 virtual intermediates, fp32 compute), in fp32,
+ * fp16 and bf16, with stride 1 and 2, padding 0 and 1, 1x1 and 3x3 filters; runs each
+ * through heuristics, execution plan and variant pack, directly and once replayed from a
+ * captured graph, and compares every output with a direct host computation of the same
+ * math.
  * Then the refusals: an unsupported graph gets no engine configuration, and neither does
  * a supported one under DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1; an execution missing a pointer
  * or its workspace, or on another handle, fails; wrong attribute types, sets after
@@ -24,14 +25,14 @@
 
 static int failures;
 
-#define EXPECT(cond)                                                                       \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "test_cudnn_graph.cu:%d: expected %s\n", __LINE__, #cond);     \
-            failures++;                                                                    \
-        }                                                                                  \
+#define EXPECT(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "test_cudnn_graph.cu:%d: expected %s\n", __LINE__, #cond);             \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
-#define OK(call) EXPECT((call) == CUDNN_STATUS_SUCCESS)
+#define OK(call)      EXPECT((call) == CUDNN_STATUS_SUCCESS)
 #define CUDA_OK(call) EXPECT((call) == cudaSuccess)
 
 typedef cudnnBackendDescriptor_t bd;
@@ -91,7 +92,8 @@ static bd conv_desc(int64_t pad, int64_t stride)
     const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
     const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
     const int64_t nd = 2, p[2] = {pad, pad}, s[2] = {stride, stride}, d[2] = {1, 1};
-    OK(cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp));
+    OK(cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1,
+                                &comp));
     OK(cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1,
                                 &mode));
     OK(set_i64(c, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, 1, &nd));
@@ -111,8 +113,10 @@ static bd pw_desc(cudnnPointwiseMode_t m)
     OK(cudnnBackendSetAttribute(p, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec));
     if (m == CUDNN_POINTWISE_RELU_FWD || m == CUDNN_POINTWISE_RELU_BWD) {
         const double lo = 0.0, hi = 3.4028234663852886e38;
-        OK(cudnnBackendSetAttribute(p, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &lo));
-        OK(cudnnBackendSetAttribute(p, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1, &hi));
+        OK(cudnnBackendSetAttribute(p, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1,
+                                    &lo));
+        OK(cudnnBackendSetAttribute(p, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1,
+                                    &hi));
     }
     OK(cudnnBackendFinalize(p));
     return p;
@@ -134,8 +138,10 @@ static bd pw_op(cudnnPointwiseMode_t m, bd x, bd b, bd y, cudnnStatus_t *st = NU
     }
     OK(set_f32(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, 1.0f));
     OK(set_f32(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, 1.0f));
-    if (st) *st = cudnnBackendFinalize(op);
-    else OK(cudnnBackendFinalize(op));
+    if (st)
+        *st = cudnnBackendFinalize(op);
+    else
+        OK(cudnnBackendFinalize(op));
     return op;
 }
 
@@ -205,7 +211,8 @@ static bd pack(const int64_t *uids, void *const *ptrs, int n, void *ws)
 {
     bd v = create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
     OK(set_i64(v, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, n, uids));
-    OK(cudnnBackendSetAttribute(v, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs));
+    OK(cudnnBackendSetAttribute(v, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n,
+                                ptrs));
     OK(cudnnBackendSetAttribute(v, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws));
     OK(cudnnBackendFinalize(v));
     return v;
@@ -230,12 +237,14 @@ static float uniform(void)
 
 static float round_to(cudnnDataType_t dt, double v)
 {
-    return dt == CUDNN_DATA_HALF ? __half2float(__float2half_rn((float)v)) : (float)v;
+    if (dt == CUDNN_DATA_HALF) return __half2float(__float2half_rn((float)v));
+    if (dt == CUDNN_DATA_BFLOAT16) return __bfloat162float(__float2bfloat16_rn((float)v));
+    return (float)v;
 }
 
 static size_t dt_size(cudnnDataType_t dt)
 {
-    return dt == CUDNN_DATA_HALF ? 2 : 4;
+    return dt == CUDNN_DATA_FLOAT ? 4 : 2;
 }
 
 /* n random values in [lo, lo + 2 span) (rounded to dt), copied to the device; or NaN
@@ -248,8 +257,12 @@ static buf make(cudnnDataType_t dt, size_t n, float lo, float span, bool out = f
     std::vector<unsigned char> raw(n * dt_size(dt));
     for (size_t i = 0; i < n; i++) {
         b.host[i] = out ? NAN : round_to(dt, lo + span * (uniform() + 1.0f));
-        if (dt == CUDNN_DATA_HALF) ((__half *)raw.data())[i] = __float2half_rn(b.host[i]);
-        else ((float *)raw.data())[i] = b.host[i];
+        if (dt == CUDNN_DATA_HALF)
+            ((__half *)raw.data())[i] = __float2half_rn(b.host[i]);
+        else if (dt == CUDNN_DATA_BFLOAT16)
+            ((__nv_bfloat16 *)raw.data())[i] = __float2bfloat16_rn(b.host[i]);
+        else
+            ((float *)raw.data())[i] = b.host[i];
     }
     CUDA_OK(cudaMalloc(&b.dev, raw.size()));
     CUDA_OK(cudaMemcpy(b.dev, raw.data(), raw.size(), cudaMemcpyHostToDevice));
@@ -264,13 +277,15 @@ static std::vector<float> fetch(const buf &b)
     std::vector<float> v(n);
     CUDA_OK(cudaMemcpy(raw.data(), b.dev, raw.size(), cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < n; i++)
-        v[i] = b.dt == CUDNN_DATA_HALF ? __half2float(((__half *)raw.data())[i]) : ((float *)raw.data())[i];
+        v[i] = b.dt == CUDNN_DATA_HALF       ? __half2float(((__half *)raw.data())[i])
+               : b.dt == CUDNN_DATA_BFLOAT16 ? __bfloat162float(((__nv_bfloat16 *)raw.data())[i])
+                                             : ((float *)raw.data())[i];
     return v;
 }
 
 /* Compares b's device contents with ref (relative tolerance tol); prints the worst. */
-static void compare(const char *what, const char *name, const buf &b, const std::vector<double> &ref,
-                    double tol)
+static void compare(const char *what, const char *name, const buf &b,
+                    const std::vector<double> &ref, double tol)
 {
     const std::vector<float> got = fetch(b);
     double worst = 0.0;
@@ -283,8 +298,8 @@ static void compare(const char *what, const char *name, const buf &b, const std:
         }
     }
     if (!(worst <= tol)) {
-        fprintf(stderr, "test_cudnn_graph.cu: %s: %s[%zu] = %g, expected %g (error %g > %g)\n", what,
-                name, at, got[at], ref[at], worst, tol);
+        fprintf(stderr, "test_cudnn_graph.cu: %s: %s[%zu] = %g, expected %g (error %g > %g)\n",
+                what, name, at, got[at], ref[at], worst, tol);
         failures++;
     }
 }
@@ -301,24 +316,49 @@ struct conv_case {
 };
 
 /* uids as the engine numbers them */
-enum { X = 1, W = 2, Y = 3, DY = 4, DW = 5, DZ = 6, SCALE = 7, BIAS = 8, SUM = 9, SQSUM = 10,
-       MEAN = 11, INVSTD = 12, GAMMA = 13, BETA = 14, DSCALE = 15, DBIAS = 16, EQ_DY = 17,
-       EQ_X = 18, EQ_B = 19 };
+enum {
+    X = 1,
+    W = 2,
+    Y = 3,
+    DY = 4,
+    DW = 5,
+    DZ = 6,
+    SCALE = 7,
+    BIAS = 8,
+    SUM = 9,
+    SQSUM = 10,
+    MEAN = 11,
+    INVSTD = 12,
+    GAMMA = 13,
+    BETA = 14,
+    DSCALE = 15,
+    DBIAS = 16,
+    EQ_DY = 17,
+    EQ_X = 18,
+    EQ_B = 19
+};
 
 /* Builds, runs and checks one case on h (stream s); capture: replays it from a graph. */
 static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool capture)
 {
     char what[160];
     snprintf(what, sizeof(what), "%s %s n%d c%d %dx%d co%d k%d s%d p%d%s%s%s",
-             cc.k == FWD ? "fwd" : cc.k == WGRAD ? "wgrad" : "dgrad_dbn",
-             cc.dt == CUDNN_DATA_HALF ? "half" : "float", cc.n, cc.c, cc.h, cc.w, cc.co, cc.r,
+             cc.k == FWD     ? "fwd"
+             : cc.k == WGRAD ? "wgrad"
+                             : "dgrad_dbn",
+             cc.dt == CUDNN_DATA_HALF ? "half" : cc.dt == CUDNN_DATA_BFLOAT16 ? "bf16" : "float", cc.n, cc.c, cc.h, cc.w, cc.co, cc.r,
              cc.stride, cc.pad, cc.pro ? " prologue" : "", cc.stats ? " stats" : "",
              capture ? " captured" : "");
     const cudnnDataType_t dt = cc.dt, F = CUDNN_DATA_FLOAT;
     const int N = cc.n, C = cc.c, H = cc.h, Wd = cc.w, K = cc.co, R = cc.r;
     const int HO = (H + 2 * cc.pad - R) / cc.stride + 1, WO = (Wd + 2 * cc.pad - R) / cc.stride + 1;
-    const size_t nx = (size_t)N * H * Wd * C, ny = (size_t)N * HO * WO * K, nw = (size_t)K * R * R * C;
-    const double tol = dt == CUDNN_DATA_HALF ? 1.5e-3 : 2e-6, tol_sum = 2e-6;
+    const size_t nx = (size_t)N * H * Wd * C, ny = (size_t)N * HO * WO * K,
+                 nw = (size_t)K * R * R * C;
+    /* one unit in the last place of the type, for sums rounded on either side of a tie */
+    const double tol = dt == CUDNN_DATA_HALF       ? 1.5e-3
+                       : dt == CUDNN_DATA_BFLOAT16 ? 1.2e-2
+                                                   : 2e-6,
+                 tol_sum = 2e-6;
 
     std::vector<bd> ops;
     std::vector<int64_t> uids;
@@ -373,12 +413,13 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
         if (cc.stats) {
             bd gs = create(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
             const cudnnGenStatsMode_t m = CUDNN_GENSTATS_SUM_SQSUM;
-            OK(cudnnBackendSetAttribute(gs, CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE,
-                                        1, &m));
+            OK(cudnnBackendSetAttribute(gs, CUDNN_ATTR_OPERATION_GENSTATS_MODE,
+                                        CUDNN_TYPE_GENSTATS_MODE, 1, &m));
             OK(cudnnBackendSetAttribute(gs, CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC,
                                         CUDNN_TYPE_DATA_TYPE, 1, &dt));
             OK(set_desc(gs, CUDNN_ATTR_OPERATION_GENSTATS_XDESC, ty));
-            OK(set_desc(gs, CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, tensor(SUM, F, 1, K, 1, 1, false)));
+            OK(set_desc(gs, CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC,
+                        tensor(SUM, F, 1, K, 1, 1, false)));
             OK(set_desc(gs, CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC,
                         tensor(SQSUM, F, 1, K, 1, 1, false)));
             OK(cudnnBackendFinalize(gs));
@@ -399,7 +440,8 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
                         double a = 0.0;
                         for (int r = 0; r < R; r++)
                             for (int q = 0; q < R; q++) {
-                                const int ih = oh * cc.stride - cc.pad + r, iw = ow * cc.stride - cc.pad + q;
+                                const int ih = oh * cc.stride - cc.pad + r,
+                                          iw = ow * cc.stride - cc.pad + q;
                                 if (ih < 0 || ih >= H || iw < 0 || iw >= Wd) continue;
                                 for (int c = 0; c < C; c++)
                                     a += (double)p[(((size_t)n * H + ih) * Wd + iw) * C + c] *
@@ -433,7 +475,8 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
                         for (int n = 0; n < N; n++)
                             for (int oh = 0; oh < HO; oh++)
                                 for (int ow = 0; ow < WO; ow++) {
-                                    const int ih = oh * cc.stride - cc.pad + r, iw = ow * cc.stride - cc.pad + q;
+                                    const int ih = oh * cc.stride - cc.pad + r,
+                                              iw = ow * cc.stride - cc.pad + q;
                                     if (ih < 0 || ih >= H || iw < 0 || iw >= Wd) continue;
                                     a += (double)p[(((size_t)n * H + ih) * Wd + iw) * C + c] *
                                          dy.host[(((size_t)n * HO + oh) * WO + ow) * K + k];
@@ -468,11 +511,16 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
         OK(set_desc(bn, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_MEAN_DESC, tmean));
         OK(set_desc(bn, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_INVSTD_DESC, tinv));
         OK(set_desc(bn, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_BN_SCALE_DESC, tgam));
-        OK(set_desc(bn, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DBN_SCALE_DESC, tensor(DSCALE, F, 1, C, 1, 1, false)));
-        OK(set_desc(bn, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DBN_BIAS_DESC, tensor(DBIAS, F, 1, C, 1, 1, false)));
-        OK(set_desc(bn, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_DY_SCALE_DESC, tensor(EQ_DY, F, 1, C, 1, 1, false)));
-        OK(set_desc(bn, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_X_SCALE_DESC, tensor(EQ_X, F, 1, C, 1, 1, false)));
-        OK(set_desc(bn, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_BIAS, tensor(EQ_B, F, 1, C, 1, 1, false)));
+        OK(set_desc(bn, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DBN_SCALE_DESC,
+                    tensor(DSCALE, F, 1, C, 1, 1, false)));
+        OK(set_desc(bn, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DBN_BIAS_DESC,
+                    tensor(DBIAS, F, 1, C, 1, 1, false)));
+        OK(set_desc(bn, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_DY_SCALE_DESC,
+                    tensor(EQ_DY, F, 1, C, 1, 1, false)));
+        OK(set_desc(bn, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_X_SCALE_DESC,
+                    tensor(EQ_X, F, 1, C, 1, 1, false)));
+        OK(set_desc(bn, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_BIAS,
+                    tensor(EQ_B, F, 1, C, 1, 1, false)));
         OK(cudnnBackendFinalize(bn));
         ops.push_back(bn);
         dz = make(dt, nx, 0, 0, true);
@@ -501,7 +549,8 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
                 for (int ow = 0; ow < WO; ow++)
                     for (int r = 0; r < R; r++)
                         for (int q = 0; q < R; q++) {
-                            const int ih = oh * cc.stride - cc.pad + r, iw = ow * cc.stride - cc.pad + q;
+                            const int ih = oh * cc.stride - cc.pad + r,
+                                      iw = ow * cc.stride - cc.pad + q;
                             if (ih < 0 || ih >= H || iw < 0 || iw >= Wd) continue;
                             for (int c = 0; c < C; c++)
                                 for (int k = 0; k < K; k++)
@@ -538,8 +587,8 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
     bd g = NULL;
     OK(graph(h, ops.data(), (int)ops.size(), &g));
     int64_t engines = -1;
-    OK(cudnnBackendGetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1,
-                                &engines, &engines));
+    OK(cudnnBackendGetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64,
+                                1, &engines, &engines));
     EXPECT(engines > 0);
     bd plan = NULL;
     int refused = 0;
@@ -591,19 +640,22 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
     /* refusals of this plan's execution */
     if (cc.k == FWD && !cc.pro && !cc.stats && !capture) {
         std::vector<void *> missing = ptrs;
-        missing[1] = NULL;   /* W */
-        EXPECT(cudnnBackendExecute(h, plan, pack(uids.data(), missing.data(), (int)uids.size(), ws)) ==
-               CUDNN_STATUS_BAD_PARAM);
-        EXPECT(cudnnBackendExecute(h, plan, pack(uids.data(), ptrs.data(), (int)uids.size() - 1, ws)) ==
-               CUDNN_STATUS_BAD_PARAM);   /* Y left out */
-        EXPECT(cudnnBackendExecute(h, plan, pack(uids.data(), ptrs.data(), (int)uids.size(), NULL)) ==
-               CUDNN_STATUS_BAD_PARAM);   /* no workspace */
+        missing[1] = NULL; /* W */
+        EXPECT(
+            cudnnBackendExecute(h, plan, pack(uids.data(), missing.data(), (int)uids.size(), ws)) ==
+            CUDNN_STATUS_BAD_PARAM);
+        EXPECT(cudnnBackendExecute(h, plan,
+                                   pack(uids.data(), ptrs.data(), (int)uids.size() - 1, ws)) ==
+               CUDNN_STATUS_BAD_PARAM); /* Y left out */
+        EXPECT(
+            cudnnBackendExecute(h, plan, pack(uids.data(), ptrs.data(), (int)uids.size(), NULL)) ==
+            CUDNN_STATUS_BAD_PARAM); /* no workspace */
         cudnnHandle_t other = NULL;
         EXPECT(cudnnCreate(&other) == CUDNN_STATUS_SUCCESS);
         EXPECT(cudnnBackendExecute(other, plan, vp) == CUDNN_STATUS_BAD_PARAM);
         EXPECT(cudnnDestroy(other) == CUDNN_STATUS_SUCCESS);
-        EXPECT(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
-                                        &ws) == CUDNN_STATUS_NOT_SUPPORTED);   /* finalized */
+        EXPECT(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR,
+                                        1, &ws) == CUDNN_STATUS_NOT_SUPPORTED); /* finalized */
         EXPECT(refused >= 0);
     }
     CUDA_OK(cudaFree(ws));
@@ -626,8 +678,8 @@ static void test_refusals(cudnnHandle_t h)
         bd op = pw_op(CUDNN_POINTWISE_ADD, x, b, y);
         OK(graph(h, &op, 1, &g));
         int64_t engines = -1;
-        OK(cudnnBackendGetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64,
-                                    1, &engines, &engines));
+        OK(cudnnBackendGetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT,
+                                    CUDNN_TYPE_INT64, 1, &engines, &engines));
         EXPECT(engines == 0);
         EXPECT(heuristics(h, g, CUDNN_HEUR_MODE_A, &plan, &refused) == 0);
         EXPECT(heuristics(h, g, CUDNN_HEUR_MODE_FALLBACK, &plan, &refused) == 0);
@@ -651,8 +703,10 @@ static void test_refusals(cudnnHandle_t h)
     }
     /* a supported graph under DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1, then without it */
     for (int pass = 0; pass < 2; pass++) {
-        if (pass == 0) setenv("DAWNRUN_EMU_CUDNN_FUSED_REFUSE", "1", 1);
-        else unsetenv("DAWNRUN_EMU_CUDNN_FUSED_REFUSE");
+        if (pass == 0)
+            setenv("DAWNRUN_EMU_CUDNN_FUSED_REFUSE", "1", 1);
+        else
+            unsetenv("DAWNRUN_EMU_CUDNN_FUSED_REFUSE");
         bd x = tensor(X, F, 2, 4, 5, 5, false), w = tensor(W, F, 8, 4, 3, 3, false);
         bd y = tensor(Y, F, 2, 8, 5, 5, false);
         bd op = conv_op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
@@ -664,8 +718,10 @@ static void test_refusals(cudnnHandle_t h)
                         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y, conv_desc(1, 1));
         OK(graph(h, &op, 1, &g));
         const int64_t n = heuristics(h, g, CUDNN_HEUR_MODE_A, &plan, &refused);
-        if (pass == 0) EXPECT(n == 0 && plan == NULL);
-        else EXPECT(n == 2 && plan != NULL && refused == 1);   /* engine 0 refuses */
+        if (pass == 0)
+            EXPECT(n == 0 && plan == NULL);
+        else
+            EXPECT(n == 2 && plan != NULL && refused == 1); /* engine 0 refuses */
         destroy_all();
     }
     /* attribute checks */
@@ -673,12 +729,12 @@ static void test_refusals(cudnnHandle_t h)
         bd t = create(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
         const int32_t dims32[4] = {1, 2, 3, 4};
         const int64_t dims[4] = {1, 2, 3, 4}, one = 1;
-        EXPECT(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT32, 4, dims32) ==
-               CUDNN_STATUS_BAD_PARAM);
+        EXPECT(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT32, 4,
+                                        dims32) == CUDNN_STATUS_BAD_PARAM);
         EXPECT(set_i64(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, 2, dims) == CUDNN_STATUS_BAD_PARAM);
         EXPECT(set_i64(t, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, 1, &one) == CUDNN_STATUS_BAD_PARAM);
         OK(set_i64(t, CUDNN_ATTR_TENSOR_DIMENSIONS, 4, dims));
-        EXPECT(cudnnBackendFinalize(t) == CUDNN_STATUS_BAD_PARAM);   /* strides etc. missing */
+        EXPECT(cudnnBackendFinalize(t) == CUDNN_STATUS_BAD_PARAM); /* strides etc. missing */
         bd u = tensor(X, F, 1, 2, 3, 4, false);
         EXPECT(set_i64(u, CUDNN_ATTR_TENSOR_UNIQUE_ID, 1, &one) == CUDNN_STATUS_NOT_SUPPORTED);
         bd p = create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
@@ -700,7 +756,7 @@ static void test_refusals(cudnnHandle_t h)
         OK(set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv_desc(0, 1)));
         OK(set_f32(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, 1.0f));
         OK(set_f32(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, 0.0f));
-        EXPECT(cudnnBackendFinalize(op) == CUDNN_STATUS_BAD_PARAM);   /* 3x3 pad 0: 3x3 out */
+        EXPECT(cudnnBackendFinalize(op) == CUDNN_STATUS_BAD_PARAM); /* 3x3 pad 0: 3x3 out */
         destroy_all();
     }
     /* graphs: one id for two different tensors; operations not connected */
@@ -709,7 +765,8 @@ static void test_refusals(cudnnHandle_t h)
         bd y = tensor(Y, F, 2, 4, 5, 5, false), x2 = tensor(X, F, 2, 4, 6, 6, false);
         bd y2 = tensor(DZ, F, 2, 4, 6, 6, false), x3 = tensor(DY, F, 2, 4, 5, 5, false);
         bd y3 = tensor(DW, F, 2, 4, 5, 5, false);
-        bd two[2] = {pw_op(CUDNN_POINTWISE_ADD, x, b, y), pw_op(CUDNN_POINTWISE_RELU_FWD, x2, NULL, y2)};
+        bd two[2] = {pw_op(CUDNN_POINTWISE_ADD, x, b, y),
+                     pw_op(CUDNN_POINTWISE_RELU_FWD, x2, NULL, y2)};
         EXPECT(graph(h, two, 2, &g) == CUDNN_STATUS_BAD_PARAM);
         bd apart[2] = {two[0], pw_op(CUDNN_POINTWISE_RELU_FWD, x3, NULL, y3)};
         EXPECT(graph(h, apart, 2, &g) == CUDNN_STATUS_BAD_PARAM);
@@ -724,7 +781,7 @@ int main(void)
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     EXPECT(cudnnCreate(&h) == CUDNN_STATUS_SUCCESS);
     EXPECT(cudnnSetStream(h, s) == CUDNN_STATUS_SUCCESS);
-    const cudnnDataType_t F = CUDNN_DATA_FLOAT, HF = CUDNN_DATA_HALF;
+    const cudnnDataType_t F = CUDNN_DATA_FLOAT, HF = CUDNN_DATA_HALF, BF = CUDNN_DATA_BFLOAT16;
     /* kind, type, n, c, h, w, co, k, stride, pad, prologue, stats */
     const conv_case cases[] = {
         {FWD, F, 2, 3, 6, 5, 4, 3, 1, 1, true, true},
@@ -740,6 +797,9 @@ int main(void)
         {DGRAD_DBN, HF, 2, 4, 5, 6, 3, 3, 2, 1, false, false},
         {DGRAD_DBN, F, 2, 4, 6, 6, 5, 1, 2, 0, false, false},
         {DGRAD_DBN, HF, 1, 3, 4, 4, 4, 1, 1, 0, false, false},
+        {FWD, BF, 2, 3, 5, 5, 4, 3, 1, 1, true, true},
+        {WGRAD, BF, 2, 3, 5, 5, 4, 3, 2, 1, true, false},
+        {DGRAD_DBN, BF, 2, 3, 5, 5, 4, 3, 1, 1, false, false},
     };
     for (const conv_case &cc : cases) run_case(h, s, cc, false);
     run_case(h, s, cases[0], true);

@@ -27,14 +27,17 @@
  *              ADD(beta) -> xbn; RELU_BWD(dy t, x xbn) -> dz; BN_BWD_WEIGHTS(dy dz, x,
  *              mean, invstd, gamma) -> dscale, dbias, eq_dy, eq_x, eq_b (fp32).
  * Any other graph finalizes with CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT 0 and its
- * heuristics return no engine configuration (real cuDNN's behaviour for a graph no engine
- * serves: the graph itself is valid, nothing runs it). A supported graph has two engines,
- * and heuristics (every mode) list both, engine 0 first: engine 0's execution plan fails
- * to finalize (CUDNN_STATUS_NOT_SUPPORTED, as a runtime-compiled kernel sometimes does),
- * engine 1's finalizes with a workspace of EMU_GRAPH_WORKSPACE bytes; so a caller's loop
- * over the configurations and its workspace are exercised.
- * DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1 gives every graph zero engines (for the caller's
- * fallback to unfused operations).
+ * heuristics finalize and return no engine configuration. (Real cuDNN, as far as its
+ * documentation and frontend tell, also finalizes a well-formed graph no engine serves
+ * and refuses it later, at heuristics or at plan finalize; a caller must treat a
+ * heuristics failure, zero configurations and plans that all fail alike.) A supported
+ * graph has two engines, and heuristics (every mode) list both, engine 0 first: engine
+ * 0's execution plan fails to finalize (CUDNN_STATUS_NOT_SUPPORTED, as a runtime-compiled
+ * kernel sometimes does), engine 1's finalizes with a workspace of EMU_GRAPH_WORKSPACE
+ * bytes; so a caller's loop over the configurations and its workspace are exercised.
+ * DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1 (any value but "" or "0", read at operation graph
+ * finalize) gives every graph zero engines, for the caller's fallback to unfused
+ * operations.
  *
  * Execution (cudnnBackendExecute) checks the plan was built on that handle, every
  * non-virtual tensor of the graph has a non-NULL pointer in the variant pack aligned to
@@ -42,11 +45,12 @@
  * the computation on the handle's stream (emu_enqueue: run now, or recorded by a capture
  * with the pointers copied). The computation: operations in dependency order, each
  * result rounded to its tensor's data type (virtual ones fp32); pointwise operations in
- * fp32 (y = op(alpha1 x, alpha2 b); RELU_FWD max(x, lower clip), RELU_BWD x > lower clip ?
- * dy : 0); convolutions (NHWC / KRSC through the strides, stride, padding, dilation) and
- * sums in double; GEN_STATS sum and sum of squares over (n, h, w) of its input as stored;
- * BN_BWD_WEIGHTS with N = n h w: dscale = sum dz (x - mean) invstd, dbias = sum dz,
- * eq_dy = gamma invstd, eq_x = -eq_dy invstd dscale / N, eq_b = -eq_dy dbias / N - eq_x mean.
+ * fp32 (y = op(alpha1 x, alpha2 b); RELU_FWD clamps x to [lower clip, upper clip], 0 and
+ * +inf unless set; RELU_BWD is lower < x < upper ? dy : 0); convolutions (NHWC / KRSC
+ * through the strides; stride, padding, dilation) and sums in double; GEN_STATS: the sum
+ * and the sum of squares over (n, h, w) of its input as stored; BN_BWD_WEIGHTS with
+ * N = n h w: dscale = sum dz (x - mean) invstd, dbias = sum dz, eq_dy = gamma invstd,
+ * eq_x = -eq_dy invstd dscale / N, eq_b = -eq_dy dbias / N - eq_x mean (fp32 results).
  * The workspace is scribbled over. With DAWNRUN_EMU_COUNT_ONLY (emu.h) the execution is
  * checked and enqueued, and computes nothing. */
 #include <float.h>
@@ -1612,15 +1616,17 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
                         "CUDNN_ATTR_VARIANT_PACK_WORKSPACE");
     const std::vector<const emu_bd *> ops = v.ops;
     const cudaStream_t stream = emu_cudnn_stream(handle);
-    const cudaError_t e = emu_count_only() ? emu_enqueue(stream, EMU_NODE_LIBRARY, []() {})
-                                           : emu_enqueue(stream, EMU_NODE_LIBRARY,
-                                                         [graph, ops, order, ptr, ws, ws_bytes]() {
-                                                             emu_exec ex;
-                                                             ex.ptr = ptr;
-                                                             for (int i : order)
-                                                                 emu_run_op(ex, ops[i]);
-                                                             if (ws)
-                                                                 memset(ws, 0x5a, (size_t)ws_bytes);
-                                                         });
+    cudaError_t e;
+    if (emu_count_only()) {
+        e = emu_enqueue(stream, EMU_NODE_LIBRARY, []() {});
+    } else {
+        /* graph keeps ops' descriptors alive in a recorded copy */
+        e = emu_enqueue(stream, EMU_NODE_LIBRARY, [graph, ops, order, ptr, ws, ws_bytes]() {
+            emu_exec ex;
+            ex.ptr = ptr;
+            for (int i : order) emu_run_op(ex, ops[i]);
+            if (ws) memset(ws, 0x5a, (size_t)ws_bytes);
+        });
+    }
     return e ? CUDNN_STATUS_EXECUTION_FAILED : CUDNN_STATUS_SUCCESS;
 }

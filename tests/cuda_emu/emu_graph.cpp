@@ -19,7 +19,8 @@
  *
  * Supported graphs. An operation graph that passes those checks finalizes; it gets
  * engines only when it is one of (all activations NHWC-packed in fp32, fp16 or bf16,
- * virtual tensors fp32, per-channel tensors (1, c, 1, 1), fp32 compute, alphas 1, betas 0):
+ * virtual tensors fp32 (the prologue's may also be fp16 or bf16, as in cuDNN's wgrad
+ * sample), per-channel tensors (1, c, 1, 1), fp32 compute, alphas 1, betas 0):
  *   FWD        [MUL(x, scale) -> ADD(bias) -> RELU_FWD ->] CONV_FWD(w) -> y
  *              [, GEN_STATS(y) -> sum, sqsum (fp32)];
  *   WGRAD      [MUL(x, scale) -> ADD(bias) -> RELU_FWD ->] CONV_BWD_FILTER(dy) -> dw;
@@ -914,6 +915,8 @@ struct emu_matcher {
                (fp32 ? x.dt == CUDNN_DATA_FLOAT : emu_computed_dt(x.dt));
     }
     bool virt(const emu_tensor &x) { return x.virt && x.dt == CUDNN_DATA_FLOAT; }
+    /* the prologue's intermediates: fp32, or a 16-bit type (the frontend's wgrad sample) */
+    bool pvirt(const emu_tensor &x) { return x.virt && emu_computed_dt(x.dt); }
     /* a pointwise op of mode m, fp32 math, alphas 1, relu clip at 0 */
     bool pw(const emu_bd *op, int m)
     {
@@ -933,13 +936,13 @@ struct emu_matcher {
             return io(in);
         }
         const emu_bd *relu = producer(in.uid);
-        if (!virt(in) || !pw(relu, CUDNN_POINTWISE_RELU_FWD)) return false;
+        if (!pvirt(in) || !pw(relu, CUDNN_POINTWISE_RELU_FWD)) return false;
         const emu_tensor a = t(relu, CUDNN_ATTR_OPERATION_POINTWISE_XDESC);
         const emu_bd *add = producer(a.uid);
-        if (!virt(a) || !pw(add, CUDNN_POINTWISE_ADD)) return false;
+        if (!pvirt(a) || !pw(add, CUDNN_POINTWISE_ADD)) return false;
         const emu_tensor m = t(add, CUDNN_ATTR_OPERATION_POINTWISE_XDESC);
         const emu_bd *mul = producer(m.uid);
-        if (!virt(m) || !pw(mul, CUDNN_POINTWISE_MUL)) return false;
+        if (!pvirt(m) || !pw(mul, CUDNN_POINTWISE_MUL)) return false;
         *src = t(mul, CUDNN_ATTR_OPERATION_POINTWISE_XDESC);
         return io(*src) && vec(t(add, CUDNN_ATTR_OPERATION_POINTWISE_BDESC), src->dims[1], false) &&
                vec(t(mul, CUDNN_ATTR_OPERATION_POINTWISE_BDESC), src->dims[1], false);

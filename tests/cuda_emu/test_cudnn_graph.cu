@@ -3,7 +3,8 @@
  * three runtime-fusion graphs the engine uses (scale-bias-relu-conv-genstats, with and
  * without its prologue and statistics; scale-bias-relu-wgrad, with and without its
  * prologue; dgrad-drelu-dbn-weight) attribute by attribute as cuDNN's frontend does
- * (NHWC activations, KRSC filters, fp32 virtual intermediates, fp32 compute), in fp32,
+ * (NHWC activations, KRSC filters, fp32 virtual intermediates (a prologue's also in the io
+ * type, as the frontend's wgrad sample has them), fp32 compute), in fp32,
  * fp16 and bf16, with stride 1 and 2, padding 0 and 1, 1x1 and 3x3 filters; runs each
  * through heuristics, execution plan and variant pack, directly and once replayed from a
  * captured graph, and compares every output with a direct host computation of the same
@@ -313,6 +314,7 @@ struct conv_case {
     cudnnDataType_t dt;
     int n, c, h, w, co, r, stride, pad;
     bool pro, stats;
+    bool pro_io_type; /* the prologue's intermediates in the io type (else fp32) */
 };
 
 /* uids as the engine numbers them */
@@ -346,9 +348,12 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
              cc.k == FWD     ? "fwd"
              : cc.k == WGRAD ? "wgrad"
                              : "dgrad_dbn",
-             cc.dt == CUDNN_DATA_HALF ? "half" : cc.dt == CUDNN_DATA_BFLOAT16 ? "bf16" : "float", cc.n, cc.c, cc.h, cc.w, cc.co, cc.r,
-             cc.stride, cc.pad, cc.pro ? " prologue" : "", cc.stats ? " stats" : "",
-             capture ? " captured" : "");
+             cc.dt == CUDNN_DATA_HALF       ? "half"
+             : cc.dt == CUDNN_DATA_BFLOAT16 ? "bf16"
+                                            : "float",
+             cc.n, cc.c, cc.h, cc.w, cc.co, cc.r, cc.stride, cc.pad,
+             cc.pro ? (cc.pro_io_type ? " prologue(io type)" : " prologue") : "",
+             cc.stats ? " stats" : "", capture ? " captured" : "");
     const cudnnDataType_t dt = cc.dt, F = CUDNN_DATA_FLOAT;
     const int N = cc.n, C = cc.c, H = cc.h, Wd = cc.w, K = cc.co, R = cc.r;
     const int HO = (H + 2 * cc.pad - R) / cc.stride + 1, WO = (Wd + 2 * cc.pad - R) / cc.stride + 1;
@@ -379,15 +384,17 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
     std::vector<float> p(nx);
     for (size_t i = 0; i < nx; i++) {
         const size_t c = i % (size_t)C;
-        const float t = x.host[i] * scale.host[c];
-        const float u = t + bias.host[c];
+        const cudnnDataType_t vt = cc.pro_io_type ? cc.dt : CUDNN_DATA_FLOAT;
+        const float t = round_to(vt, x.host[i] * scale.host[c]);
+        const float u = round_to(vt, t + bias.host[c]);
         p[i] = cc.pro ? (u > 0.0f ? u : 0.0f) : x.host[i];
     }
     bd tx = tensor(X, dt, N, C, H, Wd, false), conv_in = tx;
     if (cc.k != DGRAD_DBN && cc.pro) {
         bd ts = tensor(SCALE, dt, 1, C, 1, 1, false), tb = tensor(BIAS, dt, 1, C, 1, 1, false);
-        bd v1 = tensor(101, F, N, C, H, Wd, true), v2 = tensor(102, F, N, C, H, Wd, true);
-        bd v3 = tensor(103, F, N, C, H, Wd, true);
+        const cudnnDataType_t vt = cc.pro_io_type ? dt : F;
+        bd v1 = tensor(101, vt, N, C, H, Wd, true), v2 = tensor(102, vt, N, C, H, Wd, true);
+        bd v3 = tensor(103, vt, N, C, H, Wd, true);
         ops.push_back(pw_op(CUDNN_POINTWISE_MUL, tx, ts, v1));
         ops.push_back(pw_op(CUDNN_POINTWISE_ADD, v1, tb, v2));
         ops.push_back(pw_op(CUDNN_POINTWISE_RELU_FWD, v2, NULL, v3));
@@ -782,24 +789,26 @@ int main(void)
     EXPECT(cudnnCreate(&h) == CUDNN_STATUS_SUCCESS);
     EXPECT(cudnnSetStream(h, s) == CUDNN_STATUS_SUCCESS);
     const cudnnDataType_t F = CUDNN_DATA_FLOAT, HF = CUDNN_DATA_HALF, BF = CUDNN_DATA_BFLOAT16;
-    /* kind, type, n, c, h, w, co, k, stride, pad, prologue, stats */
+    /* kind, type, n, c, h, w, co, k, stride, pad, prologue, stats[, prologue in io type] */
     const conv_case cases[] = {
-        {FWD, F, 2, 3, 6, 5, 4, 3, 1, 1, true, true},
-        {FWD, HF, 2, 4, 5, 6, 3, 3, 2, 1, true, true},
-        {FWD, F, 2, 4, 5, 5, 6, 1, 2, 0, false, true},
-        {FWD, HF, 1, 4, 4, 4, 4, 1, 1, 0, true, false},
-        {FWD, F, 2, 3, 5, 5, 2, 3, 1, 0, false, false},
-        {WGRAD, F, 2, 3, 6, 5, 4, 3, 1, 1, true, false},
-        {WGRAD, HF, 2, 4, 5, 6, 3, 3, 2, 1, true, false},
-        {WGRAD, F, 2, 4, 6, 6, 5, 1, 2, 0, false, false},
-        {WGRAD, HF, 1, 3, 5, 5, 2, 3, 1, 0, false, false},
-        {DGRAD_DBN, F, 2, 3, 6, 5, 4, 3, 1, 1, false, false},
-        {DGRAD_DBN, HF, 2, 4, 5, 6, 3, 3, 2, 1, false, false},
-        {DGRAD_DBN, F, 2, 4, 6, 6, 5, 1, 2, 0, false, false},
-        {DGRAD_DBN, HF, 1, 3, 4, 4, 4, 1, 1, 0, false, false},
-        {FWD, BF, 2, 3, 5, 5, 4, 3, 1, 1, true, true},
-        {WGRAD, BF, 2, 3, 5, 5, 4, 3, 2, 1, true, false},
-        {DGRAD_DBN, BF, 2, 3, 5, 5, 4, 3, 1, 1, false, false},
+        {FWD, F, 2, 3, 6, 5, 4, 3, 1, 1, true, true, false},
+        {FWD, HF, 2, 4, 5, 6, 3, 3, 2, 1, true, true, false},
+        {FWD, F, 2, 4, 5, 5, 6, 1, 2, 0, false, true, false},
+        {FWD, HF, 1, 4, 4, 4, 4, 1, 1, 0, true, false, false},
+        {FWD, F, 2, 3, 5, 5, 2, 3, 1, 0, false, false, false},
+        {WGRAD, F, 2, 3, 6, 5, 4, 3, 1, 1, true, false, false},
+        {WGRAD, HF, 2, 4, 5, 6, 3, 3, 2, 1, true, false, false},
+        {WGRAD, F, 2, 4, 6, 6, 5, 1, 2, 0, false, false, false},
+        {WGRAD, HF, 1, 3, 5, 5, 2, 3, 1, 0, false, false, false},
+        {DGRAD_DBN, F, 2, 3, 6, 5, 4, 3, 1, 1, false, false, false},
+        {DGRAD_DBN, HF, 2, 4, 5, 6, 3, 3, 2, 1, false, false, false},
+        {DGRAD_DBN, F, 2, 4, 6, 6, 5, 1, 2, 0, false, false, false},
+        {DGRAD_DBN, HF, 1, 3, 4, 4, 4, 1, 1, 0, false, false, false},
+        {FWD, BF, 2, 3, 5, 5, 4, 3, 1, 1, true, true, false},
+        {WGRAD, BF, 2, 3, 5, 5, 4, 3, 2, 1, true, false, false},
+        {WGRAD, HF, 2, 4, 6, 6, 4, 3, 1, 1, true, false, true},   /* the frontend's sample */
+        {FWD, BF, 2, 4, 5, 5, 3, 3, 2, 1, true, true, true},
+        {DGRAD_DBN, BF, 2, 3, 5, 5, 4, 3, 1, 1, false, false, false},
     };
     for (const conv_case &cc : cases) run_case(h, s, cc, false);
     run_case(h, s, cases[0], true);

@@ -2,13 +2,12 @@
  * `tests/cuda_emu/run.sh --test BUILD_DIR tests/cuda_emu/test_cudnn_graph.cu`): builds the
  * three runtime-fusion graphs the engine uses (scale-bias-relu-conv-genstats, with and
  * without its prologue and statistics; scale-bias-relu-wgrad, with and without its
- * prologue; dgrad-drelu-dbn-weight) attribute by attribute as cuDNN's frontend does
- * (NHWC activations, KRSC filters, fp32 virtual intermediates (a prologue's also in the io
- * type, as the frontend's wgrad sample has them), fp32 compute), in fp32,
- * fp16 and bf16, with stride 1 and 2, padding 0 and 1, 1x1 and 3x3 filters; runs each
- * through heuristics, execution plan and variant pack, directly and once replayed from a
- * captured graph, and compares every output with a direct host computation of the same
- * math.
+ * prologue; dgrad-drelu-dbn-weight) attribute by attribute as cuDNN's frontend does (NHWC
+ * activations, KRSC filters, fp32 virtual intermediates, a prologue's also in the io type
+ * as the frontend's wgrad sample has them, fp32 compute), in fp32, fp16 and bf16, with
+ * stride 1 and 2, padding 0 and 1, 1x1 and 3x3 filters; runs each through heuristics,
+ * execution plan and variant pack, directly and once replayed from a captured graph, and
+ * compares every output with a direct host computation of the same math.
  * Then the refusals: an unsupported graph gets no engine configuration, and neither does
  * a supported one under DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1; an execution missing a pointer
  * or its workspace, or on another handle, fails; wrong attribute types, sets after

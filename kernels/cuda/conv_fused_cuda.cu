@@ -412,7 +412,8 @@ cleanup:
  * attribute names of its three tensors and ta, tb, tout the tensors. */
 static int fused_conv_op(struct cuda_ctx *c, struct fused_graph *g,
                          cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t cd,
-                         cudnnBackendAttributeName_t cd_name, cudnnBackendAttributeName_t alpha_name,
+                         cudnnBackendAttributeName_t cd_name,
+                         cudnnBackendAttributeName_t alpha_name,
                          cudnnBackendAttributeName_t beta_name, cudnnBackendAttributeName_t a,
                          cudnnBackendDescriptor_t ta, cudnnBackendAttributeName_t b,
                          cudnnBackendDescriptor_t tb, cudnnBackendAttributeName_t out,
@@ -497,12 +498,13 @@ static int fused_describe(struct cuda_ctx *c, struct fused_graph *g, const int k
             STEP(st, fused_tensor(c, g, ID_SUM, f32, 1, co, 1, 1, 0, &tsum, st));
             STEP(st, fused_tensor(c, g, ID_SQSUM, f32, 1, co, 1, 1, 0, &tsq, st));
             STEP(st, fused_new(c, g, CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR, op, st));
-            SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode);
+            SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1,
+                     &mode);
             SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &io);
             SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
                      &ty);
-            SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                     &tsum);
+            SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC,
+                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tsum);
             SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
                      1, &tsq);
             PROBE_CUDNN(c, st, cudnnBackendFinalize(*op));

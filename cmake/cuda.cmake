@@ -40,7 +40,7 @@ if(DAWNRUN_HAVE_CUDA)
   # contraction, as the CPU engine is (-ffp-contract=off). ctest checks their PTX.
   set(DAWNRUN_CUDA_EXACT_SOURCES ${CMAKE_SOURCE_DIR}/kernels/cuda/bn_cuda.cu
     ${CMAKE_SOURCE_DIR}/kernels/cuda/reduce_cuda.cu ${CMAKE_SOURCE_DIR}/kernels/cuda/sgd_cuda.cu
-    ${CMAKE_SOURCE_DIR}/kernels/cuda/augment_cuda.cu)
+    ${CMAKE_SOURCE_DIR}/kernels/cuda/augment_cuda.cu ${CMAKE_SOURCE_DIR}/kernels/cuda/conv_bn_cuda.cu)
   set_source_files_properties(${DAWNRUN_CUDA_EXACT_SOURCES} PROPERTIES COMPILE_OPTIONS -fmad=false)
   add_library(dawnrun_cuda STATIC ${CUDA_SOURCES})
   target_include_directories(dawnrun_cuda PUBLIC ${CMAKE_SOURCE_DIR} ${CUDNN_INCLUDE_DIR})

@@ -268,6 +268,115 @@ static void keep_outputs(struct plan_fuse_step *s, const struct plan *p, int wri
     }
 }
 
+/* The node before i that last writes t (the writer of the value node i reads), or -1. */
+static int writer_before(const struct plan *p, const struct tensor *t, int i)
+{
+    for (int q = i - 1; q >= 0; q--) {
+        int r, w;
+        node_touches(&r, &w, &p->nodes[q], t);
+        if (w) return q;
+    }
+    return -1;
+}
+
+/* Whether conv node n has a bias term (CONV_FWD b, CONV_BWD db) with data. */
+static int conv_has_bias(const struct plan_node *n)
+{
+    const struct tensor *b = n->op == PLAN_CONV_FWD ? n->u.conv_fwd.b : n->u.conv_bwd.db;
+    return b && b->data;
+}
+
+/* The readers of the value node j writes into t: 1 when they are exactly one CONV_FWD
+ * reading t as its x alone (*f) and one CONV_BWD reading t as its x alone (*g), the same
+ * layer (weights and attributes), neither with a bias; else 0. */
+static int conv_readers(const struct plan *p, const struct tensor *t, int j, int *f, int *g)
+{
+    *f = *g = -1;
+    for (int k = 1; k < p->count; k++) {
+        const int r = (j + k) % p->count;
+        const struct plan_node *n = &p->nodes[r];
+        int reads, writes;
+        node_touches(&reads, &writes, n, t);
+        if (reads) {
+            if (n->op == PLAN_CONV_FWD && *f < 0 && plan_fuse_same_tensor(n->u.conv_fwd.x, t) &&
+                !plan_fuse_same_tensor(n->u.conv_fwd.w, t) && !writes)
+                *f = r;
+            else if (n->op == PLAN_CONV_BWD && *g < 0 &&
+                     plan_fuse_same_tensor(n->u.conv_bwd.x, t) &&
+                     !plan_fuse_same_tensor(n->u.conv_bwd.dy, t) &&
+                     !plan_fuse_same_tensor(n->u.conv_bwd.w, t) && !writes)
+                *g = r;
+            else
+                return 0;
+        }
+        if (writes) break;
+    }
+    if (*f < 0 || *g < 0) return 0;
+    const struct plan_node *nf = &p->nodes[*f], *ng = &p->nodes[*g];
+    return plan_fuse_same_tensor(nf->u.conv_fwd.w, ng->u.conv_bwd.w) &&
+           nf->u.conv_fwd.a.k == ng->u.conv_bwd.a.k &&
+           nf->u.conv_fwd.a.stride == ng->u.conv_bwd.a.stride &&
+           nf->u.conv_fwd.a.pad == ng->u.conv_bwd.a.pad && !conv_has_bias(nf) &&
+           !conv_has_bias(ng);
+}
+
+/* Moves batch-norm node i (a fused BN_TRAIN with a ReLU, its backward fused) inside the
+ * convolutions around it where the rules of plan_fuse.h allow and the engine takes it. */
+static void conv_bn(struct plan_fuse_step *s, const struct plan *p,
+                    const struct plan_fuse_caps *caps, int i)
+{
+    const struct plan_node *bn = &p->nodes[i];
+    if (bn->op != PLAN_BN_FWD_TRAIN || s[i].kind != PLAN_FUSE_BN_TRAIN || s[i].act < 0 ||
+        s[i].add >= 0 || s[i].keep_y || !s[i].keeps_coef || s[i].stats >= 0 ||
+        bn->u.bn_fwd_train.a.splits > 1 || !bn->u.bn_fwd_train.gamma ||
+        !bn->u.bn_fwd_train.beta)
+        return;
+    const int j = s[i].act;
+    const struct plan_node *act = &p->nodes[j];
+    if (act->u.act_fwd.kind != ACT_RELU) return;
+    int m = -1;
+    for (int q = i + 1; q < p->count && m < 0; q++)
+        if (s[q].kind == PLAN_FUSE_BN_BWD && s[q].fwd == i) m = q;
+    if (m < 0) return;
+    const int k = s[m].act;
+    const struct tensor *x = bn->u.bn_fwd_train.x, *out = act->u.act_fwd.y;
+    /* the convolution writing x */
+    const int w = writer_before(p, x, i);
+    if (w < 0) return;
+    const struct plan_node *nw = &p->nodes[w];
+    if (nw->op != PLAN_CONV_FWD || !plan_fuse_same_tensor(nw->u.conv_fwd.y, x) ||
+        conv_has_bias(nw) || !tensor_same_shape(nw->u.conv_fwd.y, x) ||
+        !(s[w].kind == PLAN_FUSE_RUN || (s[w].kind == PLAN_FUSE_CONV_FWD && s[w].stats < 0)))
+        return;
+    /* the convolution reading the activation, forward and backward */
+    int f, g;
+    if (!conv_readers(p, out, j, &f, &g) || s[f].kind != PLAN_FUSE_RUN ||
+        s[g].kind != PLAN_FUSE_RUN || !(i < f && f < g && g < k))
+        return;
+    const struct plan_node *ng = &p->nodes[g], *nm = &p->nodes[m];
+    const struct tensor *d = ng->u.conv_bwd.dx;
+    if (!d || !d->data || ng->u.conv_bwd.accumulate ||
+        !plan_fuse_same_tensor(d, p->nodes[k].u.act_bwd.dy) || count_touching(p, d, 1, g) != 0 ||
+        count_touching(p, d, 0, k) != 0)
+        return;
+    /* the batch norm's weight gradients are written at g instead of m */
+    if ((nm->u.bn_bwd.dgamma && touched_between(p, nm->u.bn_bwd.dgamma, g, m, 0)) ||
+        (nm->u.bn_bwd.dbeta && touched_between(p, nm->u.bn_bwd.dbeta, g, m, 0)))
+        return;
+    const int pro_w = s[w].kind == PLAN_FUSE_CONV_FWD ? s[w].fwd : -1;
+    if (!caps->conv_fwd_ok(caps->user, nw, pro_w >= 0 ? &p->nodes[pro_w] : NULL, bn) ||
+        !caps->conv_fwd_ok(caps->user, &p->nodes[f], bn, NULL) ||
+        !caps->conv_bwd_ok(caps->user, ng, bn))
+        return;
+    s[w].kind = PLAN_FUSE_CONV_FWD;
+    s[w].fwd = pro_w;
+    s[w].stats = i;
+    s[i] = (struct plan_fuse_step){PLAN_FUSE_BN_SUMS, j, -1, -1, 0, 0, w};
+    s[f] = (struct plan_fuse_step){PLAN_FUSE_CONV_FWD, -1, -1, i, 0, 0, -1};
+    s[g] = (struct plan_fuse_step){PLAN_FUSE_CONV_BWD, k, -1, i, 0, 0, m};
+    s[m] = (struct plan_fuse_step){PLAN_FUSE_BN_APPLY, k, -1, i, 0, 0, g};
+}
+
 void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
                        const struct plan_fuse_caps *caps)
 {
@@ -310,6 +419,9 @@ void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
         s[i].stats = q;
     }
     keep_outputs(s, p, !may_drop);
+    /* the batch norm inside the convolutions, from the fused batch norms above */
+    for (int i = 0; i < p->count && may_drop && caps->conv_fwd_ok && caps->conv_bwd_ok; i++)
+        conv_bn(s, p, caps, i);
 }
 
 int plan_fuse_enabled(const char *var)
@@ -327,8 +439,9 @@ const struct tensor *plan_fuse_add_other(const struct plan_node *add, const stru
 
 const char *plan_fuse_kind_name(enum plan_fuse_kind kind)
 {
-    static const char *const names[] = {"run",    "skip",   "bn_train",
-                                        "bn_eval", "bn_bwd", "add_stats"};
+    static const char *const names[] = {"run",      "skip",     "bn_train", "bn_eval",
+                                        "bn_bwd",   "add_stats", "conv_fwd", "conv_bwd",
+                                        "bn_sums",  "bn_apply"};
     _Static_assert(sizeof(names) / sizeof(names[0]) == PLAN_FUSE_KIND_COUNT,
                    "a name for every plan_fuse_kind");
     return (unsigned)kind < PLAN_FUSE_KIND_COUNT ? names[kind] : "?";

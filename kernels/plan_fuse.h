@@ -18,7 +18,20 @@
  *     BN_FWD_TRAIN reading it as x (a residual block's sum entering the next
  *     pre-activation block): the add's kernel writes its output and the batch norm's
  *     per-channel partial sums, and the batch norm starts from those partials, skipping
- *     its own statistics pass (engines whose caps set add_stats).
+ *     its own statistics pass (engines whose caps set add_stats);
+ *   - the batch norm inside the convolutions (engines whose caps give conv_fwd_ok and
+ *     conv_bwd_ok, in a plan that may leave values unwritten): a BN_FWD_TRAIN (one part)
+ *     fused with a ReLU and with its backward as above, whose x a CONV_FWD without bias
+ *     writes, and whose activation's value only one convolution reads, as CONV_FWD x and
+ *     as CONV_BWD x (the same layer, no bias), that CONV_BWD's dx being the ReLU
+ *     backward's dy and nothing else's: the convolution writing x also sums it for the
+ *     batch norm (CONV_FWD, stats), the batch norm turns the sums into its statistics and
+ *     the coefficients of its apply (BN_SUMS), the convolution reading the activation
+ *     applies batch norm and ReLU to its input as it reads it (CONV_FWD, fwd), its
+ *     backward does the same for the weight gradient and computes the ReLU's mask and
+ *     the batch norm's weight gradients after the data gradient (CONV_BWD), and the batch
+ *     norm's backward only applies them (BN_APPLY). Neither the batch norm's output nor
+ *     the activation's, nor their gradients, are ever written.
  *
  * Invariants of the analysis: a value that a fused step no longer writes has no other
  * reader (each value a tensor holds considered apart: from the node that writes it to
@@ -44,23 +57,40 @@ enum plan_fuse_kind {
                              the coefficients BN_FWD_TRAIN node fwd kept */
     PLAN_FUSE_ADD_STATS,  /* the ADD_FWD, also summing its output for BN_FWD_TRAIN node
                              stats (whose step is BN_TRAIN, its stats naming this node) */
+    PLAN_FUSE_CONV_FWD,   /* the CONV_FWD with batch norm inside: the input read through
+                             BN_FWD_TRAIN node fwd's apply and ReLU (or -1: as it is), the
+                             output summed for BN_FWD_TRAIN node stats (or -1) */
+    PLAN_FUSE_CONV_BWD,   /* the CONV_BWD with batch norm inside: BN_FWD_TRAIN node fwd's
+                             apply and ReLU on x for the weight gradient; the data gradient
+                             through the ReLU's mask (ACT_BWD node act, skipped) into the dy
+                             of BN_BWD node stats, with that batch norm's weight gradients
+                             and input-gradient coefficients */
+    PLAN_FUSE_BN_SUMS,    /* the BN_FWD_TRAIN from the sums CONV_FWD node stats took: its
+                             statistics and the apply's coefficients, nothing elementwise
+                             (ACT_FWD node act skipped) */
+    PLAN_FUSE_BN_APPLY,   /* the BN_BWD from the coefficients CONV_BWD node stats computed
+                             (forward fwd, ACT_BWD act): dx only, the elementwise pass */
     PLAN_FUSE_KIND_COUNT  /* not a kind: the number of kinds */
 };
 
 /* One node's step. Indices are node indices of the analysed plan, -1 for none. */
 struct plan_fuse_step {
     enum plan_fuse_kind kind;
-    int act;          /* BN_TRAIN, BN_EVAL: the ACT_FWD folded in; BN_BWD: the ACT_BWD */
+    int act;          /* BN_TRAIN, BN_EVAL, BN_SUMS: the ACT_FWD folded in; BN_BWD,
+                         CONV_BWD, BN_APPLY: the ACT_BWD */
     int add;          /* BN_TRAIN, BN_EVAL: the residual ADD_FWD folded in after act */
-    int fwd;          /* BN_BWD, and the SKIP of the ACT_BWD folded into it: the
-                         BN_FWD_TRAIN node whose kept coefficients it reads */
+    int fwd;          /* BN_BWD, BN_APPLY, CONV_BWD, CONV_FWD (-1: no prologue), and the
+                         SKIP of the ACT_BWD folded: the BN_FWD_TRAIN node whose kept
+                         coefficients (or statistics) it reads */
     int keep_y;       /* BN_TRAIN, BN_EVAL: the batch norm's output is read by a node
                          other than those folded, so the fused pass still writes it */
     int keeps_coef;   /* BN_TRAIN: a fused backward (BN_BWD naming this node as fwd)
                          reads the coefficients this forward must keep */
     int stats;        /* ADD_STATS: the BN_FWD_TRAIN whose statistics' partial sums it
                          computes; BN_TRAIN: the ADD_STATS node that computed them (the
-                         batch norm skips its own statistics pass), or -1 */
+                         batch norm skips its own statistics pass), or -1; CONV_FWD: the
+                         BN_FWD_TRAIN whose sums it takes (or -1), BN_SUMS: that CONV_FWD;
+                         CONV_BWD: the BN_BWD it computes for, BN_APPLY: that CONV_BWD */
 };
 
 /* Every activation kind (enum act_kind), as a mask for plan_fuse_caps.act_kinds. */
@@ -90,6 +120,18 @@ struct plan_fuse_caps {
     /* 1: an ADD_FWD run alone may compute the statistics of the BN_FWD_TRAIN reading its
      * output (PLAN_FUSE_ADD_STATS); 0: the add and the batch norm run as they would. */
     int add_stats;
+    /* The batch norm inside the convolutions (PLAN_FUSE_CONV_FWD and the kinds after it):
+     * both NULL on an engine that has no such path. conv_fwd_ok: whether CONV_FWD node
+     * conv runs with the apply and ReLU of BN_FWD_TRAIN node pro on its input (NULL:
+     * none) and summing its output for BN_FWD_TRAIN node stats (NULL: no sums).
+     * conv_bwd_ok: whether CONV_BWD node conv runs with the apply and ReLU of BN_FWD_TRAIN
+     * node bn on x for the weight gradient, and the ReLU mask and bn's weight gradients
+     * after the data gradient. user is the caps' own. The answers may cost time (an
+     * engine may build and try what it would run) but not change the plan. */
+    int (*conv_fwd_ok)(void *user, const struct plan_node *conv, const struct plan_node *pro,
+                       const struct plan_node *stats);
+    int (*conv_bwd_ok)(void *user, const struct plan_node *conv, const struct plan_node *bn);
+    void *user;
 };
 
 /* Fills steps[0 .. p->count) (caller-owned, p->count entries) with the steps of plan p
@@ -115,8 +157,8 @@ const struct tensor *plan_fuse_add_other(const struct plan_node *add,
                                          const struct tensor *t,   /* (n, c, h, w) */
                                          int *t_second);
 
-/* The kind's name ("run", "skip", "bn_train", "bn_eval", "bn_bwd", "add_stats"); "?" for a
- * value that is not a kind. */
+/* The kind's name ("run", "skip", "bn_train", "bn_eval", "bn_bwd", "add_stats",
+ * "conv_fwd", "conv_bwd", "bn_sums", "bn_apply"); "?" for a value that is not a kind. */
 const char *plan_fuse_kind_name(enum plan_fuse_kind kind);
 
 #endif

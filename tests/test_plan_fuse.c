@@ -24,7 +24,7 @@
 
 enum {
     X, Y, A, R, S, OUT, GAMMA, BETA, MEAN, INVSTD, RMEAN, RVAR,
-    DOUT, DS, DY, DX, DGAMMA, DBETA, IMG, OTHER, TENSOR_COUNT
+    DOUT, DS, DY, DX, DGAMMA, DBETA, IMG, OTHER, W0, W1, BIAS, DA, DW0, DW1, TENSOR_COUNT
 };
 
 static float memory[TENSOR_COUNT][4];   /* distinct data pointers */
@@ -35,9 +35,12 @@ static void tensors_init(void)
 {
     for (int i = 0; i < TENSOR_COUNT; i++)
         t[i] = (struct tensor){memory[i], TENSOR_ACT, 2, 4, 3, 3};
-    const int vectors[] = {GAMMA, BETA, MEAN, INVSTD, RMEAN, RVAR, DGAMMA, DBETA};
+    const int vectors[] = {GAMMA, BETA, MEAN, INVSTD, RMEAN, RVAR, DGAMMA, DBETA, BIAS};
     for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++)
         t[vectors[i]] = (struct tensor){memory[vectors[i]], TENSOR_F32, 4, 1, 1, 1};
+    const int weights[] = {W0, W1, DW0, DW1};   /* 3x3, 4 -> 4 channels */
+    for (size_t i = 0; i < sizeof(weights) / sizeof(weights[0]); i++)
+        t[weights[i]] = (struct tensor){memory[weights[i]], TENSOR_PARAM, 4, 4, 3, 3};
 }
 
 static struct plan_node *append(struct plan *p, enum plan_op op)
@@ -127,11 +130,64 @@ static void bn_bwd(struct plan *p, int dx, int dy, int x)
     n->u.bn_bwd.save_invstd = &t[INVSTD];
 }
 
+/* y = conv(x, w) (3x3, stride 1, pad 1), with bias b (or none, -1). */
+static void conv_fwd(struct plan *p, int y, int x, int w, int b)
+{
+    struct plan_node *n = append(p, PLAN_CONV_FWD);
+    n->u.conv_fwd.y = &t[y];
+    n->u.conv_fwd.x = &t[x];
+    n->u.conv_fwd.w = &t[w];
+    n->u.conv_fwd.b = b >= 0 ? &t[b] : NULL;
+    n->u.conv_fwd.a = (struct conv_attr){3, 1, 1};
+}
+
+/* The backward of conv_fwd(p, ., x, w, -1): dx (or none, -1) and dw from dy. */
+static void conv_bwd(struct plan *p, int dx, int dw, int dy, int x, int w, int accumulate)
+{
+    struct plan_node *n = append(p, PLAN_CONV_BWD);
+    n->u.conv_bwd.dx = dx >= 0 ? &t[dx] : NULL;
+    n->u.conv_bwd.dw = &t[dw];
+    n->u.conv_bwd.dy = &t[dy];
+    n->u.conv_bwd.x = &t[x];
+    n->u.conv_bwd.w = &t[w];
+    n->u.conv_bwd.a = (struct conv_attr){3, 1, 1};
+    n->u.conv_bwd.accumulate = accumulate;
+}
+
 /* ------------------------------------------------------------------ the engines' caps */
 
 /* The CPU engine's are its own (cpu_plan_fuse_caps); the CUDA engine's, as
  * kernels/cuda/plan_cuda.cu sets them (not linked into a CPU-only build). */
-static const struct plan_fuse_caps CUDA_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1};
+static const struct plan_fuse_caps CUDA_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
+                                                NULL, NULL, NULL};
+
+/* An engine with the batch norm inside its convolutions: the CUDA engine's caps with
+ * conv_fwd_ok and conv_bwd_ok answering as conv_answer says, counting the questions. */
+static struct {
+    int answer;              /* what every question gets */
+    int fwd_asked, bwd_asked;
+    int pro_and_stats;       /* forward questions with both a prologue and statistics */
+} conv_answer;
+
+static int conv_fwd_ok(void *user, const struct plan_node *conv, const struct plan_node *pro,
+                       const struct plan_node *stats)
+{
+    CHECK(user == &conv_answer && conv->op == PLAN_CONV_FWD && (pro || stats) &&
+          (!pro || pro->op == PLAN_BN_FWD_TRAIN) && (!stats || stats->op == PLAN_BN_FWD_TRAIN));
+    conv_answer.fwd_asked++;
+    conv_answer.pro_and_stats += pro && stats;
+    return conv_answer.answer;
+}
+
+static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct plan_node *bn)
+{
+    CHECK(user == &conv_answer && conv->op == PLAN_CONV_BWD && bn->op == PLAN_BN_FWD_TRAIN);
+    conv_answer.bwd_asked++;
+    return conv_answer.answer;
+}
+
+static const struct plan_fuse_caps CONV_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
+                                                conv_fwd_ok, conv_bwd_ok, &conv_answer};
 
 /* ------------------------------------------------------------------ expectations */
 
@@ -468,6 +524,74 @@ static void test_add_stats(void)
     plan_free(&p);
 }
 
+/* conv0 -> bn -> relu -> conv1 -> reader, and the backward: conv1's (dx, dw), the relu's,
+ * the batch norm's, conv0's weight gradient. second_reader adds a reader of the relu's
+ * output; bias gives conv1 a bias; accumulate makes conv1's dx accumulate. */
+static void conv_bn_plan(struct plan *p, int second_reader, int bias, int accumulate)
+{
+    conv_fwd(p, X, IMG, W0, -1);                 /* 0 */
+    bn_train(p, Y, X);                           /* 1 */
+    act_fwd(p, A, Y, ACT_RELU);                  /* 2 */
+    conv_fwd(p, OUT, A, W1, bias ? BIAS : -1);   /* 3 */
+    scale(p, DOUT, second_reader ? A : OUT);     /* 4: the loss */
+    conv_bwd(p, DA, DW1, DOUT, A, W1, accumulate);   /* 5 */
+    act_bwd(p, DY, DA, Y, ACT_RELU, 0);          /* 6 */
+    bn_bwd(p, DX, DY, X);                        /* 7 */
+    conv_bwd(p, -1, DW0, DX, IMG, W0, 0);        /* 8 */
+    p->replayable = 1;
+}
+
+/* The batch norm inside the convolutions: found with an engine that takes it, and not
+ * when the engine refuses, the relu's output has another reader, the convolution has a
+ * bias or accumulates its dx, or the engine has no such path (CPU, CUDA caps without
+ * the callbacks). */
+static void test_conv_bn(void)
+{
+    struct plan p = {0};
+    const struct want old_fusion[] = {{1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 1, -1},
+                                      {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
+                                      {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1},
+                                      {7, PLAN_FUSE_BN_BWD, 6, -1, 1, 0, 0, -1}};
+    conv_bn_plan(&p, 0, 0, 0);
+    conv_answer.answer = 1;
+    conv_answer.fwd_asked = conv_answer.bwd_asked = conv_answer.pro_and_stats = 0;
+    EXPECT_STEPS("batch norm inside the convolutions", &p, &CONV_CAPS,
+                 {0, PLAN_FUSE_CONV_FWD, -1, -1, -1, 0, 0, 1},
+                 {1, PLAN_FUSE_BN_SUMS, 2, -1, -1, 0, 0, 0},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
+                 {3, PLAN_FUSE_CONV_FWD, -1, -1, 1, 0, 0, -1},
+                 {5, PLAN_FUSE_CONV_BWD, 6, -1, 1, 0, 0, 7},
+                 {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1},
+                 {7, PLAN_FUSE_BN_APPLY, 6, -1, 1, 0, 0, 5});
+    CHECK(conv_answer.fwd_asked == 2 && conv_answer.bwd_asked == 1 &&
+          conv_answer.pro_and_stats == 0);
+    conv_answer.answer = 0;
+    expect_steps("the engine refuses", &p, &CONV_CAPS, old_fusion, 4);
+    expect_steps("no such path (cuda caps)", &p, &CUDA_CAPS, old_fusion, 4);
+    EXPECT_STEPS("no such path (cpu)", &p, cpu_plan_fuse_caps(),
+                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 1, -1},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
+                 {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1},
+                 {7, PLAN_FUSE_BN_BWD, 6, -1, 1, 0, 0, -1});
+    conv_answer.answer = 1;
+    plan_free(&p);
+
+    conv_bn_plan(&p, 1, 0, 0);
+    EXPECT_STEPS("the relu's output has another reader", &p, &CONV_CAPS,
+                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 1, -1},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
+                 {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1},
+                 {7, PLAN_FUSE_BN_BWD, 6, -1, 1, 0, 0, -1});
+    plan_free(&p);
+    conv_bn_plan(&p, 0, 1, 0);
+    expect_steps("the convolution has a bias", &p, &CONV_CAPS, old_fusion, 4);
+    plan_free(&p);
+    conv_bn_plan(&p, 0, 0, 1);
+    expect_steps("the convolution's dx accumulates", &p, &CONV_CAPS, old_fusion, 4);
+    plan_free(&p);
+
+}
+
 /* An empty plan, and the switch. */
 static void test_edges(void)
 {
@@ -501,6 +625,7 @@ int main(void)
     test_backward();
     test_eval_views();
     test_add_stats();
+    test_conv_bn();
     test_edges();
     return check_finish("test_plan_fuse");
 }

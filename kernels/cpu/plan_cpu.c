@@ -228,6 +228,10 @@ static int run_step(const struct backend *b, const struct plan *p, const struct 
     case PLAN_FUSE_BN_BWD: return run_bn_bwd(p, e, i);
     case PLAN_FUSE_RUN:
     case PLAN_FUSE_ADD_STATS:   /* not taken (add_stats 0): the add as it is */
+    case PLAN_FUSE_CONV_FWD:    /* not taken (no conv_fwd_ok, conv_bwd_ok): as they are */
+    case PLAN_FUSE_CONV_BWD:
+    case PLAN_FUSE_BN_SUMS:
+    case PLAN_FUSE_BN_APPLY:
     case PLAN_FUSE_KIND_COUNT: break;
     }
     return plan_run_node(b, &p->nodes[i]);

@@ -632,6 +632,11 @@ static int fused_trial_outputs(struct cuda_ctx *c, struct fused_state *s,
     else
         big = (size_t)key[K_N] * key[K_CI] * key[K_H] * key[K_W] * es;
     TRY(cuda_scratch(c, SLOT_TRIAL, big, &out->big));
+    if (key[K_KIND] == CUDA_CONV_FUSED_WGRAD && key[K_DT] != CUDA_F32) {
+        /* grown now, while graphs are built, so that runs find it final (SLOT_FUSED_DW) */
+        void *dw = NULL;
+        TRY(cuda_scratch(c, SLOT_FUSED_DW, big, &dw));
+    }
     if (s->small_bytes < FUSED_SMALL * vec) {
         void *p = NULL;
         CHECK_CUDA(cuda_counted_sync(c));
@@ -678,7 +683,7 @@ static int fused_try_config(struct cuda_ctx *c, struct fused_state *s, struct fu
         goto cleanup;
     }
     TRY(fused_trial_outputs(c, s, g->key, &out));
-    TRY(cuda_scratch(c, SLOT_CUDNN, (size_t)ws_bytes, &ws));
+    TRY(cuda_scratch(c, SLOT_FUSED_WS, (size_t)ws_bytes, &ws));
     fused_operands(c, args, g->key, &out, ids, ptrs, &count);
     TRY(fused_pack_make(c, ids, ptrs, count, ws, &vp, &probe));
     if (probe != CUDNN_STATUS_SUCCESS) goto cleanup;
@@ -1003,7 +1008,8 @@ int cuda_conv_fused_run(struct cuda_ctx *c, const struct cuda_conv_fused_args *a
         if (c->dt == CUDA_F32)
             out.big = args->dw->data;
         else
-            TRY(cuda_scratch(c, SLOT_DW, tensor_count(args->dw) * cuda_dt_size(c->dt), &out.big));
+            TRY(cuda_scratch(c, SLOT_FUSED_DW, tensor_count(args->dw) * cuda_dt_size(c->dt),
+                             &out.big));
     } else {
         float *const sm[FUSED_SMALL] = {args->dscale, args->dbias, args->eq_dy, args->eq_x,
                                         args->eq_b};
@@ -1016,7 +1022,7 @@ int cuda_conv_fused_run(struct cuda_ctx *c, const struct cuda_conv_fused_args *a
         FAIL(DR_ERR_INTERNAL, "fused %s on %s: an operand is not 16-byte aligned",
              fused_graph_name(key), shape);
     }
-    TRY(cuda_scratch(c, SLOT_CUDNN, (size_t)g->ws_bytes, &ws));
+    TRY(cuda_scratch(c, SLOT_FUSED_WS, (size_t)g->ws_bytes, &ws));
     TRY(fused_pack(c, g, ids, ptrs, count, ws, &vp));
     CHECK_CUDNN(c, cudnnBackendExecute(c->cudnn, g->plan, vp));
     if (args->kind == CUDA_CONV_FUSED_WGRAD && out.big != args->dw->data)

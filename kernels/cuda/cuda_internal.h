@@ -38,6 +38,10 @@ enum cuda_slot {
     SLOT_REDUCE,   /* per-channel partial sums and coefficients (batch norm, biases) */
     SLOT_INDEX,    /* max-pool argmax positions */
     SLOT_TRIAL,    /* a convolution's output while its algorithms are tried (accumulating) */
+    SLOT_FUSED_WS, /* the fused convolutions' cuDNN workspace (conv_fused_cuda.cu): apart from
+                      SLOT_CUDNN so that it is final once their graphs are built, and the
+                      variant packs that hold its address stay valid */
+    SLOT_FUSED_DW, /* a fused convolution's half-precision weight gradient, likewise */
     SLOT_COUNT
 };
 

@@ -11,12 +11,20 @@
  * (plan_fuse_caps below); this file keeps the analyses, the device buffers of the
  * coefficients a fused forward keeps for its backward and of the partial sums an add
  * takes for its batch norm, and runs the steps.
- * DAWNRUN_CUDA_FUSE=0 (read at each run of a plan) runs every node one by one. */
+ * The batch norm inside the convolutions (cuDNN's fused graphs, conv_fused_cuda.cu) is
+ * taken where the analysis finds it and cuDNN runs the graphs (plan_fuse_caps.conv_fwd_ok,
+ * conv_bwd_ok ask conv_fused_cuda.cu, which builds and tries them), with the sums, the
+ * apply's coefficients and the backward's coefficients in one device buffer per plan.
+ * DAWNRUN_CUDA_FUSE=0 (read at each run of a plan) runs every node one by one;
+ * DAWNRUN_CUDA_FUSE_CONV=0 (read at each run too; a change redoes the analysis) keeps
+ * the batch norm out of the convolutions, the other fused paths on. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_internal.h"
 
+#include "conv_bn_cuda.h"
+#include "conv_fused_cuda.h"
 extern "C" {
 #include "../plan_fuse.h"
 }
@@ -26,6 +34,7 @@ struct plan_entry {
     const struct plan *p;
     uint64_t sig;
     int count;
+    int conv_on;                    /* DAWNRUN_CUDA_FUSE_CONV when analysed */
     struct plan_fuse_step *steps;   /* (count) */
     size_t *coef_at;                /* (count): where steps[i].keeps_coef, the float offset
                                        of node i's kept coefficients in coef */
@@ -37,7 +46,19 @@ struct plan_entry {
     double *stats;                  /* device: the statistics' partial sums each such add
                                        takes for its batch norm */
     size_t stats_doubles;
+    size_t *cbn_at;                 /* (count): where steps[i].kind is BN_SUMS, the float
+                                       offset of batch norm i's vectors in cbn (CBN_*) */
+    float *cbn;                     /* device: those vectors of every batch norm inside the
+                                       convolutions */
+    size_t cbn_floats;
 };
+
+/* The vectors of a batch norm inside the convolutions, of c floats each from cbn_at: the
+ * sums the convolution writing x takes, the apply's scale and bias (in the compute type,
+ * c elements each within their c floats), the weight gradients when the batch norm's own
+ * tensors do not take them, and the input gradient's coefficients. */
+enum { CBN_SUM, CBN_SQSUM, CBN_SCALE, CBN_BIAS, CBN_DSCALE, CBN_DBIAS, CBN_EQ_DY, CBN_EQ_X,
+       CBN_EQ_B, CBN_COUNT };
 
 struct plan_cache {
     struct plan_entry *e;
@@ -47,12 +68,112 @@ struct plan_cache {
 /* What the fused kernels (bn_cuda.cu) take beyond the shared rules: every activation
  * kind (the same device functions as the act kernels), and an add taking a batch norm's
  * statistics; the kernels check their shapes themselves. */
-static const struct plan_fuse_caps CUDA_FUSE_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1};
+static int conv_fwd_ok(void *user, const struct plan_node *conv, const struct plan_node *pro,
+                       const struct plan_node *stats);
+static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct plan_node *bn);
+static const struct plan_fuse_caps CUDA_FUSE_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
+                                                     conv_fwd_ok, conv_bwd_ok, NULL};
+
+/* Probe vectors for cuda_conv_fused_usable's trial (which reads them and writes nothing
+ * of theirs): 2 x c floats of scratch, contents arbitrary. */
+static int probe_vectors(struct cuda_ctx *c, int channels, float **out)
+{
+    void *p = NULL;
+    const int rc = cuda_scratch(c, SLOT_REDUCE, sizeof(float) * 2 * (size_t)channels, &p);
+    *out = (float *)p;
+    return rc;
+}
+
+/* The batch norm goes inside the convolutions in the half precisions only: in fp32 the
+ * engine's convolutions are FMA-only to match the CPU engine (conv_cuda.cu), and cuDNN's
+ * fused engines may compute fp32 on TF32 tensor cores (the graph API has no math type). */
+
+/* The batch norm inside a convolution is a choice, not a need: an error while asking
+ * (an allocation) is said and the convolution runs as it is. */
+static int usable_or_not(struct cuda_ctx *c, const struct cuda_conv_fused_args *args)
+{
+    const int r = cuda_conv_fused_usable(c, args);
+    return r > 0;
+}
+
+/* plan_fuse_caps.conv_fwd_ok: whether conv_fused_cuda.cu runs CONV_FWD node conv with the
+ * apply of batch norm pro on its input and the sums of batch norm stats. */
+static int conv_fwd_ok(void *user, const struct plan_node *conv, const struct plan_node *pro,
+                       const struct plan_node *stats)
+{
+    struct cuda_ctx *c = (struct cuda_ctx *)user;
+    float *probe = NULL;
+    const int width = conv->u.conv_fwd.x->c > conv->u.conv_fwd.w->n ? conv->u.conv_fwd.x->c
+                                                                     : conv->u.conv_fwd.w->n;
+    if (!c || c->dt == CUDA_F32 || probe_vectors(c, width, &probe) != DR_OK) return 0;
+    const struct cuda_conv_prologue prologue = {probe, probe + width};
+    struct cuda_conv_fused_args args = {};
+    args.kind = CUDA_CONV_FUSED_FWD;
+    args.a = &conv->u.conv_fwd.a;
+    args.y = conv->u.conv_fwd.y;
+    args.x = conv->u.conv_fwd.x;
+    args.w = conv->u.conv_fwd.w;
+    if (pro) {
+        if (!tensor_same_shape(pro->u.bn_fwd_train.x, conv->u.conv_fwd.x)) return 0;
+        args.pro = &prologue;
+    }
+    if (stats) {
+        if (!tensor_same_shape(stats->u.bn_fwd_train.x, conv->u.conv_fwd.y)) return 0;
+        args.sum = probe;
+        args.sqsum = probe + width;
+    }
+    return usable_or_not(c, &args);
+}
+
+/* plan_fuse_caps.conv_bwd_ok: whether conv_fused_cuda.cu runs CONV_BWD node conv with the
+ * apply of batch norm bn on x for the weight gradient and the ReLU mask and bn's weight
+ * gradients after the data gradient. */
+static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct plan_node *bn)
+{
+    struct cuda_ctx *c = (struct cuda_ctx *)user;
+    float *probe = NULL;
+    const struct tensor *x = bn->u.bn_fwd_train.x;
+    if (!c || c->dt == CUDA_F32 || !tensor_same_shape(x, conv->u.conv_bwd.x) ||
+        probe_vectors(c, 3 * x->c, &probe) != DR_OK)
+        return 0;
+    const struct cuda_conv_prologue prologue = {probe, probe + x->c};
+    struct tensor dz = *x;   /* a tensor of x's shape: the trial writes nothing of it */
+    struct cuda_conv_fused_args args = {};
+    args.a = &conv->u.conv_bwd.a;
+    args.x = x;
+    args.w = conv->u.conv_bwd.w;
+    args.dy = conv->u.conv_bwd.dy;
+    if (conv->u.conv_bwd.dw && conv->u.conv_bwd.dw->data) {
+        args.kind = CUDA_CONV_FUSED_WGRAD;
+        args.dw = conv->u.conv_bwd.dw;
+        args.pro = &prologue;
+        if (!usable_or_not(c, &args)) return 0;
+    }
+    args = cuda_conv_fused_args{};
+    args.kind = CUDA_CONV_FUSED_DGRAD_DBN;
+    args.a = &conv->u.conv_bwd.a;
+    args.dz = &dz;
+    args.dscale = probe;
+    args.dbias = probe + x->c;
+    args.eq_dy = probe + 2 * x->c;
+    args.eq_x = probe + 3 * x->c;
+    args.eq_b = probe + 4 * x->c;
+    args.dy = conv->u.conv_bwd.dy;
+    args.w = conv->u.conv_bwd.w;
+    args.x = x;
+    args.mean = (const float *)bn->u.bn_fwd_train.save_mean->data;
+    args.invstd = (const float *)bn->u.bn_fwd_train.save_invstd->data;
+    args.gamma = (const float *)bn->u.bn_fwd_train.gamma->data;
+    args.beta = (const float *)bn->u.bn_fwd_train.beta->data;
+    return usable_or_not(c, &args);
+}
 
 static void entry_clear(struct cuda_ctx *c, struct plan_entry *e)
 {
     if (e->coef) cuda_counted_free(c, e->coef);
     if (e->stats) cuda_counted_free(c, e->stats);
+    if (e->cbn) cuda_counted_free(c, e->cbn);
+    free(e->cbn_at);
     free(e->coef_at);
     free(e->stats_at);
     free(e->steps);
@@ -60,11 +181,12 @@ static void entry_clear(struct cuda_ctx *c, struct plan_entry *e)
 }
 
 /* Finds the fused steps of p into e, with the device buffer of the coefficients they keep. */
-static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *p)
+static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *p, int conv_on)
 {
     int rc = DR_OK;
     const size_t slots = (size_t)(p->count ? p->count : 1);
     e->p = p;
+    e->conv_on = conv_on;
     e->sig = plan_signature(p);
     e->count = p->count;
     e->steps = (struct plan_fuse_step *)calloc(slots, sizeof(*e->steps));
@@ -73,7 +195,23 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
     CHECK_ALLOC(e->coef_at, "the CUDA plan analysis");
     e->stats_at = (size_t *)calloc(slots, sizeof(*e->stats_at));
     CHECK_ALLOC(e->stats_at, "the CUDA plan analysis");
-    plan_fuse_analyse(e->steps, p, &CUDA_FUSE_CAPS);
+    e->cbn_at = (size_t *)calloc(slots, sizeof(*e->cbn_at));
+    CHECK_ALLOC(e->cbn_at, "the CUDA plan analysis");
+    {
+        struct plan_fuse_caps caps = CUDA_FUSE_CAPS;
+        caps.user = c;
+        if (!conv_on) caps.conv_fwd_ok = NULL, caps.conv_bwd_ok = NULL;
+        plan_fuse_analyse(e->steps, p, &caps);
+    }
+    e->cbn_floats = 0;
+    for (int i = 0; i < p->count; i++) {
+        if (e->steps[i].kind != PLAN_FUSE_BN_SUMS) continue;
+        e->cbn_at[i] = e->cbn_floats;
+        /* 16-byte aligned vectors */
+        e->cbn_floats += (size_t)CBN_COUNT * (((size_t)p->nodes[i].u.bn_fwd_train.x->c + 3) / 4 * 4);
+    }
+    if (e->cbn_floats)
+        CHECK_CUDA(cuda_counted_malloc(c, (void **)&e->cbn, sizeof(float) * e->cbn_floats));
     e->coef_floats = 0;
     for (int i = 0; i < p->count; i++) {
         if (!e->steps[i].keeps_coef) continue;
@@ -107,6 +245,7 @@ static int plan_entry_for(struct cuda_ctx *c, const struct plan *p, struct plan_
     int rc = DR_OK;
     struct plan_cache *pc = (struct plan_cache *)c->plans;
     struct plan_entry *e = NULL;
+    const int conv_on = plan_fuse_enabled("DAWNRUN_CUDA_FUSE_CONV");
     if (!pc) {
         pc = (struct plan_cache *)calloc(1, sizeof(*pc));
         CHECK_ALLOC(pc, "the CUDA plan cache");
@@ -114,10 +253,10 @@ static int plan_entry_for(struct cuda_ctx *c, const struct plan *p, struct plan_
     }
     for (int i = 0; i < pc->n && !e; i++)
         if (pc->e[i].p == p) e = &pc->e[i];
-    if (e && (e->sig != plan_signature(p) || e->count != p->count)) {
+    if (e && (e->sig != plan_signature(p) || e->count != p->count || e->conv_on != conv_on)) {
         CHECK_CUDA(cuda_counted_sync(c));   /* the old coefficients may still be in use */
         entry_clear(c, e);
-        TRY(analyse(c, e, p));
+        TRY(analyse(c, e, p, conv_on));
     }
     if (!e) {
         if (pc->n == pc->cap) {
@@ -130,9 +269,84 @@ static int plan_entry_for(struct cuda_ctx *c, const struct plan *p, struct plan_
         }
         e = &pc->e[pc->n++];
         memset(e, 0, sizeof(*e));
-        TRY(analyse(c, e, p));
+        TRY(analyse(c, e, p, conv_on));
     }
     *out = e;
+cleanup:
+    return rc;
+}
+
+/* Vector v (CBN_*) of batch norm node i (a BN_SUMS step) in e's device buffer. */
+static float *cbn_vec(const struct plan_entry *e, const struct plan *p, int i, int v)
+{
+    const size_t padded = ((size_t)p->nodes[i].u.bn_fwd_train.x->c + 3) / 4 * 4;
+    return e->cbn + e->cbn_at[i] + (size_t)v * padded;
+}
+
+/* A PLAN_FUSE_CONV_FWD step: CONV_FWD node n through the fused graph. */
+static int run_conv_fwd(struct cuda_ctx *c, const struct plan *p, const struct plan_entry *e,
+                        const struct plan_fuse_step *s, const struct plan_node *n)
+{
+    struct cuda_conv_prologue pro = {NULL, NULL};
+    struct cuda_conv_fused_args args = {};
+    args.kind = CUDA_CONV_FUSED_FWD;
+    args.a = &n->u.conv_fwd.a;
+    args.y = n->u.conv_fwd.y;
+    args.x = n->u.conv_fwd.x;
+    args.w = n->u.conv_fwd.w;
+    if (s->fwd >= 0) {   /* the input is the batch norm's x, read through its apply */
+        args.x = p->nodes[s->fwd].u.bn_fwd_train.x;
+        pro = {cbn_vec(e, p, s->fwd, CBN_SCALE), cbn_vec(e, p, s->fwd, CBN_BIAS)};
+        args.pro = &pro;
+    }
+    if (s->stats >= 0) {
+        args.sum = cbn_vec(e, p, s->stats, CBN_SUM);
+        args.sqsum = cbn_vec(e, p, s->stats, CBN_SQSUM);
+    }
+    return cuda_conv_fused_run(c, &args);
+}
+
+/* A PLAN_FUSE_CONV_BWD step: CONV_BWD node n's weight gradient through the batch norm's
+ * apply, and its data gradient through the ReLU's mask into the BN_BWD's dy, with the
+ * batch norm's weight gradients and input-gradient coefficients. */
+static int run_conv_bwd(struct cuda_ctx *c, const struct plan *p, const struct plan_entry *e,
+                        const struct plan_fuse_step *s, const struct plan_node *n)
+{
+    int rc = DR_OK;
+    const struct plan_node *bn = &p->nodes[s->fwd], *m = &p->nodes[s->stats];
+    const struct cuda_conv_prologue pro = {cbn_vec(e, p, s->fwd, CBN_SCALE),
+                                           cbn_vec(e, p, s->fwd, CBN_BIAS)};
+    struct cuda_conv_fused_args args = {};
+    if (n->u.conv_bwd.dw && n->u.conv_bwd.dw->data) {
+        args.kind = CUDA_CONV_FUSED_WGRAD;
+        args.a = &n->u.conv_bwd.a;
+        args.dw = n->u.conv_bwd.dw;
+        args.x = bn->u.bn_fwd_train.x;
+        args.w = n->u.conv_bwd.w;
+        args.dy = n->u.conv_bwd.dy;
+        args.pro = &pro;
+        TRY(cuda_conv_fused_run(c, &args));
+    }
+    args = cuda_conv_fused_args{};
+    args.kind = CUDA_CONV_FUSED_DGRAD_DBN;
+    args.a = &n->u.conv_bwd.a;
+    args.dz = p->nodes[s->act].u.act_bwd.dx;   /* the BN_BWD's dy: the ReLU backward's dx */
+    args.dscale = m->u.bn_bwd.dgamma && m->u.bn_bwd.dgamma->data
+                      ? (float *)m->u.bn_bwd.dgamma->data
+                      : cbn_vec(e, p, s->fwd, CBN_DSCALE);
+    args.dbias = m->u.bn_bwd.dbeta && m->u.bn_bwd.dbeta->data ? (float *)m->u.bn_bwd.dbeta->data
+                                                              : cbn_vec(e, p, s->fwd, CBN_DBIAS);
+    args.eq_dy = cbn_vec(e, p, s->fwd, CBN_EQ_DY);
+    args.eq_x = cbn_vec(e, p, s->fwd, CBN_EQ_X);
+    args.eq_b = cbn_vec(e, p, s->fwd, CBN_EQ_B);
+    args.dy = n->u.conv_bwd.dy;
+    args.w = n->u.conv_bwd.w;
+    args.x = bn->u.bn_fwd_train.x;
+    args.mean = (const float *)bn->u.bn_fwd_train.save_mean->data;
+    args.invstd = (const float *)bn->u.bn_fwd_train.save_invstd->data;
+    args.gamma = (const float *)bn->u.bn_fwd_train.gamma->data;
+    args.beta = (const float *)bn->u.bn_fwd_train.beta->data;
+    TRY(cuda_conv_fused_run(c, &args));
 cleanup:
     return rc;
 }
@@ -185,6 +399,22 @@ static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_
                                    n->u.add_fwd.b, bn->u.bn_fwd_train.save_mean,
                                    bn->u.bn_fwd_train.save_invstd, &bn->u.bn_fwd_train.a);
     }
+    case PLAN_FUSE_CONV_FWD: return run_conv_fwd(c, p, e, s, n);
+    case PLAN_FUSE_CONV_BWD: return run_conv_bwd(c, p, e, s, n);
+    case PLAN_FUSE_BN_SUMS:
+        return cuda_bn_sums_finalize(c, cbn_vec(e, p, i, CBN_SCALE), cbn_vec(e, p, i, CBN_BIAS),
+                                     n->u.bn_fwd_train.save_mean, n->u.bn_fwd_train.save_invstd,
+                                     n->u.bn_fwd_train.running_mean,
+                                     n->u.bn_fwd_train.running_var, cbn_vec(e, p, i, CBN_SUM),
+                                     cbn_vec(e, p, i, CBN_SQSUM), n->u.bn_fwd_train.gamma,
+                                     n->u.bn_fwd_train.beta, n->u.bn_fwd_train.x,
+                                     &n->u.bn_fwd_train.a);
+    case PLAN_FUSE_BN_APPLY:
+        if (!n->u.bn_bwd.dx || !n->u.bn_bwd.dx->data) return DR_OK;
+        /* the coefficients are the forward batch norm's (s->fwd) */
+        return cuda_bn_eq_apply(c, n->u.bn_bwd.dx, n->u.bn_bwd.dy, n->u.bn_bwd.x,
+                                cbn_vec(e, p, s->fwd, CBN_EQ_DY), cbn_vec(e, p, s->fwd, CBN_EQ_X),
+                                cbn_vec(e, p, s->fwd, CBN_EQ_B), n->u.bn_bwd.accumulate);
     case PLAN_FUSE_RUN:
     case PLAN_FUSE_KIND_COUNT: break;
     }

@@ -297,6 +297,10 @@ absent (need the GPU): nvidia-smi, the CUDA device itself (the engine runs emula
         [ -n "$line" ] && ROWS[-1]="${ROWS[-1]}${line#== }" && write_summary
         [ "$STEP_RC" = 0 ] || [ "$STEP_RC" = 77 ] || failed+=("$p")
     done
+    # the batch norm inside the convolutions: which fused cuDNN graphs this GPU refused
+    refused="$(grep -c "no fused engine" "$OUT/selfcheck.log" 2>/dev/null || true)"
+    note "fused cuDNN graphs refused in the selfcheck: ${refused:-0}"
+    grep -m3 "no fused engine" "$OUT/selfcheck.log" 2>/dev/null | while read -r l; do note "$l"; done
     for p in "${failed[@]}"; do
         var="GPU_SELFCHECK_ARGS_$p"
         # shellcheck disable=SC2086

@@ -7,7 +7,9 @@
 # before its one wait for the stream, which stops its clock). With
 # DAWNRUN_CUDA_GRAPH=0 the same steps launch no graph and their kernels one by one.
 # Neither way does a step copy device memory to device memory: an add's backward and a
-# flatten of a 1x1 plane are aliases in the plan (kernels/plan.h), not copies.
+# flatten of a 1x1 plane are aliases in the plan (kernels/plan.h), not copies. Without a
+# CONFIG it also counts tests/e2e/tiny-convbn.cfg in fp16 (the batch norm inside the
+# convolutions: see the last part).
 #   tests/cuda_emu_step_structure.sh BUILD_DIR [CONFIG]    CONFIG default tests/e2e/tiny.cfg
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -30,11 +32,12 @@ total() {
 }
 
 # bench LOG [ENV...]: runs the bench; line = its per-training-step counts
+BENCH_ARGS=()
 bench() {
     local log="$DIR/$1"
     shift
     if ! env "$@" "$DR" bench "$CONFIG" --engine cuda --batch 32 --steps "$STEPS" --warmup 2 \
-        >"$log" 2>&1; then
+        "${BENCH_ARGS[@]}" >"$log" 2>&1; then
         echo "FAIL: bench ($*) exited with an error"
         cat "$log"
         exit 1
@@ -70,6 +73,47 @@ launches="$(total "kernel launches")"
 if [ "$launches" = "?" ] || [ "$launches" -le 0 ]; then
     fail "DAWNRUN_CUDA_GRAPH=0: $launches kernel launches over $STEPS steps, expected some"
 fi
+# graph FIELD: the field's count among what the graph launches replay, per step
+graph() {
+    sed -En "s/.* ([0-9.e+-]+) graph $1[ ,(;].*/\1/p" <<<"$line"
+}
+
+# The batch norm inside the convolutions (half precisions only): a network whose batch
+# norm sits between two convolutions, in fp16; its step is still one graph launch and
+# nothing else; it replays fewer kernels, moving fewer bytes, than the same step with the
+# batch norm kept out (DAWNRUN_CUDA_FUSE_CONV=0), which a cuDNN with no fused engine
+# (DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1) falls back to exactly.
+if [ -z "${2:-}" ]; then
+    CONFIG="$ROOT/tests/e2e/tiny-convbn.cfg"
+    BENCH_ARGS=(--set 'train.precision="fp16"')
+    bench convbn.log
+    echo "fp16, batch norm inside the convolutions: $line"
+    expect "graph launches" "$STEPS"
+    expect "kernel launches" 0
+    expect "allocations" 0
+    expect "synchronisations" 0
+    expect "H2D copies" 0
+    expect "graph D2D" 0
+    fused_kernels="$(graph kernels)"
+    fused_cudnn="$(graph "cuDNN calls")"
+    bench convbn-off.log DAWNRUN_CUDA_FUSE_CONV=0
+    echo "fp16, batch norm kept out:                $line"
+    off_kernels="$(graph kernels)"
+    off_cudnn="$(graph "cuDNN calls")"
+    if [ -z "$fused_kernels" ] || [ -z "$off_kernels" ] ||
+       ! awk -v a="$fused_kernels" -v b="$off_kernels" 'BEGIN { exit !(a < b) }'; then
+        fail "fused step replays $fused_kernels kernels, kept out $off_kernels: expected fewer"
+    fi
+    [ "$fused_cudnn" = "$off_cudnn" ] ||
+        fail "fused step makes $fused_cudnn cuDNN calls, kept out $off_cudnn: expected as many"
+    bench convbn-refused.log DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1
+    echo "fp16, cuDNN refusing the fused graphs:    $line"
+    [ "$(graph kernels)" = "$off_kernels" ] ||
+        fail "with the fused graphs refused: $(graph kernels) kernels, expected $off_kernels"
+    grep -q "no fused engine" "$DIR/convbn-refused.log" ||
+        fail "with the fused graphs refused: no line saying so"
+fi
 [ "$failed" = 0 ] || exit 1
 echo "a replayed step is one graph launch and nothing else; DAWNRUN_CUDA_GRAPH=0 launches none;"
-echo "no step copies device to device"
+echo "no step copies device to device; the batch norm inside the convolutions replays fewer"
+echo "kernels, and a cuDNN without fused engines falls back to the step without it"

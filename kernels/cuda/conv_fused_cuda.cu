@@ -20,7 +20,9 @@
  * synchronisation) is not, and happens in cuda_conv_fused_usable.
  *
  * Unlike conv_cuda.cu, nothing here keeps fp32 convolutions off TF32 tensor cores: the
- * engines' numerical notes are not read, and cuDNN may pick one that rounds through TF32. */
+ * engines' numerical notes are not read, and cuDNN may pick one that rounds through TF32;
+ * the plan executor (plan_cuda.cu) therefore asks for these graphs in the half precisions
+ * only. docs/cudnn-graphs.md lists every call, attribute and id used here. */
 #include <float.h>
 #include <stdio.h>
 #include <stdlib.h>

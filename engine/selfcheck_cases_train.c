@@ -163,9 +163,8 @@ static struct layer_spec *add_layer(struct net_spec *spec, const char *name, enu
 
 /* A small network with every layer type of the shipped configs: conv-bn-relu blocks, max
  * pools, residual adds (one folded into the batch norm before it, one standalone whose sum
- * enters a batch norm, as in a pre-activation block), a CELU, two batch norms between
- * convolutions (the second convolution both reading one through its prologue and summing
- * for the next), max and average pools concatenated, flatten, a linear layer with bias and
+ * enters a batch norm, as in a pre-activation block), a CELU, a batch norm between two
+ * convolutions, max and average pools concatenated, flatten, a linear layer with bias and
  * a fixed scale. */
 static int small_net(struct net_spec *spec)
 {
@@ -193,15 +192,14 @@ static int small_net(struct net_spec *spec)
     ADD("sum_relu", LAYER_RELU, "", "");
     ADD("pool2", LAYER_MAXPOOL, "", "");
     if (ok) l->k = l->stride = 2;
-    ADD("mid", LAYER_CONV, "", "");              /* conv-bn-relu-conv-bn-relu-conv: the */
-    if (ok) l->out = 32;                         /* batch norms inside the convolutions */
+    ADD("mid", LAYER_CONV, "", "");              /* conv-bn-relu-conv: the batch norm */
+    if (ok) {                                    /* inside the convolutions */
+        l->out = 16;
+        l->k = 1;
+    }
     ADD("mid_bn", LAYER_BN, "", "");
     ADD("mid_relu", LAYER_RELU, "", "");
     ADD("mid2", LAYER_CONV, "", "");
-    if (ok) l->out = 32;
-    ADD("mid2_bn", LAYER_BN, "", "");
-    ADD("mid2_relu", LAYER_RELU, "", "");
-    ADD("mid3", LAYER_CONV, "", "");
     if (ok) l->out = 32;
     ADD("down", LAYER_CONV, "", "");
     if (ok) {

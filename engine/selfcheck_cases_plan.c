@@ -18,8 +18,11 @@
  * by the add alone, besides act1);
  * eval_views: two test-time views, each a scale of x (as a batch node rewrites the input)
  * and the step's forward in eval mode over the same tensors, their logits summed with
- * weights (scaled copies) before the cross-entropy: each view's pass fuses on its own.
- * The rows cover every activation kind, ghost batch
+ * weights (scaled copies) before the cross-entropy: each view's pass fuses on its own;
+ * pool: conv1 -> bn1 -> act -> max pool (3x3 windows tiling the 6x6 plane) -> flatten ->
+ * linear -> cross-entropy and the backward (the pool folded into the batch norm's passes,
+ * the activation's output and gradient never written); eval_pool: its forward in eval
+ * mode. The rows cover every activation kind, ghost batch
  * norm, and channel counts that allow 16-byte packs (8) and that do not (6).
  *
  * On an engine that counts its work (backend_ops.counters), a case runs the step three
@@ -44,8 +47,9 @@
 #define PL_CIN 3    /* input channels before conv1 */
 #define PL_TOL {1e-3, 0.5, 0.5}
 
-enum pl_topo { TOPO_RESIDUAL, TOPO_ACC, TOPO_SHARED, TOPO_NULLDX, TOPO_ACCIN, TOPO_EVAL,
-                TOPO_EVAL_SHARED, TOPO_EVAL_VIEWS };
+enum pl_topo { TOPO_RESIDUAL, TOPO_ACC, TOPO_SHARED, TOPO_NULLDX, TOPO_ACCIN, TOPO_POOL,
+                TOPO_EVAL, TOPO_EVAL_SHARED, TOPO_EVAL_VIEWS, TOPO_EVAL_POOL };
+#define PL_POOL 3   /* the pool topologies' window and stride */
 
 struct plan_row {
     const char *name;
@@ -71,6 +75,9 @@ static const struct plan_row PLAN_ROWS[] = {
     {"eval_shared_celu", TOPO_EVAL_SHARED, ACT_CELU, 1, 8},
     {"eval_views_relu", TOPO_EVAL_VIEWS, ACT_RELU, 1, 8},
     {"eval_views_gelu_c6", TOPO_EVAL_VIEWS, ACT_GELU, 1, 6},
+    {"pool_relu", TOPO_POOL, ACT_RELU, 1, 8},
+    {"pool_gelu_c6", TOPO_POOL, ACT_GELU, 1, 6},
+    {"eval_pool_celu", TOPO_EVAL_POOL, ACT_CELU, 1, 8},
 };
 #define PLAN_ROW_COUNT ((int)(sizeof(PLAN_ROWS) / sizeof(PLAN_ROWS[0])))
 
@@ -81,6 +88,7 @@ enum pl_t {
     T_DL, T_DF, T_DS, T_DA2, T_DY2, T_DC2, T_DA1, T_DY1, T_DC1, T_DXIN,
     T_DW1, T_DW2, T_DW3, T_DG1, T_DB1, T_DG2, T_DB2,
     T_XV, T_VS,   /* eval_views: a view's input, the weighted sum of the views' logits */
+    T_PO, T_DPO,  /* pool: the pool's output and its gradient */
     T_COUNT
 };
 
@@ -114,9 +122,22 @@ static int is_train(const struct plan_row *r)
     return r->topo < TOPO_EVAL;
 }
 
+/* Whether row r's act1 output goes through the max pool (one block). */
+static int pooled(const struct plan_row *r)
+{
+    return r->topo == TOPO_POOL || r->topo == TOPO_EVAL_POOL;
+}
+
 static int two_blocks(const struct plan_row *r)
 {
-    return r->topo != TOPO_EVAL;
+    return r->topo != TOPO_EVAL && !pooled(r);
+}
+
+/* The features the linear layer reads. */
+static int features(const struct plan_row *r)
+{
+    const int side = pooled(r) ? PL_HW / PL_POOL : PL_HW;
+    return r->channels * side * side;
 }
 
 /* The test-time views of row r's evaluation (1: none), and each view's scale of x and
@@ -141,7 +162,8 @@ static int out_list(int *list, int out, const struct plan_row *r)
     case 0:   /* not act2's output, which only the add reads (a fused step may skip it);
                  nor, in a training step whose act1 output only conv2 reads (acc), act1's
                  output, which the batch norm inside the convolutions never writes */
-        if (!(train && r->topo == TOPO_ACC)) list[n++] = T_A1;
+        if (pooled(r)) list[n++] = T_PO;   /* act1's output is never written there */
+        else if (!(train && r->topo == TOPO_ACC)) list[n++] = T_A1;
         if (two_blocks(r)) list[n++] = T_S;
         break;
     case 1:
@@ -152,21 +174,23 @@ static int out_list(int *list, int out, const struct plan_row *r)
     case 3:
         if (!train) break;
         if (conv1) list[n++] = T_DW1;
-        list[n++] = T_DW2, list[n++] = T_DW3;
-        list[n++] = T_DG1, list[n++] = T_DB1, list[n++] = T_DG2, list[n++] = T_DB2;
+        if (two_blocks(r)) list[n++] = T_DW2;
+        list[n++] = T_DW3, list[n++] = T_DG1, list[n++] = T_DB1;
+        if (two_blocks(r)) list[n++] = T_DG2, list[n++] = T_DB2;
         break;
     case 4:
         if (!train) break;
         if (conv1) list[n++] = T_DXIN, list[n++] = T_DC1;
-        list[n++] = T_DC2, list[n++] = T_DS;
-        if (r->topo != TOPO_ACC) list[n++] = T_DA1;   /* likewise its gradient */
+        if (two_blocks(r)) list[n++] = T_DC2, list[n++] = T_DS;
+        if (r->topo != TOPO_ACC && !pooled(r)) list[n++] = T_DA1;   /* likewise its gradient */
+        if (pooled(r)) list[n++] = T_DPO;
         break;
     case 5:
         list[n++] = T_RM1, list[n++] = T_RV1;
         if (!train && two_blocks(r)) list[n++] = T_RM2, list[n++] = T_RV2;
-        if (train)
-            list[n++] = T_SM1, list[n++] = T_SI1, list[n++] = T_SM2, list[n++] = T_SI2,
-            list[n++] = T_RM2, list[n++] = T_RV2;
+        if (train) list[n++] = T_SM1, list[n++] = T_SI1;
+        if (train && two_blocks(r))
+            list[n++] = T_SM2, list[n++] = T_SI2, list[n++] = T_RM2, list[n++] = T_RV2;
         break;
     }
     return n;
@@ -176,7 +200,7 @@ static int out_list(int *list, int out, const struct plan_row *r)
 static struct tensor pl_shape(int i, const struct plan_row *r)
 {
     const int c = r->channels, s = r->splits > 1 ? r->splits : 1;
-    const int feat = c * PL_HW * PL_HW;
+    const int feat = features(r), side = PL_HW / PL_POOL;
     switch ((enum pl_t)i) {
     case T_C1: case T_Y1: case T_A1: case T_C2: case T_Y2: case T_A2: case T_S:
     case T_DS: case T_DA2: case T_DY2: case T_DC2: case T_DA1: case T_DY1: case T_DC1:
@@ -184,6 +208,7 @@ static struct tensor pl_shape(int i, const struct plan_row *r)
     case T_DXIN: case T_XV:
         return (struct tensor){NULL, TENSOR_ACT, PL_N, x_channels(r), PL_HW, PL_HW};
     case T_VS: return (struct tensor){NULL, TENSOR_ACT, PL_N, PL_K, 1, 1};
+    case T_PO: case T_DPO: return (struct tensor){NULL, TENSOR_ACT, PL_N, c, side, side};
     case T_F: case T_DF: return (struct tensor){NULL, TENSOR_ACT, PL_N, feat, 1, 1};
     case T_L: case T_P: case T_DL: return (struct tensor){NULL, TENSOR_ACT, PL_N, PL_K, 1, 1};
     case T_STATS: return (struct tensor){NULL, TENSOR_F32, 2, 1, 1, 1};
@@ -221,7 +246,7 @@ static int plan_build(struct sc_env *e, const struct sc_case *c)
     }
     TRY(sc_tensor(e, SC_X2, "w2", TENSOR_PARAM, ch, ch, 3, 3));
     TRY(sc_random(e, SC_X2, -0.2f, 0.2f));
-    TRY(sc_tensor(e, SC_B, "w3", TENSOR_PARAM, PL_K, ch * PL_HW * PL_HW, 1, 1));
+    TRY(sc_tensor(e, SC_B, "w3", TENSOR_PARAM, PL_K, features(r), 1, 1));
     TRY(sc_random(e, SC_B, -0.1f, 0.1f));
     TRY(sc_tensor(e, SC_S0, "labels", TENSOR_I32, PL_N, 1, 1, 1));
     sc_uniform(e, u, PL_N, 0.0f, (float)PL_K);
@@ -254,6 +279,7 @@ static int build_plan(struct plan *p, struct pl_net *net, const struct plan_row 
     struct plan_node *n;
     const struct conv_attr conv = {3, 1, 1};
     const struct bn_attr bn = {1e-5f, 0.1f, r->splits};
+    const struct pool_attr pool = {POOL_MAX, PL_POOL, PL_POOL, PL_POOL, PL_POOL};
     const int train = is_train(r), conv1 = has_conv1(r);
     const float alpha = 0.75f;
 #define NODE(op, phase)                                                                    \
@@ -285,6 +311,11 @@ static int build_plan(struct plan *p, struct pl_net *net, const struct plan_row 
         NODE(PLAN_ACT_FWD, PLAN_PHASE_FORWARD);
         n->u.act_fwd = (__typeof__(n->u.act_fwd)){&t[T_A1], &t[T_Y1], r->kind, alpha};
         const struct tensor *head = &t[T_A1];
+        if (pooled(r)) {
+            NODE(PLAN_POOL_FWD, PLAN_PHASE_FORWARD);
+            n->u.pool_fwd = (__typeof__(n->u.pool_fwd)){&t[T_PO], &t[T_A1], pool};
+            head = &t[T_PO];
+        }
         if (two_blocks(r)) {
             NODE(PLAN_CONV_FWD, PLAN_PHASE_FORWARD);
             n->u.conv_fwd = (__typeof__(n->u.conv_fwd)){&t[T_C2], &t[T_A1], net->w2, NULL, conv};
@@ -327,20 +358,27 @@ static int build_plan(struct plan *p, struct pl_net *net, const struct plan_row 
     n->u.linear_bwd = (__typeof__(n->u.linear_bwd)){&t[T_DF], &t[T_DW3], NULL, &t[T_DL],
                                                      &t[T_F], net->w3, 0};
     NODE(PLAN_FLATTEN_BWD, PLAN_PHASE_BACKWARD);
-    n->u.flatten_bwd = (__typeof__(n->u.flatten_bwd)){&t[T_DS], &t[T_DF], 0};
-    NODE(PLAN_SCALED_COPY, PLAN_PHASE_BACKWARD);
-    n->u.scaled_copy = (__typeof__(n->u.scaled_copy)){&t[T_DA2], &t[T_DS], 1.0f, 0};
-    NODE(PLAN_SCALED_COPY, PLAN_PHASE_BACKWARD);
-    n->u.scaled_copy = (__typeof__(n->u.scaled_copy)){net->d_residual, &t[T_DS], 1.0f, 0};
-    NODE(PLAN_ACT_BWD, PLAN_PHASE_BACKWARD);
-    n->u.act_bwd = (__typeof__(n->u.act_bwd)){&t[T_DY2], &t[T_DA2], &t[T_Y2], r->kind, alpha,
-                                               r->topo == TOPO_ACCIN};
-    NODE(PLAN_BN_BWD, PLAN_PHASE_BACKWARD);
-    n->u.bn_bwd = (__typeof__(n->u.bn_bwd)){&t[T_DC2], &t[T_DG2], &t[T_DB2], &t[T_DY2],
-                                             &t[T_C2], &t[T_G2], &t[T_SM2], &t[T_SI2], 0};
-    NODE(PLAN_CONV_BWD, PLAN_PHASE_BACKWARD);
-    n->u.conv_bwd = (__typeof__(n->u.conv_bwd)){&t[T_DA1], &t[T_DW2], NULL, &t[T_DC2], &t[T_A1],
-                                                 net->w2, conv, net->d_residual == &t[T_DA1]};
+    n->u.flatten_bwd =
+        (__typeof__(n->u.flatten_bwd)){pooled(r) ? &t[T_DPO] : &t[T_DS], &t[T_DF], 0};
+    if (pooled(r)) {
+        NODE(PLAN_POOL_BWD, PLAN_PHASE_BACKWARD);
+        n->u.pool_bwd = (__typeof__(n->u.pool_bwd)){&t[T_DA1], &t[T_DPO], &t[T_A1], &t[T_PO],
+                                                     pool, 0};
+    } else {   /* the second block: the add's backward, act2, bn2, conv2 */
+        NODE(PLAN_SCALED_COPY, PLAN_PHASE_BACKWARD);
+        n->u.scaled_copy = (__typeof__(n->u.scaled_copy)){&t[T_DA2], &t[T_DS], 1.0f, 0};
+        NODE(PLAN_SCALED_COPY, PLAN_PHASE_BACKWARD);
+        n->u.scaled_copy = (__typeof__(n->u.scaled_copy)){net->d_residual, &t[T_DS], 1.0f, 0};
+        NODE(PLAN_ACT_BWD, PLAN_PHASE_BACKWARD);
+        n->u.act_bwd = (__typeof__(n->u.act_bwd)){&t[T_DY2], &t[T_DA2], &t[T_Y2], r->kind, alpha,
+                                                   r->topo == TOPO_ACCIN};
+        NODE(PLAN_BN_BWD, PLAN_PHASE_BACKWARD);
+        n->u.bn_bwd = (__typeof__(n->u.bn_bwd)){&t[T_DC2], &t[T_DG2], &t[T_DB2], &t[T_DY2],
+                                                 &t[T_C2], &t[T_G2], &t[T_SM2], &t[T_SI2], 0};
+        NODE(PLAN_CONV_BWD, PLAN_PHASE_BACKWARD);
+        n->u.conv_bwd = (__typeof__(n->u.conv_bwd)){&t[T_DA1], &t[T_DW2], NULL, &t[T_DC2], &t[T_A1],
+                                                     net->w2, conv, net->d_residual == &t[T_DA1]};
+    }
     NODE(PLAN_ACT_BWD, PLAN_PHASE_BACKWARD);
     n->u.act_bwd = (__typeof__(n->u.act_bwd)){&t[T_DY1], &t[T_DA1], &t[T_Y1], r->kind, alpha,
                                                net->d_residual == &t[T_DY1]};

@@ -371,10 +371,90 @@ static void conv_bn(struct plan_fuse_step *s, const struct plan *p,
     s[w].kind = PLAN_FUSE_CONV_FWD;
     s[w].fwd = pro_w;
     s[w].stats = i;
-    s[i] = (struct plan_fuse_step){PLAN_FUSE_BN_SUMS, j, -1, -1, 0, 0, w};
-    s[f] = (struct plan_fuse_step){PLAN_FUSE_CONV_FWD, -1, -1, i, 0, 0, -1};
-    s[g] = (struct plan_fuse_step){PLAN_FUSE_CONV_BWD, k, -1, i, 0, 0, m};
-    s[m] = (struct plan_fuse_step){PLAN_FUSE_BN_APPLY, k, -1, i, 0, 0, g};
+    s[i] = (struct plan_fuse_step){PLAN_FUSE_BN_SUMS, j, -1, -1, 0, 0, w, -1};
+    s[f] = (struct plan_fuse_step){PLAN_FUSE_CONV_FWD, -1, -1, i, 0, 0, -1, -1};
+    s[g] = (struct plan_fuse_step){PLAN_FUSE_CONV_BWD, k, -1, i, 0, 0, m, -1};
+    s[m] = (struct plan_fuse_step){PLAN_FUSE_BN_APPLY, k, -1, i, 0, 0, g, -1};
+}
+
+/* Whether pool attributes a over x make a max pool whose windows tile the plane: stride
+ * equal to the window, the plane a whole number of windows. */
+static int pool_tiles(const struct pool_attr *a, const struct tensor *x)
+{
+    return a->kind == POOL_MAX && a->kh >= 1 && a->kw >= 1 && a->sh == a->kh &&
+           a->sw == a->kw && x->h % a->kh == 0 && x->w % a->kw == 0;
+}
+
+/* The readers of the value activation node j writes into t: 1 when they are one POOL_FWD
+ * reading t as its x (*f) and at most one POOL_BWD reading t as its x alone (*b, -1 when
+ * none), else 0. */
+static int pool_readers(const struct plan *p, const struct tensor *t, int j, int *f, int *b)
+{
+    *f = *b = -1;
+    for (int k = 1; k < p->count; k++) {
+        const int r = (j + k) % p->count;
+        const struct plan_node *n = &p->nodes[r];
+        int reads, writes;
+        node_touches(&reads, &writes, n, t);
+        if (reads) {
+            if (n->op == PLAN_POOL_FWD && *f < 0 && !writes &&
+                plan_fuse_same_tensor(n->u.pool_fwd.x, t))
+                *f = r;
+            else if (n->op == PLAN_POOL_BWD && *b < 0 && !writes &&
+                     plan_fuse_same_tensor(n->u.pool_bwd.x, t) &&
+                     !plan_fuse_same_tensor(n->u.pool_bwd.dy, t) &&
+                     !plan_fuse_same_tensor(n->u.pool_bwd.y, t))
+                *b = r;
+            else
+                return 0;
+        }
+        if (writes) break;
+    }
+    return *f >= 0;
+}
+
+/* Folds the max pool reading the activation of fused batch norm i (forward, and its
+ * backward's gradient) into the batch norm's passes where the rules of plan_fuse.h allow
+ * and the engine takes it (caps->pool_fold). */
+static void bn_pool(struct plan_fuse_step *s, const struct plan *p, int i)
+{
+    const struct plan_node *bn = &p->nodes[i];
+    if ((s[i].kind != PLAN_FUSE_BN_TRAIN && s[i].kind != PLAN_FUSE_BN_EVAL) || s[i].act < 0 ||
+        s[i].add >= 0 || s[i].keep_y || s[i].pool >= 0)
+        return;
+    const int train = bn->op == PLAN_BN_FWD_TRAIN;
+    if (train && bn->u.bn_fwd_train.a.splits > 1) return;
+    const struct tensor *x = train ? bn->u.bn_fwd_train.x : bn->u.bn_fwd_eval.x;
+    const int j = s[i].act;
+    const struct tensor *out = p->nodes[j].u.act_fwd.y;
+    int f, b;
+    if (!pool_readers(p, out, j, &f, &b) || f < j || s[f].kind != PLAN_FUSE_RUN) return;
+    const struct plan_node *nf = &p->nodes[f];
+    const struct tensor *y = nf->u.pool_fwd.y;
+    if (!y || !y->data || !pool_tiles(&nf->u.pool_fwd.a, out) || plan_fuse_same_tensor(y, out) ||
+        plan_fuse_same_tensor(y, x) || touched_between(p, y, i, f, 0))
+        return;
+    int m = -1;
+    for (int q = i + 1; q < p->count && m < 0; q++)
+        if (s[q].kind == PLAN_FUSE_BN_BWD && s[q].fwd == i) m = q;
+    if (b >= 0) {   /* the pool's backward goes into the batch norm's */
+        if (m < 0 || s[b].kind != PLAN_FUSE_RUN) return;
+        const int k = s[m].act;
+        const struct plan_node *nb = &p->nodes[b], *nm = &p->nodes[m];
+        const struct tensor *d = nb->u.pool_bwd.dx, *g = nb->u.pool_bwd.dy;
+        if (!(f < b && b < k && k < m) || !d || !d->data || nb->u.pool_bwd.accumulate ||
+            !plan_fuse_same_tensor(nb->u.pool_bwd.y, y) ||
+            memcmp(&nb->u.pool_bwd.a, &nf->u.pool_fwd.a, sizeof(nf->u.pool_fwd.a)) != 0 ||
+            !plan_fuse_same_tensor(d, p->nodes[k].u.act_bwd.dy) ||
+            count_touching(p, d, 1, b) != 0 || count_touching(p, d, 0, k) != 0 || !g ||
+            !g->data || !tensor_same_shape(g, y) || touched_between(p, g, b, m, 1) ||
+            plan_fuse_same_tensor(nm->u.bn_bwd.dx, g))
+            return;
+        s[b] = (struct plan_fuse_step){PLAN_FUSE_SKIP, -1, -1, i, 0, 0, -1, -1};
+        s[m].pool = b;
+    }
+    s[f] = (struct plan_fuse_step){PLAN_FUSE_SKIP, -1, -1, i, 0, 0, -1, -1};
+    s[i].pool = f;
 }
 
 void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
@@ -384,7 +464,7 @@ void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
     /* a value may be left unwritten: the plan's nodes are all its readers */
     const int may_drop = p->replayable || !caps->replayable_only;
     for (int i = 0; i < p->count; i++)
-        s[i] = (struct plan_fuse_step){PLAN_FUSE_RUN, -1, -1, -1, 0, 0, -1};
+        s[i] = (struct plan_fuse_step){PLAN_FUSE_RUN, -1, -1, -1, 0, 0, -1, -1};
     /* backward first: which forward batch norms keep their coefficients */
     for (int k = 0; k < p->count && may_drop; k++) {
         int fwd, m;
@@ -392,7 +472,7 @@ void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
         if ((m = backward_bn(p, caps, k, &fwd)) < 0 || s[m].kind != PLAN_FUSE_RUN) continue;
         s[k].kind = PLAN_FUSE_SKIP;
         s[k].fwd = fwd;
-        s[m] = (struct plan_fuse_step){PLAN_FUSE_BN_BWD, k, -1, fwd, 0, 0, -1};
+        s[m] = (struct plan_fuse_step){PLAN_FUSE_BN_BWD, k, -1, fwd, 0, 0, -1, -1};
         s[fwd].keeps_coef = 1;
     }
     for (int i = 0; i < p->count; i++) {
@@ -422,6 +502,8 @@ void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
     /* the batch norm inside the convolutions, from the fused batch norms above */
     for (int i = 0; i < p->count && may_drop && caps->conv_fwd_ok && caps->conv_bwd_ok; i++)
         conv_bn(s, p, caps, i);
+    /* the max pool after a fused batch norm's activation, from the steps left */
+    for (int i = 0; i < p->count && may_drop && caps->pool_fold; i++) bn_pool(s, p, i);
 }
 
 int plan_fuse_enabled(const char *var)

@@ -31,7 +31,18 @@
  *     backward does the same for the weight gradient and computes the ReLU's mask and
  *     the batch norm's weight gradients after the data gradient (CONV_BWD), and the batch
  *     norm's backward only applies them (BN_APPLY). Neither the batch norm's output nor
- *     the activation's, nor their gradients, are ever written.
+ *     the activation's, nor their gradients, are ever written;
+ *   - the max pool after the activation (engines whose caps set pool_fold, in a plan that
+ *     may leave values unwritten): a BN_TRAIN or BN_EVAL step with an activation, no add
+ *     and no kept output (one part), whose activation's value only a POOL_FWD reads (and,
+ *     in training, the POOL_BWD of the same attributes and output, as x), the pool's
+ *     windows tiling the plane (a max pool, stride equal to the window, the plane a whole
+ *     number of windows): the fused pass writes the pool's output and never the
+ *     activation's (the pool's node is skipped); in training the batch norm's fused
+ *     backward (BN_BWD) takes the pool's dy where the activation's backward took its dy,
+ *     finding each window's maximum again from x and the kept coefficients, so that the
+ *     pool's backward (skipped) writes nothing; its dx must be that activation
+ *     backward's dy alone, written by nothing else.
  *
  * Invariants of the analysis: a value that a fused step no longer writes has no other
  * reader (each value a tensor holds considered apart: from the node that writes it to
@@ -91,6 +102,9 @@ struct plan_fuse_step {
                          batch norm skips its own statistics pass), or -1; CONV_FWD: the
                          BN_FWD_TRAIN whose sums it takes (or -1), BN_SUMS: that CONV_FWD;
                          CONV_BWD: the BN_BWD it computes for, BN_APPLY: that CONV_BWD */
+    int pool;         /* BN_TRAIN, BN_EVAL: the POOL_FWD whose output the fused pass writes
+                         (or -1); BN_BWD: the POOL_BWD whose dy it reads (or -1); the SKIP
+                         of a pool folded: fwd is the batch norm's node */
 };
 
 /* Every activation kind (enum act_kind), as a mask for plan_fuse_caps.act_kinds. */
@@ -132,11 +146,14 @@ struct plan_fuse_caps {
                        const struct plan_node *stats);
     int (*conv_bwd_ok)(void *user, const struct plan_node *conv, const struct plan_node *bn);
     void *user;
+    /* 1: a max pool whose windows tile the plane may be folded into the fused batch norm
+     * whose activation it reads (BN_TRAIN, BN_EVAL, BN_BWD pool); 0: it runs alone. */
+    int pool_fold;
 };
 
 /* Fills steps[0 .. p->count) (caller-owned, p->count entries) with the steps of plan p
- * on an engine with capabilities caps: every node PLAN_FUSE_RUN (act, add, fwd, stats -1,
- * flags 0) except the patterns above, found where the rules and caps allow. The steps
+ * on an engine with capabilities caps: every node PLAN_FUSE_RUN (act, add, fwd, stats,
+ * pool -1, flags 0) except the patterns above, found where the rules and caps allow. The steps
  * hold for p as it is now; a caller that keeps them redoes the analysis when
  * plan_signature(p) or p->count changes. */
 void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,

@@ -24,13 +24,14 @@
 
 enum {
     X, Y, A, R, S, OUT, GAMMA, BETA, MEAN, INVSTD, RMEAN, RVAR,
-    DOUT, DS, DY, DX, DGAMMA, DBETA, IMG, OTHER, W0, W1, BIAS, DA, DW0, DW1, TENSOR_COUNT
+    DOUT, DS, DY, DX, DGAMMA, DBETA, IMG, OTHER, W0, W1, BIAS, DA, DW0, DW1, P, DP,
+    TENSOR_COUNT
 };
 
 static float memory[TENSOR_COUNT][4];   /* distinct data pointers */
 static struct tensor t[TENSOR_COUNT];
 
-/* Activations (2, 4, 3, 3), per-channel vectors (4). */
+/* Activations (2, 4, 3, 3), per-channel vectors (4), pooled activations (2, 4, 1, 1). */
 static void tensors_init(void)
 {
     for (int i = 0; i < TENSOR_COUNT; i++)
@@ -41,6 +42,8 @@ static void tensors_init(void)
     const int weights[] = {W0, W1, DW0, DW1};   /* 3x3, 4 -> 4 channels */
     for (size_t i = 0; i < sizeof(weights) / sizeof(weights[0]); i++)
         t[weights[i]] = (struct tensor){memory[weights[i]], TENSOR_PARAM, 4, 4, 3, 3};
+    t[P] = (struct tensor){memory[P], TENSOR_ACT, 2, 4, 1, 1};
+    t[DP] = (struct tensor){memory[DP], TENSOR_ACT, 2, 4, 1, 1};
 }
 
 static struct plan_node *append(struct plan *p, enum plan_op op)
@@ -141,6 +144,28 @@ static void conv_fwd(struct plan *p, int y, int x, int w, int b)
     n->u.conv_fwd.a = (struct conv_attr){3, 1, 1};
 }
 
+/* y = pool(x), k x k windows, stride k (3: one window tiling a 3x3 plane). */
+static void pool_fwd(struct plan *p, int y, int x, enum pool_kind kind, int k)
+{
+    struct plan_node *n = append(p, PLAN_POOL_FWD);
+    n->u.pool_fwd.y = &t[y];
+    n->u.pool_fwd.x = &t[x];
+    n->u.pool_fwd.a = (struct pool_attr){kind, k, k, k, k};
+}
+
+/* The backward of pool_fwd(p, y, x, kind, k): dx from dy. */
+static void pool_bwd(struct plan *p, int dx, int dy, int x, int y, enum pool_kind kind, int k,
+                     int accumulate)
+{
+    struct plan_node *n = append(p, PLAN_POOL_BWD);
+    n->u.pool_bwd.dx = &t[dx];
+    n->u.pool_bwd.dy = &t[dy];
+    n->u.pool_bwd.x = &t[x];
+    n->u.pool_bwd.y = &t[y];
+    n->u.pool_bwd.a = (struct pool_attr){kind, k, k, k, k};
+    n->u.pool_bwd.accumulate = accumulate;
+}
+
 /* The backward of conv_fwd(p, ., x, w, -1): dx (or none, -1) and dw from dy. */
 static void conv_bwd(struct plan *p, int dx, int dw, int dy, int x, int w, int accumulate)
 {
@@ -159,7 +184,7 @@ static void conv_bwd(struct plan *p, int dx, int dw, int dy, int x, int w, int a
 /* The CPU engine's are its own (cpu_plan_fuse_caps); the CUDA engine's, as
  * kernels/cuda/plan_cuda.cu sets them (not linked into a CPU-only build). */
 static const struct plan_fuse_caps CUDA_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
-                                                NULL, NULL, NULL};
+                                                NULL, NULL, NULL, 1};
 
 /* An engine with the batch norm inside its convolutions: the CUDA engine's caps with
  * conv_fwd_ok and conv_bwd_ok answering as conv_answer says, counting the questions. */
@@ -187,18 +212,19 @@ static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct pl
 }
 
 static const struct plan_fuse_caps CONV_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
-                                                conv_fwd_ok, conv_bwd_ok, &conv_answer};
+                                                conv_fwd_ok, conv_bwd_ok, &conv_answer, 1};
 
 /* ------------------------------------------------------------------ expectations */
 
-/* One step as expected: "node kind act add fwd keep_y keeps_coef stats". */
+/* One step as expected: "node kind act add fwd keep_y keeps_coef stats pool". */
 struct want {
     int node;
     enum plan_fuse_kind kind;
     int act, add, fwd, keep_y, keeps_coef, stats;
+    int pool;
 };
 
-#define RUN_STEP(i) {i, PLAN_FUSE_RUN, -1, -1, -1, 0, 0, -1}
+#define RUN_STEP(i) {i, PLAN_FUSE_RUN, -1, -1, -1, 0, 0, -1, -1}
 
 /* Analyses p under caps and checks every step against w (nodes not in w: PLAN_FUSE_RUN
  * with nothing folded). */
@@ -217,14 +243,16 @@ static void expect_steps(const char *what, const struct plan *p, const struct pl
         const struct plan_fuse_step *s = &steps[i];
         const int ok = s->kind == e.kind && s->act == e.act && s->add == e.add &&
                        s->fwd == e.fwd && s->keep_y == e.keep_y &&
-                       s->keeps_coef == e.keeps_coef && s->stats == e.stats;
+                       s->keeps_coef == e.keeps_coef && s->stats == e.stats &&
+                       s->pool == e.pool;
         if (!ok)
-            printf("%s: node %d (%s): %s act %d add %d fwd %d keep_y %d keeps_coef %d stats %d; "
-                   "expected %s act %d add %d fwd %d keep_y %d keeps_coef %d stats %d\n",
+            printf("%s: node %d (%s): %s act %d add %d fwd %d keep_y %d keeps_coef %d stats %d "
+                   "pool %d; expected %s act %d add %d fwd %d keep_y %d keeps_coef %d stats %d "
+                   "pool %d\n",
                    what, i, plan_op_name(p->nodes[i].op), plan_fuse_kind_name(s->kind), s->act,
-                   s->add, s->fwd, s->keep_y, s->keeps_coef, s->stats,
+                   s->add, s->fwd, s->keep_y, s->keeps_coef, s->stats, s->pool,
                    plan_fuse_kind_name(e.kind), e.act, e.add, e.fwd, e.keep_y, e.keeps_coef,
-                   e.stats);
+                   e.stats, e.pool);
         CHECK(ok);
     }
 }
@@ -251,9 +279,9 @@ static void test_forward_add(void)
     add_fwd(&p, S, A, R);        /* 2 */
     scale(&p, OUT, S);           /* 3 */
     p.replayable = 1;
-    const struct want folded[] = {{0, PLAN_FUSE_BN_TRAIN, 1, 2, -1, 0, 0, -1},
-                                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
-                                  {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1}};
+    const struct want folded[] = {{0, PLAN_FUSE_BN_TRAIN, 1, 2, -1, 0, 0, -1, -1},
+                                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                                  {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1}};
     expect_steps("bn+relu+add (cuda)", &p, &CUDA_CAPS, folded, 3);
     expect_steps("bn+relu+add (cpu)", &p, cpu_plan_fuse_caps(), folded, 3);
 
@@ -261,8 +289,8 @@ static void test_forward_add(void)
     p.replayable = 0;
     expect_steps("bn+relu+add, not replayable (cuda)", &p, &CUDA_CAPS, folded, 3);
     EXPECT_STEPS("bn+relu+add, not replayable (cpu)", &p, cpu_plan_fuse_caps(),
-                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1},
-                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     p.replayable = 1;
 
     /* the residual as the add's first operand: folded the same */
@@ -296,8 +324,8 @@ static void test_forward_add(void)
     scale(&q, OUT, S);
     q.replayable = 1;
     EXPECT_STEPS("residual written in between", &q, &CUDA_CAPS,
-                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 0, -1},
-                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 0, -1, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     plan_free(&q);
     plan_free(&p);
 }
@@ -311,9 +339,9 @@ static void test_second_reader(void)
     add_fwd(&p, S, A, R);        /* 2 */
     scale(&p, OUT, Y);           /* 3: reads the batch norm's output */
     p.replayable = 1;
-    const struct want keep[] = {{0, PLAN_FUSE_BN_TRAIN, 1, 2, -1, 1, 0, -1},
-                                {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
-                                {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1}};
+    const struct want keep[] = {{0, PLAN_FUSE_BN_TRAIN, 1, 2, -1, 1, 0, -1, -1},
+                                {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                                {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1}};
     expect_steps("bn output read twice (cuda)", &p, &CUDA_CAPS, keep, 3);
     expect_steps("bn output read twice (cpu)", &p, cpu_plan_fuse_caps(), keep, 3);
 
@@ -321,8 +349,8 @@ static void test_second_reader(void)
      * input must be written), the activation is, and the batch norm's output is spared */
     p.nodes[3].u.scale_fwd.x = &t[A];
     EXPECT_STEPS("act output read twice", &p, &CUDA_CAPS,
-                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 0, -1},
-                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 0, -1, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
 
     /* a node between the batch norm and its activation reads the batch norm's output: the
      * activation is not the next node touching it, so nothing fuses */
@@ -353,10 +381,10 @@ static void test_backward(void)
 {
     struct plan p = {0};
     build_step(&p, 0);
-    const struct want fused[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 1, -1},
-                                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
-                                 {5, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1},
-                                 {6, PLAN_FUSE_BN_BWD, 5, -1, 0, 0, 0, -1}};
+    const struct want fused[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 1, -1, -1},
+                                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                                 {5, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                                 {6, PLAN_FUSE_BN_BWD, 5, -1, 0, 0, 0, -1, -1}};
     expect_steps("act_bwd into bn_bwd (cuda)", &p, &CUDA_CAPS, fused, 4);
     expect_steps("act_bwd into bn_bwd (cpu)", &p, cpu_plan_fuse_caps(), fused, 4);
 
@@ -369,16 +397,16 @@ static void test_backward(void)
     p.replayable = 0;
     expect_steps("act_bwd into bn_bwd, not replayable (cuda)", &p, &CUDA_CAPS, fused, 4);
     EXPECT_STEPS("act_bwd into bn_bwd, not replayable (cpu)", &p, cpu_plan_fuse_caps(),
-                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1},
-                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     p.replayable = 1;
     plan_free(&p);
 
     /* an accumulating activation backward stays apart; it reads the batch norm's output,
      * which must then be written */
     build_step(&p, 1);
-    const struct want apart[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1},
-                                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1}};
+    const struct want apart[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1, -1},
+                                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1}};
     expect_steps("accumulating act_bwd (cuda)", &p, &CUDA_CAPS, apart, 2);
     expect_steps("accumulating act_bwd (cpu)", &p, cpu_plan_fuse_caps(), apart, 2);
     plan_free(&p);
@@ -396,16 +424,16 @@ static void test_backward(void)
     build_step(&p, 0);
     p.nodes[3].u.scale_fwd.y = &t[X];
     EXPECT_STEPS("x written before the backward", &p, &CUDA_CAPS,
-                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1},
-                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     plan_free(&p);
 
     /* the activation's dx read by another node besides the batch norm's backward */
     build_step(&p, 0);
     scale(&p, OTHER, DY);
     EXPECT_STEPS("act dx read twice", &p, &CUDA_CAPS,
-                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1},
-                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     plan_free(&p);
 
     /* the activation's dy written between its backward and the batch norm's: the
@@ -419,8 +447,8 @@ static void test_backward(void)
     p.nodes[6].u.scale_fwd.s = 1.0f;
     *append(&p, PLAN_BN_BWD) = saved;
     EXPECT_STEPS("act dy written in between", &p, &CUDA_CAPS,
-                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1},
-                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     plan_free(&p);
 }
 
@@ -441,10 +469,10 @@ static void test_eval_views(void)
     build_view(&p, OTHER);  /* 4 .. 7 */
     add_fwd(&p, S, OUT, OTHER);
     p.replayable = 1;
-    const struct want views[] = {{1, PLAN_FUSE_BN_EVAL, 2, -1, -1, 0, 0, -1},
-                                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
-                                 {5, PLAN_FUSE_BN_EVAL, 6, -1, -1, 0, 0, -1},
-                                 {6, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1}};
+    const struct want views[] = {{1, PLAN_FUSE_BN_EVAL, 2, -1, -1, 0, 0, -1, -1},
+                                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                                 {5, PLAN_FUSE_BN_EVAL, 6, -1, -1, 0, 0, -1, -1},
+                                 {6, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1}};
     expect_steps("two views (cuda)", &p, &CUDA_CAPS, views, 4);
     expect_steps("two views (cpu)", &p, cpu_plan_fuse_caps(), views, 4);
     plan_free(&p);
@@ -456,10 +484,10 @@ static void test_eval_views(void)
     build_view(&p, OTHER);  /* 5 .. 8 */
     p.replayable = 1;
     EXPECT_STEPS("first view's output read", &p, &CUDA_CAPS,
-                 {1, PLAN_FUSE_BN_EVAL, 2, -1, -1, 1, 0, -1},
-                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
-                 {6, PLAN_FUSE_BN_EVAL, 7, -1, -1, 0, 0, -1},
-                 {7, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
+                 {1, PLAN_FUSE_BN_EVAL, 2, -1, -1, 1, 0, -1, -1},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                 {6, PLAN_FUSE_BN_EVAL, 7, -1, -1, 0, 0, -1, -1},
+                 {7, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     plan_free(&p);
 
     /* a reader of the batch norm's output at the plan's start: the last view's value is
@@ -469,10 +497,10 @@ static void test_eval_views(void)
     build_view(&p, OTHER);  /* 5 .. 8 */
     p.replayable = 1;
     EXPECT_STEPS("read at the plan's start", &p, &CUDA_CAPS,
-                 {2, PLAN_FUSE_BN_EVAL, 3, -1, -1, 0, 0, -1},
-                 {3, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
-                 {6, PLAN_FUSE_BN_EVAL, 7, -1, -1, 1, 0, -1},
-                 {7, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
+                 {2, PLAN_FUSE_BN_EVAL, 3, -1, -1, 0, 0, -1, -1},
+                 {3, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                 {6, PLAN_FUSE_BN_EVAL, 7, -1, -1, 1, 0, -1, -1},
+                 {7, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     plan_free(&p);
 }
 
@@ -488,8 +516,8 @@ static void test_add_stats(void)
     scale(&p, OUT, Y);      /* 2 */
     p.replayable = 1;
     EXPECT_STEPS("add takes the statistics", &p, &CUDA_CAPS,
-                 {0, PLAN_FUSE_ADD_STATS, -1, -1, -1, 0, 0, 1},
-                 {1, PLAN_FUSE_BN_TRAIN, -1, -1, -1, 1, 0, 0});
+                 {0, PLAN_FUSE_ADD_STATS, -1, -1, -1, 0, 0, 1, -1},
+                 {1, PLAN_FUSE_BN_TRAIN, -1, -1, -1, 1, 0, 0, -1});
     expect_unfused("add takes the statistics (cpu)", &p, cpu_plan_fuse_caps());
     plan_free(&p);
 
@@ -499,12 +527,12 @@ static void test_add_stats(void)
     scale(&p, OUT, X);             /* 3 */
     p.replayable = 1;
     EXPECT_STEPS("add takes the statistics, relu folded", &p, &CUDA_CAPS,
-                 {0, PLAN_FUSE_ADD_STATS, -1, -1, -1, 0, 0, 1},
-                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, 0},
-                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
+                 {0, PLAN_FUSE_ADD_STATS, -1, -1, -1, 0, 0, 1, -1},
+                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, 0, -1},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     EXPECT_STEPS("add takes the statistics, relu folded (cpu)", &p, cpu_plan_fuse_caps(),
-                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, -1},
-                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1});
+                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, -1, -1},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     plan_free(&p);
 
     add_fwd(&p, S, A, R);   /* 0 */
@@ -548,40 +576,40 @@ static void conv_bn_plan(struct plan *p, int second_reader, int bias, int accumu
 static void test_conv_bn(void)
 {
     struct plan p = {0};
-    const struct want old_fusion[] = {{1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 1, -1},
-                                      {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
-                                      {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1},
-                                      {7, PLAN_FUSE_BN_BWD, 6, -1, 1, 0, 0, -1}};
+    const struct want old_fusion[] = {{1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 1, -1, -1},
+                                      {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                                      {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1, -1},
+                                      {7, PLAN_FUSE_BN_BWD, 6, -1, 1, 0, 0, -1, -1}};
     conv_bn_plan(&p, 0, 0, 0);
     conv_answer.answer = 1;
     conv_answer.fwd_asked = conv_answer.bwd_asked = conv_answer.pro_and_stats = 0;
     EXPECT_STEPS("batch norm inside the convolutions", &p, &CONV_CAPS,
-                 {0, PLAN_FUSE_CONV_FWD, -1, -1, -1, 0, 0, 1},
-                 {1, PLAN_FUSE_BN_SUMS, 2, -1, -1, 0, 0, 0},
-                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
-                 {3, PLAN_FUSE_CONV_FWD, -1, -1, 1, 0, 0, -1},
-                 {5, PLAN_FUSE_CONV_BWD, 6, -1, 1, 0, 0, 7},
-                 {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1},
-                 {7, PLAN_FUSE_BN_APPLY, 6, -1, 1, 0, 0, 5});
+                 {0, PLAN_FUSE_CONV_FWD, -1, -1, -1, 0, 0, 1, -1},
+                 {1, PLAN_FUSE_BN_SUMS, 2, -1, -1, 0, 0, 0, -1},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                 {3, PLAN_FUSE_CONV_FWD, -1, -1, 1, 0, 0, -1, -1},
+                 {5, PLAN_FUSE_CONV_BWD, 6, -1, 1, 0, 0, 7, -1},
+                 {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1, -1},
+                 {7, PLAN_FUSE_BN_APPLY, 6, -1, 1, 0, 0, 5, -1});
     CHECK(conv_answer.fwd_asked == 2 && conv_answer.bwd_asked == 1 &&
           conv_answer.pro_and_stats == 0);
     conv_answer.answer = 0;
     expect_steps("the engine refuses", &p, &CONV_CAPS, old_fusion, 4);
     expect_steps("no such path (cuda caps)", &p, &CUDA_CAPS, old_fusion, 4);
     EXPECT_STEPS("no such path (cpu)", &p, cpu_plan_fuse_caps(),
-                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 1, -1},
-                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
-                 {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1},
-                 {7, PLAN_FUSE_BN_BWD, 6, -1, 1, 0, 0, -1});
+                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 1, -1, -1},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                 {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1, -1},
+                 {7, PLAN_FUSE_BN_BWD, 6, -1, 1, 0, 0, -1, -1});
     conv_answer.answer = 1;
     plan_free(&p);
 
     conv_bn_plan(&p, 1, 0, 0);
     EXPECT_STEPS("the relu's output has another reader", &p, &CONV_CAPS,
-                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 1, -1},
-                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1},
-                 {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1},
-                 {7, PLAN_FUSE_BN_BWD, 6, -1, 1, 0, 0, -1});
+                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 1, -1, -1},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                 {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1, -1},
+                 {7, PLAN_FUSE_BN_BWD, 6, -1, 1, 0, 0, -1, -1});
     plan_free(&p);
     conv_bn_plan(&p, 0, 1, 0);
     expect_steps("the convolution has a bias", &p, &CONV_CAPS, old_fusion, 4);
@@ -617,6 +645,107 @@ static void test_edges(void)
     CHECK(plan_fuse_same_tensor(&alias, &t[X]));
 }
 
+/* bn -> relu -> max pool (the pool's windows tiling the plane), and the backward: the
+ * pool folds into the batch norm's passes, forward and backward, on an engine whose caps
+ * set pool_fold; not when its windows do not tile the plane, it averages, the activation
+ * has another reader, the pool's backward accumulates or its dy changes before the batch
+ * norm's backward reads it; in an evaluation plan, the forward alone. */
+static void build_pool_plan(struct plan *p)
+{
+    bn_train(p, Y, X);                              /* 0 */
+    act_fwd(p, A, Y, ACT_RELU);                     /* 1 */
+    pool_fwd(p, P, A, POOL_MAX, 3);                 /* 2 */
+    scale(p, DP, P);                                /* 3: the loss, the pool's dy */
+    pool_bwd(p, DA, DP, A, P, POOL_MAX, 3, 0);      /* 4 */
+    act_bwd(p, DY, DA, Y, ACT_RELU, 0);             /* 5 */
+    bn_bwd(p, DX, DY, X);                           /* 6 */
+    p->replayable = 1;
+}
+
+static void test_bn_pool(void)
+{
+    struct plan p = {0};
+    build_pool_plan(&p);
+    const struct want folded[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 1, -1, 2},
+                                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                                  {2, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                                  {4, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                                  {5, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                                  {6, PLAN_FUSE_BN_BWD, 5, -1, 0, 0, 0, -1, 4}};
+    const struct want unpooled[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 1, -1, -1},
+                                    {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                                    {5, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                                    {6, PLAN_FUSE_BN_BWD, 5, -1, 0, 0, 0, -1, -1}};
+    expect_steps("bn+relu+pool (cuda)", &p, &CUDA_CAPS, folded, 6);
+    expect_steps("bn+relu+pool (cpu: no pool_fold)", &p, cpu_plan_fuse_caps(), unpooled, 4);
+
+    /* 2x2 windows do not tile a 3x3 plane */
+    p.nodes[2].u.pool_fwd.a = p.nodes[4].u.pool_bwd.a = (struct pool_attr){POOL_MAX, 2, 2, 2, 2};
+    expect_steps("windows not tiling", &p, &CUDA_CAPS, unpooled, 4);
+    /* overlapping windows */
+    p.nodes[2].u.pool_fwd.a = p.nodes[4].u.pool_bwd.a = (struct pool_attr){POOL_MAX, 3, 3, 1, 1};
+    expect_steps("overlapping windows", &p, &CUDA_CAPS, unpooled, 4);
+    /* an average */
+    p.nodes[2].u.pool_fwd.a = p.nodes[4].u.pool_bwd.a = (struct pool_attr){POOL_AVG, 3, 3, 3, 3};
+    expect_steps("average pool", &p, &CUDA_CAPS, unpooled, 4);
+    /* the forward's and the backward's attributes differ */
+    p.nodes[2].u.pool_fwd.a = (struct pool_attr){POOL_MAX, 3, 3, 3, 3};
+    expect_steps("backward of another pool", &p, &CUDA_CAPS, unpooled, 4);
+    p.nodes[4].u.pool_bwd.a = p.nodes[2].u.pool_fwd.a;
+    expect_steps("bn+relu+pool again (cuda)", &p, &CUDA_CAPS, folded, 6);
+    /* the pool's backward accumulates */
+    p.nodes[4].u.pool_bwd.accumulate = 1;
+    expect_steps("pool backward accumulating", &p, &CUDA_CAPS, unpooled, 4);
+    p.nodes[4].u.pool_bwd.accumulate = 0;
+    /* the pool's backward reads another output */
+    p.nodes[4].u.pool_bwd.y = &t[OTHER];
+    expect_steps("pool backward of another output", &p, &CUDA_CAPS, unpooled, 4);
+    p.nodes[4].u.pool_bwd.y = &t[P];
+    plan_free(&p);
+
+    /* a second reader of the activation's output */
+    build_pool_plan(&p);
+    scale(&p, OTHER, A);
+    expect_steps("activation read twice", &p, &CUDA_CAPS, unpooled, 4);
+    plan_free(&p);
+
+    /* the pool's dy rewritten between the pool's backward and the batch norm's */
+    p = (struct plan){0};
+    bn_train(&p, Y, X);
+    act_fwd(&p, A, Y, ACT_RELU);
+    pool_fwd(&p, P, A, POOL_MAX, 3);
+    scale(&p, DP, P);
+    pool_bwd(&p, DA, DP, A, P, POOL_MAX, 3, 0);
+    act_bwd(&p, DY, DA, Y, ACT_RELU, 0);
+    scale(&p, DP, IMG);                             /* 6 */
+    bn_bwd(&p, DX, DY, X);                          /* 7 */
+    p.replayable = 1;
+    EXPECT_STEPS("pool dy rewritten", &p, &CUDA_CAPS,
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 1, -1, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                 {5, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                 {7, PLAN_FUSE_BN_BWD, 5, -1, 0, 0, 0, -1, -1});
+    plan_free(&p);
+
+    /* evaluation: the forward alone */
+    p = (struct plan){0};
+    bn_eval(&p, Y, X);
+    act_fwd(&p, A, Y, ACT_GELU);
+    pool_fwd(&p, P, A, POOL_MAX, 3);
+    scale(&p, OUT, P);
+    p.replayable = 1;
+    EXPECT_STEPS("eval bn+gelu+pool", &p, &CUDA_CAPS,
+                 {0, PLAN_FUSE_BN_EVAL, 1, -1, -1, 0, 0, -1, 2},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                 {2, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1});
+    /* the pool's output is also its input's: not folded */
+    p.nodes[2].u.pool_fwd.y = &t[A];
+    EXPECT_STEPS("pool in place", &p, &CUDA_CAPS,
+                 {0, PLAN_FUSE_BN_EVAL, 1, -1, -1, 0, 0, -1, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
+    plan_free(&p);
+}
+
 int main(void)
 {
     tensors_init();
@@ -626,6 +755,7 @@ int main(void)
     test_eval_views();
     test_add_stats();
     test_conv_bn();
+    test_bn_pool();
     test_edges();
     return check_finish("test_plan_fuse");
 }

@@ -301,7 +301,7 @@ cleanup:
 
 int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
                         const struct tensor *res, const struct cuda_bn_act *act,
-                        float *coef_keep, const double *stats,
+                        const struct cuda_bn_pool *pool, float *coef_keep, const double *stats,
                         struct tensor *save_mean, struct tensor *save_invstd,
                         struct tensor *running_mean, struct tensor *running_var,
                         const struct tensor *x, const struct tensor *gamma,
@@ -314,10 +314,11 @@ int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out
     double *partial = NULL;
     float *coef = NULL;
     EXPECT((y || act) && (!y || tensor_same_shape(y, x)) &&
-               (!act || (out && tensor_same_shape(out, x))) &&
-               (!res || (act && tensor_same_shape(res, x))),
+               (!act || (out && (pool || tensor_same_shape(out, x)))) &&
+               (!res || (act && tensor_same_shape(res, x))) && (!pool || (act && !y && !res)),
            "bn: output unlike input (%d, %d, %d, %d)", x->n, x->c, x->h, x->w);
     TRY(backend_check_bn_parts(&splits, x, save_mean, save_invstd, a));
+    EXPECT(!pool || splits == 1, "bn with max pool: %d parts", splits);
     EXPECT(bn_vec_ok(running_mean, ch) && bn_vec_ok(running_var, ch) && bn_vec_ok(gamma, ch) &&
                bn_vec_ok(beta, ch),
            "bn: a statistics or parameter vector is not of %d channels", ch);
@@ -341,7 +342,10 @@ int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out
     CHECK_LAUNCH(c, sizeof(double) * 2 * splits * parts * ch + sizeof(float) * 4 * ch,
                  sizeof(float) * ((size_t)(COEF_FWD_COUNT + 2) * splits * ch + 2 * ch));
     if (split_rows == 0) goto cleanup;
-    TRY(bn_apply(c, y, out, res, act, x, coef, split_rows, ch, splits));
+    if (pool)
+        TRY(cuda_bn_apply_pool(c, out, act, pool, x, coef));
+    else
+        TRY(bn_apply(c, y, out, res, act, x, coef, split_rows, ch, splits));
 cleanup:
     return rc;
 }
@@ -352,13 +356,14 @@ int cuda_bn_forward_train(void *ctx, struct tensor *y, struct tensor *save_mean,
                           const struct tensor *gamma, const struct tensor *beta,
                           const struct bn_attr *a)
 {
-    return cuda_bn_train_fused((struct cuda_ctx *)ctx, y, NULL, NULL, NULL, NULL, NULL, save_mean,
+    return cuda_bn_train_fused((struct cuda_ctx *)ctx, y, NULL, NULL, NULL, NULL, NULL, NULL,
+                               save_mean,
                                save_invstd, running_mean, running_var, x, gamma, beta, a);
 }
 
 int cuda_bn_eval_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
                        const struct tensor *res, const struct cuda_bn_act *act,
-                       const struct tensor *x,
+                       const struct cuda_bn_pool *pool, const struct tensor *x,
                        const struct tensor *gamma, const struct tensor *beta,
                        const struct tensor *running_mean, const struct tensor *running_var,
                        const struct bn_attr *a)
@@ -369,8 +374,8 @@ int cuda_bn_eval_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
     const size_t count = tensor_count(x);
     void *buf = NULL;
     EXPECT((y || act) && (!y || tensor_same_shape(y, x)) &&
-               (!act || (out && tensor_same_shape(out, x))) &&
-               (!res || (act && tensor_same_shape(res, x))),
+               (!act || (out && (pool || tensor_same_shape(out, x)))) &&
+               (!res || (act && tensor_same_shape(res, x))) && (!pool || (act && !y && !res)),
            "bn: output unlike input (%d, %d, %d, %d)", x->n, x->c, x->h, x->w);
     EXPECT(bn_vec_ok(running_mean, ch) && bn_vec_ok(running_var, ch) && bn_vec_ok(gamma, ch) &&
                bn_vec_ok(beta, ch),
@@ -383,7 +388,10 @@ int cuda_bn_eval_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
     /* reads gamma, beta, running mean and variance (ch floats each); writes coef
      * (COEF_FWD_COUNT, ch) floats */
     CHECK_LAUNCH(c, sizeof(float) * 4 * ch, sizeof(float) * COEF_FWD_COUNT * ch);
-    TRY(bn_apply(c, y, out, res, act, x, (const float *)buf, rows, ch, 1));
+    if (pool)
+        TRY(cuda_bn_apply_pool(c, out, act, pool, x, (const float *)buf));
+    else
+        TRY(bn_apply(c, y, out, res, act, x, (const float *)buf, rows, ch, 1));
 cleanup:
     return rc;
 }
@@ -393,16 +401,16 @@ int cuda_bn_forward_eval(void *ctx, struct tensor *y, const struct tensor *x,
                          const struct tensor *running_mean, const struct tensor *running_var,
                          const struct bn_attr *a)
 {
-    return cuda_bn_eval_fused((struct cuda_ctx *)ctx, y, NULL, NULL, NULL, x, gamma, beta,
+    return cuda_bn_eval_fused((struct cuda_ctx *)ctx, y, NULL, NULL, NULL, NULL, x, gamma, beta,
                               running_mean, running_var, a);
 }
 
 int cuda_bn_backward_fused(struct cuda_ctx *c, struct tensor *dx, struct tensor *dgamma,
                            struct tensor *dbeta, const struct tensor *d,
-                           const struct cuda_bn_act *act, const float *fcoef,
-                           const struct tensor *x, const struct tensor *gamma,
-                           const struct tensor *save_mean, const struct tensor *save_invstd,
-                           int accumulate)
+                           const struct cuda_bn_act *act, const struct cuda_bn_pool *pool,
+                           const float *fcoef, const struct tensor *x,
+                           const struct tensor *gamma, const struct tensor *save_mean,
+                           const struct tensor *save_invstd, int accumulate)
 {
     int rc = DR_OK, splits = 1, parts = 1;
     const int ch = x->c;
@@ -411,11 +419,13 @@ int cuda_bn_backward_fused(struct cuda_ctx *c, struct tensor *dx, struct tensor 
     const int want_dx = dx && dx->data;
     double *partial = NULL;
     float *coef = NULL;
-    EXPECT(tensor_same_shape(d, x) && (!want_dx || tensor_same_shape(dx, x)),
+    EXPECT((pool || tensor_same_shape(d, x)) && (!want_dx || tensor_same_shape(dx, x)),
            "bn backward: dy or dx unlike x (%d, %d, %d, %d)", x->n, x->c, x->h, x->w);
     EXPECT(!act || fcoef, "bn backward: an activation folded in without the forward's "
                           "coefficients");
+    EXPECT(!pool || act, "bn backward: a max pool folded in without its activation");
     TRY(backend_check_bn_parts(&splits, x, save_mean, save_invstd, NULL));
+    EXPECT(!pool || splits == 1, "bn backward with max pool: %d parts", splits);
     EXPECT(bn_vec_ok(gamma, ch) && (!vec(dgamma) || bn_vec_ok(dgamma, ch)) &&
                (!vec(dbeta) || bn_vec_ok(dbeta, ch)),
            "bn backward: a statistics or parameter vector is not of %d channels", ch);
@@ -424,7 +434,9 @@ int cuda_bn_backward_fused(struct cuda_ctx *c, struct tensor *dx, struct tensor 
     parts = cuda_reduce_parts(split_rows);
     TRY(cuda_enter(c));
     TRY(bn_scratch(c, 3 * splits, parts, ch, COEF_BWD_COUNT * splits, &partial, &coef));
-    if (act)
+    if (pool)
+        TRY(cuda_reduce_partial_act_pool(c, partial, x, d, fcoef, parts, act, pool));
+    else if (act)
         TRY(cuda_reduce_partial_act(c, partial, x->data, d->data, fcoef, split_rows, ch, parts,
                                     splits, act->kind, act->alpha));
     else
@@ -442,7 +454,10 @@ int cuda_bn_backward_fused(struct cuda_ctx *c, struct tensor *dx, struct tensor 
                  sizeof(float) * ((size_t)COEF_BWD_COUNT * splits * ch +
                                   (vec(dgamma) ? ch : 0) + (vec(dbeta) ? ch : 0)));
     if (!want_dx || split_rows == 0) goto cleanup;
-    TRY(bn_backward_apply(c, dx, d, x, coef, act, fcoef, split_rows, ch, splits, accumulate));
+    if (pool)
+        TRY(cuda_bn_backward_apply_pool(c, dx, d, x, coef, act, fcoef, pool, accumulate));
+    else
+        TRY(bn_backward_apply(c, dx, d, x, coef, act, fcoef, split_rows, ch, splits, accumulate));
 cleanup:
     return rc;
 }
@@ -452,6 +467,6 @@ int cuda_bn_backward(void *ctx, struct tensor *dx, struct tensor *dgamma, struct
                      const struct tensor *save_mean, const struct tensor *save_invstd,
                      int accumulate)
 {
-    return cuda_bn_backward_fused((struct cuda_ctx *)ctx, dx, dgamma, dbeta, dy, NULL, NULL, x,
-                                  gamma, save_mean, save_invstd, accumulate);
+    return cuda_bn_backward_fused((struct cuda_ctx *)ctx, dx, dgamma, dbeta, dy, NULL, NULL,
+                                  NULL, x, gamma, save_mean, save_invstd, accumulate);
 }

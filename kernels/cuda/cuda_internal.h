@@ -531,15 +531,23 @@ struct cuda_bn_act {
     float alpha;
 };
 
+/* The max pool folded into a fused batch norm after its activation (plan_fuse.h): windows
+ * of kh x kw pixels, stride the window, tiling the plane. */
+struct cuda_bn_pool {
+    int kh, kw;
+};
+
 /* Train-mode batch norm; y (the batch norm's output) may be NULL when nothing else reads
  * it, out is act(y) (NULL with act NULL: no activation), or res + act(y) when res (the
  * other operand of a residual add, x's shape) is not NULL; coef_keep, when not NULL, is a
  * device buffer of (splits, COEF_FWD_COUNT, c) floats that keeps the coefficients for
  * cuda_bn_backward_fused (else they live in scratch); stats, when not NULL, holds the
  * statistics' partial sums of x (cuda_add_bn_partial, for this x and a), and the batch
- * norm's own statistics pass is skipped. */
+ * norm's own statistics pass is skipped; pool, when not NULL (with act, y and res NULL, one
+ * part), makes out the max pool of act(y) (n, c, h / kh, w / kw), act(y) never stored. */
 int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
                         const struct tensor *res, const struct cuda_bn_act *act,
+                        const struct cuda_bn_pool *pool,
                         float *coef_keep, const double *stats,
                         struct tensor *save_mean, struct tensor *save_invstd,
                         struct tensor *running_mean, struct tensor *running_var,
@@ -559,9 +567,10 @@ int cuda_add_bn_partial(struct cuda_ctx *c, struct tensor *z, double *partial,
                         const struct tensor *save_mean, const struct tensor *save_invstd,
                         const struct bn_attr *attr);
 
-/* Eval-mode batch norm, y, out and res as for cuda_bn_train_fused. */
+/* Eval-mode batch norm, y, out, res and pool as for cuda_bn_train_fused. */
 int cuda_bn_eval_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
                        const struct tensor *res, const struct cuda_bn_act *act,
+                       const struct cuda_bn_pool *pool,
                        const struct tensor *x,
                        const struct tensor *gamma, const struct tensor *beta,
                        const struct tensor *running_mean, const struct tensor *running_var,
@@ -570,10 +579,12 @@ int cuda_bn_eval_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
 /* The batch norm's backward with the activation's backward before it: its dy is
  * act'(y) * d, y recomputed from x with fcoef (what cuda_bn_train_fused kept), so that
  * neither y nor the activation's dx is read or written. dx may be NULL; accumulate as
- * bn_backward's. */
+ * bn_backward's. With pool (and act, one part), d is the dy of the max pool of act(y)
+ * (n, c, h / kh, w / kw), and the activation's dy is the pool's dx, found from x. */
 int cuda_bn_backward_fused(struct cuda_ctx *c, struct tensor *dx, struct tensor *dgamma,
                            struct tensor *dbeta, const struct tensor *d,
-                           const struct cuda_bn_act *act, const float *fcoef,
+                           const struct cuda_bn_act *act, const struct cuda_bn_pool *pool,
+                           const float *fcoef,
                            const struct tensor *x, const struct tensor *gamma,
                            const struct tensor *save_mean, const struct tensor *save_invstd,
                            int accumulate);
@@ -590,6 +601,22 @@ int cuda_bn_backward_apply_act(struct cuda_ctx *c, struct tensor *dx, const stru
                                const struct tensor *x, const float *coef,
                                const struct cuda_bn_act *act, const float *fcoef,
                                long split_rows, int ch, int splits, int accumulate);
+
+/* bn_pool_cuda.cu: the passes of the above with a max pool folded in: the forward's
+ * elementwise pass writing the pool's output out (n, c, h / kh, w / kw) from x (n, c, h, w)
+ * with coef (COEF_FWD_COUNT, c); the backward's sums into partial (3, parts, c) doubles and
+ * its elementwise pass, from the pool's dy gy (out's shape), x and the forward's fcoef,
+ * with coef (COEF_BWD_COUNT, c); one part. */
+int cuda_bn_apply_pool(struct cuda_ctx *c, struct tensor *out, const struct cuda_bn_act *act,
+                       const struct cuda_bn_pool *pool, const struct tensor *x,
+                       const float *coef);
+int cuda_reduce_partial_act_pool(struct cuda_ctx *c, double *partial, const struct tensor *x,
+                                 const struct tensor *gy, const float *fcoef, int parts,
+                                 const struct cuda_bn_act *act, const struct cuda_bn_pool *pool);
+int cuda_bn_backward_apply_pool(struct cuda_ctx *c, struct tensor *dx, const struct tensor *gy,
+                                const struct tensor *x, const float *coef,
+                                const struct cuda_bn_act *act, const float *fcoef,
+                                const struct cuda_bn_pool *pool, int accumulate);
 
 /* ------------------------------------------------------------------ plans and graphs */
 

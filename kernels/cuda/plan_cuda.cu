@@ -5,8 +5,10 @@
  * shares (kernels/plan_fuse.h), over the whole plan once per plan and signature
  * (plan_signature), kept in c->plans: batch norm, forward and evaluation, with the
  * activation after it (and a residual add after that), an activation's backward folded
- * into the batch norm's backward, and a residual add taking the statistics of the batch
- * norm that reads its output. The CUDA engine's fused kernels take every
+ * into the batch norm's backward, a residual add taking the statistics of the batch
+ * norm that reads its output, and a max pool whose windows tile the plane folded into the
+ * batch norm whose activation it reads (bn_pool_cuda.cu). The CUDA engine's fused kernels
+ * take every
  * activation kind and leave values unwritten in any plan whose own nodes allow it
  * (plan_fuse_caps below); this file keeps the analyses, the device buffers of the
  * coefficients a fused forward keeps for its backward and of the partial sums an add
@@ -72,7 +74,7 @@ static int conv_fwd_ok(void *user, const struct plan_node *conv, const struct pl
                        const struct plan_node *stats);
 static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct plan_node *bn);
 static const struct plan_fuse_caps CUDA_FUSE_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
-                                                     conv_fwd_ok, conv_bwd_ok, NULL};
+                                                     conv_fwd_ok, conv_bwd_ok, NULL, 1};
 
 /* Probe vectors for cuda_conv_fused_usable's trial (which reads them and writes nothing
  * of theirs): 2 x c floats of scratch, contents arbitrary. */
@@ -357,6 +359,13 @@ static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_
     const struct plan_fuse_step *s = &e->steps[i];
     const struct plan_node *n = &p->nodes[i];
     struct cuda_bn_act act = {ACT_RELU, 0.0f};
+    struct cuda_bn_pool pool = {1, 1};
+    const struct pool_attr *pa = NULL;   /* the folded pool's (plan_fuse_step.pool) */
+    if (s->pool >= 0) {
+        const struct plan_node *q = &p->nodes[s->pool];
+        pa = q->op == PLAN_POOL_FWD ? &q->u.pool_fwd.a : &q->u.pool_bwd.a;
+        pool = (struct cuda_bn_pool){pa->kh, pa->kw};
+    }
     switch (s->kind) {
     case PLAN_FUSE_SKIP: return DR_OK;
     case PLAN_FUSE_BN_TRAIN: {
@@ -364,9 +373,12 @@ static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_
         const struct plan_node *q = s->add >= 0 ? &p->nodes[s->add] : NULL;
         if (a) act = (struct cuda_bn_act){a->u.act_fwd.kind, a->u.act_fwd.alpha};
         return cuda_bn_train_fused(c, s->keep_y || !a ? n->u.bn_fwd_train.y : NULL,
-                                   q ? q->u.add_fwd.y : a ? a->u.act_fwd.y : NULL,
+                                   pa ? p->nodes[s->pool].u.pool_fwd.y
+                                   : q ? q->u.add_fwd.y
+                                   : a ? a->u.act_fwd.y
+                                       : NULL,
                                    q ? plan_fuse_add_other(q, a->u.act_fwd.y, NULL) : NULL,
-                                   a ? &act : NULL,
+                                   a ? &act : NULL, pa ? &pool : NULL,
                                    s->keeps_coef ? e->coef + e->coef_at[i] : NULL,
                                    s->stats >= 0 ? e->stats + e->stats_at[s->stats] : NULL,
                                    n->u.bn_fwd_train.save_mean, n->u.bn_fwd_train.save_invstd,
@@ -379,17 +391,21 @@ static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_
         const struct plan_node *q = s->add >= 0 ? &p->nodes[s->add] : NULL;
         act = (struct cuda_bn_act){a->u.act_fwd.kind, a->u.act_fwd.alpha};
         return cuda_bn_eval_fused(c, s->keep_y ? n->u.bn_fwd_eval.y : NULL,
-                                  q ? q->u.add_fwd.y : a->u.act_fwd.y,
+                                  pa ? p->nodes[s->pool].u.pool_fwd.y
+                                  : q ? q->u.add_fwd.y
+                                      : a->u.act_fwd.y,
                                   q ? plan_fuse_add_other(q, a->u.act_fwd.y, NULL) : NULL, &act,
-                                  n->u.bn_fwd_eval.x, n->u.bn_fwd_eval.gamma,
+                                  pa ? &pool : NULL, n->u.bn_fwd_eval.x, n->u.bn_fwd_eval.gamma,
                                   n->u.bn_fwd_eval.beta, n->u.bn_fwd_eval.running_mean,
                                   n->u.bn_fwd_eval.running_var, &n->u.bn_fwd_eval.a);
     }
     case PLAN_FUSE_BN_BWD: {
         const struct plan_node *a = &p->nodes[s->act];
         act = (struct cuda_bn_act){a->u.act_bwd.kind, a->u.act_bwd.alpha};
+        /* with a pool folded in, its dy instead of the activation's */
         return cuda_bn_backward_fused(c, n->u.bn_bwd.dx, n->u.bn_bwd.dgamma, n->u.bn_bwd.dbeta,
-                                      a->u.act_bwd.dy, &act, e->coef + e->coef_at[s->fwd],
+                                      pa ? p->nodes[s->pool].u.pool_bwd.dy : a->u.act_bwd.dy,
+                                      &act, pa ? &pool : NULL, e->coef + e->coef_at[s->fwd],
                                       n->u.bn_bwd.x, n->u.bn_bwd.gamma, n->u.bn_bwd.save_mean,
                                       n->u.bn_bwd.save_invstd, n->u.bn_bwd.accumulate);
     }

@@ -1,0 +1,375 @@
+/* A max pool folded into the fused batch norm whose activation it reads (cuda_internal.h,
+ * "fused batch norm"; plan_fuse.h, the max pool after the activation): windows of
+ * kh x kw pixels tiling the plane (stride the window). The forward's pass writes the
+ * pool's output from x, the activation's output never stored; the backward's sums and
+ * elementwise pass take the pool's dy, finding each window's first maximum again from x.
+ * Every value is computed as the unfused ops store it (the batch norm's output, the
+ * activation's, the maximum in the pool's row-major scan, the pool's dx, the activation's
+ * dx, each rounded to the storage type), with explicit rounding intrinsics, so that the
+ * results are the bits of the unfused nodes. Compiled as fused_bn_cuda.cu is (the
+ * activations' library functions). */
+#include "bn_kernels_cuda.h"
+#include "cuda_internal.h"
+
+struct bn_pool_geom {
+    int n, h, w, c;   /* x, NHWC */
+    int kh, kw;       /* window = stride */
+    int ho, wo;       /* the pool's output */
+};
+
+/* Offset of pixel (img, yy, xx), channel 0, of an NHWC input. */
+__device__ __forceinline__ size_t bn_pool_in(const bn_pool_geom &g, int img, int yy, int xx)
+{
+    return (((size_t)img * g.h + yy) * g.w + xx) * g.c;
+}
+
+/* Output pixel r -> (image, oy, ox). */
+__device__ __forceinline__ void bn_pool_out_pixel(long r, const bn_pool_geom &g, int *img,
+                                                  int *oy, int *ox)
+{
+    const unsigned u = (unsigned)r, wo = (unsigned)g.wo, ho = (unsigned)g.ho;
+    *ox = (int)(u % wo);
+    *oy = (int)((u / wo) % ho);
+    *img = (int)(u / (wo * ho));
+}
+
+/* The activation's output at x as the unfused ops store it: the batch norm's output
+ * ((x - hi) - lo) * scale + shift rounded to T, then the activation, rounded to T. */
+template <typename T, enum act_kind K>
+__device__ __forceinline__ float bn_pool_act(float xf, float scale, float hi, float lo,
+                                             float shift, float alpha, float inv)
+{
+    const float t = __fsub_rn(__fsub_rn(xf, hi), lo);
+    const float y = cuda_to_f<T>(cuda_from_f<T>(__fadd_rn(__fmul_rn(t, scale), shift)));
+    return cuda_to_f<T>(cuda_from_f<T>(act_fn<K>::value(y, alpha, inv)));
+}
+
+/* The forward: out = the window's maximum of the stored activation, V channels a thread.
+ * Block cuda_block_rows(c / V), grid cuda_grid_rows_cover over the output pixels. */
+template <typename T, int V, enum act_kind K>
+__global__ void bn_apply_pool_kernel(T *__restrict__ out,       /* (n, ho, wo, c) */
+                                     const T *__restrict__ x,   /* (n, h, w, c) */
+                                     const float *__restrict__ coef, /* (COEF_FWD_COUNT, c) */
+                                     bn_pool_geom g, float alpha)
+{
+    typedef cuda_pack<T, V> P;
+    const long rows = (long)g.n * g.ho * g.wo;
+    const int vecs = g.c / V, area = g.kh * g.kw;
+    const float inv = act_inv_alpha<K>(alpha);
+    FOR_CHANNELS(cv, vecs)
+    {
+        float scale[V], hi[V], lo[V], shift[V];
+        for (int k = 0; k < V; k++) {
+            const int ch = cv * V + k;
+            scale[k] = coef[COEF_SCALE * g.c + ch];
+            hi[k] = coef[COEF_HI * g.c + ch];
+            lo[k] = coef[COEF_LO * g.c + ch];
+            shift[k] = coef[COEF_SHIFT * g.c + ch];
+        }
+        FOR_ROWS(r, rows)
+        {
+            int img, oy, ox;
+            bn_pool_out_pixel(r, g, &img, &oy, &ox);
+            float m[V];
+            for (int q = 0; q < area; q++) {
+                const int yy = oy * g.kh + q / g.kw, xx = ox * g.kw + q % g.kw;
+                const P xv = ((const P *)x)[bn_pool_in(g, img, yy, xx) / V + cv];
+                for (int k = 0; k < V; k++) {
+                    const float v = bn_pool_act<T, K>(cuda_to_f<T>(xv.v[k]), scale[k], hi[k],
+                                                      lo[k], shift[k], alpha, inv);
+                    m[k] = q == 0 ? v : (v > m[k] ? v : m[k]);
+                }
+            }
+            P o;
+            for (int k = 0; k < V; k++) o.v[k] = cuda_from_f<T>(m[k]);
+            ((P *)out)[(size_t)r * vecs + cv] = o;
+        }
+    }
+}
+
+/* The backward's dy source for reduce_partial_kernel (bn_kernels_cuda.h, REDUCE_BN_BWD):
+ * at element i of x, the activation's dx as the unfused ops store it: the pool's dx there
+ * (its dy at the window's first maximum, else 0), through the activation's backward at
+ * the batch norm's output recomputed from x (va) with the forward's coefficients. One
+ * group (one batch-norm part). */
+template <typename T, enum act_kind K> struct act_pool_grad_b {
+    const T *x;           /* (n, h, w, c) */
+    const T *gy;          /* (n, ho, wo, c) */
+    const float *fcoef;   /* (COEF_FWD_COUNT, c) */
+    bn_pool_geom g = {};
+    float alpha;
+    int ch;
+    float scale, hi, lo, shift;
+    __device__ act_pool_grad_b at(size_t, int, int channel, int channels) const
+    {
+        act_pool_grad_b b = *this;
+        b.ch = channel;
+        b.scale = fcoef[COEF_SCALE * channels + channel];
+        b.hi = fcoef[COEF_HI * channels + channel];
+        b.lo = fcoef[COEF_LO * channels + channel];
+        b.shift = fcoef[COEF_SHIFT * channels + channel];
+        return b;
+    }
+    __device__ float operator()(size_t i, float va) const
+    {
+        const float inv = act_inv_alpha<K>(alpha);
+        const unsigned r = (unsigned)(i / (size_t)g.c), w = (unsigned)g.w, h = (unsigned)g.h;
+        const int xx = (int)(r % w), yy = (int)((r / w) % h), img = (int)(r / (w * h));
+        const int oy = yy / g.kh, ox = xx / g.kw;
+        const int here = (yy - oy * g.kh) * g.kw + (xx - ox * g.kw);
+        int best = 0;
+        float m = 0.0f;
+        for (int q = 0; q < g.kh * g.kw; q++) {
+            const int y2 = oy * g.kh + q / g.kw, x2 = ox * g.kw + q % g.kw;
+            const float v = bn_pool_act<T, K>(cuda_to_f<T>(x[bn_pool_in(g, img, y2, x2) + ch]),
+                                              scale, hi, lo, shift, alpha, inv);
+            if (q == 0) m = v;
+            else if (v > m) m = v, best = q;
+        }
+        const size_t o = (((size_t)img * g.ho + oy) * g.wo + ox) * g.c + ch;
+        const float d = here == best
+                            ? cuda_to_f<T>(cuda_from_f<T>(__fadd_rn(0.0f, cuda_to_f<T>(gy[o]))))
+                            : 0.0f;
+        const float t = __fsub_rn(__fsub_rn(va, hi), lo);
+        const float y = cuda_to_f<T>(cuda_from_f<T>(__fadd_rn(__fmul_rn(t, scale), shift)));
+        return cuda_to_f<T>(cuda_from_f<T>(act_fn<K>::grad(y, d, alpha, inv)));
+    }
+};
+
+/* The backward's elementwise pass, one window of V channels a thread: the window's first
+ * maximum found as the pool's backward finds it, then at each of its pixels the
+ * activation's dx as stored (act_pool_grad_b) and dx (=|+=) a*g + b*((x - hi) - lo) + e,
+ * as bn_backward_apply_kernel computes it. Block and grid as bn_apply_pool_kernel. */
+template <typename T, int V, enum act_kind K>
+__global__ void bn_backward_apply_pool_kernel(T *__restrict__ dx,        /* (n, h, w, c) */
+                                              const T *__restrict__ gy,  /* (n, ho, wo, c) */
+                                              const T *__restrict__ x,   /* (n, h, w, c) */
+                                              const float *__restrict__ coef, /* (COEF_BWD_COUNT,
+                                                                                 c) */
+                                              const float *__restrict__ fcoef, /* (COEF_FWD_COUNT,
+                                                                                  c) */
+                                              bn_pool_geom g, int accumulate, float alpha)
+{
+    typedef cuda_pack<T, V> P;
+    const long rows = (long)g.n * g.ho * g.wo;
+    const int vecs = g.c / V, area = g.kh * g.kw;
+    const float inv = act_inv_alpha<K>(alpha);
+    FOR_CHANNELS(cv, vecs)
+    {
+        float a[V], b[V], e[V], hi[V], lo[V], fscale[V], fhi[V], flo[V], fshift[V];
+        for (int k = 0; k < V; k++) {
+            const int ch = cv * V + k;
+            a[k] = coef[BCOEF_A * g.c + ch];
+            b[k] = coef[BCOEF_B * g.c + ch];
+            e[k] = coef[BCOEF_E * g.c + ch];
+            hi[k] = coef[BCOEF_HI * g.c + ch];
+            lo[k] = coef[BCOEF_LO * g.c + ch];
+            fscale[k] = fcoef[COEF_SCALE * g.c + ch];
+            fhi[k] = fcoef[COEF_HI * g.c + ch];
+            flo[k] = fcoef[COEF_LO * g.c + ch];
+            fshift[k] = fcoef[COEF_SHIFT * g.c + ch];
+        }
+        FOR_ROWS(r, rows)
+        {
+            int img, oy, ox;
+            bn_pool_out_pixel(r, g, &img, &oy, &ox);
+            int best[V];
+            float m[V];
+            for (int q = 0; q < area; q++) {
+                const int yy = oy * g.kh + q / g.kw, xx = ox * g.kw + q % g.kw;
+                const P xv = ((const P *)x)[bn_pool_in(g, img, yy, xx) / V + cv];
+                for (int k = 0; k < V; k++) {
+                    const float v = bn_pool_act<T, K>(cuda_to_f<T>(xv.v[k]), fscale[k], fhi[k],
+                                                      flo[k], fshift[k], alpha, inv);
+                    if (q == 0) m[k] = v, best[k] = 0;
+                    else if (v > m[k]) m[k] = v, best[k] = q;
+                }
+            }
+            const P gv = ((const P *)gy)[(size_t)r * vecs + cv];
+            for (int q = 0; q < area; q++) {
+                const int yy = oy * g.kh + q / g.kw, xx = ox * g.kw + q % g.kw;
+                const size_t i = bn_pool_in(g, img, yy, xx) / V + cv;
+                const P xv = ((const P *)x)[i];
+                P o;
+                if (accumulate) o = ((const P *)dx)[i];
+                for (int k = 0; k < V; k++) {
+                    const float xf = cuda_to_f<T>(xv.v[k]);
+                    const float d =
+                        q == best[k]
+                            ? cuda_to_f<T>(cuda_from_f<T>(__fadd_rn(0.0f, cuda_to_f<T>(gv.v[k]))))
+                            : 0.0f;
+                    const float t = __fsub_rn(__fsub_rn(xf, fhi[k]), flo[k]);
+                    const float yf = cuda_to_f<T>(
+                        cuda_from_f<T>(__fadd_rn(__fmul_rn(t, fscale[k]), fshift[k])));
+                    const float gg =
+                        cuda_to_f<T>(cuda_from_f<T>(act_fn<K>::grad(yf, d, alpha, inv)));
+                    const float xm = __fsub_rn(__fsub_rn(xf, hi[k]), lo[k]);
+                    const float v =
+                        __fadd_rn(__fadd_rn(__fmul_rn(a[k], gg), __fmul_rn(b[k], xm)), e[k]);
+                    o.v[k] = cuda_from_f<T>(accumulate ? __fadd_rn(cuda_to_f<T>(o.v[k]), v) : v);
+                }
+                ((P *)dx)[i] = o;
+            }
+        }
+    }
+}
+
+/* The geometry of x pooled into y by pool, checked. */
+static int bn_pool_geometry(bn_pool_geom *g, const struct tensor *y, const struct tensor *x,
+                            const struct cuda_bn_pool *pool)
+{
+    int rc = DR_OK;
+    EXPECT(pool->kh >= 1 && pool->kw >= 1 && x->h % pool->kh == 0 && x->w % pool->kw == 0 &&
+               y->n == x->n && y->c == x->c && y->h == x->h / pool->kh &&
+               y->w == x->w / pool->kw,
+           "bn with max pool: (%d, %d, %d, %d) is not (%d, %d, %d, %d) in %dx%d windows", y->n,
+           y->c, y->h, y->w, x->n, x->c, x->h, x->w, pool->kh, pool->kw);
+    EXPECT((long)x->n * x->h * x->w < (1L << 31), "bn with max pool: %d images of %dx%d pixels",
+           x->n, x->h, x->w);
+    *g = bn_pool_geom{x->n, x->h, x->w, x->c, pool->kh, pool->kw, y->h, y->w};
+cleanup:
+    return rc;
+}
+
+template <typename T, int V, enum act_kind K>
+static int apply_pool_launch(struct cuda_ctx *c, T *out, const T *x, const float *coef,
+                             const bn_pool_geom &g, float alpha)
+{
+    int rc = DR_OK;
+    const size_t nin = (size_t)g.n * g.h * g.w * g.c, nout = (size_t)g.n * g.ho * g.wo * g.c;
+    const dim3 block = cuda_block_rows(g.c / V);
+    bn_apply_pool_kernel<T, V, K>
+        <<<cuda_grid_rows_cover(c, (long)g.n * g.ho * g.wo, block), block, 0, c->stream>>>(
+            out, x, coef, g, alpha);
+    /* reads x and coef (COEF_FWD_COUNT, c) floats; writes the pool's output */
+    CHECK_LAUNCH(c, nin * sizeof(T) + sizeof(float) * COEF_FWD_COUNT * g.c, nout * sizeof(T));
+cleanup:
+    return rc;
+}
+
+template <typename T, enum act_kind K>
+static int apply_pool(struct cuda_ctx *c, T *out, const T *x, const float *coef,
+                      const bn_pool_geom &g, float alpha)
+{
+    if (bn_width<T>(g.c, out, x, NULL) > 1)
+        return apply_pool_launch<T, cuda_vec_width<T>(), K>(c, out, x, coef, g, alpha);
+    return apply_pool_launch<T, 1, K>(c, out, x, coef, g, alpha);
+}
+
+template <typename T, enum act_kind K>
+static int reduce_pool(struct cuda_ctx *c, double *partial, const T *x, const T *gy,
+                       const float *fcoef, const bn_pool_geom &g, int parts, float alpha)
+{
+    int rc = DR_OK;
+    const long rows = (long)g.n * g.h * g.w;
+    const dim3 block(RED_X, RED_Y), grid((unsigned)((g.c + RED_X - 1) / RED_X), (unsigned)parts, 1);
+    act_pool_grad_b<T, K> src = {};
+    src.x = x;
+    src.gy = gy;
+    src.fcoef = fcoef;
+    src.g = g;
+    src.alpha = alpha;
+    reduce_partial_kernel<T, REDUCE_BN_BWD, act_pool_grad_b<T, K>>
+        <<<grid, block, 0, c->stream>>>(partial, x, src, rows, g.c, parts);
+    /* reads x once (each element is read again by the other kh*kw - 1 threads of its
+     * window, neighbouring rows in neighbouring lanes and blocks: from cache, not counted),
+     * the pool's dy and fcoef (COEF_FWD_COUNT, c) floats; writes partial, 3 x parts x c
+     * doubles */
+    CHECK_LAUNCH(c, ((size_t)rows * g.c + (size_t)g.n * g.ho * g.wo * g.c) * sizeof(T) +
+                        sizeof(float) * COEF_FWD_COUNT * g.c,
+                 sizeof(double) * 3 * (size_t)parts * g.c);
+cleanup:
+    return rc;
+}
+
+template <typename T, int V, enum act_kind K>
+static int backward_pool_launch(struct cuda_ctx *c, T *dx, const T *gy, const T *x,
+                                const float *coef, const float *fcoef, const bn_pool_geom &g,
+                                int accumulate, float alpha)
+{
+    int rc = DR_OK;
+    const size_t nin = (size_t)g.n * g.h * g.w * g.c, nout = (size_t)g.n * g.ho * g.wo * g.c;
+    const dim3 block = cuda_block_rows(g.c / V);
+    bn_backward_apply_pool_kernel<T, V, K>
+        <<<cuda_grid_rows_cover(c, (long)g.n * g.ho * g.wo, block), block, 0, c->stream>>>(
+            dx, gy, x, coef, fcoef, g, accumulate, alpha);
+    /* reads x once (its second read of a window is from cache), the pool's dy, dx when
+     * accumulating, coef (COEF_BWD_COUNT, c) and fcoef (COEF_FWD_COUNT, c) floats; writes dx */
+    CHECK_LAUNCH(c, (size_t)(1 + (accumulate != 0)) * nin * sizeof(T) + nout * sizeof(T) +
+                        sizeof(float) * (COEF_BWD_COUNT + COEF_FWD_COUNT) * g.c,
+                 nin * sizeof(T));
+cleanup:
+    return rc;
+}
+
+template <typename T, enum act_kind K>
+static int backward_pool(struct cuda_ctx *c, T *dx, const T *gy, const T *x, const float *coef,
+                         const float *fcoef, const bn_pool_geom &g, int accumulate, float alpha)
+{
+    if (bn_width<T>(g.c, dx, gy, x) > 1)
+        return backward_pool_launch<T, cuda_vec_width<T>(), K>(c, dx, gy, x, coef, fcoef, g,
+                                                              accumulate, alpha);
+    return backward_pool_launch<T, 1, K>(c, dx, gy, x, coef, fcoef, g, accumulate, alpha);
+}
+
+/* Calls F<T, kind>(args...) for the context's type and the activation's kind. */
+#define BN_POOL_DISPATCH(c, kind, F, ...)                                                  \
+    CUDA_DISPATCH((c)->dt, T, {                                                            \
+        switch (kind) {                                                                    \
+        case ACT_RELU: return F<T, ACT_RELU>(__VA_ARGS__);                                 \
+        case ACT_CELU: return F<T, ACT_CELU>(__VA_ARGS__);                                 \
+        case ACT_GELU: return F<T, ACT_GELU>(__VA_ARGS__);                                 \
+        case ACT_SILU: return F<T, ACT_SILU>(__VA_ARGS__);                                 \
+        case ACT_KIND_COUNT: break;                                                        \
+        }                                                                                  \
+    })
+
+int cuda_bn_apply_pool(struct cuda_ctx *c, struct tensor *out, const struct cuda_bn_act *act,
+                       const struct cuda_bn_pool *pool, const struct tensor *x,
+                       const float *coef)
+{
+    int rc = DR_OK;
+    bn_pool_geom g = {};
+    TRY(bn_pool_geometry(&g, out, x, pool));
+    if (tensor_count(out) == 0) goto cleanup;
+    BN_POOL_DISPATCH(c, act->kind, apply_pool, c, (T *)out->data, (const T *)x->data, coef, g,
+                     act->alpha);
+    FAIL(DR_ERR_INTERNAL, "bn with max pool: no kernel for activation kind %d", (int)act->kind);
+cleanup:
+    return rc;
+}
+
+int cuda_reduce_partial_act_pool(struct cuda_ctx *c, double *partial, const struct tensor *x,
+                                 const struct tensor *gy, const float *fcoef, int parts,
+                                 const struct cuda_bn_act *act, const struct cuda_bn_pool *pool)
+{
+    int rc = DR_OK;
+    bn_pool_geom g = {};
+    TRY(bn_pool_geometry(&g, gy, x, pool));
+    EXPECT(x->c > 0 && parts >= 1 && parts <= RED_MAX_PARTS, "reduce: %d channels, %d parts",
+           x->c, parts);
+    BN_POOL_DISPATCH(c, act->kind, reduce_pool, c, partial, (const T *)x->data,
+                     (const T *)gy->data, fcoef, g, parts, act->alpha);
+    FAIL(DR_ERR_INTERNAL, "reduce: no kernel with max pool for activation kind %d",
+         (int)act->kind);
+cleanup:
+    return rc;
+}
+
+int cuda_bn_backward_apply_pool(struct cuda_ctx *c, struct tensor *dx, const struct tensor *gy,
+                                const struct tensor *x, const float *coef,
+                                const struct cuda_bn_act *act, const float *fcoef,
+                                const struct cuda_bn_pool *pool, int accumulate)
+{
+    int rc = DR_OK;
+    bn_pool_geom g = {};
+    TRY(bn_pool_geometry(&g, gy, x, pool));
+    EXPECT(tensor_same_shape(dx, x), "bn backward with max pool: dx unlike x");
+    if (tensor_count(gy) == 0) goto cleanup;
+    BN_POOL_DISPATCH(c, act->kind, backward_pool, c, (T *)dx->data, (const T *)gy->data,
+                     (const T *)x->data, coef, fcoef, g, accumulate, act->alpha);
+    FAIL(DR_ERR_INTERNAL, "bn backward with max pool: no kernel for activation kind %d",
+         (int)act->kind);
+cleanup:
+    return rc;
+}

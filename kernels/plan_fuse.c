@@ -286,31 +286,51 @@ static int conv_has_bias(const struct plan_node *n)
     return b && b->data;
 }
 
+/* The readers of the value node j writes into t, each sorted by role (what it is to the
+ * caller: 0, 1, or -1 for any other reader): 1 when every reader has role 0 or 1 and no
+ * role has two readers, with *first and *second the readers of roles 0 and 1 (-1 for
+ * none); else 0. */
+static int value_reader_roles(const struct plan *p, const struct tensor *t, int j,
+                              int (*role)(const struct plan_node *n, const struct tensor *t,
+                                          int writes),
+                              int *first, int *second)
+{
+    *first = *second = -1;
+    for (int k = 1; k < p->count; k++) {
+        const int r = (j + k) % p->count;
+        int reads, writes;
+        node_touches(&reads, &writes, &p->nodes[r], t);
+        if (reads) {
+            const int q = role(&p->nodes[r], t, writes);
+            int *slot = q == 0 ? first : q == 1 ? second : NULL;
+            if (!slot || *slot >= 0) return 0;
+            *slot = r;
+        }
+        if (writes) break;
+    }
+    return 1;
+}
+
+/* conv_readers' roles: 0 a CONV_FWD reading t as its x alone, 1 a CONV_BWD reading t as
+ * its x alone. */
+static int conv_role(const struct plan_node *n, const struct tensor *t, int writes)
+{
+    if (writes) return -1;
+    if (n->op == PLAN_CONV_FWD && plan_fuse_same_tensor(n->u.conv_fwd.x, t) &&
+        !plan_fuse_same_tensor(n->u.conv_fwd.w, t))
+        return 0;
+    if (n->op == PLAN_CONV_BWD && plan_fuse_same_tensor(n->u.conv_bwd.x, t) &&
+        !plan_fuse_same_tensor(n->u.conv_bwd.dy, t) && !plan_fuse_same_tensor(n->u.conv_bwd.w, t))
+        return 1;
+    return -1;
+}
+
 /* The readers of the value node j writes into t: 1 when they are exactly one CONV_FWD
  * reading t as its x alone (*f) and one CONV_BWD reading t as its x alone (*g), the same
  * layer (weights and attributes), neither with a bias; else 0. */
 static int conv_readers(const struct plan *p, const struct tensor *t, int j, int *f, int *g)
 {
-    *f = *g = -1;
-    for (int k = 1; k < p->count; k++) {
-        const int r = (j + k) % p->count;
-        const struct plan_node *n = &p->nodes[r];
-        int reads, writes;
-        node_touches(&reads, &writes, n, t);
-        if (reads) {
-            if (n->op == PLAN_CONV_FWD && *f < 0 && plan_fuse_same_tensor(n->u.conv_fwd.x, t) &&
-                !plan_fuse_same_tensor(n->u.conv_fwd.w, t) && !writes)
-                *f = r;
-            else if (n->op == PLAN_CONV_BWD && *g < 0 &&
-                     plan_fuse_same_tensor(n->u.conv_bwd.x, t) &&
-                     !plan_fuse_same_tensor(n->u.conv_bwd.dy, t) &&
-                     !plan_fuse_same_tensor(n->u.conv_bwd.w, t) && !writes)
-                *g = r;
-            else
-                return 0;
-        }
-        if (writes) break;
-    }
+    if (!value_reader_roles(p, t, j, conv_role, f, g)) return 0;
     if (*f < 0 || *g < 0) return 0;
     const struct plan_node *nf = &p->nodes[*f], *ng = &p->nodes[*g];
     return plan_fuse_same_tensor(nf->u.conv_fwd.w, ng->u.conv_bwd.w) &&
@@ -385,32 +405,24 @@ static int pool_tiles(const struct pool_attr *a, const struct tensor *x)
            a->sw == a->kw && x->h % a->kh == 0 && x->w % a->kw == 0;
 }
 
+/* pool_readers' roles: 0 a POOL_FWD reading t as its x, 1 a POOL_BWD reading t as its x
+ * alone. */
+static int pool_role(const struct plan_node *n, const struct tensor *t, int writes)
+{
+    if (writes) return -1;
+    if (n->op == PLAN_POOL_FWD && plan_fuse_same_tensor(n->u.pool_fwd.x, t)) return 0;
+    if (n->op == PLAN_POOL_BWD && plan_fuse_same_tensor(n->u.pool_bwd.x, t) &&
+        !plan_fuse_same_tensor(n->u.pool_bwd.dy, t) && !plan_fuse_same_tensor(n->u.pool_bwd.y, t))
+        return 1;
+    return -1;
+}
+
 /* The readers of the value activation node j writes into t: 1 when they are one POOL_FWD
  * reading t as its x (*f) and at most one POOL_BWD reading t as its x alone (*b, -1 when
  * none), else 0. */
 static int pool_readers(const struct plan *p, const struct tensor *t, int j, int *f, int *b)
 {
-    *f = *b = -1;
-    for (int k = 1; k < p->count; k++) {
-        const int r = (j + k) % p->count;
-        const struct plan_node *n = &p->nodes[r];
-        int reads, writes;
-        node_touches(&reads, &writes, n, t);
-        if (reads) {
-            if (n->op == PLAN_POOL_FWD && *f < 0 && !writes &&
-                plan_fuse_same_tensor(n->u.pool_fwd.x, t))
-                *f = r;
-            else if (n->op == PLAN_POOL_BWD && *b < 0 && !writes &&
-                     plan_fuse_same_tensor(n->u.pool_bwd.x, t) &&
-                     !plan_fuse_same_tensor(n->u.pool_bwd.dy, t) &&
-                     !plan_fuse_same_tensor(n->u.pool_bwd.y, t))
-                *b = r;
-            else
-                return 0;
-        }
-        if (writes) break;
-    }
-    return *f >= 0;
+    return value_reader_roles(p, t, j, pool_role, f, b) && *f >= 0;
 }
 
 /* Folds the max pool reading the activation of fused batch norm i (forward, and its

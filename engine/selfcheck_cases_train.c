@@ -163,9 +163,10 @@ static struct layer_spec *add_layer(struct net_spec *spec, const char *name, enu
 
 /* A small network with every layer type of the shipped configs: conv-bn-relu blocks, max
  * pools, residual adds (one folded into the batch norm before it, one standalone whose sum
- * enters a batch norm, as in a pre-activation block), a CELU, a batch norm between two
- * convolutions, max and average pools concatenated, flatten, a linear layer with bias and
- * a fixed scale. */
+ * enters a batch norm, as in a pre-activation block), a CELU, two batch norms in a row
+ * between convolutions (the middle convolution reading one's apply and summing for the
+ * next), max and average pools concatenated, flatten, a linear layer with bias and a
+ * fixed scale. */
 static int small_net(struct net_spec *spec)
 {
     struct layer_spec *l;
@@ -199,8 +200,15 @@ static int small_net(struct net_spec *spec)
     }
     ADD("mid_bn", LAYER_BN, "", "");
     ADD("mid_relu", LAYER_RELU, "", "");
-    ADD("mid2", LAYER_CONV, "", "");
+    ADD("mid2", LAYER_CONV, "", "");            /* reads mid_bn's apply, sums for mid2_bn */
     if (ok) l->out = 32;
+    ADD("mid2_bn", LAYER_BN, "", "");            /* a second batch norm in a row inside */
+    ADD("mid2_relu", LAYER_RELU, "", "");        /* the convolutions */
+    ADD("mid3", LAYER_CONV, "", "");
+    if (ok) {
+        l->out = 32;
+        l->k = 1;
+    }
     ADD("down", LAYER_CONV, "", "");
     if (ok) {
         l->out = 64;

@@ -649,82 +649,91 @@ static void test_edges(void)
  * pool folds into the batch norm's passes, forward and backward, on an engine whose caps
  * set pool_fold; not when its windows do not tile the plane, it averages, the activation
  * has another reader, the pool's backward accumulates or its dy changes before the batch
- * norm's backward reads it; in an evaluation plan, the forward alone. */
-static void build_pool_plan(struct plan *p)
+ * norm's backward reads it; in an evaluation plan, the forward alone. With rewrite_dy, a
+ * node between the activation's backward and the batch norm's rewrites the pool's dy
+ * (the batch norm's backward is then node 7). */
+static void build_pool_plan(struct plan *p, int rewrite_dy)
 {
+    *p = (struct plan){0};
     bn_train(p, Y, X);                              /* 0 */
     act_fwd(p, A, Y, ACT_RELU);                     /* 1 */
     pool_fwd(p, P, A, POOL_MAX, 3);                 /* 2 */
     scale(p, DP, P);                                /* 3: the loss, the pool's dy */
     pool_bwd(p, DA, DP, A, P, POOL_MAX, 3, 0);      /* 4 */
     act_bwd(p, DY, DA, Y, ACT_RELU, 0);             /* 5 */
-    bn_bwd(p, DX, DY, X);                           /* 6 */
+    if (rewrite_dy) scale(p, DP, IMG);              /* 6 */
+    bn_bwd(p, DX, DY, X);                           /* 6 (7) */
     p->replayable = 1;
 }
 
-static void test_bn_pool(void)
+/* The steps of build_pool_plan's plan with the batch norm's backward at node bwd: the
+ * pool folded (pooled) or not. */
+static void pool_steps(struct want *w, int pooled, int bwd)
 {
-    struct plan p = {0};
-    build_pool_plan(&p);
     const struct want folded[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 1, -1, 2},
                                   {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
                                   {2, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
                                   {4, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
                                   {5, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
-                                  {6, PLAN_FUSE_BN_BWD, 5, -1, 0, 0, 0, -1, 4}};
+                                  {bwd, PLAN_FUSE_BN_BWD, 5, -1, 0, 0, 0, -1, 4}};
     const struct want unpooled[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 1, -1, -1},
                                     {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
                                     {5, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
-                                    {6, PLAN_FUSE_BN_BWD, 5, -1, 0, 0, 0, -1, -1}};
-    expect_steps("bn+relu+pool (cuda)", &p, &CUDA_CAPS, folded, 6);
-    expect_steps("bn+relu+pool (cpu: no pool_fold)", &p, cpu_plan_fuse_caps(), unpooled, 4);
+                                    {bwd, PLAN_FUSE_BN_BWD, 5, -1, 0, 0, 0, -1, -1}};
+    if (pooled) memcpy(w, folded, sizeof(folded));
+    else memcpy(w, unpooled, sizeof(unpooled));
+}
 
-    /* 2x2 windows do not tile a 3x3 plane */
-    p.nodes[2].u.pool_fwd.a = p.nodes[4].u.pool_bwd.a = (struct pool_attr){POOL_MAX, 2, 2, 2, 2};
-    expect_steps("windows not tiling", &p, &CUDA_CAPS, unpooled, 4);
-    /* overlapping windows */
-    p.nodes[2].u.pool_fwd.a = p.nodes[4].u.pool_bwd.a = (struct pool_attr){POOL_MAX, 3, 3, 1, 1};
-    expect_steps("overlapping windows", &p, &CUDA_CAPS, unpooled, 4);
-    /* an average */
-    p.nodes[2].u.pool_fwd.a = p.nodes[4].u.pool_bwd.a = (struct pool_attr){POOL_AVG, 3, 3, 3, 3};
-    expect_steps("average pool", &p, &CUDA_CAPS, unpooled, 4);
-    /* the forward's and the backward's attributes differ */
-    p.nodes[2].u.pool_fwd.a = (struct pool_attr){POOL_MAX, 3, 3, 3, 3};
-    expect_steps("backward of another pool", &p, &CUDA_CAPS, unpooled, 4);
-    p.nodes[4].u.pool_bwd.a = p.nodes[2].u.pool_fwd.a;
-    expect_steps("bn+relu+pool again (cuda)", &p, &CUDA_CAPS, folded, 6);
+#define POOLED 6     /* pool_steps's counts */
+#define UNPOOLED 4
+
+static void test_bn_pool(void)
+{
+    /* pools that must not fold: the forward's and the backward's attributes */
+    static const struct {
+        const char *what;
+        struct pool_attr fwd, bwd;
+    } apart[] = {
+        {"windows not tiling", {POOL_MAX, 2, 2, 2, 2}, {POOL_MAX, 2, 2, 2, 2}},   /* 3x3 plane */
+        {"overlapping windows", {POOL_MAX, 3, 3, 1, 1}, {POOL_MAX, 3, 3, 1, 1}},
+        {"average pool", {POOL_AVG, 3, 3, 3, 3}, {POOL_AVG, 3, 3, 3, 3}},
+        {"backward of another pool", {POOL_MAX, 3, 3, 3, 3}, {POOL_AVG, 3, 3, 3, 3}},
+    };
+    struct plan p;
+    struct want folded[POOLED], unpooled[UNPOOLED];
+    pool_steps(folded, 1, 6);
+    pool_steps(unpooled, 0, 6);
+    build_pool_plan(&p, 0);
+    expect_steps("bn+relu+pool (cuda)", &p, &CUDA_CAPS, folded, POOLED);
+    expect_steps("bn+relu+pool (cpu: no pool_fold)", &p, cpu_plan_fuse_caps(), unpooled,
+                 UNPOOLED);
+    const struct pool_attr tiling = p.nodes[2].u.pool_fwd.a;
+    for (size_t i = 0; i < sizeof(apart) / sizeof(apart[0]); i++) {
+        p.nodes[2].u.pool_fwd.a = apart[i].fwd;
+        p.nodes[4].u.pool_bwd.a = apart[i].bwd;
+        expect_steps(apart[i].what, &p, &CUDA_CAPS, unpooled, UNPOOLED);
+    }
+    p.nodes[2].u.pool_fwd.a = p.nodes[4].u.pool_bwd.a = tiling;
+    expect_steps("bn+relu+pool again (cuda)", &p, &CUDA_CAPS, folded, POOLED);
     /* the pool's backward accumulates */
     p.nodes[4].u.pool_bwd.accumulate = 1;
-    expect_steps("pool backward accumulating", &p, &CUDA_CAPS, unpooled, 4);
+    expect_steps("pool backward accumulating", &p, &CUDA_CAPS, unpooled, UNPOOLED);
     p.nodes[4].u.pool_bwd.accumulate = 0;
     /* the pool's backward reads another output */
     p.nodes[4].u.pool_bwd.y = &t[OTHER];
-    expect_steps("pool backward of another output", &p, &CUDA_CAPS, unpooled, 4);
-    p.nodes[4].u.pool_bwd.y = &t[P];
+    expect_steps("pool backward of another output", &p, &CUDA_CAPS, unpooled, UNPOOLED);
     plan_free(&p);
 
     /* a second reader of the activation's output */
-    build_pool_plan(&p);
+    build_pool_plan(&p, 0);
     scale(&p, OTHER, A);
-    expect_steps("activation read twice", &p, &CUDA_CAPS, unpooled, 4);
+    expect_steps("activation read twice", &p, &CUDA_CAPS, unpooled, UNPOOLED);
     plan_free(&p);
 
     /* the pool's dy rewritten between the pool's backward and the batch norm's */
-    p = (struct plan){0};
-    bn_train(&p, Y, X);
-    act_fwd(&p, A, Y, ACT_RELU);
-    pool_fwd(&p, P, A, POOL_MAX, 3);
-    scale(&p, DP, P);
-    pool_bwd(&p, DA, DP, A, P, POOL_MAX, 3, 0);
-    act_bwd(&p, DY, DA, Y, ACT_RELU, 0);
-    scale(&p, DP, IMG);                             /* 6 */
-    bn_bwd(&p, DX, DY, X);                          /* 7 */
-    p.replayable = 1;
-    EXPECT_STEPS("pool dy rewritten", &p, &CUDA_CAPS,
-                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 1, -1, -1},
-                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
-                 {5, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
-                 {7, PLAN_FUSE_BN_BWD, 5, -1, 0, 0, 0, -1, -1});
+    build_pool_plan(&p, 1);
+    pool_steps(unpooled, 0, 7);
+    expect_steps("pool dy rewritten", &p, &CUDA_CAPS, unpooled, UNPOOLED);
     plan_free(&p);
 
     /* evaluation: the forward alone */

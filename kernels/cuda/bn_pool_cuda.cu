@@ -33,15 +33,77 @@ __device__ __forceinline__ void bn_pool_out_pixel(long r, const bn_pool_geom &g,
     *img = (int)(u / (wo * ho));
 }
 
-/* The activation's output at x as the unfused ops store it: the batch norm's output
- * ((x - hi) - lo) * scale + shift rounded to T, then the activation, rounded to T. */
-template <typename T, enum act_kind K>
-__device__ __forceinline__ float bn_pool_act(float xf, float scale, float hi, float lo,
-                                             float shift, float alpha, float inv)
+/* One channel's forward coefficients (COEF_FWD_*), as the kept buffer holds them. */
+struct bn_pool_coef {
+    float scale, hi, lo, shift;
+};
+
+/* Channel ch's coefficients from coef (COEF_FWD_COUNT, c). */
+__device__ __forceinline__ bn_pool_coef bn_pool_coef_at(const float *coef, int c, int ch)
 {
-    const float t = __fsub_rn(__fsub_rn(xf, hi), lo);
-    const float y = cuda_to_f<T>(cuda_from_f<T>(__fadd_rn(__fmul_rn(t, scale), shift)));
-    return cuda_to_f<T>(cuda_from_f<T>(act_fn<K>::value(y, alpha, inv)));
+    return bn_pool_coef{coef[COEF_SCALE * c + ch], coef[COEF_HI * c + ch],
+                        coef[COEF_LO * c + ch], coef[COEF_SHIFT * c + ch]};
+}
+
+/* The batch norm's output at x as the unfused op stores it: ((x - hi) - lo) * scale + shift,
+ * rounded to T. */
+template <typename T>
+__device__ __forceinline__ float bn_pool_bn(float xf, const bn_pool_coef &f)
+{
+    const float t = __fsub_rn(__fsub_rn(xf, f.hi), f.lo);
+    return cuda_to_f<T>(cuda_from_f<T>(__fadd_rn(__fmul_rn(t, f.scale), f.shift)));
+}
+
+/* The activation's output at x as the unfused ops store it: the activation of the batch
+ * norm's stored output, rounded to T. */
+template <typename T, enum act_kind K>
+__device__ __forceinline__ float bn_pool_act(float xf, const bn_pool_coef &f, float alpha,
+                                             float inv)
+{
+    return cuda_to_f<T>(cuda_from_f<T>(act_fn<K>::value(bn_pool_bn<T>(xf, f), alpha, inv)));
+}
+
+/* Input pixel q (row-major in the window) of output pixel (oy, ox). */
+__device__ __forceinline__ void bn_pool_window_pixel(const bn_pool_geom &g, int oy, int ox, int q,
+                                                     int *yy, int *xx)
+{
+    *yy = oy * g.kh + q / g.kw;
+    *xx = ox * g.kw + q % g.kw;
+}
+
+/* For each of the V channels of pack cv, the maximum m[k] of the stored activation over
+ * the window of output pixel (img, oy, ox) and the position best[k] of its first
+ * occurrence in the row-major scan, as the pool's forward and backward find them. f: the
+ * V channels' coefficients. */
+template <typename T, int V, enum act_kind K>
+__device__ __forceinline__ void bn_pool_window_max(float *m, int *best,
+                                                   const T *__restrict__ x, /* (n, h, w, c) */
+                                                   const bn_pool_geom &g, int img, int oy,
+                                                   int ox, int cv, const bn_pool_coef *f,
+                                                   float alpha, float inv)
+{
+    typedef cuda_pack<T, V> P;
+    for (int q = 0; q < g.kh * g.kw; q++) {
+        int yy, xx;
+        bn_pool_window_pixel(g, oy, ox, q, &yy, &xx);
+        const P xv = ((const P *)x)[bn_pool_in(g, img, yy, xx) / V + cv];
+        for (int k = 0; k < V; k++) {
+            const float v = bn_pool_act<T, K>(cuda_to_f<T>(xv.v[k]), f[k], alpha, inv);
+            if (q == 0) m[k] = v, best[k] = 0;
+            else if (v > m[k]) m[k] = v, best[k] = q;
+        }
+    }
+}
+
+/* The activation's dx as the unfused ops store it at one element: the pool's dx there
+ * (gy if the element is its window's first maximum, else 0, stored as T), through the
+ * activation's backward at the batch norm's stored output. */
+template <typename T, enum act_kind K>
+__device__ __forceinline__ float bn_pool_act_dx(float xf, float gy, int is_max,
+                                                const bn_pool_coef &f, float alpha, float inv)
+{
+    const float d = is_max ? cuda_to_f<T>(cuda_from_f<T>(__fadd_rn(0.0f, gy))) : 0.0f;
+    return cuda_to_f<T>(cuda_from_f<T>(act_fn<K>::grad(bn_pool_bn<T>(xf, f), d, alpha, inv)));
 }
 
 /* The forward: out = the window's maximum of the stored activation, V channels a thread.
@@ -54,32 +116,18 @@ __global__ void bn_apply_pool_kernel(T *__restrict__ out,       /* (n, ho, wo, c
 {
     typedef cuda_pack<T, V> P;
     const long rows = (long)g.n * g.ho * g.wo;
-    const int vecs = g.c / V, area = g.kh * g.kw;
+    const int vecs = g.c / V;
     const float inv = act_inv_alpha<K>(alpha);
     FOR_CHANNELS(cv, vecs)
     {
-        float scale[V], hi[V], lo[V], shift[V];
-        for (int k = 0; k < V; k++) {
-            const int ch = cv * V + k;
-            scale[k] = coef[COEF_SCALE * g.c + ch];
-            hi[k] = coef[COEF_HI * g.c + ch];
-            lo[k] = coef[COEF_LO * g.c + ch];
-            shift[k] = coef[COEF_SHIFT * g.c + ch];
-        }
+        bn_pool_coef f[V];
+        for (int k = 0; k < V; k++) f[k] = bn_pool_coef_at(coef, g.c, cv * V + k);
         FOR_ROWS(r, rows)
         {
-            int img, oy, ox;
-            bn_pool_out_pixel(r, g, &img, &oy, &ox);
+            int img, oy, ox, best[V];
             float m[V];
-            for (int q = 0; q < area; q++) {
-                const int yy = oy * g.kh + q / g.kw, xx = ox * g.kw + q % g.kw;
-                const P xv = ((const P *)x)[bn_pool_in(g, img, yy, xx) / V + cv];
-                for (int k = 0; k < V; k++) {
-                    const float v = bn_pool_act<T, K>(cuda_to_f<T>(xv.v[k]), scale[k], hi[k],
-                                                      lo[k], shift[k], alpha, inv);
-                    m[k] = q == 0 ? v : (v > m[k] ? v : m[k]);
-                }
-            }
+            bn_pool_out_pixel(r, g, &img, &oy, &ox);
+            bn_pool_window_max<T, V, K>(m, best, x, g, img, oy, ox, cv, f, alpha, inv);
             P o;
             for (int k = 0; k < V; k++) o.v[k] = cuda_from_f<T>(m[k]);
             ((P *)out)[(size_t)r * vecs + cv] = o;
@@ -99,15 +147,12 @@ template <typename T, enum act_kind K> struct act_pool_grad_b {
     bn_pool_geom g = {};
     float alpha;
     int ch;
-    float scale, hi, lo, shift;
+    bn_pool_coef f;
     __device__ act_pool_grad_b at(size_t, int, int channel, int channels) const
     {
         act_pool_grad_b b = *this;
         b.ch = channel;
-        b.scale = fcoef[COEF_SCALE * channels + channel];
-        b.hi = fcoef[COEF_HI * channels + channel];
-        b.lo = fcoef[COEF_LO * channels + channel];
-        b.shift = fcoef[COEF_SHIFT * channels + channel];
+        b.f = bn_pool_coef_at(fcoef, channels, channel);
         return b;
     }
     __device__ float operator()(size_t i, float va) const
@@ -117,22 +162,11 @@ template <typename T, enum act_kind K> struct act_pool_grad_b {
         const int xx = (int)(r % w), yy = (int)((r / w) % h), img = (int)(r / (w * h));
         const int oy = yy / g.kh, ox = xx / g.kw;
         const int here = (yy - oy * g.kh) * g.kw + (xx - ox * g.kw);
-        int best = 0;
-        float m = 0.0f;
-        for (int q = 0; q < g.kh * g.kw; q++) {
-            const int y2 = oy * g.kh + q / g.kw, x2 = ox * g.kw + q % g.kw;
-            const float v = bn_pool_act<T, K>(cuda_to_f<T>(x[bn_pool_in(g, img, y2, x2) + ch]),
-                                              scale, hi, lo, shift, alpha, inv);
-            if (q == 0) m = v;
-            else if (v > m) m = v, best = q;
-        }
+        int best;
+        float m;
+        bn_pool_window_max<T, 1, K>(&m, &best, x, g, img, oy, ox, ch, &f, alpha, inv);
         const size_t o = (((size_t)img * g.ho + oy) * g.wo + ox) * g.c + ch;
-        const float d = here == best
-                            ? cuda_to_f<T>(cuda_from_f<T>(__fadd_rn(0.0f, cuda_to_f<T>(gy[o]))))
-                            : 0.0f;
-        const float t = __fsub_rn(__fsub_rn(va, hi), lo);
-        const float y = cuda_to_f<T>(cuda_from_f<T>(__fadd_rn(__fmul_rn(t, scale), shift)));
-        return cuda_to_f<T>(cuda_from_f<T>(act_fn<K>::grad(y, d, alpha, inv)));
+        return bn_pool_act_dx<T, K>(va, cuda_to_f<T>(gy[o]), here == best, f, alpha, inv);
     }
 };
 
@@ -156,7 +190,8 @@ __global__ void bn_backward_apply_pool_kernel(T *__restrict__ dx,        /* (n, 
     const float inv = act_inv_alpha<K>(alpha);
     FOR_CHANNELS(cv, vecs)
     {
-        float a[V], b[V], e[V], hi[V], lo[V], fscale[V], fhi[V], flo[V], fshift[V];
+        float a[V], b[V], e[V], hi[V], lo[V];
+        bn_pool_coef f[V];
         for (int k = 0; k < V; k++) {
             const int ch = cv * V + k;
             a[k] = coef[BCOEF_A * g.c + ch];
@@ -164,45 +199,26 @@ __global__ void bn_backward_apply_pool_kernel(T *__restrict__ dx,        /* (n, 
             e[k] = coef[BCOEF_E * g.c + ch];
             hi[k] = coef[BCOEF_HI * g.c + ch];
             lo[k] = coef[BCOEF_LO * g.c + ch];
-            fscale[k] = fcoef[COEF_SCALE * g.c + ch];
-            fhi[k] = fcoef[COEF_HI * g.c + ch];
-            flo[k] = fcoef[COEF_LO * g.c + ch];
-            fshift[k] = fcoef[COEF_SHIFT * g.c + ch];
+            f[k] = bn_pool_coef_at(fcoef, g.c, ch);
         }
         FOR_ROWS(r, rows)
         {
-            int img, oy, ox;
-            bn_pool_out_pixel(r, g, &img, &oy, &ox);
-            int best[V];
+            int img, oy, ox, best[V];
             float m[V];
-            for (int q = 0; q < area; q++) {
-                const int yy = oy * g.kh + q / g.kw, xx = ox * g.kw + q % g.kw;
-                const P xv = ((const P *)x)[bn_pool_in(g, img, yy, xx) / V + cv];
-                for (int k = 0; k < V; k++) {
-                    const float v = bn_pool_act<T, K>(cuda_to_f<T>(xv.v[k]), fscale[k], fhi[k],
-                                                      flo[k], fshift[k], alpha, inv);
-                    if (q == 0) m[k] = v, best[k] = 0;
-                    else if (v > m[k]) m[k] = v, best[k] = q;
-                }
-            }
+            bn_pool_out_pixel(r, g, &img, &oy, &ox);
+            bn_pool_window_max<T, V, K>(m, best, x, g, img, oy, ox, cv, f, alpha, inv);
             const P gv = ((const P *)gy)[(size_t)r * vecs + cv];
             for (int q = 0; q < area; q++) {
-                const int yy = oy * g.kh + q / g.kw, xx = ox * g.kw + q % g.kw;
+                int yy, xx;
+                bn_pool_window_pixel(g, oy, ox, q, &yy, &xx);
                 const size_t i = bn_pool_in(g, img, yy, xx) / V + cv;
                 const P xv = ((const P *)x)[i];
                 P o;
                 if (accumulate) o = ((const P *)dx)[i];
                 for (int k = 0; k < V; k++) {
                     const float xf = cuda_to_f<T>(xv.v[k]);
-                    const float d =
-                        q == best[k]
-                            ? cuda_to_f<T>(cuda_from_f<T>(__fadd_rn(0.0f, cuda_to_f<T>(gv.v[k]))))
-                            : 0.0f;
-                    const float t = __fsub_rn(__fsub_rn(xf, fhi[k]), flo[k]);
-                    const float yf = cuda_to_f<T>(
-                        cuda_from_f<T>(__fadd_rn(__fmul_rn(t, fscale[k]), fshift[k])));
-                    const float gg =
-                        cuda_to_f<T>(cuda_from_f<T>(act_fn<K>::grad(yf, d, alpha, inv)));
+                    const float gg = bn_pool_act_dx<T, K>(xf, cuda_to_f<T>(gv.v[k]),
+                                                          q == best[k], f[k], alpha, inv);
                     const float xm = __fsub_rn(__fsub_rn(xf, hi[k]), lo[k]);
                     const float v =
                         __fadd_rn(__fadd_rn(__fmul_rn(a[k], gg), __fmul_rn(b[k], xm)), e[k]);

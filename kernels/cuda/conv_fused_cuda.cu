@@ -113,6 +113,9 @@ struct fused_state {
 #define SET_ATTR(c, d, name, type, count, ptr)                                             \
     CHECK_CUDNN(c, cudnnBackendSetAttribute((d), (name), (type), (int64_t)(count), (ptr)))
 
+/* One attribute that is one descriptor (an lvalue). */
+#define SET_DESC(c, d, name, desc) SET_ATTR(c, d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &(desc))
+
 static cudnnDataType_t fused_dtype(enum cuda_dtype dt)
 {
     return dt == CUDA_F32 ? CUDNN_DATA_FLOAT : dt == CUDA_F16 ? CUDNN_DATA_HALF
@@ -461,6 +464,165 @@ cleanup:
     return rc;
 }
 
+/* The sizes of a key's graph. */
+struct fused_dims {
+    int n, ci, h, w, co, k, ho, wo;
+};
+
+static struct fused_dims fused_dims_of(const int key[FUSED_KEY_LEN])
+{
+    struct fused_dims d;
+    d.n = key[K_N], d.ci = key[K_CI], d.h = key[K_H], d.w = key[K_W], d.co = key[K_CO];
+    d.k = key[K_K];
+    d.ho = (d.h + 2 * key[K_PAD] - d.k) / key[K_STRIDE] + 1;
+    d.wo = (d.w + 2 * key[K_PAD] - d.k) / key[K_STRIDE] + 1;
+    return d;
+}
+
+/* The operations of a FWD graph into ops (count *nops): [prologue,] the convolution of
+ * input tx by ID_W into ID_Y, [the statistics of ID_Y into ID_SUM, ID_SQSUM]. */
+static int fused_describe_fwd(struct cuda_ctx *c, struct fused_graph *g,
+                              const int key[FUSED_KEY_LEN], cudnnDataType_t pro_vdt,
+                              cudnnBackendDescriptor_t cd, cudnnBackendDescriptor_t tx,
+                              cudnnBackendDescriptor_t *ops, int *nops, cudnnStatus_t *st)
+{
+    int rc = DR_OK;
+    const cudnnDataType_t io = fused_dtype((enum cuda_dtype)key[K_DT]), f32 = CUDNN_DATA_FLOAT;
+    const struct fused_dims d = fused_dims_of(key);
+    cudnnBackendDescriptor_t in = tx, tw = NULL, ty = NULL;
+    if (key[K_PRO]) STEP(st, fused_prologue(c, g, key, pro_vdt, tx, ops, nops, &in, st));
+    STEP(st, fused_tensor(c, g, ID_W, io, d.co, d.ci, d.k, d.k, 0, &tw, st));
+    STEP(st, fused_tensor(c, g, ID_Y, io, d.n, d.co, d.ho, d.wo, 0, &ty, st));
+    STEP(st, fused_conv_op(c, g, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, cd,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, in,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, tw,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, ty, &ops[(*nops)++], st));
+    if (key[K_STATS]) {
+        /* the statistics' math precision is their input's type, as cuDNN's own frontend
+         * sets it; the sums themselves are fp32 */
+        const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
+        cudnnBackendDescriptor_t tsum = NULL, tsq = NULL, *op = &ops[(*nops)++];
+        STEP(st, fused_tensor(c, g, ID_SUM, f32, 1, d.co, 1, 1, 0, &tsum, st));
+        STEP(st, fused_tensor(c, g, ID_SQSUM, f32, 1, d.co, 1, 1, 0, &tsq, st));
+        STEP(st, fused_new(c, g, CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR, op, st));
+        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode);
+        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &io);
+        SET_DESC(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_XDESC, ty);
+        SET_DESC(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, tsum);
+        SET_DESC(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, tsq);
+        PROBE_CUDNN(c, st, cudnnBackendFinalize(*op));
+    }
+cleanup:
+    return rc;
+}
+
+/* The operations of a WGRAD graph into ops (count *nops): [prologue on tx,] the weight
+ * gradient of ID_DY into ID_DW. */
+static int fused_describe_wgrad(struct cuda_ctx *c, struct fused_graph *g,
+                                const int key[FUSED_KEY_LEN], cudnnDataType_t pro_vdt,
+                                cudnnBackendDescriptor_t cd, cudnnBackendDescriptor_t tx,
+                                cudnnBackendDescriptor_t *ops, int *nops, cudnnStatus_t *st)
+{
+    int rc = DR_OK;
+    const cudnnDataType_t io = fused_dtype((enum cuda_dtype)key[K_DT]);
+    const struct fused_dims d = fused_dims_of(key);
+    cudnnBackendDescriptor_t in = tx, tdy = NULL, tdw = NULL;
+    if (key[K_PRO]) STEP(st, fused_prologue(c, g, key, pro_vdt, tx, ops, nops, &in, st));
+    STEP(st, fused_tensor(c, g, ID_DY, io, d.n, d.co, d.ho, d.wo, 0, &tdy, st));
+    STEP(st, fused_tensor(c, g, ID_DW, io, d.co, d.ci, d.k, d.k, 0, &tdw, st));
+    STEP(st, fused_conv_op(c, g, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+                           cd, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, in,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, tdy,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, tdw, &ops[(*nops)++],
+                           st));
+cleanup:
+    return rc;
+}
+
+/* The operations of a DGRAD_DBN graph into ops (count *nops): the data gradient of ID_DY
+ * by ID_W, the batch norm recomputed from tx (ID_X) and its statistics, the ReLU's mask
+ * into ID_DZ, and the batch norm's weight gradients and input-gradient coefficients. */
+static int fused_describe_dgrad_dbn(struct cuda_ctx *c, struct fused_graph *g,
+                                    const int key[FUSED_KEY_LEN], cudnnBackendDescriptor_t cd,
+                                    cudnnBackendDescriptor_t tx, cudnnBackendDescriptor_t *ops,
+                                    int *nops, cudnnStatus_t *st)
+{
+    int rc = DR_OK;
+    const cudnnDataType_t io = fused_dtype((enum cuda_dtype)key[K_DT]), f32 = CUDNN_DATA_FLOAT;
+    const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    const struct fused_dims d = fused_dims_of(key);
+    cudnnBackendDescriptor_t tdy = NULL, tw = NULL, tt = NULL, tdz = NULL;
+    cudnnBackendDescriptor_t tm = NULL, tv = NULL, tg = NULL, tb = NULL;
+    cudnnBackendDescriptor_t v1 = NULL, v2 = NULL, v3 = NULL, v4 = NULL;
+    cudnnBackendDescriptor_t out[FUSED_SMALL] = {NULL, NULL, NULL, NULL, NULL};
+    cudnnBackendDescriptor_t *op = NULL;
+    static const int64_t out_ids[FUSED_SMALL] = {ID_DSCALE, ID_DBIAS, ID_EQ_DY, ID_EQ_X,
+                                                 ID_EQ_B};
+    /* the per-channel tensors (ci): the statistics and weights in, the results out */
+    const struct {
+        int64_t id;
+        cudnnBackendDescriptor_t *t;
+    } small[] = {{ID_MEAN, &tm}, {ID_INVSTD, &tv}, {ID_GAMMA, &tg}, {ID_BETA, &tb}};
+    /* the virtual (n, ci, h, w) fp32 values: centred, normalised, scaled, the batch norm */
+    const struct {
+        int64_t id;
+        cudnnBackendDescriptor_t *t;
+    } virt[] = {{ID_V_CENTRED, &v1}, {ID_V_NORMED, &v2}, {ID_V_GAMMA, &v3}, {ID_V_BN, &v4}};
+    STEP(st, fused_tensor(c, g, ID_DY, io, d.n, d.co, d.ho, d.wo, 0, &tdy, st));
+    STEP(st, fused_tensor(c, g, ID_W, io, d.co, d.ci, d.k, d.k, 0, &tw, st));
+    STEP(st, fused_tensor(c, g, ID_V_DGRAD, f32, d.n, d.ci, d.h, d.w, 1, &tt, st));
+    STEP(st, fused_conv_op(c, g, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+                           cd, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, tdy,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, tw,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, tt, &ops[(*nops)++],
+                           st));
+    for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); i++)
+        STEP(st, fused_tensor(c, g, small[i].id, f32, 1, d.ci, 1, 1, 0, small[i].t, st));
+    for (size_t i = 0; i < sizeof(virt) / sizeof(virt[0]); i++)
+        STEP(st, fused_tensor(c, g, virt[i].id, f32, d.n, d.ci, d.h, d.w, 1, virt[i].t, st));
+    STEP(st, fused_tensor(c, g, ID_DZ, io, d.n, d.ci, d.h, d.w, 0, &tdz, st));
+    for (int i = 0; i < FUSED_SMALL; i++)
+        STEP(st, fused_tensor(c, g, out_ids[i], f32, 1, d.ci, 1, 1, 0, &out[i], st));
+    STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_SUB, tx, tm, v1, &ops[(*nops)++], st));
+    STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_MUL, v1, tv, v2, &ops[(*nops)++], st));
+    STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_MUL, v2, tg, v3, &ops[(*nops)++], st));
+    STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_ADD, v3, tb, v4, &ops[(*nops)++], st));
+    STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_RELU_BWD, v4, tt, tdz, &ops[(*nops)++], st));
+    op = &ops[(*nops)++];
+    STEP(st, fused_new(c, g, CUDNN_BACKEND_OPERATION_BN_BWD_WEIGHTS_DESCRIPTOR, op, st));
+    SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1,
+             &prec);
+    {
+        const struct {
+            cudnnBackendAttributeName_t name;
+            cudnnBackendDescriptor_t t;
+        } attrs[] = {{CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_X_DESC, tx},
+                     {CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DY_DESC, tdz},
+                     {CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_MEAN_DESC, tm},
+                     {CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_INVSTD_DESC, tv},
+                     {CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_BN_SCALE_DESC, tg},
+                     {CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DBN_SCALE_DESC, out[0]},
+                     {CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DBN_BIAS_DESC, out[1]},
+                     {CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_DY_SCALE_DESC, out[2]},
+                     {CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_X_SCALE_DESC, out[3]},
+                     {CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_BIAS, out[4]}};
+        for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)
+            SET_DESC(c, *op, attrs[i].name, attrs[i].t);
+    }
+    PROBE_CUDNN(c, st, cudnnBackendFinalize(*op));
+cleanup:
+    return rc;
+}
+
 /* Describes key's graph into g: every tensor and operation, and *graph, the finalized
  * operation graph; the prologue's virtual tensors are of type pro_vdt (the others fp32).
  * A refusal from cuDNN on the way leaves its status in *st (rc DR_OK). */
@@ -469,121 +631,20 @@ static int fused_describe(struct cuda_ctx *c, struct fused_graph *g, const int k
                           cudnnStatus_t *st)
 {
     int rc = DR_OK;
-    const cudnnDataType_t io = fused_dtype((enum cuda_dtype)key[K_DT]), f32 = CUDNN_DATA_FLOAT;
-    const int n = key[K_N], ci = key[K_CI], h = key[K_H], w = key[K_W], co = key[K_CO];
-    const int k = key[K_K];
-    const int ho = (h + 2 * key[K_PAD] - k) / key[K_STRIDE] + 1;
-    const int wo = (w + 2 * key[K_PAD] - k) / key[K_STRIDE] + 1;
+    const cudnnDataType_t io = fused_dtype((enum cuda_dtype)key[K_DT]);
+    const struct fused_dims d = fused_dims_of(key);
     cudnnBackendDescriptor_t ops[FUSED_MAX_OPS];
     int nops = 0;
-    cudnnBackendDescriptor_t cd = NULL, tx = NULL, tw = NULL, tdy = NULL;
+    cudnnBackendDescriptor_t cd = NULL, tx = NULL;
     *graph = NULL;
     STEP(st, fused_conv_desc(c, g, key, &cd, st));
-    STEP(st, fused_tensor(c, g, ID_X, io, n, ci, h, w, 0, &tx, st));
-    if (key[K_KIND] == CUDA_CONV_FUSED_FWD) {
-        cudnnBackendDescriptor_t in = tx, ty = NULL;
-        if (key[K_PRO]) STEP(st, fused_prologue(c, g, key, pro_vdt, tx, ops, &nops, &in, st));
-        STEP(st, fused_tensor(c, g, ID_W, io, co, ci, k, k, 0, &tw, st));
-        STEP(st, fused_tensor(c, g, ID_Y, io, n, co, ho, wo, 0, &ty, st));
-        STEP(st, fused_conv_op(c, g, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, cd,
-                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
-                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
-                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
-                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, in,
-                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, tw,
-                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, ty, &ops[nops++], st));
-        if (key[K_STATS]) {
-            /* the statistics' math precision is their input's type, as cuDNN's own
-             * frontend sets it; the sums themselves are fp32 */
-            const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
-            cudnnBackendDescriptor_t tsum = NULL, tsq = NULL, *op = &ops[nops++];
-            STEP(st, fused_tensor(c, g, ID_SUM, f32, 1, co, 1, 1, 0, &tsum, st));
-            STEP(st, fused_tensor(c, g, ID_SQSUM, f32, 1, co, 1, 1, 0, &tsq, st));
-            STEP(st, fused_new(c, g, CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR, op, st));
-            SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1,
-                     &mode);
-            SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &io);
-            SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                     &ty);
-            SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC,
-                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tsum);
-            SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                     1, &tsq);
-            PROBE_CUDNN(c, st, cudnnBackendFinalize(*op));
-        }
-    } else if (key[K_KIND] == CUDA_CONV_FUSED_WGRAD) {
-        cudnnBackendDescriptor_t in = tx, tdw = NULL;
-        if (key[K_PRO]) STEP(st, fused_prologue(c, g, key, pro_vdt, tx, ops, &nops, &in, st));
-        STEP(st, fused_tensor(c, g, ID_DY, io, n, co, ho, wo, 0, &tdy, st));
-        STEP(st, fused_tensor(c, g, ID_DW, io, co, ci, k, k, 0, &tdw, st));
-        STEP(st, fused_conv_op(c, g, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
-                               cd, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
-                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
-                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA,
-                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, in,
-                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, tdy,
-                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, tdw, &ops[nops++],
-                               st));
-    } else {
-        const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-        cudnnBackendDescriptor_t tt = NULL, tm = NULL, tv = NULL, tg = NULL, tb = NULL;
-        cudnnBackendDescriptor_t v1 = NULL, v2 = NULL, v3 = NULL, v4 = NULL, tdz = NULL;
-        cudnnBackendDescriptor_t out[FUSED_SMALL] = {NULL, NULL, NULL, NULL, NULL};
-        cudnnBackendDescriptor_t *op = NULL;
-        static const int64_t out_ids[FUSED_SMALL] = {ID_DSCALE, ID_DBIAS, ID_EQ_DY, ID_EQ_X,
-                                                     ID_EQ_B};
-        STEP(st, fused_tensor(c, g, ID_DY, io, n, co, ho, wo, 0, &tdy, st));
-        STEP(st, fused_tensor(c, g, ID_W, io, co, ci, k, k, 0, &tw, st));
-        STEP(st, fused_tensor(c, g, ID_V_DGRAD, f32, n, ci, h, w, 1, &tt, st));
-        STEP(st, fused_conv_op(c, g, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
-                               cd, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
-                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
-                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
-                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, tdy,
-                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, tw,
-                               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, tt, &ops[nops++], st));
-        STEP(st, fused_tensor(c, g, ID_MEAN, f32, 1, ci, 1, 1, 0, &tm, st));
-        STEP(st, fused_tensor(c, g, ID_INVSTD, f32, 1, ci, 1, 1, 0, &tv, st));
-        STEP(st, fused_tensor(c, g, ID_GAMMA, f32, 1, ci, 1, 1, 0, &tg, st));
-        STEP(st, fused_tensor(c, g, ID_BETA, f32, 1, ci, 1, 1, 0, &tb, st));
-        STEP(st, fused_tensor(c, g, ID_V_CENTRED, f32, n, ci, h, w, 1, &v1, st));
-        STEP(st, fused_tensor(c, g, ID_V_NORMED, f32, n, ci, h, w, 1, &v2, st));
-        STEP(st, fused_tensor(c, g, ID_V_GAMMA, f32, n, ci, h, w, 1, &v3, st));
-        STEP(st, fused_tensor(c, g, ID_V_BN, f32, n, ci, h, w, 1, &v4, st));
-        STEP(st, fused_tensor(c, g, ID_DZ, io, n, ci, h, w, 0, &tdz, st));
-        for (int i = 0; i < FUSED_SMALL; i++)
-            STEP(st, fused_tensor(c, g, out_ids[i], f32, 1, ci, 1, 1, 0, &out[i], st));
-        STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_SUB, tx, tm, v1, &ops[nops++], st));
-        STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_MUL, v1, tv, v2, &ops[nops++], st));
-        STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_MUL, v2, tg, v3, &ops[nops++], st));
-        STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_ADD, v3, tb, v4, &ops[nops++], st));
-        STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_RELU_BWD, v4, tt, tdz, &ops[nops++], st));
-        op = &ops[nops++];
-        STEP(st, fused_new(c, g, CUDNN_BACKEND_OPERATION_BN_BWD_WEIGHTS_DESCRIPTOR, op, st));
-        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1,
-                 &prec);
-        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_X_DESC,
-                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tx);
-        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DY_DESC,
-                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tdz);
-        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_MEAN_DESC,
-                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tm);
-        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_INVSTD_DESC,
-                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tv);
-        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_BN_SCALE_DESC,
-                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tg);
-        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DBN_SCALE_DESC,
-                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out[0]);
-        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DBN_BIAS_DESC,
-                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out[1]);
-        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_DY_SCALE_DESC,
-                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out[2]);
-        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_X_SCALE_DESC,
-                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out[3]);
-        SET_ATTR(c, *op, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_BIAS,
-                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out[4]);
-        PROBE_CUDNN(c, st, cudnnBackendFinalize(*op));
-    }
+    STEP(st, fused_tensor(c, g, ID_X, io, d.n, d.ci, d.h, d.w, 0, &tx, st));
+    if (key[K_KIND] == CUDA_CONV_FUSED_FWD)
+        STEP(st, fused_describe_fwd(c, g, key, pro_vdt, cd, tx, ops, &nops, st));
+    else if (key[K_KIND] == CUDA_CONV_FUSED_WGRAD)
+        STEP(st, fused_describe_wgrad(c, g, key, pro_vdt, cd, tx, ops, &nops, st));
+    else
+        STEP(st, fused_describe_dgrad_dbn(c, g, key, cd, tx, ops, &nops, st));
     STEP(st, fused_new(c, g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, graph, st));
     SET_ATTR(c, *graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nops, ops);
     SET_ATTR(c, *graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &c->cudnn);

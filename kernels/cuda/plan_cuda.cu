@@ -76,6 +76,84 @@ static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct pl
 static const struct plan_fuse_caps CUDA_FUSE_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
                                                      conv_fwd_ok, conv_bwd_ok, NULL, 1};
 
+/* The fused graphs' arguments, filled alike for the analysis's trial (conv_fwd_ok,
+ * conv_bwd_ok) and the run (run_conv_fwd, run_conv_bwd), so that the trial asks about the
+ * graph the run executes. */
+
+/* CONV_FWD node conv: reading bn_x through the apply pro (the batch norm's scale and bias)
+ * instead of its own x when pro is given; the per-channel sums of its output into sum,
+ * sqsum (co) when given. */
+static struct cuda_conv_fused_args conv_fwd_args(const struct plan_node *conv,
+                                                 const struct tensor *bn_x,
+                                                 const struct cuda_conv_prologue *pro,
+                                                 float *sum, float *sqsum)
+{
+    struct cuda_conv_fused_args args = {};
+    args.kind = CUDA_CONV_FUSED_FWD;
+    args.a = &conv->u.conv_fwd.a;
+    args.y = conv->u.conv_fwd.y;
+    args.x = pro ? bn_x : conv->u.conv_fwd.x;
+    args.w = conv->u.conv_fwd.w;
+    args.pro = pro;
+    args.sum = sum;
+    args.sqsum = sqsum;
+    return args;
+}
+
+/* CONV_BWD node conv's weight gradient, reading BN_FWD_TRAIN node bn's x through the apply
+ * pro. */
+static struct cuda_conv_fused_args conv_wgrad_args(const struct plan_node *conv,
+                                                   const struct plan_node *bn,
+                                                   const struct cuda_conv_prologue *pro)
+{
+    struct cuda_conv_fused_args args = {};
+    args.kind = CUDA_CONV_FUSED_WGRAD;
+    args.a = &conv->u.conv_bwd.a;
+    args.dw = conv->u.conv_bwd.dw;
+    args.x = bn->u.bn_fwd_train.x;
+    args.w = conv->u.conv_bwd.w;
+    args.dy = conv->u.conv_bwd.dy;
+    args.pro = pro;
+    return args;
+}
+
+/* The per-channel outputs (ci) of a data gradient with the batch norm's backward sums. */
+struct conv_dbn_out {
+    float *dscale, *dbias, *eq_dy, *eq_x, *eq_b;
+};
+
+/* CONV_BWD node conv's data gradient through the ReLU mask of BN_FWD_TRAIN node bn into dz
+ * (bn's x's shape), with bn's weight gradients and input-gradient coefficients into o. */
+static struct cuda_conv_fused_args conv_dgrad_dbn_args(const struct plan_node *conv,
+                                                       const struct plan_node *bn,
+                                                       struct tensor *dz,
+                                                       const struct conv_dbn_out *o)
+{
+    struct cuda_conv_fused_args args = {};
+    args.kind = CUDA_CONV_FUSED_DGRAD_DBN;
+    args.a = &conv->u.conv_bwd.a;
+    args.dz = dz;
+    args.dscale = o->dscale;
+    args.dbias = o->dbias;
+    args.eq_dy = o->eq_dy;
+    args.eq_x = o->eq_x;
+    args.eq_b = o->eq_b;
+    args.dy = conv->u.conv_bwd.dy;
+    args.w = conv->u.conv_bwd.w;
+    args.x = bn->u.bn_fwd_train.x;
+    args.mean = (const float *)bn->u.bn_fwd_train.save_mean->data;
+    args.invstd = (const float *)bn->u.bn_fwd_train.save_invstd->data;
+    args.gamma = (const float *)bn->u.bn_fwd_train.gamma->data;
+    args.beta = (const float *)bn->u.bn_fwd_train.beta->data;
+    return args;
+}
+
+/* Whether CONV_BWD node conv computes a weight gradient. */
+static int conv_has_dw(const struct plan_node *conv)
+{
+    return conv->u.conv_bwd.dw && conv->u.conv_bwd.dw->data;
+}
+
 /* Probe vectors for cuda_conv_fused_usable's trial (which reads them and writes nothing
  * of theirs): 2 x c floats of scratch, contents arbitrary. */
 static int probe_vectors(struct cuda_ctx *c, int channels, float **out)
@@ -108,22 +186,12 @@ static int conv_fwd_ok(void *user, const struct plan_node *conv, const struct pl
     const int width = conv->u.conv_fwd.x->c > conv->u.conv_fwd.w->n ? conv->u.conv_fwd.x->c
                                                                      : conv->u.conv_fwd.w->n;
     if (!c || c->dt == CUDA_F32 || probe_vectors(c, width, &probe) != DR_OK) return 0;
+    if (pro && !tensor_same_shape(pro->u.bn_fwd_train.x, conv->u.conv_fwd.x)) return 0;
+    if (stats && !tensor_same_shape(stats->u.bn_fwd_train.x, conv->u.conv_fwd.y)) return 0;
     const struct cuda_conv_prologue prologue = {probe, probe + width};
-    struct cuda_conv_fused_args args = {};
-    args.kind = CUDA_CONV_FUSED_FWD;
-    args.a = &conv->u.conv_fwd.a;
-    args.y = conv->u.conv_fwd.y;
-    args.x = conv->u.conv_fwd.x;
-    args.w = conv->u.conv_fwd.w;
-    if (pro) {
-        if (!tensor_same_shape(pro->u.bn_fwd_train.x, conv->u.conv_fwd.x)) return 0;
-        args.pro = &prologue;
-    }
-    if (stats) {
-        if (!tensor_same_shape(stats->u.bn_fwd_train.x, conv->u.conv_fwd.y)) return 0;
-        args.sum = probe;
-        args.sqsum = probe + width;
-    }
+    const struct cuda_conv_fused_args args =
+        conv_fwd_args(conv, pro ? pro->u.bn_fwd_train.x : NULL, pro ? &prologue : NULL,
+                      stats ? probe : NULL, stats ? probe + width : NULL);
     return usable_or_not(c, &args);
 }
 
@@ -139,34 +207,14 @@ static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct pl
         probe_vectors(c, 3 * x->c, &probe) != DR_OK)
         return 0;
     const struct cuda_conv_prologue prologue = {probe, probe + x->c};
-    struct tensor dz = *x;   /* a tensor of x's shape: the trial writes nothing of it */
-    struct cuda_conv_fused_args args = {};
-    args.a = &conv->u.conv_bwd.a;
-    args.x = x;
-    args.w = conv->u.conv_bwd.w;
-    args.dy = conv->u.conv_bwd.dy;
-    if (conv->u.conv_bwd.dw && conv->u.conv_bwd.dw->data) {
-        args.kind = CUDA_CONV_FUSED_WGRAD;
-        args.dw = conv->u.conv_bwd.dw;
-        args.pro = &prologue;
+    if (conv_has_dw(conv)) {
+        const struct cuda_conv_fused_args args = conv_wgrad_args(conv, bn, &prologue);
         if (!usable_or_not(c, &args)) return 0;
     }
-    args = cuda_conv_fused_args{};
-    args.kind = CUDA_CONV_FUSED_DGRAD_DBN;
-    args.a = &conv->u.conv_bwd.a;
-    args.dz = &dz;
-    args.dscale = probe;
-    args.dbias = probe + x->c;
-    args.eq_dy = probe + 2 * x->c;
-    args.eq_x = probe + 3 * x->c;
-    args.eq_b = probe + 4 * x->c;
-    args.dy = conv->u.conv_bwd.dy;
-    args.w = conv->u.conv_bwd.w;
-    args.x = x;
-    args.mean = (const float *)bn->u.bn_fwd_train.save_mean->data;
-    args.invstd = (const float *)bn->u.bn_fwd_train.save_invstd->data;
-    args.gamma = (const float *)bn->u.bn_fwd_train.gamma->data;
-    args.beta = (const float *)bn->u.bn_fwd_train.beta->data;
+    struct tensor dz = *x;   /* a tensor of x's shape: the trial writes nothing of it */
+    const struct conv_dbn_out o = {probe, probe + x->c, probe + 2 * x->c, probe + 3 * x->c,
+                                   probe + 4 * x->c};
+    const struct cuda_conv_fused_args args = conv_dgrad_dbn_args(conv, bn, &dz, &o);
     return usable_or_not(c, &args);
 }
 
@@ -290,21 +338,12 @@ static int run_conv_fwd(struct cuda_ctx *c, const struct plan *p, const struct p
                         const struct plan_fuse_step *s, const struct plan_node *n)
 {
     struct cuda_conv_prologue pro = {NULL, NULL};
-    struct cuda_conv_fused_args args = {};
-    args.kind = CUDA_CONV_FUSED_FWD;
-    args.a = &n->u.conv_fwd.a;
-    args.y = n->u.conv_fwd.y;
-    args.x = n->u.conv_fwd.x;
-    args.w = n->u.conv_fwd.w;
-    if (s->fwd >= 0) {   /* the input is the batch norm's x, read through its apply */
-        args.x = p->nodes[s->fwd].u.bn_fwd_train.x;
+    if (s->fwd >= 0)   /* the input is the batch norm's x, read through its apply */
         pro = {cbn_vec(e, p, s->fwd, CBN_SCALE), cbn_vec(e, p, s->fwd, CBN_BIAS)};
-        args.pro = &pro;
-    }
-    if (s->stats >= 0) {
-        args.sum = cbn_vec(e, p, s->stats, CBN_SUM);
-        args.sqsum = cbn_vec(e, p, s->stats, CBN_SQSUM);
-    }
+    const struct cuda_conv_fused_args args = conv_fwd_args(
+        n, s->fwd >= 0 ? p->nodes[s->fwd].u.bn_fwd_train.x : NULL, s->fwd >= 0 ? &pro : NULL,
+        s->stats >= 0 ? cbn_vec(e, p, s->stats, CBN_SUM) : NULL,
+        s->stats >= 0 ? cbn_vec(e, p, s->stats, CBN_SQSUM) : NULL);
     return cuda_conv_fused_run(c, &args);
 }
 
@@ -318,37 +357,23 @@ static int run_conv_bwd(struct cuda_ctx *c, const struct plan *p, const struct p
     const struct plan_node *bn = &p->nodes[s->fwd], *m = &p->nodes[s->stats];
     const struct cuda_conv_prologue pro = {cbn_vec(e, p, s->fwd, CBN_SCALE),
                                            cbn_vec(e, p, s->fwd, CBN_BIAS)};
-    struct cuda_conv_fused_args args = {};
-    if (n->u.conv_bwd.dw && n->u.conv_bwd.dw->data) {
-        args.kind = CUDA_CONV_FUSED_WGRAD;
-        args.a = &n->u.conv_bwd.a;
-        args.dw = n->u.conv_bwd.dw;
-        args.x = bn->u.bn_fwd_train.x;
-        args.w = n->u.conv_bwd.w;
-        args.dy = n->u.conv_bwd.dy;
-        args.pro = &pro;
+    if (conv_has_dw(n)) {
+        const struct cuda_conv_fused_args args = conv_wgrad_args(n, bn, &pro);
         TRY(cuda_conv_fused_run(c, &args));
     }
-    args = cuda_conv_fused_args{};
-    args.kind = CUDA_CONV_FUSED_DGRAD_DBN;
-    args.a = &n->u.conv_bwd.a;
-    args.dz = p->nodes[s->act].u.act_bwd.dx;   /* the BN_BWD's dy: the ReLU backward's dx */
-    args.dscale = m->u.bn_bwd.dgamma && m->u.bn_bwd.dgamma->data
-                      ? (float *)m->u.bn_bwd.dgamma->data
-                      : cbn_vec(e, p, s->fwd, CBN_DSCALE);
-    args.dbias = m->u.bn_bwd.dbeta && m->u.bn_bwd.dbeta->data ? (float *)m->u.bn_bwd.dbeta->data
-                                                              : cbn_vec(e, p, s->fwd, CBN_DBIAS);
-    args.eq_dy = cbn_vec(e, p, s->fwd, CBN_EQ_DY);
-    args.eq_x = cbn_vec(e, p, s->fwd, CBN_EQ_X);
-    args.eq_b = cbn_vec(e, p, s->fwd, CBN_EQ_B);
-    args.dy = n->u.conv_bwd.dy;
-    args.w = n->u.conv_bwd.w;
-    args.x = bn->u.bn_fwd_train.x;
-    args.mean = (const float *)bn->u.bn_fwd_train.save_mean->data;
-    args.invstd = (const float *)bn->u.bn_fwd_train.save_invstd->data;
-    args.gamma = (const float *)bn->u.bn_fwd_train.gamma->data;
-    args.beta = (const float *)bn->u.bn_fwd_train.beta->data;
-    TRY(cuda_conv_fused_run(c, &args));
+    {
+        const struct conv_dbn_out o = {
+            m->u.bn_bwd.dgamma && m->u.bn_bwd.dgamma->data ? (float *)m->u.bn_bwd.dgamma->data
+                                                           : cbn_vec(e, p, s->fwd, CBN_DSCALE),
+            m->u.bn_bwd.dbeta && m->u.bn_bwd.dbeta->data ? (float *)m->u.bn_bwd.dbeta->data
+                                                         : cbn_vec(e, p, s->fwd, CBN_DBIAS),
+            cbn_vec(e, p, s->fwd, CBN_EQ_DY), cbn_vec(e, p, s->fwd, CBN_EQ_X),
+            cbn_vec(e, p, s->fwd, CBN_EQ_B)};
+        /* dz: the BN_BWD's dy, the ReLU backward's dx */
+        const struct cuda_conv_fused_args args =
+            conv_dgrad_dbn_args(n, bn, p->nodes[s->act].u.act_bwd.dx, &o);
+        TRY(cuda_conv_fused_run(c, &args));
+    }
 cleanup:
     return rc;
 }

@@ -397,6 +397,35 @@ static void conv_bn(struct plan_fuse_step *s, const struct plan *p,
     s[m] = (struct plan_fuse_step){PLAN_FUSE_BN_APPLY, k, -1, i, 0, 0, g, -1};
 }
 
+/* The convolution writing the x of fused training batch norm i (one part, its statistics
+ * from no add, not inside the convolutions) also sums x for it, so that the batch norm
+ * skips its statistics pass, where the rules of plan_fuse.h allow and the engine takes it
+ * (caps->conv_fwd_ok, asked with the convolution's prologue if it has one). Nothing is
+ * left unwritten. */
+static void conv_stats(struct plan_fuse_step *s, const struct plan *p,
+                       const struct plan_fuse_caps *caps, int i)
+{
+    const struct plan_node *bn = &p->nodes[i];
+    if (bn->op != PLAN_BN_FWD_TRAIN || (s[i].kind != PLAN_FUSE_BN_TRAIN && s[i].kind != PLAN_FUSE_RUN) ||
+        s[i].stats >= 0 || bn->u.bn_fwd_train.a.splits > 1)
+        return;
+    const struct tensor *x = bn->u.bn_fwd_train.x;
+    const int w = writer_before(p, x, i);
+    if (w < 0) return;
+    const struct plan_node *nw = &p->nodes[w];
+    if (nw->op != PLAN_CONV_FWD || !plan_fuse_same_tensor(nw->u.conv_fwd.y, x) ||
+        conv_has_bias(nw) || !tensor_same_shape(nw->u.conv_fwd.y, x) ||
+        !(s[w].kind == PLAN_FUSE_RUN || (s[w].kind == PLAN_FUSE_CONV_FWD && s[w].stats < 0)))
+        return;
+    const int pro_w = s[w].kind == PLAN_FUSE_CONV_FWD ? s[w].fwd : -1;
+    if (!caps->conv_fwd_ok(caps->user, nw, pro_w >= 0 ? &p->nodes[pro_w] : NULL, bn)) return;
+    s[w].kind = PLAN_FUSE_CONV_FWD;
+    s[w].fwd = pro_w;
+    s[w].stats = i;
+    s[i].kind = PLAN_FUSE_BN_TRAIN;   /* act -1 when no activation was folded in */
+    s[i].stats = w;
+}
+
 /* Whether pool attributes a over x make a max pool whose windows tile the plane: stride
  * equal to the window, the plane a whole number of windows. */
 static int pool_tiles(const struct pool_attr *a, const struct tensor *x)
@@ -514,6 +543,8 @@ void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
     /* the batch norm inside the convolutions, from the fused batch norms above */
     for (int i = 0; i < p->count && may_drop && caps->conv_fwd_ok && caps->conv_bwd_ok; i++)
         conv_bn(s, p, caps, i);
+    /* the statistics of the training batch norms left in the convolutions writing their x */
+    for (int i = 0; i < p->count && caps->conv_fwd_ok; i++) conv_stats(s, p, caps, i);
     /* the max pool after a fused batch norm's activation, from the steps left */
     for (int i = 0; i < p->count && may_drop && caps->pool_fold; i++) bn_pool(s, p, i);
 }

@@ -42,7 +42,15 @@
  *     backward (BN_BWD) takes the pool's dy where the activation's backward took its dy,
  *     finding each window's maximum again from x and the kept coefficients, so that the
  *     pool's backward (skipped) writes nothing; its dx must be that activation
- *     backward's dy alone, written by nothing else.
+ *     backward's dy alone, written by nothing else;
+ *   - the statistics in the convolution (engines whose caps give conv_fwd_ok; any plan,
+ *     since nothing is left unwritten): a BN_FWD_TRAIN of one part left to run with its
+ *     own statistics pass (fused or not, its statistics from no add, not inside the
+ *     convolutions), whose x's value a CONV_FWD without bias writes (the last node
+ *     writing x before it), that convolution not already summing for another batch
+ *     norm: the convolution (CONV_FWD, stats; with its prologue if it has one) also sums
+ *     its output for the batch norm, which becomes a BN_TRAIN (act -1 when none was
+ *     folded) whose stats names the convolution and skips its statistics pass.
  *
  * Invariants of the analysis: a value that a fused step no longer writes has no other
  * reader (each value a tensor holds considered apart: from the node that writes it to
@@ -70,7 +78,8 @@ enum plan_fuse_kind {
                              stats (whose step is BN_TRAIN, its stats naming this node) */
     PLAN_FUSE_CONV_FWD,   /* the CONV_FWD with batch norm inside: the input read through
                              BN_FWD_TRAIN node fwd's apply and ReLU (or -1: as it is), the
-                             output summed for BN_FWD_TRAIN node stats (or -1) */
+                             output summed for BN_FWD_TRAIN node stats (or -1; a BN_SUMS
+                             step, or a BN_TRAIN whose stats names this node) */
     PLAN_FUSE_CONV_BWD,   /* the CONV_BWD with batch norm inside: BN_FWD_TRAIN node fwd's
                              apply and ReLU on x for the weight gradient; the data gradient
                              through the ReLU's mask (ACT_BWD node act, skipped) into the dy
@@ -98,8 +107,9 @@ struct plan_fuse_step {
     int keeps_coef;   /* BN_TRAIN: a fused backward (BN_BWD naming this node as fwd)
                          reads the coefficients this forward must keep */
     int stats;        /* ADD_STATS: the BN_FWD_TRAIN whose statistics' partial sums it
-                         computes; BN_TRAIN: the ADD_STATS node that computed them (the
-                         batch norm skips its own statistics pass), or -1; CONV_FWD: the
+                         computes; BN_TRAIN: the ADD_STATS node that computed them, or the
+                         CONV_FWD node that summed x for it (the batch norm skips its own
+                         statistics pass either way), or -1; CONV_FWD: the
                          BN_FWD_TRAIN whose sums it takes (or -1), BN_SUMS: that CONV_FWD;
                          CONV_BWD: the BN_BWD it computes for, BN_APPLY: that CONV_BWD */
     int pool;         /* BN_TRAIN, BN_EVAL: the POOL_FWD whose output the fused pass writes

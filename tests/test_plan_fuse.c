@@ -9,8 +9,10 @@
  * (CPU) in a plan that is not replayable; an evaluation plan whose two views rewrite the
  * same tensors has each view's values considered apart, wrapping round the plan's end; a
  * residual add whose output the next batch norm reads takes that batch norm's statistics
- * (CUDA only), unless the sum is rewritten between or the batch norm reads another tensor.
- * Tensors are handles with distinct data pointers that are never read. */
+ * (CUDA only), unless the sum is rewritten between or the batch norm reads another tensor;
+ * the batch norm inside the convolutions, a max pool folded into the batch norm before it,
+ * and a convolution summing its output for the batch norm after it (each on an engine
+ * whose caps take it). Tensors are handles with distinct data pointers that are never read. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -580,6 +582,11 @@ static void test_conv_bn(void)
                                       {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
                                       {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1, -1},
                                       {7, PLAN_FUSE_BN_BWD, 6, -1, 1, 0, 0, -1, -1}};
+    const struct want stats_fusion[] = {{0, PLAN_FUSE_CONV_FWD, -1, -1, -1, 0, 0, 1, -1},
+                                        {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 1, 0, -1},
+                                        {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                                        {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1, -1},
+                                        {7, PLAN_FUSE_BN_BWD, 6, -1, 1, 0, 0, -1, -1}};
     conv_bn_plan(&p, 0, 0, 0);
     conv_answer.answer = 1;
     conv_answer.fwd_asked = conv_answer.bwd_asked = conv_answer.pro_and_stats = 0;
@@ -604,20 +611,114 @@ static void test_conv_bn(void)
     conv_answer.answer = 1;
     plan_free(&p);
 
+    /* not inside the convolutions: conv0 still sums its output for the batch norm */
     conv_bn_plan(&p, 1, 0, 0);
-    EXPECT_STEPS("the relu's output has another reader", &p, &CONV_CAPS,
-                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 1, -1, -1},
-                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
-                 {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1, -1},
-                 {7, PLAN_FUSE_BN_BWD, 6, -1, 1, 0, 0, -1, -1});
+    expect_steps("the relu's output has another reader", &p, &CONV_CAPS, stats_fusion, 5);
     plan_free(&p);
     conv_bn_plan(&p, 0, 1, 0);
-    expect_steps("the convolution has a bias", &p, &CONV_CAPS, old_fusion, 4);
+    expect_steps("the convolution has a bias", &p, &CONV_CAPS, stats_fusion, 5);
     plan_free(&p);
     conv_bn_plan(&p, 0, 0, 1);
-    expect_steps("the convolution's dx accumulates", &p, &CONV_CAPS, old_fusion, 4);
+    expect_steps("the convolution's dx accumulates", &p, &CONV_CAPS, stats_fusion, 5);
+    plan_free(&p);
+}
+
+/* conv -> bn -> relu -> max pool, and the backward (ResNet-9's conv_bn -> pool): the
+ * convolution sums its output for the batch norm (CONV_FWD stats, BN_TRAIN stats) on an
+ * engine that takes it, the pool folded as ever; with a prologue when the convolution
+ * reads a batch norm inside the convolutions; not when the engine refuses, the
+ * convolution has a bias, a node rewrites x between the two, the batch norm has ghost
+ * parts, or on engines without the path. */
+static void conv_stats_plan(struct plan *p, int bias, int rewrite_x, int splits)
+{
+    *p = (struct plan){0};
+    conv_fwd(p, X, IMG, W0, bias ? BIAS : -1);     /* 0 */
+    if (rewrite_x) scale(p, X, OTHER);             /* 1 */
+    bn_train(p, Y, X);                             /* 1 (2) */
+    p->nodes[p->count - 1].u.bn_fwd_train.a.splits = splits;
+    act_fwd(p, A, Y, ACT_RELU);
+    pool_fwd(p, P, A, POOL_MAX, 3);
+    scale(p, OUT, P);                              /* the loss */
+    p->replayable = 1;
+}
+
+static void test_conv_stats(void)
+{
+    struct plan p;
+    conv_answer.answer = 1;
+    conv_answer.fwd_asked = conv_answer.pro_and_stats = 0;
+    conv_stats_plan(&p, 0, 0, 1);
+    EXPECT_STEPS("convolution summing for the batch norm", &p, &CONV_CAPS,
+                 {0, PLAN_FUSE_CONV_FWD, -1, -1, -1, 0, 0, 1, -1},
+                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, 0, 3},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                 {3, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1, -1});
+    CHECK(conv_answer.fwd_asked == 1 && conv_answer.pro_and_stats == 0);
+    const struct want unsummed[] = {{1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, -1, 3},
+                                    {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                                    {3, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1, -1}};
+    conv_answer.answer = 0;
+    expect_steps("the engine refuses the sums", &p, &CONV_CAPS, unsummed, 3);
+    conv_answer.answer = 1;
+    expect_steps("no such path (cuda caps)", &p, &CUDA_CAPS, unsummed, 3);
+    EXPECT_STEPS("no such path (cpu)", &p, cpu_plan_fuse_caps(),
+                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, -1, -1},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
+    /* a batch norm without an activation after it runs fused for the sums */
+    p.nodes[2].u.act_fwd.x = &t[OTHER];
+    EXPECT_STEPS("no activation", &p, &CONV_CAPS,
+                 {0, PLAN_FUSE_CONV_FWD, -1, -1, -1, 0, 0, 1, -1},
+                 {1, PLAN_FUSE_BN_TRAIN, -1, -1, -1, 0, 0, 0, -1});
+    plan_free(&p);
+    /* an evaluation batch norm takes no sums */
+    p = (struct plan){0};
+    conv_fwd(&p, X, IMG, W0, -1);
+    bn_eval(&p, Y, X);
+    act_fwd(&p, A, Y, ACT_RELU);
+    scale(&p, OUT, A);
+    p.replayable = 1;
+    EXPECT_STEPS("evaluation", &p, &CONV_CAPS, {1, PLAN_FUSE_BN_EVAL, 2, -1, -1, 0, 0, -1, -1},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     plan_free(&p);
 
+    conv_stats_plan(&p, 1, 0, 1);
+    expect_steps("the convolution has a bias", &p, &CONV_CAPS, unsummed, 3);
+    plan_free(&p);
+    conv_stats_plan(&p, 0, 0, 2);
+    EXPECT_STEPS("ghost batch norm", &p, &CONV_CAPS,
+                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, -1, -1},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
+    plan_free(&p);
+    conv_stats_plan(&p, 0, 1, 1);
+    EXPECT_STEPS("x rewritten between", &p, &CONV_CAPS,
+                 {2, PLAN_FUSE_BN_TRAIN, 3, -1, -1, 0, 0, -1, 4},
+                 {3, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                 {4, PLAN_FUSE_SKIP, -1, -1, 2, 0, 0, -1, -1});
+    plan_free(&p);
+
+    /* the convolution reading a batch norm inside the convolutions sums for the next:
+     * conv0 -> bn -> relu -> conv1 -> bn2 -> relu -> pool */
+    p = (struct plan){0};
+    conv_bn_plan(&p, 0, 0, 0);
+    p.nodes[4].u.scale_fwd.x = &t[R];                  /* the loss: of the pooled branch */
+    bn_train(&p, S, OUT);                          /* 9 */
+    act_fwd(&p, DS, S, ACT_RELU);                  /* 10 */
+    pool_fwd(&p, DP, DS, POOL_MAX, 3);             /* 11 */
+    scale(&p, R, DP);                              /* 12 */
+    conv_answer.fwd_asked = conv_answer.pro_and_stats = 0;
+    EXPECT_STEPS("prologue and statistics", &p, &CONV_CAPS,
+                 {0, PLAN_FUSE_CONV_FWD, -1, -1, -1, 0, 0, 1, -1},
+                 {1, PLAN_FUSE_BN_SUMS, 2, -1, -1, 0, 0, 0, -1},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                 {3, PLAN_FUSE_CONV_FWD, -1, -1, 1, 0, 0, 9, -1},
+                 {5, PLAN_FUSE_CONV_BWD, 6, -1, 1, 0, 0, 7, -1},
+                 {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1, -1},
+                 {7, PLAN_FUSE_BN_APPLY, 6, -1, 1, 0, 0, 5, -1},
+                 {9, PLAN_FUSE_BN_TRAIN, 10, -1, -1, 0, 0, 3, 11},
+                 {10, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                 {11, PLAN_FUSE_SKIP, -1, -1, 9, 0, 0, -1, -1});
+    CHECK(conv_answer.pro_and_stats == 1);
+    plan_free(&p);
 }
 
 /* An empty plan, and the switch. */
@@ -765,6 +866,7 @@ int main(void)
     test_add_stats();
     test_conv_bn();
     test_bn_pool();
+    test_conv_stats();
     test_edges();
     return check_finish("test_plan_fuse");
 }

@@ -11,7 +11,9 @@
  * applies the activation that follows the batch norm (writing its output, and the batch
  * norm's only when something else reads it); the residual add writing the forward's x
  * may take the statistics' partial sums (cuda_add_bn_partial), which the forward then
- * starts from; the backward takes the activation's dy and
+ * starts from, and so may the convolution writing it (its fp32 sum and sum of squares,
+ * conv_fused_cuda.h: the statistics then agree with the unfused ones within those sums'
+ * rounding, not to the bit); the backward takes the activation's dy and
  * folds the activation's backward into its sums and its elementwise pass, recomputing the
  * batch norm's output from x with the coefficients the forward kept. Every value is
  * rounded where the unfused ops store it, so fused and unfused runs give the same bits.
@@ -29,7 +31,8 @@ extern "C" {
 }
 
 /* Block (RED_X, FIN_Y), grid ceil(c / RED_X): each split's two sums by the fixed tree of
- * cuda_tree_sum, then thread y == 0 of each channel the statistics and coefficients. */
+ * cuda_tree_sum (or, with fsum, one split's sums as given), then thread y == 0 of each
+ * channel the statistics and coefficients. */
 __global__ void bn_train_finalize_kernel(float *__restrict__ coef, /* (splits, COEF_FWD_COUNT,
                                                                        c) */
                                          float *save_mean,     /* (splits, c) */
@@ -38,6 +41,8 @@ __global__ void bn_train_finalize_kernel(float *__restrict__ coef, /* (splits, C
                                          float *running_var,   /* (c) in/out */
                                          const double *__restrict__ partial, /* (splits, 2,
                                                                                 parts, c) */
+                                         const float *__restrict__ fsum,   /* (c) or NULL */
+                                         const float *__restrict__ fsqsum, /* (c) or NULL */
                                          const float *gamma, const float *beta, int c,
                                          int splits, int parts, long cnt, float eps,
                                          float momentum)
@@ -48,8 +53,14 @@ __global__ void bn_train_finalize_kernel(float *__restrict__ coef, /* (splits, C
     double mean_sum = 0.0, unbiased_sum = 0.0;
     for (int s = 0; s < splits; s++) {
         const double *ps = partial + (size_t)s * 2 * parts * c;
-        const double sum = cuda_tree_sum(sh, ps, parts, c, ch);
-        const double sumsq = cuda_tree_sum(sh, ps + (size_t)parts * c, parts, c, ch);
+        double sum, sumsq;
+        if (fsum) {   /* one part: the fp32 sums a convolution took */
+            sum = mine ? (double)fsum[ch] : 0.0;
+            sumsq = mine ? (double)fsqsum[ch] : 0.0;
+        } else {
+            sum = cuda_tree_sum(sh, ps, parts, c, ch);
+            sumsq = cuda_tree_sum(sh, ps + (size_t)parts * c, parts, c, ch);
+        }
         if (!mine) continue;
         float *pc = coef + (size_t)s * COEF_FWD_COUNT * c;
         double mean, invstd, unbiased;
@@ -301,7 +312,8 @@ cleanup:
 
 int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
                         const struct tensor *res, const struct cuda_bn_act *act,
-                        const struct cuda_bn_pool *pool, float *coef_keep, const double *stats,
+                        const struct cuda_bn_pool *pool, float *coef_keep,
+                        const struct cuda_bn_sums *stats,
                         struct tensor *save_mean, struct tensor *save_invstd,
                         struct tensor *running_mean, struct tensor *running_var,
                         const struct tensor *x, const struct tensor *gamma,
@@ -328,19 +340,30 @@ int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out
     TRY(cuda_enter(c));
     TRY(bn_scratch(c, 2 * splits, parts, ch, COEF_FWD_COUNT * splits, &partial, &coef));
     if (coef_keep) coef = coef_keep;
-    if (stats)   /* taken by the add that wrote x (cuda_add_bn_partial) */
-        partial = (double *)stats;
-    else
+    EXPECT(!stats || stats->partial || (stats->sum && stats->sqsum && splits == 1),
+           "bn: sums of %d parts from a convolution", splits);
+    if (stats && stats->partial)   /* taken by the add that wrote x (cuda_add_bn_partial) */
+        partial = (double *)stats->partial;
+    else if (!stats)
         TRY(cuda_reduce_partial(c, partial, x->data, NULL, split_rows, ch, parts, splits,
                                 REDUCE_SUMSQ));
-    bn_train_finalize_kernel<<<(ch + RED_X - 1) / RED_X, dim3(RED_X, FIN_Y), 0, c->stream>>>(
-        coef, vec(save_mean), vec(save_invstd), vec(running_mean), vec(running_var), partial,
-        vec(gamma), vec(beta), ch, splits, parts, split_rows, a->eps, a->momentum);
-    /* reads partial (splits, 2, parts, ch) doubles and gamma, beta, running mean and
-     * variance (ch floats each); writes coef (splits, COEF_FWD_COUNT, ch), save_mean and
-     * save_invstd (splits, ch) and the running statistics (ch each), floats */
-    CHECK_LAUNCH(c, sizeof(double) * 2 * splits * parts * ch + sizeof(float) * 4 * ch,
-                 sizeof(float) * ((size_t)(COEF_FWD_COUNT + 2) * splits * ch + 2 * ch));
+    {
+        const float *fsum = stats && !stats->partial ? stats->sum : NULL;
+        const float *fsqsum = fsum ? stats->sqsum : NULL;
+        bn_train_finalize_kernel<<<(ch + RED_X - 1) / RED_X, dim3(RED_X, FIN_Y), 0,
+                                   c->stream>>>(coef, vec(save_mean), vec(save_invstd),
+                                                vec(running_mean), vec(running_var), partial,
+                                                fsum, fsqsum, vec(gamma), vec(beta), ch, splits,
+                                                parts, split_rows, a->eps, a->momentum);
+        /* reads partial (splits, 2, parts, ch) doubles (or the two fp32 sums, ch floats
+         * each) and gamma, beta, running mean and variance (ch floats each); writes coef
+         * (splits, COEF_FWD_COUNT, ch), save_mean and save_invstd (splits, ch) and the
+         * running statistics (ch each), floats */
+        CHECK_LAUNCH(c,
+                     (fsum ? sizeof(float) * 2 * ch : sizeof(double) * 2 * splits * parts * ch) +
+                         sizeof(float) * 4 * ch,
+                     sizeof(float) * ((size_t)(COEF_FWD_COUNT + 2) * splits * ch + 2 * ch));
+    }
     if (split_rows == 0) goto cleanup;
     if (pool)
         TRY(cuda_bn_apply_pool(c, out, act, pool, x, coef));

@@ -537,18 +537,27 @@ struct cuda_bn_pool {
     int kh, kw;
 };
 
+/* The sums of a train-mode batch norm's x taken by the node that wrote it: either the
+ * statistics' partial sums (cuda_add_bn_partial, for this x and the batch norm's
+ * attributes) or the per-channel sum and sum of squares in fp32 (c floats each, device:
+ * a convolution's statistics epilogue, conv_fused_cuda.h; one part only). */
+struct cuda_bn_sums {
+    const double *partial;
+    const float *sum, *sqsum;
+};
+
 /* Train-mode batch norm; y (the batch norm's output) may be NULL when nothing else reads
  * it, out is act(y) (NULL with act NULL: no activation), or res + act(y) when res (the
  * other operand of a residual add, x's shape) is not NULL; coef_keep, when not NULL, is a
  * device buffer of (splits, COEF_FWD_COUNT, c) floats that keeps the coefficients for
- * cuda_bn_backward_fused (else they live in scratch); stats, when not NULL, holds the
- * statistics' partial sums of x (cuda_add_bn_partial, for this x and a), and the batch
- * norm's own statistics pass is skipped; pool, when not NULL (with act, y and res NULL, one
+ * cuda_bn_backward_fused (else they live in scratch); stats, when not NULL, gives sums of x
+ * taken by the node that wrote it (struct cuda_bn_sums), and the batch norm's own
+ * statistics pass is skipped; pool, when not NULL (with act, y and res NULL, one
  * part), makes out the max pool of act(y) (n, c, h / kh, w / kw), act(y) never stored. */
 int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
                         const struct tensor *res, const struct cuda_bn_act *act,
                         const struct cuda_bn_pool *pool,
-                        float *coef_keep, const double *stats,
+                        float *coef_keep, const struct cuda_bn_sums *stats,
                         struct tensor *save_mean, struct tensor *save_invstd,
                         struct tensor *running_mean, struct tensor *running_var,
                         const struct tensor *x, const struct tensor *gamma,

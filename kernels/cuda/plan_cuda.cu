@@ -16,7 +16,9 @@
  * The batch norm inside the convolutions (cuDNN's fused graphs, conv_fused_cuda.cu) is
  * taken where the analysis finds it and cuDNN runs the graphs (plan_fuse_caps.conv_fwd_ok,
  * conv_bwd_ok ask conv_fused_cuda.cu, which builds and tries them), with the sums, the
- * apply's coefficients and the backward's coefficients in one device buffer per plan.
+ * apply's coefficients and the backward's coefficients in one device buffer per plan;
+ * so is a convolution summing its output for a training batch norm that otherwise runs
+ * with our own passes (the sums in the same buffer, the batch norm starting from them).
  * DAWNRUN_CUDA_FUSE=0 (read at each run of a plan) runs every node one by one;
  * DAWNRUN_CUDA_FUSE_CONV=0 (read at each run too; a change redoes the analysis) keeps
  * the batch norm out of the convolutions, the other fused paths on. */
@@ -48,10 +50,11 @@ struct plan_entry {
     double *stats;                  /* device: the statistics' partial sums each such add
                                        takes for its batch norm */
     size_t stats_doubles;
-    size_t *cbn_at;                 /* (count): where steps[i].kind is BN_SUMS, the float
-                                       offset of batch norm i's vectors in cbn (CBN_*) */
+    size_t *cbn_at;                 /* (count): where batch norm i takes a convolution's
+                                       sums (conv_sums), the float offset of its vectors in
+                                       cbn (CBN_*) */
     float *cbn;                     /* device: those vectors of every batch norm inside the
-                                       convolutions */
+                                       convolutions or taking their sums */
     size_t cbn_floats;
 };
 
@@ -218,6 +221,16 @@ static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct pl
     return usable_or_not(c, &args);
 }
 
+/* Whether node i's step takes the sums a fused convolution computes for it: a batch norm
+ * inside the convolutions (BN_SUMS), or a BN_TRAIN whose statistics a CONV_FWD takes. */
+static int conv_sums(const struct plan *p, const struct plan_fuse_step *steps, int i)
+{
+    const struct plan_fuse_step *s = &steps[i];
+    return s->kind == PLAN_FUSE_BN_SUMS ||
+           (s->kind == PLAN_FUSE_BN_TRAIN && s->stats >= 0 &&
+            p->nodes[s->stats].op == PLAN_CONV_FWD);
+}
+
 static void entry_clear(struct cuda_ctx *c, struct plan_entry *e)
 {
     if (e->coef) cuda_counted_free(c, e->coef);
@@ -255,7 +268,7 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
     }
     e->cbn_floats = 0;
     for (int i = 0; i < p->count; i++) {
-        if (e->steps[i].kind != PLAN_FUSE_BN_SUMS) continue;
+        if (!conv_sums(p, e->steps, i)) continue;
         e->cbn_at[i] = e->cbn_floats;
         /* 16-byte aligned vectors */
         e->cbn_floats += (size_t)CBN_COUNT * (((size_t)p->nodes[i].u.bn_fwd_train.x->c + 3) / 4 * 4);
@@ -326,7 +339,7 @@ cleanup:
     return rc;
 }
 
-/* Vector v (CBN_*) of batch norm node i (a BN_SUMS step) in e's device buffer. */
+/* Vector v (CBN_*) of batch norm node i (conv_sums) in e's device buffer. */
 static float *cbn_vec(const struct plan_entry *e, const struct plan *p, int i, int v)
 {
     const size_t padded = ((size_t)p->nodes[i].u.bn_fwd_train.x->c + 3) / 4 * 4;
@@ -395,6 +408,11 @@ static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_
     case PLAN_FUSE_SKIP: return DR_OK;
     case PLAN_FUSE_BN_TRAIN: {
         const struct plan_node *a = s->act >= 0 ? &p->nodes[s->act] : NULL;
+        struct cuda_bn_sums sums = {NULL, NULL, NULL};   /* taken by the add or convolution */
+        if (conv_sums(p, e->steps, i))
+            sums = {NULL, cbn_vec(e, p, i, CBN_SUM), cbn_vec(e, p, i, CBN_SQSUM)};
+        else if (s->stats >= 0)
+            sums.partial = e->stats + e->stats_at[s->stats];
         const struct plan_node *q = s->add >= 0 ? &p->nodes[s->add] : NULL;
         if (a) act = (struct cuda_bn_act){a->u.act_fwd.kind, a->u.act_fwd.alpha};
         return cuda_bn_train_fused(c, s->keep_y || !a ? n->u.bn_fwd_train.y : NULL,
@@ -405,7 +423,7 @@ static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_
                                    q ? plan_fuse_add_other(q, a->u.act_fwd.y, NULL) : NULL,
                                    a ? &act : NULL, pa ? &pool : NULL,
                                    s->keeps_coef ? e->coef + e->coef_at[i] : NULL,
-                                   s->stats >= 0 ? e->stats + e->stats_at[s->stats] : NULL,
+                                   s->stats >= 0 ? &sums : NULL,
                                    n->u.bn_fwd_train.save_mean, n->u.bn_fwd_train.save_invstd,
                                    n->u.bn_fwd_train.running_mean, n->u.bn_fwd_train.running_var,
                                    n->u.bn_fwd_train.x, n->u.bn_fwd_train.gamma,

@@ -25,6 +25,7 @@
 #define TRAIN_BATCH 32
 #define TRAIN_IMAGES (TRAIN_STEPS * TRAIN_BATCH)
 #define TOOLBOX_STEPS 10               /* the speed-training options' run */
+#define PREACT_STEPS 10                /* the pre-activation network's run */
 #define TEST_IMAGES 100
 #define EVAL_BATCH 64                  /* 100 = 64 + 36: the last batch is partial */
 
@@ -163,10 +164,9 @@ static struct layer_spec *add_layer(struct net_spec *spec, const char *name, enu
 
 /* A small network with every layer type of the shipped configs: conv-bn-relu blocks, max
  * pools, residual adds (one folded into the batch norm before it, one standalone whose sum
- * enters a batch norm, as in a pre-activation block), a CELU, two batch norms in a row
- * between convolutions (the middle convolution reading one's apply and summing for the
- * next), max and average pools concatenated, flatten, a linear layer with bias and a
- * fixed scale. */
+ * enters a batch norm, as in a pre-activation block), a CELU, a batch norm between two
+ * convolutions, max and average pools concatenated, flatten, a linear layer with bias and
+ * a fixed scale. */
 static int small_net(struct net_spec *spec)
 {
     struct layer_spec *l;
@@ -200,15 +200,8 @@ static int small_net(struct net_spec *spec)
     }
     ADD("mid_bn", LAYER_BN, "", "");
     ADD("mid_relu", LAYER_RELU, "", "");
-    ADD("mid2", LAYER_CONV, "", "");            /* reads mid_bn's apply, sums for mid2_bn */
+    ADD("mid2", LAYER_CONV, "", "");
     if (ok) l->out = 32;
-    ADD("mid2_bn", LAYER_BN, "", "");            /* a second batch norm in a row inside */
-    ADD("mid2_relu", LAYER_RELU, "", "");        /* the convolutions */
-    ADD("mid3", LAYER_CONV, "", "");
-    if (ok) {
-        l->out = 32;
-        l->k = 1;
-    }
     ADD("down", LAYER_CONV, "", "");
     if (ok) {
         l->out = 64;
@@ -219,6 +212,55 @@ static int small_net(struct net_spec *spec)
     ADD("gavg", LAYER_AVGPOOL, "down", "");
     if (ok) l->k = l->stride = 4;
     ADD("cat", LAYER_CONCAT, "gmax", "gavg");
+    ADD("flat", LAYER_FLATTEN, "", "");
+    ADD("linear", LAYER_LINEAR, "", "");
+    if (ok) {
+        l->out = 10;
+        l->bias = 1;
+    }
+    ADD("logits", LAYER_SCALE, "", "");
+    if (ok) l->scale = 0.125f;
+#undef ADD
+    return ok ? DR_OK : DR_ERR_NOMEM;
+}
+
+/* A pre-activation network for the batch norm inside and around the convolutions: a
+ * conv-bn-relu stem and pool, a batch norm between two convolutions, then one whose relu
+ * only two convolutions read (a pre-activation block's branch and 1x1 shortcut; the
+ * convolution between the two batch norms reads one's apply and sums for the other),
+ * their sum into a batch norm, a global max pool, a linear layer and a fixed scale.
+ * Trained gently (preact_experiment), so that the engines' rounding differences stay
+ * small. */
+static int preact_net(struct net_spec *spec)
+{
+    struct layer_spec *l;
+    int ok = 1;
+#define ADD(name, type, in1, in2) ok = ok && (l = add_layer(spec, name, type, in1, in2)) != NULL
+    ADD("stem", LAYER_CONV, "", "");
+    if (ok) l->out = 16;
+    ADD("stem_bn", LAYER_BN, "", "");
+    ADD("stem_relu", LAYER_RELU, "", "");
+    ADD("pool", LAYER_MAXPOOL, "", "");
+    if (ok) l->k = l->stride = 2;
+    ADD("c1", LAYER_CONV, "", "");
+    if (ok) l->out = 32;
+    ADD("bn1", LAYER_BN, "", "");                /* inside c1 and c2 */
+    ADD("relu1", LAYER_RELU, "", "");
+    ADD("c2", LAYER_CONV, "", "");               /* bn1's apply in, bn2's sums out */
+    if (ok) l->out = 32;
+    ADD("bn2", LAYER_BN, "", "");                /* its relu read by c3 and sc only */
+    ADD("relu2", LAYER_RELU, "", "");
+    ADD("c3", LAYER_CONV, "", "");
+    if (ok) l->out = 32;
+    ADD("sc", LAYER_CONV, "relu2", "");
+    if (ok) {
+        l->out = 32;
+        l->k = 1;
+    }
+    ADD("join", LAYER_ADD, "c3", "sc");
+    ADD("join_bn", LAYER_BN, "", "");
+    ADD("join_relu", LAYER_RELU, "", "");
+    ADD("gmax", LAYER_GMAXPOOL, "", "");
     ADD("flat", LAYER_FLATTEN, "", "");
     ADD("linear", LAYER_LINEAR, "", "");
     if (ok) {
@@ -329,6 +371,22 @@ static void toolbox_experiment(struct experiment *e, int precision)
     e->eval.tta = TTA_FLIP_TRANSLATE;
 }
 
+/* The pre-activation network's run: the small network's options at a tenth of its
+ * learning rate. */
+static void preact_experiment(struct experiment *e, int precision)
+{
+    small_experiment(e, precision);
+    e->train.lr.values[0] = e->train.lr.values[1] = 0.02;
+}
+
+/* The training runs (sc_case.arg). */
+enum { RUN_SMALL, RUN_TOOLBOX, RUN_PREACT, RUN_COUNT };
+
+static int run_steps(int kind)
+{
+    return kind == RUN_TOOLBOX ? TOOLBOX_STEPS : kind == RUN_PREACT ? PREACT_STEPS : TRAIN_STEPS;
+}
+
 /* Summed loss and correct count accumulated by a trainer's model, then cleared. */
 static int take_loss(struct trainer *t, double *loss)
 {
@@ -341,14 +399,14 @@ cleanup:
     return rc;
 }
 
-/* The training run of c (c->arg 0: the small network, 1: the speed-training options) on
- * one engine: the mean loss of each step into host slot SC_S0, the test loss and
- * accuracy after it into SC_S1 and SC_S2. */
+/* The training run of c (c->arg: RUN_SMALL the small network, RUN_TOOLBOX the
+ * speed-training options, RUN_PREACT the pre-activation network) on one engine: the mean
+ * loss of each step into host slot SC_S0, the test loss and accuracy after it into SC_S1
+ * and SC_S2. */
 static int train_run(struct sc_side *t, const struct sc_case *c)
 {
     int rc = DR_OK;
-    const int toolbox = c->arg;
-    const int steps = toolbox ? TOOLBOX_STEPS : TRAIN_STEPS;
+    const int steps = run_steps(c->arg);
     struct net_spec spec = {0};
     struct graph g = {0};
     struct experiment e;
@@ -356,9 +414,12 @@ static int train_run(struct sc_side *t, const struct sc_case *c)
     struct trainer tr = {0};
     char err[512] = "";
     double loss, acc;
-    if (toolbox) {
+    if (c->arg == RUN_TOOLBOX) {
         toolbox_experiment(&e, t->precision);
         TRY(toolbox_net(&spec));
+    } else if (c->arg == RUN_PREACT) {
+        preact_experiment(&e, t->precision);
+        TRY(preact_net(&spec));
     } else {
         small_experiment(&e, t->precision);
         TRY(small_net(&spec));
@@ -390,7 +451,7 @@ cleanup:
 static int train_build(struct sc_env *e, const struct sc_case *c)
 {
     int rc = DR_OK;
-    TRY(sc_host(e, SC_S0, "loss", c->arg ? TOOLBOX_STEPS : TRAIN_STEPS));
+    TRY(sc_host(e, SC_S0, "loss", run_steps(c->arg)));
     TRY(sc_host(e, SC_S1, "test_loss", 1));
     TRY(sc_host(e, SC_S2, "test_acc", 1));   /* shown, not compared */
 cleanup:
@@ -423,12 +484,15 @@ int sc_cases_train(struct sc_table *t)
         sc_name(&c, "augment_step", "%s_b%d_s%d", a->name, STEP_INDEX, STEP_STRIDE);
         TRY(sc_table_add(t, &c));
     }
-    for (int toolbox = 0; toolbox < 2; toolbox++) {
+    for (int kind = 0; kind < RUN_COUNT; kind++) {
+        const int toolbox = kind == RUN_TOOLBOX;
         struct sc_case c = {.group = toolbox ? "toolbox" : "train", .build = train_build,
                             .run = train_run, .metric = SC_ELEM_REL, .tol = TRAIN_TOL,
-                            .show = 1, .arg = toolbox, .n_outputs = 2,
+                            .show = 1, .arg = kind, .n_outputs = 2,
                             .outputs = {SC_S0, SC_S1}};
         if (toolbox) sc_name(&c, "toolbox", "speed_options_%dsteps_b%d", TOOLBOX_STEPS, TRAIN_BATCH);
+        else if (kind == RUN_PREACT)
+            sc_name(&c, "train", "preact_net_%dsteps_b%d", PREACT_STEPS, TRAIN_BATCH);
         else sc_name(&c, "train", "small_net_%dsteps_b%d", TRAIN_STEPS, TRAIN_BATCH);
         TRY(sc_table_add(t, &c));
     }

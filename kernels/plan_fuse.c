@@ -426,6 +426,71 @@ static void conv_stats(struct plan_fuse_step *s, const struct plan *p,
     s[i].stats = w;
 }
 
+/* The most convolutions (forward and backward each) a folded activation may have. */
+#define FOLD_MAX_CONVS 4
+
+/* Folds the activation of fused batch norm i into the convolutions that alone read it
+ * (their forward's input and their weight gradient's), where the rules of plan_fuse.h
+ * allow and the engine takes it (caps->conv_fwd_ok, conv_wgrad_ok). */
+static void bn_into_convs(struct plan_fuse_step *s, const struct plan *p,
+                          const struct plan_fuse_caps *caps, int i)
+{
+    const struct plan_node *bn = &p->nodes[i];
+    if (bn->op != PLAN_BN_FWD_TRAIN || s[i].kind != PLAN_FUSE_BN_TRAIN || s[i].act < 0 ||
+        s[i].add >= 0 || s[i].keep_y || !s[i].keeps_coef || s[i].pool >= 0 ||
+        bn->u.bn_fwd_train.a.splits > 1 || !bn->u.bn_fwd_train.gamma ||
+        !bn->u.bn_fwd_train.beta)
+        return;
+    const int j = s[i].act;
+    if (p->nodes[j].u.act_fwd.kind != ACT_RELU) return;
+    int m = -1;
+    for (int q = i + 1; q < p->count && m < 0; q++)
+        if (s[q].kind == PLAN_FUSE_BN_BWD && s[q].fwd == i) m = q;
+    if (m < 0) return;
+    /* every reader of the activation's value: a bias-free convolution's forward (not yet
+     * reading through a prologue) or backward, between the activation and the backward */
+    const struct tensor *out = p->nodes[j].u.act_fwd.y;
+    int fwds[FOLD_MAX_CONVS], bwds[FOLD_MAX_CONVS], nf = 0, nb = 0;
+    for (int k = 1; k < p->count; k++) {
+        const int r = (j + k) % p->count;
+        int reads, writes;
+        node_touches(&reads, &writes, &p->nodes[r], out);
+        if (reads) {
+            const int role = conv_role(&p->nodes[r], out, writes);
+            if (role < 0 || conv_has_bias(&p->nodes[r]) || !(j < r && r < m)) return;
+            if (role == 0) {
+                if (nf == FOLD_MAX_CONVS ||
+                    !(s[r].kind == PLAN_FUSE_RUN ||
+                      (s[r].kind == PLAN_FUSE_CONV_FWD && s[r].fwd < 0)))
+                    return;
+                fwds[nf++] = r;
+            } else {
+                if (nb == FOLD_MAX_CONVS || s[r].kind != PLAN_FUSE_RUN) return;
+                bwds[nb++] = r;
+            }
+        }
+        if (writes) break;
+    }
+    if (nf == 0) return;
+    for (int q = 0; q < nf; q++) {
+        const int st = s[fwds[q]].kind == PLAN_FUSE_CONV_FWD ? s[fwds[q]].stats : -1;
+        if (!caps->conv_fwd_ok(caps->user, &p->nodes[fwds[q]], bn,
+                               st >= 0 ? &p->nodes[st] : NULL))
+            return;
+    }
+    for (int q = 0; q < nb; q++)
+        if (!caps->conv_wgrad_ok(caps->user, &p->nodes[bwds[q]], bn)) return;
+    s[i].kind = PLAN_FUSE_BN_COEF;
+    for (int q = 0; q < nf; q++) {
+        struct plan_fuse_step *f = &s[fwds[q]];
+        if (f->kind == PLAN_FUSE_RUN) f->stats = -1;
+        f->kind = PLAN_FUSE_CONV_FWD;
+        f->fwd = i;
+    }
+    for (int q = 0; q < nb; q++)
+        s[bwds[q]] = (struct plan_fuse_step){PLAN_FUSE_CONV_BWD_PRO, -1, -1, i, 0, 0, -1, -1};
+}
+
 /* Whether pool attributes a over x make a max pool whose windows tile the plane: stride
  * equal to the window, the plane a whole number of windows. */
 static int pool_tiles(const struct pool_attr *a, const struct tensor *x)
@@ -545,6 +610,9 @@ void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
         conv_bn(s, p, caps, i);
     /* the statistics of the training batch norms left in the convolutions writing their x */
     for (int i = 0; i < p->count && caps->conv_fwd_ok; i++) conv_stats(s, p, caps, i);
+    /* the activations only convolutions read, inside them */
+    for (int i = 0; i < p->count && may_drop && caps->conv_fwd_ok && caps->conv_wgrad_ok; i++)
+        bn_into_convs(s, p, caps, i);
     /* the max pool after a fused batch norm's activation, from the steps left */
     for (int i = 0; i < p->count && may_drop && caps->pool_fold; i++) bn_pool(s, p, i);
 }
@@ -564,9 +632,9 @@ const struct tensor *plan_fuse_add_other(const struct plan_node *add, const stru
 
 const char *plan_fuse_kind_name(enum plan_fuse_kind kind)
 {
-    static const char *const names[] = {"run",      "skip",     "bn_train", "bn_eval",
+    static const char *const names[] = {"run",      "skip",      "bn_train", "bn_eval",
                                         "bn_bwd",   "add_stats", "conv_fwd", "conv_bwd",
-                                        "bn_sums",  "bn_apply"};
+                                        "bn_sums",  "bn_apply",  "bn_coef",  "conv_bwd_pro"};
     _Static_assert(sizeof(names) / sizeof(names[0]) == PLAN_FUSE_KIND_COUNT,
                    "a name for every plan_fuse_kind");
     return (unsigned)kind < PLAN_FUSE_KIND_COUNT ? names[kind] : "?";

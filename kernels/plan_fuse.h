@@ -50,7 +50,18 @@
  *     writing x before it), that convolution not already summing for another batch
  *     norm: the convolution (CONV_FWD, stats; with its prologue if it has one) also sums
  *     its output for the batch norm, which becomes a BN_TRAIN (act -1 when none was
- *     folded) whose stats names the convolution and skips its statistics pass.
+ *     folded) whose stats names the convolution and skips its statistics pass;
+ *   - the activation inside the convolutions reading it (engines whose caps give
+ *     conv_fwd_ok and conv_wgrad_ok, in a plan that may leave values unwritten): a fused
+ *     BN_TRAIN with a ReLU and its backward fused (one part, no add, no pool, output not
+ *     kept), whose activation's value only bias-free convolutions read, each as CONV_FWD
+ *     x and as CONV_BWD x (a pre-activation block's first convolution and its 1x1
+ *     shortcut), between the batch norm and its backward: the batch norm computes its
+ *     statistics and coefficients only (BN_COEF), each CONV_FWD reads the batch norm's x
+ *     through its apply and ReLU (CONV_FWD fwd; its statistics for another batch norm
+ *     kept), each CONV_BWD does the same for its weight gradient (CONV_BWD_PRO), its
+ *     data gradient as before, and the batch norm's backward recomputes from x as ever.
+ *     The activation's output is never written.
  *
  * Invariants of the analysis: a value that a fused step no longer writes has no other
  * reader (each value a tensor holds considered apart: from the node that writes it to
@@ -90,24 +101,32 @@ enum plan_fuse_kind {
                              (ACT_FWD node act skipped) */
     PLAN_FUSE_BN_APPLY,   /* the BN_BWD from the coefficients CONV_BWD node stats computed
                              (forward fwd, ACT_BWD act): dx only, the elementwise pass */
+    PLAN_FUSE_BN_COEF,    /* the BN_FWD_TRAIN whose activation (ACT_FWD node act, skipped)
+                             only convolutions read, through its apply: its statistics
+                             (stats as for BN_TRAIN) and coefficients, kept for its fused
+                             backward and as those convolutions' prologue, nothing
+                             elementwise */
+    PLAN_FUSE_CONV_BWD_PRO, /* the CONV_BWD whose x is the unwritten activation of
+                             BN_COEF node fwd: the weight gradient through that batch
+                             norm's apply and ReLU, the data gradient as it is */
     PLAN_FUSE_KIND_COUNT  /* not a kind: the number of kinds */
 };
 
 /* One node's step. Indices are node indices of the analysed plan, -1 for none. */
 struct plan_fuse_step {
     enum plan_fuse_kind kind;
-    int act;          /* BN_TRAIN, BN_EVAL, BN_SUMS: the ACT_FWD folded in; BN_BWD,
+    int act;          /* BN_TRAIN, BN_EVAL, BN_SUMS, BN_COEF: the ACT_FWD folded in; BN_BWD,
                          CONV_BWD, BN_APPLY: the ACT_BWD */
     int add;          /* BN_TRAIN, BN_EVAL: the residual ADD_FWD folded in after act */
-    int fwd;          /* BN_BWD, BN_APPLY, CONV_BWD, CONV_FWD (-1: no prologue), and the
-                         SKIP of the ACT_BWD folded: the BN_FWD_TRAIN node whose kept
-                         coefficients (or statistics) it reads */
+    int fwd;          /* BN_BWD, BN_APPLY, CONV_BWD, CONV_BWD_PRO, CONV_FWD (-1: no
+                         prologue), and the SKIP of the ACT_BWD folded: the BN_FWD_TRAIN
+                         node whose kept coefficients (or statistics) it reads */
     int keep_y;       /* BN_TRAIN, BN_EVAL: the batch norm's output is read by a node
                          other than those folded, so the fused pass still writes it */
     int keeps_coef;   /* BN_TRAIN: a fused backward (BN_BWD naming this node as fwd)
                          reads the coefficients this forward must keep */
     int stats;        /* ADD_STATS: the BN_FWD_TRAIN whose statistics' partial sums it
-                         computes; BN_TRAIN: the ADD_STATS node that computed them, or the
+                         computes; BN_TRAIN, BN_COEF: the ADD_STATS node that computed them, or the
                          CONV_FWD node that summed x for it (the batch norm skips its own
                          statistics pass either way), or -1; CONV_FWD: the
                          BN_FWD_TRAIN whose sums it takes (or -1), BN_SUMS: that CONV_FWD;
@@ -159,6 +178,10 @@ struct plan_fuse_caps {
     /* 1: a max pool whose windows tile the plane may be folded into the fused batch norm
      * whose activation it reads (BN_TRAIN, BN_EVAL, BN_BWD pool); 0: it runs alone. */
     int pool_fold;
+    /* Whether CONV_BWD node conv's weight gradient runs with the apply and ReLU of
+     * BN_FWD_TRAIN node bn on x, its data gradient as it is (PLAN_FUSE_CONV_BWD_PRO); NULL
+     * on an engine without the path (then no BN_COEF either). */
+    int (*conv_wgrad_ok)(void *user, const struct plan_node *conv, const struct plan_node *bn);
 };
 
 /* Fills steps[0 .. p->count) (caller-owned, p->count entries) with the steps of plan p
@@ -185,7 +208,8 @@ const struct tensor *plan_fuse_add_other(const struct plan_node *add,
                                          int *t_second);
 
 /* The kind's name ("run", "skip", "bn_train", "bn_eval", "bn_bwd", "add_stats",
- * "conv_fwd", "conv_bwd", "bn_sums", "bn_apply"); "?" for a value that is not a kind. */
+ * "conv_fwd", "conv_bwd", "bn_sums", "bn_apply", "bn_coef", "conv_bwd_pro"); "?" for a
+ * value that is not a kind. */
 const char *plan_fuse_kind_name(enum plan_fuse_kind kind);
 
 #endif

@@ -11,8 +11,9 @@
  * residual add whose output the next batch norm reads takes that batch norm's statistics
  * (CUDA only), unless the sum is rewritten between or the batch norm reads another tensor;
  * the batch norm inside the convolutions, a max pool folded into the batch norm before it,
- * and a convolution summing its output for the batch norm after it (each on an engine
- * whose caps take it). Tensors are handles with distinct data pointers that are never read. */
+ * a convolution summing its output for the batch norm after it, and a batch norm's
+ * activation inside the convolutions that alone read it (each on an engine whose caps
+ * take it). Tensors are handles with distinct data pointers that are never read. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,7 @@
 enum {
     X, Y, A, R, S, OUT, GAMMA, BETA, MEAN, INVSTD, RMEAN, RVAR,
     DOUT, DS, DY, DX, DGAMMA, DBETA, IMG, OTHER, W0, W1, BIAS, DA, DW0, DW1, P, DP,
-    TENSOR_COUNT
+    MEAN2, INVSTD2, TENSOR_COUNT
 };
 
 static float memory[TENSOR_COUNT][4];   /* distinct data pointers */
@@ -38,7 +39,8 @@ static void tensors_init(void)
 {
     for (int i = 0; i < TENSOR_COUNT; i++)
         t[i] = (struct tensor){memory[i], TENSOR_ACT, 2, 4, 3, 3};
-    const int vectors[] = {GAMMA, BETA, MEAN, INVSTD, RMEAN, RVAR, DGAMMA, DBETA, BIAS};
+    const int vectors[] = {GAMMA, BETA, MEAN, INVSTD, RMEAN, RVAR, DGAMMA, DBETA, BIAS,
+                           MEAN2, INVSTD2};
     for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++)
         t[vectors[i]] = (struct tensor){memory[vectors[i]], TENSOR_F32, 4, 1, 1, 1};
     const int weights[] = {W0, W1, DW0, DW1};   /* 3x3, 4 -> 4 channels */
@@ -186,7 +188,7 @@ static void conv_bwd(struct plan *p, int dx, int dw, int dy, int x, int w, int a
 /* The CPU engine's are its own (cpu_plan_fuse_caps); the CUDA engine's, as
  * kernels/cuda/plan_cuda.cu sets them (not linked into a CPU-only build). */
 static const struct plan_fuse_caps CUDA_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
-                                                NULL, NULL, NULL, 1};
+                                                NULL, NULL, NULL, 1, NULL};
 
 /* An engine with the batch norm inside its convolutions: the CUDA engine's caps with
  * conv_fwd_ok and conv_bwd_ok answering as conv_answer says, counting the questions. */
@@ -194,6 +196,8 @@ static struct {
     int answer;              /* what every question gets */
     int fwd_asked, bwd_asked;
     int pro_and_stats;       /* forward questions with both a prologue and statistics */
+    int wgrad_refused;       /* conv_wgrad_ok says no whatever answer says */
+    int wgrad_asked;
 } conv_answer;
 
 static int conv_fwd_ok(void *user, const struct plan_node *conv, const struct plan_node *pro,
@@ -213,8 +217,16 @@ static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct pl
     return conv_answer.answer;
 }
 
+static int conv_wgrad_ok(void *user, const struct plan_node *conv, const struct plan_node *bn)
+{
+    CHECK(user == &conv_answer && conv->op == PLAN_CONV_BWD && bn->op == PLAN_BN_FWD_TRAIN);
+    conv_answer.wgrad_asked++;
+    return conv_answer.answer && !conv_answer.wgrad_refused;
+}
+
 static const struct plan_fuse_caps CONV_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
-                                                conv_fwd_ok, conv_bwd_ok, &conv_answer, 1};
+                                                conv_fwd_ok, conv_bwd_ok, &conv_answer, 1,
+                                                conv_wgrad_ok};
 
 /* ------------------------------------------------------------------ expectations */
 
@@ -618,8 +630,17 @@ static void test_conv_bn(void)
     conv_bn_plan(&p, 0, 1, 0);
     expect_steps("the convolution has a bias", &p, &CONV_CAPS, stats_fusion, 5);
     plan_free(&p);
+    /* with conv1's dx accumulating, the relu's output goes inside conv1 instead
+     * (test_bn_into_convs) */
     conv_bn_plan(&p, 0, 0, 1);
-    expect_steps("the convolution's dx accumulates", &p, &CONV_CAPS, stats_fusion, 5);
+    EXPECT_STEPS("the convolution's dx accumulates", &p, &CONV_CAPS,
+                 {0, PLAN_FUSE_CONV_FWD, -1, -1, -1, 0, 0, 1, -1},
+                 {1, PLAN_FUSE_BN_COEF, 2, -1, -1, 0, 1, 0, -1},
+                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                 {3, PLAN_FUSE_CONV_FWD, -1, -1, 1, 0, 0, -1, -1},
+                 {5, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 1, 0, 0, -1, -1},
+                 {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1, -1},
+                 {7, PLAN_FUSE_BN_BWD, 6, -1, 1, 0, 0, -1, -1});
     plan_free(&p);
 }
 
@@ -717,6 +738,97 @@ static void test_conv_stats(void)
                  {9, PLAN_FUSE_BN_TRAIN, 10, -1, -1, 0, 0, 3, 11},
                  {10, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
                  {11, PLAN_FUSE_SKIP, -1, -1, 9, 0, 0, -1, -1});
+    CHECK(conv_answer.pro_and_stats == 1);
+    plan_free(&p);
+}
+
+/* A pre-activation block with a 1x1 shortcut (DAWN_net's first block of a stage): bn ->
+ * relu, read by the branch's convolution and the shortcut's, forward and backward (the
+ * second data gradient accumulating), then the add and the batch norm's backward. With
+ * third_reader another node reads the relu's output; with bias the branch's convolution
+ * has one. */
+static void preact_plan(struct plan *p, int third_reader, int bias)
+{
+    *p = (struct plan){0};
+    bn_train(p, Y, X);                               /* 0 */
+    act_fwd(p, A, Y, ACT_RELU);                      /* 1 */
+    conv_fwd(p, OUT, A, W1, bias ? BIAS : -1);       /* 2: the branch */
+    conv_fwd(p, S, A, W0, -1);                       /* 3: the shortcut */
+    add_fwd(p, R, OUT, S);                           /* 4 */
+    scale(p, DOUT, third_reader ? A : R);            /* 5: the loss */
+    conv_bwd(p, DA, DW0, DOUT, A, W0, 0);            /* 6: the shortcut's */
+    conv_bwd(p, DA, DW1, DOUT, A, W1, 1);            /* 7: the branch's, accumulating */
+    act_bwd(p, DY, DA, Y, ACT_RELU, 0);              /* 8 */
+    bn_bwd(p, DX, DY, X);                            /* 9 */
+    p->replayable = 1;
+}
+
+/* The activation inside the convolutions reading it: found on an engine that takes it,
+ * the statistics a convolution takes for another batch norm kept; not when the engine
+ * refuses the forward or the weight gradient, a third node reads the activation, a
+ * convolution has a bias, or the engine has no such path. */
+static void test_bn_into_convs(void)
+{
+    struct plan p;
+    const struct want unfolded[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 1, -1, -1},
+                                    {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                                    {8, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                                    {9, PLAN_FUSE_BN_BWD, 8, -1, 0, 0, 0, -1, -1}};
+    const struct want folded[] = {{0, PLAN_FUSE_BN_COEF, 1, -1, -1, 0, 1, -1, -1},
+                                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                                  {2, PLAN_FUSE_CONV_FWD, -1, -1, 0, 0, 0, -1, -1},
+                                  {3, PLAN_FUSE_CONV_FWD, -1, -1, 0, 0, 0, -1, -1},
+                                  {6, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 0, 0, 0, -1, -1},
+                                  {7, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 0, 0, 0, -1, -1},
+                                  {8, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                                  {9, PLAN_FUSE_BN_BWD, 8, -1, 0, 0, 0, -1, -1}};
+    CHECK(!strcmp(plan_fuse_kind_name(PLAN_FUSE_BN_COEF), "bn_coef") &&
+          !strcmp(plan_fuse_kind_name(PLAN_FUSE_CONV_BWD_PRO), "conv_bwd_pro"));
+    preact_plan(&p, 0, 0);
+    conv_answer.answer = 1;
+    conv_answer.fwd_asked = conv_answer.wgrad_asked = conv_answer.pro_and_stats = 0;
+    expect_steps("activation inside its convolutions", &p, &CONV_CAPS, folded, 8);
+    CHECK(conv_answer.fwd_asked == 2 && conv_answer.wgrad_asked == 2 &&
+          conv_answer.pro_and_stats == 0);
+    conv_answer.answer = 0;
+    expect_steps("the engine refuses", &p, &CONV_CAPS, unfolded, 4);
+    conv_answer.answer = 1;
+    conv_answer.wgrad_refused = 1;
+    expect_steps("the engine refuses the weight gradient", &p, &CONV_CAPS, unfolded, 4);
+    conv_answer.wgrad_refused = 0;
+    expect_steps("no such path (cuda caps)", &p, &CUDA_CAPS, unfolded, 4);
+    expect_steps("no such path (cpu)", &p, cpu_plan_fuse_caps(), unfolded, 4);
+    /* the data gradients need not accumulate: only the weight gradients read x */
+    p.nodes[7].u.conv_bwd.accumulate = 0;
+    expect_steps("overwriting data gradients", &p, &CONV_CAPS, folded, 8);
+    plan_free(&p);
+    preact_plan(&p, 1, 0);
+    expect_steps("a third reader", &p, &CONV_CAPS, unfolded, 4);
+    plan_free(&p);
+    preact_plan(&p, 0, 1);
+    expect_steps("a convolution with a bias", &p, &CONV_CAPS, unfolded, 4);
+    plan_free(&p);
+
+    /* the branch's convolution sums its output for the next batch norm, and keeps doing
+     * so with the prologue: node 4 becomes bn2 of the branch's output */
+    preact_plan(&p, 0, 0);
+    p.nodes[4].op = PLAN_BN_FWD_TRAIN;
+    p.nodes[4].u.bn_fwd_train = p.nodes[0].u.bn_fwd_train;
+    p.nodes[4].u.bn_fwd_train.x = &t[OUT];
+    p.nodes[4].u.bn_fwd_train.y = &t[R];
+    p.nodes[4].u.bn_fwd_train.save_mean = &t[MEAN2];
+    p.nodes[4].u.bn_fwd_train.save_invstd = &t[INVSTD2];
+    conv_answer.pro_and_stats = 0;
+    EXPECT_STEPS("prologue and the next statistics", &p, &CONV_CAPS,
+                 {0, PLAN_FUSE_BN_COEF, 1, -1, -1, 0, 1, -1, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                 {2, PLAN_FUSE_CONV_FWD, -1, -1, 0, 0, 0, 4, -1},
+                 {3, PLAN_FUSE_CONV_FWD, -1, -1, 0, 0, 0, -1, -1},
+                 {4, PLAN_FUSE_BN_TRAIN, -1, -1, -1, 0, 0, 2, -1},
+                 {6, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 0, 0, 0, -1, -1},
+                 {7, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 0, 0, 0, -1, -1},
+                 {8, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                 {9, PLAN_FUSE_BN_BWD, 8, -1, 0, 0, 0, -1, -1});
     CHECK(conv_answer.pro_and_stats == 1);
     plan_free(&p);
 }
@@ -867,6 +979,7 @@ int main(void)
     test_conv_bn();
     test_bn_pool();
     test_conv_stats();
+    test_bn_into_convs();
     test_edges();
     return check_finish("test_plan_fuse");
 }

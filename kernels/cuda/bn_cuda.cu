@@ -325,7 +325,7 @@ int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out
     long split_rows = rows;
     double *partial = NULL;
     float *coef = NULL;
-    EXPECT((y || act) && (!y || tensor_same_shape(y, x)) &&
+    EXPECT((y || act || coef_keep) && (!y || tensor_same_shape(y, x)) &&
                (!act || (out && (pool || tensor_same_shape(out, x)))) &&
                (!res || (act && tensor_same_shape(res, x))) && (!pool || (act && !y && !res)),
            "bn: output unlike input (%d, %d, %d, %d)", x->n, x->c, x->h, x->w);
@@ -364,7 +364,7 @@ int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out
                          sizeof(float) * 4 * ch,
                      sizeof(float) * ((size_t)(COEF_FWD_COUNT + 2) * splits * ch + 2 * ch));
     }
-    if (split_rows == 0) goto cleanup;
+    if (split_rows == 0 || (!y && !act)) goto cleanup;   /* (coefficients only) */
     if (pool)
         TRY(cuda_bn_apply_pool(c, out, act, pool, x, coef));
     else

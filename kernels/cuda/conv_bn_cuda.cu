@@ -4,7 +4,8 @@
  * convolution writing x took into the batch norm's statistics, its running statistics
  * and the scale and bias its apply has inside the next convolution; in the backward, the
  * elementwise pass dx = eq_dy * dz + eq_x * x + eq_b with the coefficients the
- * backward-data convolution computed. The statistics use the formulas every engine
+ * backward-data convolution computed; and, for a batch norm of our own whose activation
+ * only convolutions read, its apply's scale and bias for their prologue. The statistics use the formulas every engine
  * shares (kernels/batchnorm.h) on the convolution's fp32 sums, so they agree with the
  * unfused batch norm within the sums' rounding, not to the bit. */
 #include "bn_kernels_cuda.h"
@@ -64,6 +65,37 @@ int cuda_bn_sums_finalize(struct cuda_ctx *c, void *scale, void *bias, struct te
          * running statistics (fp32) and scale, bias (T), c each */
         CHECK_LAUNCH(c, sizeof(float) * 6 * (size_t)ch,
                      sizeof(float) * 4 * (size_t)ch + 2 * sizeof(T) * (size_t)ch);
+    });
+cleanup:
+    return rc;
+}
+
+/* One thread per channel: the prologue's scale and bias from the fused batch norm's
+ * coefficients (bn_kernels_cuda.h, COEF_*). */
+template <typename T>
+__global__ void bn_prologue_kernel(T *__restrict__ scale,          /* (c) */
+                                   T *__restrict__ bias,           /* (c) */
+                                   const float *__restrict__ coef, /* (COEF_FWD_COUNT, c) */
+                                   int c)
+{
+    const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ch >= c) return;
+    const double s = coef[COEF_SCALE * c + ch];
+    const double mean = (double)coef[COEF_HI * c + ch] + (double)coef[COEF_LO * c + ch];
+    scale[ch] = cuda_from_f<T>((float)s);
+    bias[ch] = cuda_from_f<T>((float)((double)coef[COEF_SHIFT * c + ch] - mean * s));
+}
+
+int cuda_bn_prologue_from_coef(struct cuda_ctx *c, void *scale, void *bias, const float *coef,
+                               int channels)
+{
+    int rc = DR_OK;
+    EXPECT(channels > 0 && scale && bias && coef, "bn prologue: %d channels", channels);
+    CUDA_DISPATCH(c->dt, T, {
+        bn_prologue_kernel<T><<<(unsigned)((channels + 127) / 128), 128, 0, c->stream>>>(
+            (T *)scale, (T *)bias, coef, channels);
+        /* reads scale, hi, lo and shift ((c) floats each); writes scale, bias (T), c each */
+        CHECK_LAUNCH(c, sizeof(float) * 4 * (size_t)channels, 2 * sizeof(T) * (size_t)channels);
     });
 cleanup:
     return rc;

@@ -17,6 +17,13 @@ int cuda_bn_sums_finalize(struct cuda_ctx *c, void *scale, void *bias, struct te
                           const struct tensor *gamma, const struct tensor *beta,
                           const struct tensor *x, const struct bn_attr *a);
 
+/* The apply's scale and bias ((c) each, in the context's compute type) for the
+ * convolutions that read a batch norm's activation through their prologue, from the
+ * coefficients cuda_bn_train_fused computed (coef: (COEF_FWD_COUNT, c) device fp32):
+ * scale = the batch norm's scale, bias = shift - (hi + lo) * scale. */
+int cuda_bn_prologue_from_coef(struct cuda_ctx *c, void *scale, void *bias, const float *coef,
+                               int channels);
+
 /* The batch norm's input gradient from the coefficients the backward-data convolution
  * computed: dx (n, c, h, w) = eq_dy * dz + eq_x * x + eq_b per channel (each (c) device
  * fp32), overwritten, or added to dx when accumulate. dz and x are (n, c, h, w) as dx. */

@@ -553,7 +553,8 @@ struct cuda_bn_sums {
  * cuda_bn_backward_fused (else they live in scratch); stats, when not NULL, gives sums of x
  * taken by the node that wrote it (struct cuda_bn_sums), and the batch norm's own
  * statistics pass is skipped; pool, when not NULL (with act, y and res NULL, one
- * part), makes out the max pool of act(y) (n, c, h / kh, w / kw), act(y) never stored. */
+ * part), makes out the max pool of act(y) (n, c, h / kh, w / kw), act(y) never stored.
+ * With y and act NULL and coef_keep given: the statistics and coefficients only. */
 int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
                         const struct tensor *res, const struct cuda_bn_act *act,
                         const struct cuda_bn_pool *pool,

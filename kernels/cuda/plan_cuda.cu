@@ -18,7 +18,10 @@
  * conv_bwd_ok ask conv_fused_cuda.cu, which builds and tries them), with the sums, the
  * apply's coefficients and the backward's coefficients in one device buffer per plan;
  * so is a convolution summing its output for a training batch norm that otherwise runs
- * with our own passes (the sums in the same buffer, the batch norm starting from them).
+ * with our own passes (the sums in the same buffer, the batch norm starting from them),
+ * and a batch norm whose activation only convolutions read, through their prologue (its
+ * coefficients only, BN_COEF; their weight gradients through the prologue too,
+ * CONV_BWD_PRO).
  * DAWNRUN_CUDA_FUSE=0 (read at each run of a plan) runs every node one by one;
  * DAWNRUN_CUDA_FUSE_CONV=0 (read at each run too; a change redoes the analysis) keeps
  * the batch norm out of the convolutions, the other fused paths on. */
@@ -76,8 +79,10 @@ struct plan_cache {
 static int conv_fwd_ok(void *user, const struct plan_node *conv, const struct plan_node *pro,
                        const struct plan_node *stats);
 static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct plan_node *bn);
+static int conv_wgrad_ok(void *user, const struct plan_node *conv, const struct plan_node *bn);
 static const struct plan_fuse_caps CUDA_FUSE_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
-                                                     conv_fwd_ok, conv_bwd_ok, NULL, 1};
+                                                     conv_fwd_ok, conv_bwd_ok, NULL, 1,
+                                                     conv_wgrad_ok};
 
 /* The fused graphs' arguments, filled alike for the analysis's trial (conv_fwd_ok,
  * conv_bwd_ok) and the run (run_conv_fwd, run_conv_bwd), so that the trial asks about the
@@ -221,14 +226,37 @@ static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct pl
     return usable_or_not(c, &args);
 }
 
-/* Whether node i's step takes the sums a fused convolution computes for it: a batch norm
- * inside the convolutions (BN_SUMS), or a BN_TRAIN whose statistics a CONV_FWD takes. */
-static int conv_sums(const struct plan *p, const struct plan_fuse_step *steps, int i)
+/* Whether node i's step takes the sums a fused convolution computes for it (a BN_TRAIN or
+ * BN_COEF whose stats names a CONV_FWD). */
+static int sums_from_conv(const struct plan *p, const struct plan_fuse_step *steps, int i)
 {
     const struct plan_fuse_step *s = &steps[i];
-    return s->kind == PLAN_FUSE_BN_SUMS ||
-           (s->kind == PLAN_FUSE_BN_TRAIN && s->stats >= 0 &&
-            p->nodes[s->stats].op == PLAN_CONV_FWD);
+    return (s->kind == PLAN_FUSE_BN_TRAIN || s->kind == PLAN_FUSE_BN_COEF) && s->stats >= 0 &&
+           p->nodes[s->stats].op == PLAN_CONV_FWD;
+}
+
+/* Whether batch norm node i has vectors in cbn (CBN_*): one inside the convolutions
+ * (BN_SUMS), one whose activation convolutions read through its apply (BN_COEF), or one
+ * taking a convolution's sums. */
+static int conv_sums(const struct plan *p, const struct plan_fuse_step *steps, int i)
+{
+    return steps[i].kind == PLAN_FUSE_BN_SUMS || steps[i].kind == PLAN_FUSE_BN_COEF ||
+           sums_from_conv(p, steps, i);
+}
+
+/* plan_fuse_caps.conv_wgrad_ok: whether conv_fused_cuda.cu runs CONV_BWD node conv's
+ * weight gradient with the apply of batch norm bn on x (its data gradient runs as it is). */
+static int conv_wgrad_ok(void *user, const struct plan_node *conv, const struct plan_node *bn)
+{
+    struct cuda_ctx *c = (struct cuda_ctx *)user;
+    float *probe = NULL;
+    const struct tensor *x = bn->u.bn_fwd_train.x;
+    if (!c || c->dt == CUDA_F32 || !tensor_same_shape(x, conv->u.conv_bwd.x)) return 0;
+    if (!conv_has_dw(conv)) return 1;   /* nothing reads x */
+    if (probe_vectors(c, x->c, &probe) != DR_OK) return 0;
+    const struct cuda_conv_prologue prologue = {probe, probe + x->c};
+    const struct cuda_conv_fused_args args = conv_wgrad_args(conv, bn, &prologue);
+    return usable_or_not(c, &args);
 }
 
 static void entry_clear(struct cuda_ctx *c, struct plan_entry *e)
@@ -263,7 +291,7 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
     {
         struct plan_fuse_caps caps = CUDA_FUSE_CAPS;
         caps.user = c;
-        if (!conv_on) caps.conv_fwd_ok = NULL, caps.conv_bwd_ok = NULL;
+        if (!conv_on) caps.conv_fwd_ok = NULL, caps.conv_bwd_ok = NULL, caps.conv_wgrad_ok = NULL;
         plan_fuse_analyse(e->steps, p, &caps);
     }
     e->cbn_floats = 0;
@@ -391,6 +419,61 @@ cleanup:
     return rc;
 }
 
+/* The sums BN_TRAIN or BN_COEF node i's batch norm starts from (the add's partial sums
+ * or the convolution's fp32 sums, as its stats says; all NULL when it makes its own). */
+static struct cuda_bn_sums taken_sums(const struct plan *p, const struct plan_entry *e, int i)
+{
+    struct cuda_bn_sums sums = {NULL, NULL, NULL};
+    if (sums_from_conv(p, e->steps, i))
+        sums = {NULL, cbn_vec(e, p, i, CBN_SUM), cbn_vec(e, p, i, CBN_SQSUM)};
+    else if (e->steps[i].stats >= 0)
+        sums.partial = e->stats + e->stats_at[e->steps[i].stats];
+    return sums;
+}
+
+/* A PLAN_FUSE_BN_COEF step: BN_FWD_TRAIN node i's statistics and coefficients (kept for
+ * its backward), and its apply's scale and bias for the convolutions reading its
+ * activation through their prologue. */
+static int run_bn_coef(struct cuda_ctx *c, const struct plan *p, const struct plan_entry *e,
+                       int i)
+{
+    int rc = DR_OK;
+    const struct plan_node *n = &p->nodes[i];
+    const struct plan_fuse_step *s = &e->steps[i];
+    const struct cuda_bn_sums sums = taken_sums(p, e, i);
+    float *coef = e->coef + e->coef_at[i];
+    TRY(cuda_bn_train_fused(c, NULL, NULL, NULL, NULL, NULL, coef, s->stats >= 0 ? &sums : NULL,
+                            n->u.bn_fwd_train.save_mean, n->u.bn_fwd_train.save_invstd,
+                            n->u.bn_fwd_train.running_mean, n->u.bn_fwd_train.running_var,
+                            n->u.bn_fwd_train.x, n->u.bn_fwd_train.gamma,
+                            n->u.bn_fwd_train.beta, &n->u.bn_fwd_train.a));
+    TRY(cuda_bn_prologue_from_coef(c, cbn_vec(e, p, i, CBN_SCALE), cbn_vec(e, p, i, CBN_BIAS),
+                                   coef, n->u.bn_fwd_train.x->c));
+cleanup:
+    return rc;
+}
+
+/* A PLAN_FUSE_CONV_BWD_PRO step: CONV_BWD node n's weight gradient through the apply of
+ * the BN_COEF batch norm whose activation it read, its data gradient as it is. */
+static int run_conv_bwd_pro(struct cuda_ctx *c, const struct plan *p, const struct plan_entry *e,
+                            const struct plan_fuse_step *s, const struct plan_node *n)
+{
+    int rc = DR_OK;
+    const struct plan_node *bn = &p->nodes[s->fwd];
+    const struct cuda_conv_prologue pro = {cbn_vec(e, p, s->fwd, CBN_SCALE),
+                                           cbn_vec(e, p, s->fwd, CBN_BIAS)};
+    if (conv_has_dw(n)) {
+        const struct cuda_conv_fused_args args = conv_wgrad_args(n, bn, &pro);
+        TRY(cuda_conv_fused_run(c, &args));
+    }
+    if (n->u.conv_bwd.dx && n->u.conv_bwd.dx->data)
+        TRY(cuda_conv_backward(c, n->u.conv_bwd.dx, NULL, NULL, n->u.conv_bwd.dy,
+                               n->u.conv_bwd.x, n->u.conv_bwd.w, &n->u.conv_bwd.a,
+                               n->u.conv_bwd.accumulate));
+cleanup:
+    return rc;
+}
+
 /* Runs node i of p as its step says. */
 static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_entry *e, int i)
 {
@@ -406,13 +489,11 @@ static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_
     }
     switch (s->kind) {
     case PLAN_FUSE_SKIP: return DR_OK;
+    case PLAN_FUSE_BN_COEF: return run_bn_coef(c, p, e, i);
+    case PLAN_FUSE_CONV_BWD_PRO: return run_conv_bwd_pro(c, p, e, s, n);
     case PLAN_FUSE_BN_TRAIN: {
         const struct plan_node *a = s->act >= 0 ? &p->nodes[s->act] : NULL;
-        struct cuda_bn_sums sums = {NULL, NULL, NULL};   /* taken by the add or convolution */
-        if (conv_sums(p, e->steps, i))
-            sums = {NULL, cbn_vec(e, p, i, CBN_SUM), cbn_vec(e, p, i, CBN_SQSUM)};
-        else if (s->stats >= 0)
-            sums.partial = e->stats + e->stats_at[s->stats];
+        const struct cuda_bn_sums sums = taken_sums(p, e, i);
         const struct plan_node *q = s->add >= 0 ? &p->nodes[s->add] : NULL;
         if (a) act = (struct cuda_bn_act){a->u.act_fwd.kind, a->u.act_fwd.alpha};
         return cuda_bn_train_fused(c, s->keep_y || !a ? n->u.bn_fwd_train.y : NULL,

@@ -53,11 +53,11 @@ struct plan_entry {
     double *stats;                  /* device: the statistics' partial sums each such add
                                        takes for its batch norm */
     size_t stats_doubles;
-    size_t *cbn_at;                 /* (count): where batch norm i takes a convolution's
-                                       sums (conv_sums), the float offset of its vectors in
-                                       cbn (CBN_*) */
+    size_t *cbn_at;                 /* (count): where batch norm i has vectors in cbn
+                                       (has_cbn), the float offset of them (CBN_*) */
     float *cbn;                     /* device: those vectors of every batch norm inside the
-                                       convolutions or taking their sums */
+                                       convolutions, read through their prologue or taking
+                                       their sums */
     size_t cbn_floats;
 };
 
@@ -238,7 +238,7 @@ static int sums_from_conv(const struct plan *p, const struct plan_fuse_step *ste
 /* Whether batch norm node i has vectors in cbn (CBN_*): one inside the convolutions
  * (BN_SUMS), one whose activation convolutions read through its apply (BN_COEF), or one
  * taking a convolution's sums. */
-static int conv_sums(const struct plan *p, const struct plan_fuse_step *steps, int i)
+static int has_cbn(const struct plan *p, const struct plan_fuse_step *steps, int i)
 {
     return steps[i].kind == PLAN_FUSE_BN_SUMS || steps[i].kind == PLAN_FUSE_BN_COEF ||
            sums_from_conv(p, steps, i);
@@ -296,7 +296,7 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
     }
     e->cbn_floats = 0;
     for (int i = 0; i < p->count; i++) {
-        if (!conv_sums(p, e->steps, i)) continue;
+        if (!has_cbn(p, e->steps, i)) continue;
         e->cbn_at[i] = e->cbn_floats;
         /* 16-byte aligned vectors */
         e->cbn_floats += (size_t)CBN_COUNT * (((size_t)p->nodes[i].u.bn_fwd_train.x->c + 3) / 4 * 4);
@@ -367,7 +367,7 @@ cleanup:
     return rc;
 }
 
-/* Vector v (CBN_*) of batch norm node i (conv_sums) in e's device buffer. */
+/* Vector v (CBN_*) of batch norm node i (has_cbn) in e's device buffer. */
 static float *cbn_vec(const struct plan_entry *e, const struct plan *p, int i, int v)
 {
     const size_t padded = ((size_t)p->nodes[i].u.bn_fwd_train.x->c + 3) / 4 * 4;

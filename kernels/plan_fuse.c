@@ -340,34 +340,59 @@ static int conv_readers(const struct plan *p, const struct tensor *t, int j, int
            !conv_has_bias(ng);
 }
 
+/* The BN_BWD step that fused batch norm i's backward became (its fwd naming i), or -1. */
+static int fused_backward_of(const struct plan_fuse_step *s, const struct plan *p, int i)
+{
+    for (int q = i + 1; q < p->count; q++)
+        if (s[q].kind == PLAN_FUSE_BN_BWD && s[q].fwd == i) return q;
+    return -1;
+}
+
+/* Whether BN_FWD_TRAIN node i is a fused BN_TRAIN with a ReLU and its backward fused, one
+ * part, no add folded, its output not kept, gamma and beta given: what the batch norm
+ * inside or around the convolutions starts from. */
+static int relu_bn_fused(const struct plan_fuse_step *s, const struct plan *p, int i)
+{
+    const struct plan_node *bn = &p->nodes[i];
+    return bn->op == PLAN_BN_FWD_TRAIN && s[i].kind == PLAN_FUSE_BN_TRAIN && s[i].act >= 0 &&
+           s[i].add < 0 && !s[i].keep_y && s[i].keeps_coef &&
+           bn->u.bn_fwd_train.a.splits <= 1 && bn->u.bn_fwd_train.gamma &&
+           bn->u.bn_fwd_train.beta && p->nodes[s[i].act].u.act_fwd.kind == ACT_RELU;
+}
+
+/* The node writing x, the input of batch norm node i, when it is a bias-free CONV_FWD of
+ * x's shape that does not yet sum its output for a batch norm (running alone, or with a
+ * prologue only); -1 otherwise. */
+static int summable_conv_writing(const struct plan_fuse_step *s, const struct plan *p,
+                                 const struct tensor *x, int i)
+{
+    const int w = writer_before(p, x, i);
+    if (w < 0) return -1;
+    const struct plan_node *nw = &p->nodes[w];
+    if (nw->op != PLAN_CONV_FWD || !plan_fuse_same_tensor(nw->u.conv_fwd.y, x) ||
+        conv_has_bias(nw) || !tensor_same_shape(nw->u.conv_fwd.y, x) ||
+        !(s[w].kind == PLAN_FUSE_RUN || (s[w].kind == PLAN_FUSE_CONV_FWD && s[w].stats < 0)))
+        return -1;
+    return w;
+}
+
 /* Moves batch-norm node i (a fused BN_TRAIN with a ReLU, its backward fused) inside the
  * convolutions around it where the rules of plan_fuse.h allow and the engine takes it. */
 static void conv_bn(struct plan_fuse_step *s, const struct plan *p,
                     const struct plan_fuse_caps *caps, int i)
 {
     const struct plan_node *bn = &p->nodes[i];
-    if (bn->op != PLAN_BN_FWD_TRAIN || s[i].kind != PLAN_FUSE_BN_TRAIN || s[i].act < 0 ||
-        s[i].add >= 0 || s[i].keep_y || !s[i].keeps_coef || s[i].stats >= 0 ||
-        bn->u.bn_fwd_train.a.splits > 1 || !bn->u.bn_fwd_train.gamma ||
-        !bn->u.bn_fwd_train.beta)
-        return;
+    if (!relu_bn_fused(s, p, i) || s[i].stats >= 0) return;
     const int j = s[i].act;
     const struct plan_node *act = &p->nodes[j];
-    if (act->u.act_fwd.kind != ACT_RELU) return;
-    int m = -1;
-    for (int q = i + 1; q < p->count && m < 0; q++)
-        if (s[q].kind == PLAN_FUSE_BN_BWD && s[q].fwd == i) m = q;
+    const int m = fused_backward_of(s, p, i);
     if (m < 0) return;
     const int k = s[m].act;
     const struct tensor *x = bn->u.bn_fwd_train.x, *out = act->u.act_fwd.y;
     /* the convolution writing x */
-    const int w = writer_before(p, x, i);
+    const int w = summable_conv_writing(s, p, x, i);
     if (w < 0) return;
     const struct plan_node *nw = &p->nodes[w];
-    if (nw->op != PLAN_CONV_FWD || !plan_fuse_same_tensor(nw->u.conv_fwd.y, x) ||
-        conv_has_bias(nw) || !tensor_same_shape(nw->u.conv_fwd.y, x) ||
-        !(s[w].kind == PLAN_FUSE_RUN || (s[w].kind == PLAN_FUSE_CONV_FWD && s[w].stats < 0)))
-        return;
     /* the convolution reading the activation, forward and backward */
     int f, g;
     if (!conv_readers(p, out, j, &f, &g) || s[f].kind != PLAN_FUSE_RUN ||
@@ -409,14 +434,9 @@ static void conv_stats(struct plan_fuse_step *s, const struct plan *p,
     if (bn->op != PLAN_BN_FWD_TRAIN || (s[i].kind != PLAN_FUSE_BN_TRAIN && s[i].kind != PLAN_FUSE_RUN) ||
         s[i].stats >= 0 || bn->u.bn_fwd_train.a.splits > 1)
         return;
-    const struct tensor *x = bn->u.bn_fwd_train.x;
-    const int w = writer_before(p, x, i);
+    const int w = summable_conv_writing(s, p, bn->u.bn_fwd_train.x, i);
     if (w < 0) return;
     const struct plan_node *nw = &p->nodes[w];
-    if (nw->op != PLAN_CONV_FWD || !plan_fuse_same_tensor(nw->u.conv_fwd.y, x) ||
-        conv_has_bias(nw) || !tensor_same_shape(nw->u.conv_fwd.y, x) ||
-        !(s[w].kind == PLAN_FUSE_RUN || (s[w].kind == PLAN_FUSE_CONV_FWD && s[w].stats < 0)))
-        return;
     const int pro_w = s[w].kind == PLAN_FUSE_CONV_FWD ? s[w].fwd : -1;
     if (!caps->conv_fwd_ok(caps->user, nw, pro_w >= 0 ? &p->nodes[pro_w] : NULL, bn)) return;
     s[w].kind = PLAN_FUSE_CONV_FWD;
@@ -436,16 +456,9 @@ static void bn_into_convs(struct plan_fuse_step *s, const struct plan *p,
                           const struct plan_fuse_caps *caps, int i)
 {
     const struct plan_node *bn = &p->nodes[i];
-    if (bn->op != PLAN_BN_FWD_TRAIN || s[i].kind != PLAN_FUSE_BN_TRAIN || s[i].act < 0 ||
-        s[i].add >= 0 || s[i].keep_y || !s[i].keeps_coef || s[i].pool >= 0 ||
-        bn->u.bn_fwd_train.a.splits > 1 || !bn->u.bn_fwd_train.gamma ||
-        !bn->u.bn_fwd_train.beta)
-        return;
+    if (!relu_bn_fused(s, p, i) || s[i].pool >= 0) return;
     const int j = s[i].act;
-    if (p->nodes[j].u.act_fwd.kind != ACT_RELU) return;
-    int m = -1;
-    for (int q = i + 1; q < p->count && m < 0; q++)
-        if (s[q].kind == PLAN_FUSE_BN_BWD && s[q].fwd == i) m = q;
+    const int m = fused_backward_of(s, p, i);
     if (m < 0) return;
     /* every reader of the activation's value: a bias-free convolution's forward (not yet
      * reading through a prologue) or backward, between the activation and the backward */
@@ -540,9 +553,7 @@ static void bn_pool(struct plan_fuse_step *s, const struct plan *p, int i)
     if (!y || !y->data || !pool_tiles(&nf->u.pool_fwd.a, out) || plan_fuse_same_tensor(y, out) ||
         plan_fuse_same_tensor(y, x) || touched_between(p, y, i, f, 0))
         return;
-    int m = -1;
-    for (int q = i + 1; q < p->count && m < 0; q++)
-        if (s[q].kind == PLAN_FUSE_BN_BWD && s[q].fwd == i) m = q;
+    const int m = fused_backward_of(s, p, i);
     if (b >= 0) {   /* the pool's backward goes into the batch norm's */
         if (m < 0 || s[b].kind != PLAN_FUSE_RUN) return;
         const int k = s[m].act;

@@ -388,6 +388,18 @@ static int run_conv_fwd(struct cuda_ctx *c, const struct plan *p, const struct p
     return cuda_conv_fused_run(c, &args);
 }
 
+/* CONV_BWD node n's weight gradient (when it has one) through the apply and ReLU of batch
+ * norm node fwd, whose scale and bias are in e's cbn. */
+static int run_wgrad_pro(struct cuda_ctx *c, const struct plan *p, const struct plan_entry *e,
+                         int fwd, const struct plan_node *n)
+{
+    if (!conv_has_dw(n)) return DR_OK;
+    const struct cuda_conv_prologue pro = {cbn_vec(e, p, fwd, CBN_SCALE),
+                                           cbn_vec(e, p, fwd, CBN_BIAS)};
+    const struct cuda_conv_fused_args args = conv_wgrad_args(n, &p->nodes[fwd], &pro);
+    return cuda_conv_fused_run(c, &args);
+}
+
 /* A PLAN_FUSE_CONV_BWD step: CONV_BWD node n's weight gradient through the batch norm's
  * apply, and its data gradient through the ReLU's mask into the BN_BWD's dy, with the
  * batch norm's weight gradients and input-gradient coefficients. */
@@ -396,12 +408,7 @@ static int run_conv_bwd(struct cuda_ctx *c, const struct plan *p, const struct p
 {
     int rc = DR_OK;
     const struct plan_node *bn = &p->nodes[s->fwd], *m = &p->nodes[s->stats];
-    const struct cuda_conv_prologue pro = {cbn_vec(e, p, s->fwd, CBN_SCALE),
-                                           cbn_vec(e, p, s->fwd, CBN_BIAS)};
-    if (conv_has_dw(n)) {
-        const struct cuda_conv_fused_args args = conv_wgrad_args(n, bn, &pro);
-        TRY(cuda_conv_fused_run(c, &args));
-    }
+    TRY(run_wgrad_pro(c, p, e, s->fwd, n));
     {
         const struct conv_dbn_out o = {
             m->u.bn_bwd.dgamma && m->u.bn_bwd.dgamma->data ? (float *)m->u.bn_bwd.dgamma->data
@@ -459,13 +466,7 @@ static int run_conv_bwd_pro(struct cuda_ctx *c, const struct plan *p, const stru
                             const struct plan_fuse_step *s, const struct plan_node *n)
 {
     int rc = DR_OK;
-    const struct plan_node *bn = &p->nodes[s->fwd];
-    const struct cuda_conv_prologue pro = {cbn_vec(e, p, s->fwd, CBN_SCALE),
-                                           cbn_vec(e, p, s->fwd, CBN_BIAS)};
-    if (conv_has_dw(n)) {
-        const struct cuda_conv_fused_args args = conv_wgrad_args(n, bn, &pro);
-        TRY(cuda_conv_fused_run(c, &args));
-    }
+    TRY(run_wgrad_pro(c, p, e, s->fwd, n));
     if (n->u.conv_bwd.dx && n->u.conv_bwd.dx->data)
         TRY(cuda_conv_backward(c, n->u.conv_bwd.dx, NULL, NULL, n->u.conv_bwd.dy,
                                n->u.conv_bwd.x, n->u.conv_bwd.w, &n->u.conv_bwd.a,

@@ -228,7 +228,10 @@ static int small_net(struct net_spec *spec)
  * conv-bn-relu stem and pool, a batch norm between two convolutions, then one whose relu
  * only two convolutions read (a pre-activation block's branch and 1x1 shortcut; the
  * convolution between the two batch norms reads one's apply and sums for the other),
- * their sum into a batch norm, a global max pool, a linear layer and a fixed scale.
+ * their sum into a batch norm, two blocks with identity shortcuts (each batch norm's relu
+ * read by a convolution and the block's add; the first add's sum into the next batch
+ * norm, the second's into the pool), a global max pool, a linear layer and a fixed
+ * scale.
  * Trained gently (preact_experiment), so that the engines' rounding differences stay
  * small. */
 static int preact_net(struct net_spec *spec)
@@ -258,8 +261,16 @@ static int preact_net(struct net_spec *spec)
         l->k = 1;
     }
     ADD("join", LAYER_ADD, "c3", "sc");
-    ADD("join_bn", LAYER_BN, "", "");
+    ADD("join_bn", LAYER_BN, "", "");            /* its relu read by c4 and id1 only */
     ADD("join_relu", LAYER_RELU, "", "");
+    ADD("c4", LAYER_CONV, "", "");
+    if (ok) l->out = 32;
+    ADD("id1", LAYER_ADD, "join_relu", "c4");    /* recomputes join_relu, sums for id_bn */
+    ADD("id_bn", LAYER_BN, "", "");
+    ADD("id_relu", LAYER_RELU, "", "");
+    ADD("c5", LAYER_CONV, "", "");
+    if (ok) l->out = 32;
+    ADD("id2", LAYER_ADD, "c5", "id_relu");      /* recomputes id_relu, the sum alone */
     ADD("gmax", LAYER_GMAXPOOL, "", "");
     ADD("flat", LAYER_FLATTEN, "", "");
     ADD("linear", LAYER_LINEAR, "", "");

@@ -449,9 +449,24 @@ static void conv_stats(struct plan_fuse_step *s, const struct plan *p,
 /* The most convolutions (forward and backward each) a folded activation may have. */
 #define FOLD_MAX_CONVS 4
 
+/* Whether ADD_FWD node n (running alone or taking statistics: step s) may recompute its
+ * operand t, the activation of the batch norm over x, as it reads it: t is exactly one of
+ * its operands, and its output is neither t nor x. */
+static int recomputing_add(const struct plan_node *n, const struct plan_fuse_step *s,
+                           const struct tensor *t, const struct tensor *x, int writes)
+{
+    if (n->op != PLAN_ADD_FWD) return 0;
+    const int first = plan_fuse_same_tensor(n->u.add_fwd.a, t);
+    const int second = plan_fuse_same_tensor(n->u.add_fwd.b, t);
+    return !writes && first != second &&
+           (s->kind == PLAN_FUSE_RUN || s->kind == PLAN_FUSE_ADD_STATS) && n->u.add_fwd.y &&
+           !plan_fuse_same_tensor(n->u.add_fwd.y, t) && !plan_fuse_same_tensor(n->u.add_fwd.y, x);
+}
+
 /* Folds the activation of fused batch norm i into the convolutions that alone read it
- * (their forward's input and their weight gradient's), where the rules of plan_fuse.h
- * allow and the engine takes it (caps->conv_fwd_ok, conv_wgrad_ok). */
+ * (their forward's input and their weight gradient's), and the add that may also read it
+ * (an identity shortcut's), where the rules of plan_fuse.h allow and the engine takes it
+ * (caps->conv_fwd_ok, conv_wgrad_ok, add_recompute). */
 static void bn_into_convs(struct plan_fuse_step *s, const struct plan *p,
                           const struct plan_fuse_caps *caps, int i)
 {
@@ -461,13 +476,19 @@ static void bn_into_convs(struct plan_fuse_step *s, const struct plan *p,
     const int m = fused_backward_of(s, p, i);
     if (m < 0) return;
     /* every reader of the activation's value: a bias-free convolution's forward (not yet
-     * reading through a prologue) or backward, between the activation and the backward */
+     * reading through a prologue) or backward, or one add recomputing it, between the
+     * activation and the backward */
     const struct tensor *out = p->nodes[j].u.act_fwd.y;
-    int fwds[FOLD_MAX_CONVS], bwds[FOLD_MAX_CONVS], nf = 0, nb = 0;
+    int fwds[FOLD_MAX_CONVS], bwds[FOLD_MAX_CONVS], nf = 0, nb = 0, add = -1;
     for (int k = 1; k < p->count; k++) {
         const int r = (j + k) % p->count;
         int reads, writes;
         node_touches(&reads, &writes, &p->nodes[r], out);
+        if (reads && caps->add_recompute && add < 0 && j < r && r < m &&
+            recomputing_add(&p->nodes[r], &s[r], out, bn->u.bn_fwd_train.x, writes)) {
+            add = r;
+            continue;   /* it does not write out */
+        }
         if (reads) {
             const int role = conv_role(&p->nodes[r], out, writes);
             if (role < 0 || conv_has_bias(&p->nodes[r]) || !(j < r && r < m)) return;
@@ -502,6 +523,8 @@ static void bn_into_convs(struct plan_fuse_step *s, const struct plan *p,
     }
     for (int q = 0; q < nb; q++)
         s[bwds[q]] = (struct plan_fuse_step){PLAN_FUSE_CONV_BWD_PRO, -1, -1, i, 0, 0, -1, -1};
+    if (add >= 0)   /* its statistics, if it takes them, kept */
+        s[add] = (struct plan_fuse_step){PLAN_FUSE_ADD_PRO, -1, -1, i, 0, 0, s[add].stats, -1};
 }
 
 /* Whether pool attributes a over x make a max pool whose windows tile the plane: stride
@@ -645,7 +668,8 @@ const char *plan_fuse_kind_name(enum plan_fuse_kind kind)
 {
     static const char *const names[] = {"run",      "skip",      "bn_train", "bn_eval",
                                         "bn_bwd",   "add_stats", "conv_fwd", "conv_bwd",
-                                        "bn_sums",  "bn_apply",  "bn_coef",  "conv_bwd_pro"};
+                                        "bn_sums",  "bn_apply",  "bn_coef",  "conv_bwd_pro",
+                                        "add_pro"};
     _Static_assert(sizeof(names) / sizeof(names[0]) == PLAN_FUSE_KIND_COUNT,
                    "a name for every plan_fuse_kind");
     return (unsigned)kind < PLAN_FUSE_KIND_COUNT ? names[kind] : "?";

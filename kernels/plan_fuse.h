@@ -61,7 +61,12 @@
  *     through its apply and ReLU (CONV_FWD fwd; its statistics for another batch norm
  *     kept), each CONV_BWD does the same for its weight gradient (CONV_BWD_PRO), its
  *     data gradient as before, and the batch norm's backward recomputes from x as ever.
- *     The activation's output is never written.
+ *     On an engine whose caps set add_recompute, the activation may also have one ADD_FWD
+ *     reader between the batch norm and its backward, reading it as one operand (the
+ *     identity shortcut of a pre-activation block), run alone or taking a batch norm's
+ *     statistics, whose output is neither the activation's nor the batch norm's x: that
+ *     add recomputes the operand from x and the kept coefficients as it reads it
+ *     (ADD_PRO). The activation's output is never written.
  *
  * Invariants of the analysis: a value that a fused step no longer writes has no other
  * reader (each value a tensor holds considered apart: from the node that writes it to
@@ -109,6 +114,10 @@ enum plan_fuse_kind {
     PLAN_FUSE_CONV_BWD_PRO, /* the CONV_BWD whose x is the unwritten activation of
                              BN_COEF node fwd: the weight gradient through that batch
                              norm's apply and ReLU, the data gradient as it is */
+    PLAN_FUSE_ADD_PRO,    /* the ADD_FWD one of whose operands is the unwritten activation
+                             of BN_COEF node fwd, recomputed from that batch norm's x and
+                             kept coefficients; also summing its output for BN_FWD_TRAIN
+                             node stats as ADD_STATS does (or -1: the sum alone) */
     PLAN_FUSE_KIND_COUNT  /* not a kind: the number of kinds */
 };
 
@@ -118,15 +127,16 @@ struct plan_fuse_step {
     int act;          /* BN_TRAIN, BN_EVAL, BN_SUMS, BN_COEF: the ACT_FWD folded in; BN_BWD,
                          CONV_BWD, BN_APPLY: the ACT_BWD */
     int add;          /* BN_TRAIN, BN_EVAL: the residual ADD_FWD folded in after act */
-    int fwd;          /* BN_BWD, BN_APPLY, CONV_BWD, CONV_BWD_PRO, CONV_FWD (-1: no
-                         prologue), and the SKIP of the ACT_BWD folded: the BN_FWD_TRAIN
+    int fwd;          /* BN_BWD, BN_APPLY, CONV_BWD, CONV_BWD_PRO, ADD_PRO, CONV_FWD (-1:
+                         no prologue), and the SKIP of the ACT_BWD folded: the BN_FWD_TRAIN
                          node whose kept coefficients (or statistics) it reads */
     int keep_y;       /* BN_TRAIN, BN_EVAL: the batch norm's output is read by a node
                          other than those folded, so the fused pass still writes it */
     int keeps_coef;   /* BN_TRAIN: a fused backward (BN_BWD naming this node as fwd)
                          reads the coefficients this forward must keep */
-    int stats;        /* ADD_STATS: the BN_FWD_TRAIN whose statistics' partial sums it
-                         computes; BN_TRAIN, BN_COEF: the ADD_STATS node that computed them, or the
+    int stats;        /* ADD_STATS, ADD_PRO: the BN_FWD_TRAIN whose statistics' partial sums
+                         it computes (ADD_PRO: or -1); BN_TRAIN, BN_COEF: the ADD_STATS or
+                         ADD_PRO node that computed them, or the
                          CONV_FWD node that summed x for it (the batch norm skips its own
                          statistics pass either way), or -1; CONV_FWD: the
                          BN_FWD_TRAIN whose sums it takes (or -1), BN_SUMS: that CONV_FWD;
@@ -182,6 +192,10 @@ struct plan_fuse_caps {
      * BN_FWD_TRAIN node bn on x, its data gradient as it is (PLAN_FUSE_CONV_BWD_PRO); NULL
      * on an engine without the path (then no BN_COEF either). */
     int (*conv_wgrad_ok)(void *user, const struct plan_node *conv, const struct plan_node *bn);
+    /* 1: an ADD_FWD (run alone or taking statistics) may read the activation of a BN_COEF
+     * batch norm as one operand, recomputing it from that batch norm's x and coefficients
+     * (PLAN_FUSE_ADD_PRO); 0: such an activation has convolutions as its only readers. */
+    int add_recompute;
 };
 
 /* Fills steps[0 .. p->count) (caller-owned, p->count entries) with the steps of plan p
@@ -208,7 +222,8 @@ const struct tensor *plan_fuse_add_other(const struct plan_node *add,
                                          int *t_second);
 
 /* The kind's name ("run", "skip", "bn_train", "bn_eval", "bn_bwd", "add_stats",
- * "conv_fwd", "conv_bwd", "bn_sums", "bn_apply", "bn_coef", "conv_bwd_pro"); "?" for a
+ * "conv_fwd", "conv_bwd", "bn_sums", "bn_apply", "bn_coef", "conv_bwd_pro", "add_pro"); "?"
+ * for a
  * value that is not a kind. */
 const char *plan_fuse_kind_name(enum plan_fuse_kind kind);
 

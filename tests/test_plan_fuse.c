@@ -12,8 +12,8 @@
  * (CUDA only), unless the sum is rewritten between or the batch norm reads another tensor;
  * the batch norm inside the convolutions, a max pool folded into the batch norm before it,
  * a convolution summing its output for the batch norm after it, and a batch norm's
- * activation inside the convolutions that alone read it (each on an engine whose caps
- * take it). Tensors are handles with distinct data pointers that are never read. */
+ * activation inside the convolutions that alone read it, an identity shortcut's add
+ * recomputing it (each on an engine whose caps take it). Tensors are handles with distinct data pointers that are never read. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,7 +188,7 @@ static void conv_bwd(struct plan *p, int dx, int dw, int dy, int x, int w, int a
 /* The CPU engine's are its own (cpu_plan_fuse_caps); the CUDA engine's, as
  * kernels/cuda/plan_cuda.cu sets them (not linked into a CPU-only build). */
 static const struct plan_fuse_caps CUDA_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
-                                                NULL, NULL, NULL, 1, NULL};
+                                                NULL, NULL, NULL, 1, NULL, 1};
 
 /* An engine with the batch norm inside its convolutions: the CUDA engine's caps with
  * conv_fwd_ok and conv_bwd_ok answering as conv_answer says, counting the questions. */
@@ -226,7 +226,7 @@ static int conv_wgrad_ok(void *user, const struct plan_node *conv, const struct 
 
 static const struct plan_fuse_caps CONV_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
                                                 conv_fwd_ok, conv_bwd_ok, &conv_answer, 1,
-                                                conv_wgrad_ok};
+                                                conv_wgrad_ok, 1};
 
 /* ------------------------------------------------------------------ expectations */
 
@@ -833,6 +833,106 @@ static void test_bn_into_convs(void)
     plan_free(&p);
 }
 
+/* A pre-activation block with an identity shortcut (DAWN_net's blocks that keep the
+ * shape): bn -> relu, read by the branch's convolution, forward and backward, and by the
+ * residual add (as operand `second` + 1, the branch's output the other), the add's
+ * backward a copy into the activation's gradient that the branch's data gradient
+ * accumulates into, then the batch norm's backward. With next_bn a training batch norm
+ * reads the sum (node 4: the add takes its statistics). sum is the add's output. */
+static int identity_plan(struct plan *p, int second, int next_bn, int sum)
+{
+    *p = (struct plan){0};
+    bn_train(p, Y, X);                               /* 0 */
+    act_fwd(p, A, Y, ACT_RELU);                      /* 1 */
+    conv_fwd(p, OUT, A, W1, -1);                     /* 2: the branch */
+    if (second) add_fwd(p, sum, OUT, A);             /* 3 */
+    else add_fwd(p, sum, A, OUT);
+    if (next_bn) {                                   /* 4 */
+        bn_train(p, S, sum);
+        p->nodes[4].u.bn_fwd_train.save_mean = &t[MEAN2];
+        p->nodes[4].u.bn_fwd_train.save_invstd = &t[INVSTD2];
+    }
+    scale(p, DOUT, next_bn ? S : sum);               /* 4 (5): the loss */
+    scale(p, DA, DOUT);                              /* the add's backward to the shortcut */
+    conv_bwd(p, DA, DW1, DOUT, A, W1, 1);            /* the branch's, accumulating */
+    act_bwd(p, DY, DA, Y, ACT_RELU, 0);
+    bn_bwd(p, DX, DY, X);
+    p->replayable = 1;
+    return next_bn;   /* how far the backward moved */
+}
+
+/* The identity shortcut's add recomputing the activation it reads: found on an engine
+ * that takes the batch norm's activation into its convolutions and sets add_recompute,
+ * with the add's statistics for the next batch norm kept, whichever operand the
+ * activation is; not when the engine lacks add_recompute or refuses the convolutions, the
+ * add reads the activation twice, a second add reads it, or the sum overwrites the batch
+ * norm's x. */
+static void test_identity_add(void)
+{
+    struct plan p;
+    struct plan_fuse_caps no_recompute = CONV_CAPS;
+    no_recompute.add_recompute = 0;
+    conv_answer.answer = 1;
+    conv_answer.wgrad_refused = 0;
+    CHECK(!strcmp(plan_fuse_kind_name(PLAN_FUSE_ADD_PRO), "add_pro"));
+    for (int second = 0; second <= 1; second++)
+        for (int next_bn = 0; next_bn <= 1; next_bn++) {
+            const int d = identity_plan(&p, second, next_bn, R);
+            char what[96];
+            snprintf(what, sizeof(what), "identity add recomputing (operand %d%s)", second + 1,
+                     next_bn ? ", statistics" : "");
+            const struct want folded[] = {
+                {0, PLAN_FUSE_BN_COEF, 1, -1, -1, 0, 1, -1, -1},
+                {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                {2, PLAN_FUSE_CONV_FWD, -1, -1, 0, 0, 0, -1, -1},
+                {3, PLAN_FUSE_ADD_PRO, -1, -1, 0, 0, 0, next_bn ? 4 : -1, -1},
+                {6 + d, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 0, 0, 0, -1, -1},
+                {7 + d, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                {8 + d, PLAN_FUSE_BN_BWD, 7 + d, -1, 0, 0, 0, -1, -1},
+                {4, PLAN_FUSE_BN_TRAIN, -1, -1, -1, 1, 0, 3, -1}};
+            const struct want unfolded[] = {
+                {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 1, -1, -1},
+                {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                {3, next_bn ? PLAN_FUSE_ADD_STATS : PLAN_FUSE_RUN, -1, -1, -1, 0, 0,
+                 next_bn ? 4 : -1, -1},
+                {7 + d, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                {8 + d, PLAN_FUSE_BN_BWD, 7 + d, -1, 0, 0, 0, -1, -1},
+                {4, PLAN_FUSE_BN_TRAIN, -1, -1, -1, 1, 0, 3, -1}};
+            expect_steps(what, &p, &CONV_CAPS, folded, 7 + next_bn);
+            snprintf(what, sizeof(what), "no add_recompute (operand %d%s)", second + 1,
+                     next_bn ? ", statistics" : "");
+            expect_steps(what, &p, &no_recompute, unfolded, 5 + next_bn);
+            conv_answer.answer = 0;
+            expect_steps("the engine refuses the convolutions", &p, &CONV_CAPS, unfolded,
+                         5 + next_bn);
+            conv_answer.answer = 1;
+            expect_steps("no such path (cuda caps)", &p, &CUDA_CAPS, unfolded, 5 + next_bn);
+            plan_free(&p);
+        }
+    const struct want apart[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 1, -1, -1},
+                                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                                 {7, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                                 {8, PLAN_FUSE_BN_BWD, 7, -1, 0, 0, 0, -1, -1}};
+    /* the add reads the activation as both operands */
+    identity_plan(&p, 0, 0, R);
+    p.nodes[3].u.add_fwd.b = &t[A];
+    expect_steps("add of the activation to itself", &p, &CONV_CAPS, apart, 4);
+    plan_free(&p);
+    /* a second add reads it: node 4 adds it to the branch's output again */
+    identity_plan(&p, 0, 0, R);
+    p.nodes[4].op = PLAN_ADD_FWD;
+    p.nodes[4].u.add_fwd = p.nodes[3].u.add_fwd;
+    p.nodes[4].u.add_fwd.y = &t[DOUT];
+    expect_steps("a second add", &p, &CONV_CAPS, apart, 4);
+    plan_free(&p);
+    /* the sum overwrites x: the backward cannot recompute, so nothing keeps coefficients */
+    identity_plan(&p, 0, 0, X);
+    EXPECT_STEPS("the sum overwrites the batch norm's x", &p, &CONV_CAPS,
+                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
+    plan_free(&p);
+}
+
 /* An empty plan, and the switch. */
 static void test_edges(void)
 {
@@ -980,6 +1080,7 @@ int main(void)
     test_bn_pool();
     test_conv_stats();
     test_bn_into_convs();
+    test_identity_add();
     test_edges();
     return check_finish("test_plan_fuse");
 }

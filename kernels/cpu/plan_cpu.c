@@ -234,6 +234,7 @@ static int run_step(const struct backend *b, const struct plan *p, const struct 
     case PLAN_FUSE_BN_APPLY:
     case PLAN_FUSE_BN_COEF:     /* not taken (no conv_wgrad_ok) */
     case PLAN_FUSE_CONV_BWD_PRO:
+    case PLAN_FUSE_ADD_PRO:     /* not taken (no BN_COEF, add_recompute 0) */
     case PLAN_FUSE_KIND_COUNT: break;
     }
     return plan_run_node(b, &p->nodes[i]);

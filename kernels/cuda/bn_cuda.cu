@@ -10,7 +10,7 @@
  * Fused paths (cuda_bn_*_fused, for plan_cuda.cu): the forward's elementwise pass also
  * applies the activation that follows the batch norm (writing its output, and the batch
  * norm's only when something else reads it); the residual add writing the forward's x
- * may take the statistics' partial sums (cuda_add_bn_partial), which the forward then
+ * may take the statistics' partial sums (cuda_add_fused), which the forward then
  * starts from, and so may the convolution writing it (its fp32 sum and sum of squares,
  * conv_fused_cuda.h: the statistics then agree with the unfused ones within those sums'
  * rounding, not to the bit); the backward takes the activation's dy and
@@ -196,43 +196,71 @@ cleanup:
     return rc;
 }
 
-/* The residual add z = a + b that also takes the statistics' partial sums of the batch
- * norm reading z (plan_cuda.cu, PLAN_FUSE_ADD_STATS): z as add_kernel stores it, and the
- * (sum, sum of squares) partials of z exactly as reduce_partial_kernel<T, REDUCE_SUMSQ>
- * takes them from the stored z (the same rows per thread in the same order, the same
- * RED_Y lanes summed in the same order), V channels a thread. A channel's sums do not
- * depend on V, so every width gives the same bits. Block (RED_X, RED_Y), grid
- * (ceil(c / V / RED_X), parts, splits). */
-template <typename T, int V>
-__global__ void add_stats_kernel(T *__restrict__ z,             /* (splits, rows, c) */
-                                 double *__restrict__ partial,  /* (splits, 2, parts, c) */
+/* The residual add z = a + b of the fused paths (plan_cuda.cu): z as add_kernel stores it.
+ * With PRO, the first operand is relu(y) of a batch norm whose x a holds, y recomputed with
+ * that batch norm's kept coefficients coef (COEF_FWD_COUNT, c; one part) and rounded as its
+ * fused forward stores the activation (PLAN_FUSE_ADD_PRO). With STATS, the kernel also
+ * takes the (sum, sum of squares) partials of z for the batch norm reading it
+ * (PLAN_FUSE_ADD_STATS), exactly as reduce_partial_kernel<T, REDUCE_SUMSQ> takes them from
+ * the stored z (the same rows per thread in the same order, the same RED_Y lanes summed in
+ * the same order). V channels a thread; a channel's sums do not depend on V, so every
+ * width gives the same bits. Block (RED_X, RED_Y), grid (ceil(c / V / RED_X), parts,
+ * splits). */
+template <typename T, int V, bool PRO, bool STATS>
+__global__ void add_fused_kernel(T *__restrict__ z,             /* (splits, rows, c) */
+                                 double *__restrict__ partial,  /* (splits, 2, parts, c) or
+                                                                   NULL */
                                  const T *__restrict__ a,       /* (splits, rows, c) */
+                                 const float *__restrict__ coef, /* (COEF_FWD_COUNT, c) or
+                                                                    NULL */
                                  const T *__restrict__ b,       /* (splits, rows, c) */
                                  long rows, int c, int parts)
 {
     typedef cuda_pack<T, V> P;
-    __shared__ double sh[2][RED_Y][RED_X * V];
+    __shared__ double sh[2][RED_Y][STATS ? RED_X * V : 1];
     const int vecs = c / V;
     const int cv = blockIdx.x * RED_X + threadIdx.x;
     const size_t base = (size_t)blockIdx.z * (size_t)rows * (size_t)c;
-    partial += (size_t)blockIdx.z * 2 * parts * c;
     double s0[V], s1[V];
-    for (int k = 0; k < V; k++) s0[k] = s1[k] = 0.0;
+    float scale[V], hi[V], lo[V], shift[V];
+    for (int k = 0; k < V; k++) {
+        s0[k] = s1[k] = 0.0;
+        scale[k] = hi[k] = lo[k] = shift[k] = 0.0f;
+    }
     if (cv < vecs) {
+        if (PRO)
+            for (int k = 0; k < V; k++) {
+                const int ch = cv * V + k;
+                scale[k] = coef[COEF_SCALE * c + ch];
+                hi[k] = coef[COEF_HI * c + ch];
+                lo[k] = coef[COEF_LO * c + ch];
+                shift[k] = coef[COEF_SHIFT * c + ch];
+            }
         for (long r = (long)blockIdx.y * RED_Y + threadIdx.y; r < rows;
              r += (long)parts * RED_Y) {
             const size_t i = (base + (size_t)r * c) / V + cv;
             const P av = ((const P *)a)[i], bv = ((const P *)b)[i];
             P zv;
             for (int k = 0; k < V; k++) {
-                zv.v[k] = cuda_from_f<T>(__fadd_rn(cuda_to_f<T>(av.v[k]), cuda_to_f<T>(bv.v[k])));
-                const double v = (double)cuda_to_f<T>(zv.v[k]);
-                s0[k] += v;
-                s1[k] = bn_dadd(s1[k], bn_dmul(v, v));
+                float fa = cuda_to_f<T>(av.v[k]);
+                if (PRO) {   /* bn_apply_kernel's y as stored, then its ReLU */
+                    const float t = __fsub_rn(__fsub_rn(fa, hi[k]), lo[k]);
+                    const T y = cuda_from_f<T>(__fadd_rn(__fmul_rn(t, scale[k]), shift[k]));
+                    fa = cuda_to_f<T>(
+                        cuda_from_f<T>(act_fn<ACT_RELU>::value(cuda_to_f<T>(y), 0.0f, 0.0f)));
+                }
+                zv.v[k] = cuda_from_f<T>(__fadd_rn(fa, cuda_to_f<T>(bv.v[k])));
+                if (STATS) {
+                    const double v = (double)cuda_to_f<T>(zv.v[k]);
+                    s0[k] += v;
+                    s1[k] = bn_dadd(s1[k], bn_dmul(v, v));
+                }
             }
             ((P *)z)[i] = zv;
         }
     }
+    if (!STATS) return;
+    partial += (size_t)blockIdx.z * 2 * parts * c;
     for (int k = 0; k < V; k++) {
         sh[0][threadIdx.y][threadIdx.x * V + k] = s0[k];
         sh[1][threadIdx.y][threadIdx.x * V + k] = s1[k];
@@ -247,23 +275,45 @@ __global__ void add_stats_kernel(T *__restrict__ z,             /* (splits, rows
         }
 }
 
-/* Launches add_stats_kernel<T, V> over splits parts of split_rows rows. */
-template <typename T, int V>
-static int add_stats_launch(struct cuda_ctx *c, T *z, double *partial, const T *a, const T *b,
-                            long split_rows, int ch, int splits, int parts)
+/* Launches add_fused_kernel<T, V, PRO, STATS> over splits parts of split_rows rows. */
+template <typename T, int V, bool PRO, bool STATS>
+static int add_fused_launch(struct cuda_ctx *c, T *z, double *partial, const T *a,
+                            const float *coef, const T *b, long split_rows, int ch, int splits,
+                            int parts)
 {
     int rc = DR_OK;
     const size_t count = (size_t)split_rows * splits * ch;
     const dim3 block(RED_X, RED_Y),
         grid((unsigned)((ch / V + RED_X - 1) / RED_X), (unsigned)parts, (unsigned)splits);
-    add_stats_kernel<T, V><<<grid, block, 0, c->stream>>>(z, partial, a, b, split_rows, ch,
-                                                           parts);
-    /* reads a and b, writes z (count elements each) and partial, splits × 2 × parts × ch
-     * doubles */
-    CHECK_LAUNCH(c, 2 * count * sizeof(T),
-                 count * sizeof(T) + sizeof(double) * 2 * (size_t)splits * parts * ch);
+    add_fused_kernel<T, V, PRO, STATS><<<grid, block, 0, c->stream>>>(z, partial, a, coef, b,
+                                                                      split_rows, ch, parts);
+    /* reads a and b (count elements each) and, with PRO, the coefficients
+     * (COEF_FWD_COUNT x ch floats); writes z (count elements) and, with STATS, partial
+     * (splits x 2 x parts x ch doubles) */
+    CHECK_LAUNCH(c, 2 * count * sizeof(T) + (PRO ? sizeof(float) * COEF_FWD_COUNT * ch : 0),
+                 count * sizeof(T) +
+                     (STATS ? sizeof(double) * 2 * (size_t)splits * parts * ch : 0));
 cleanup:
     return rc;
+}
+
+/* add_fused_launch at width V, its PRO and STATS from coef and partial. */
+template <typename T, int V>
+static int add_fused_width(struct cuda_ctx *c, T *z, double *partial, const T *a,
+                           const float *coef, const T *b, long split_rows, int ch, int splits,
+                           int parts)
+{
+    if (coef && partial)
+        return add_fused_launch<T, V, true, true>(c, z, partial, a, coef, b, split_rows, ch,
+                                                  splits, parts);
+    if (coef)
+        return add_fused_launch<T, V, true, false>(c, z, partial, a, coef, b, split_rows, ch,
+                                                   splits, parts);
+    if (partial)
+        return add_fused_launch<T, V, false, true>(c, z, partial, a, coef, b, split_rows, ch,
+                                                   splits, parts);
+    return add_fused_launch<T, V, false, false>(c, z, partial, a, coef, b, split_rows, ch,
+                                                splits, parts);
 }
 
 /* The ghost parts of a batch norm over x (n, c, h, w) with attributes a: splits, the rows
@@ -285,26 +335,31 @@ size_t cuda_bn_partial_count(const struct tensor *x, const struct bn_attr *a)
     return (size_t)2 * splits * parts * x->c;
 }
 
-int cuda_add_bn_partial(struct cuda_ctx *c, struct tensor *z, double *partial,
-                        const struct tensor *a, const struct tensor *b,
-                        const struct tensor *save_mean, const struct tensor *save_invstd,
-                        const struct bn_attr *attr)
+int cuda_add_fused(struct cuda_ctx *c, struct tensor *z, double *partial,
+                   const struct tensor *a, const float *a_coef, const struct tensor *b,
+                   const struct tensor *save_mean, const struct tensor *save_invstd,
+                   const struct bn_attr *attr)
 {
     int rc = DR_OK, splits = 1, parts = 1;
     const int ch = z->c;
-    long split_rows = 0;
+    long split_rows = (long)z->n * z->h * z->w;
     EXPECT(tensor_same_shape(z, a) && tensor_same_shape(z, b), "add: shapes differ");
-    TRY(backend_check_bn_parts(&splits, z, save_mean, save_invstd, attr));
-    bn_layout(&splits, &split_rows, &parts, z, attr);   /* the batch norm's, as it takes them */
-    if (ch == 0) goto cleanup;
+    if (partial) {
+        TRY(backend_check_bn_parts(&splits, z, save_mean, save_invstd, attr));
+        bn_layout(&splits, &split_rows, &parts, z, attr);   /* the batch norm's, as it takes them */
+    } else {
+        parts = cuda_reduce_parts(split_rows);
+    }
+    if (ch == 0 || split_rows == 0) goto cleanup;
     TRY(cuda_enter(c));
     CUDA_DISPATCH(c->dt, T, {
         T *tz = (T *)z->data;
         const T *ta = (const T *)a->data, *tb = (const T *)b->data;
         if (bn_width<T>(ch, tz, ta, tb) > 1)
-            return add_stats_launch<T, cuda_vec_width<T>()>(c, tz, partial, ta, tb, split_rows,
-                                                            ch, splits, parts);
-        return add_stats_launch<T, 1>(c, tz, partial, ta, tb, split_rows, ch, splits, parts);
+            return add_fused_width<T, cuda_vec_width<T>()>(c, tz, partial, ta, a_coef, tb,
+                                                           split_rows, ch, splits, parts);
+        return add_fused_width<T, 1>(c, tz, partial, ta, a_coef, tb, split_rows, ch, splits,
+                                     parts);
     });
 cleanup:
     return rc;
@@ -342,7 +397,7 @@ int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out
     if (coef_keep) coef = coef_keep;
     EXPECT(!stats || stats->partial || (stats->sum && stats->sqsum && splits == 1),
            "bn: sums of %d parts from a convolution", splits);
-    if (stats && stats->partial)   /* taken by the add that wrote x (cuda_add_bn_partial) */
+    if (stats && stats->partial)   /* taken by the add that wrote x (cuda_add_fused) */
         partial = (double *)stats->partial;
     else if (!stats)
         TRY(cuda_reduce_partial(c, partial, x->data, NULL, split_rows, ch, parts, splits,

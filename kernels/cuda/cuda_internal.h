@@ -538,7 +538,7 @@ struct cuda_bn_pool {
 };
 
 /* The sums of a train-mode batch norm's x taken by the node that wrote it: either the
- * statistics' partial sums (cuda_add_bn_partial, for this x and the batch norm's
+ * statistics' partial sums (cuda_add_fused, for this x and the batch norm's
  * attributes) or the per-channel sum and sum of squares in fp32 (c floats each, device:
  * a convolution's statistics epilogue, conv_fused_cuda.h; one part only). */
 struct cuda_bn_sums {
@@ -568,14 +568,18 @@ int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out
  * (n, c, h, w) with attributes a: (splits, 2, parts, c). */
 size_t cuda_bn_partial_count(const struct tensor *x, const struct bn_attr *a);
 
-/* The residual add z = a + b (the bits of cuda_add_forward) that also writes into partial
- * (cuda_bn_partial_count(z, attr) doubles, device) the statistics' partial sums of z for
- * cuda_bn_train_fused's stats, the train-mode batch norm over z with attributes attr and
- * saved statistics save_mean, save_invstd (checked as that batch norm checks them). */
-int cuda_add_bn_partial(struct cuda_ctx *c, struct tensor *z, double *partial,
-                        const struct tensor *a, const struct tensor *b,
-                        const struct tensor *save_mean, const struct tensor *save_invstd,
-                        const struct bn_attr *attr);
+/* The residual add z = a + b (the bits of cuda_add_forward) of the fused paths. With
+ * a_coef not NULL (device, (COEF_FWD_COUNT, c) floats, one part: what cuda_bn_train_fused
+ * kept in coef_keep), a is that batch norm's x and the first operand its ReLU'd output
+ * recomputed with the bits its fused forward stores. With partial not NULL
+ * (cuda_bn_partial_count(z, attr) doubles, device), also the statistics' partial sums of
+ * z for cuda_bn_train_fused's stats, the train-mode batch norm over z with attributes
+ * attr and saved statistics save_mean, save_invstd (checked as that batch norm checks
+ * them; all three unused, may be NULL, when partial is NULL). z, a, b (n, c, h, w). */
+int cuda_add_fused(struct cuda_ctx *c, struct tensor *z, double *partial,
+                   const struct tensor *a, const float *a_coef, const struct tensor *b,
+                   const struct tensor *save_mean, const struct tensor *save_invstd,
+                   const struct bn_attr *attr);
 
 /* Eval-mode batch norm, y, out, res and pool as for cuda_bn_train_fused. */
 int cuda_bn_eval_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,

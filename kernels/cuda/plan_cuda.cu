@@ -48,7 +48,8 @@ struct plan_entry {
     float *coef;                    /* device: the kept coefficients of every fused forward
                                        that keeps them */
     size_t coef_floats;
-    size_t *stats_at;               /* (count): where steps[i].kind is ADD_STATS, the double
+    size_t *stats_at;               /* (count): where steps[i] is an ADD_STATS (or an
+                                       ADD_PRO taking statistics), the double
                                        offset of the partial sums it takes in stats */
     double *stats;                  /* device: the statistics' partial sums each such add
                                        takes for its batch norm */
@@ -82,7 +83,7 @@ static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct pl
 static int conv_wgrad_ok(void *user, const struct plan_node *conv, const struct plan_node *bn);
 static const struct plan_fuse_caps CUDA_FUSE_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
                                                      conv_fwd_ok, conv_bwd_ok, NULL, 1,
-                                                     conv_wgrad_ok};
+                                                     conv_wgrad_ok, 1};
 
 /* The fused graphs' arguments, filled alike for the analysis's trial (conv_fwd_ok,
  * conv_bwd_ok) and the run (run_conv_fwd, run_conv_bwd), so that the trial asks about the
@@ -316,7 +317,9 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
         CHECK_CUDA(cuda_counted_malloc(c, (void **)&e->coef, sizeof(float) * e->coef_floats));
     e->stats_doubles = 0;
     for (int i = 0; i < p->count; i++) {
-        if (e->steps[i].kind != PLAN_FUSE_ADD_STATS) continue;
+        if (e->steps[i].kind != PLAN_FUSE_ADD_STATS &&
+            !(e->steps[i].kind == PLAN_FUSE_ADD_PRO && e->steps[i].stats >= 0))
+            continue;
         const struct plan_node *bn = &p->nodes[e->steps[i].stats];   /* a BN_FWD_TRAIN */
         e->stats_at[i] = e->stats_doubles;
         /* 16-byte aligned pieces */
@@ -475,6 +478,30 @@ cleanup:
     return rc;
 }
 
+/* A PLAN_FUSE_ADD_STATS or PLAN_FUSE_ADD_PRO step: ADD_FWD node n, its operand that is
+ * the unwritten activation of BN_COEF node s->fwd (ADD_PRO) recomputed from that batch
+ * norm's x and kept coefficients, summing its output for BN_FWD_TRAIN node s->stats when
+ * there is one. */
+static int run_add(struct cuda_ctx *c, const struct plan *p, const struct plan_entry *e, int i)
+{
+    const struct plan_fuse_step *s = &e->steps[i];
+    const struct plan_node *n = &p->nodes[i];
+    const struct tensor *a = n->u.add_fwd.a, *b = n->u.add_fwd.b;
+    const float *a_coef = NULL;
+    if (s->kind == PLAN_FUSE_ADD_PRO) {
+        const struct plan_node *bn = &p->nodes[s->fwd];
+        const struct tensor *act = p->nodes[e->steps[s->fwd].act].u.act_fwd.y;
+        b = plan_fuse_add_other(n, act, NULL);
+        a = bn->u.bn_fwd_train.x;   /* the sum's order does not change its bits */
+        a_coef = e->coef + e->coef_at[s->fwd];
+    }
+    const struct plan_node *sb = s->stats >= 0 ? &p->nodes[s->stats] : NULL;
+    return cuda_add_fused(c, n->u.add_fwd.y, sb ? e->stats + e->stats_at[i] : NULL,
+                          a, a_coef, b, sb ? sb->u.bn_fwd_train.save_mean : NULL,
+                          sb ? sb->u.bn_fwd_train.save_invstd : NULL,
+                          sb ? &sb->u.bn_fwd_train.a : NULL);
+}
+
 /* Runs node i of p as its step says. */
 static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_entry *e, int i)
 {
@@ -534,12 +561,8 @@ static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_
                                       n->u.bn_bwd.x, n->u.bn_bwd.gamma, n->u.bn_bwd.save_mean,
                                       n->u.bn_bwd.save_invstd, n->u.bn_bwd.accumulate);
     }
-    case PLAN_FUSE_ADD_STATS: {
-        const struct plan_node *bn = &p->nodes[s->stats];
-        return cuda_add_bn_partial(c, n->u.add_fwd.y, e->stats + e->stats_at[i], n->u.add_fwd.a,
-                                   n->u.add_fwd.b, bn->u.bn_fwd_train.save_mean,
-                                   bn->u.bn_fwd_train.save_invstd, &bn->u.bn_fwd_train.a);
-    }
+    case PLAN_FUSE_ADD_STATS:
+    case PLAN_FUSE_ADD_PRO: return run_add(c, p, e, i);
     case PLAN_FUSE_CONV_FWD: return run_conv_fwd(c, p, e, s, n);
     case PLAN_FUSE_CONV_BWD: return run_conv_bwd(c, p, e, s, n);
     case PLAN_FUSE_BN_SUMS:

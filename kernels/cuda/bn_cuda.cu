@@ -222,33 +222,24 @@ __global__ void add_fused_kernel(T *__restrict__ z,             /* (splits, rows
     const int cv = blockIdx.x * RED_X + threadIdx.x;
     const size_t base = (size_t)blockIdx.z * (size_t)rows * (size_t)c;
     double s0[V], s1[V];
-    float scale[V], hi[V], lo[V], shift[V];
+    bn_fwd_coef f[V];
     for (int k = 0; k < V; k++) {
         s0[k] = s1[k] = 0.0;
-        scale[k] = hi[k] = lo[k] = shift[k] = 0.0f;
+        f[k] = bn_fwd_coef{0.0f, 0.0f, 0.0f, 0.0f};
     }
     if (cv < vecs) {
         if (PRO)
-            for (int k = 0; k < V; k++) {
-                const int ch = cv * V + k;
-                scale[k] = coef[COEF_SCALE * c + ch];
-                hi[k] = coef[COEF_HI * c + ch];
-                lo[k] = coef[COEF_LO * c + ch];
-                shift[k] = coef[COEF_SHIFT * c + ch];
-            }
+            for (int k = 0; k < V; k++) f[k] = bn_fwd_coef_at(coef, c, cv * V + k);
         for (long r = (long)blockIdx.y * RED_Y + threadIdx.y; r < rows;
              r += (long)parts * RED_Y) {
             const size_t i = (base + (size_t)r * c) / V + cv;
             const P av = ((const P *)a)[i], bv = ((const P *)b)[i];
             P zv;
             for (int k = 0; k < V; k++) {
-                float fa = cuda_to_f<T>(av.v[k]);
-                if (PRO) {   /* bn_apply_kernel's y as stored, then its ReLU */
-                    const float t = __fsub_rn(__fsub_rn(fa, hi[k]), lo[k]);
-                    const T y = cuda_from_f<T>(__fadd_rn(__fmul_rn(t, scale[k]), shift[k]));
-                    fa = cuda_to_f<T>(
-                        cuda_from_f<T>(act_fn<ACT_RELU>::value(cuda_to_f<T>(y), 0.0f, 0.0f)));
-                }
+                /* with PRO, bn_apply_kernel's ReLU as it stores it */
+                const float fa = PRO ? bn_fwd_act<T, ACT_RELU>(cuda_to_f<T>(av.v[k]), f[k], 0.0f,
+                                                               0.0f)
+                                     : cuda_to_f<T>(av.v[k]);
                 zv.v[k] = cuda_from_f<T>(__fadd_rn(fa, cuda_to_f<T>(bv.v[k])));
                 if (STATS) {
                     const double v = (double)cuda_to_f<T>(zv.v[k]);

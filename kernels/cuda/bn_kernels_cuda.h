@@ -118,6 +118,37 @@ __global__ void reduce_partial_kernel(double *__restrict__ partial, /* (groups, 
 
 /* ------------------------------------------------------------------ elementwise passes */
 
+/* One channel's forward coefficients (COEF_FWD_*), as a fused forward keeps them (the fused max pool's passes, bn_pool_cuda.cu, and the add recomputing an activation, bn_cuda.cu). */
+struct bn_fwd_coef {
+    float scale, hi, lo, shift;
+};
+
+/* Channel ch's coefficients from coef (COEF_FWD_COUNT, c). */
+__device__ __forceinline__ bn_fwd_coef bn_fwd_coef_at(const float *coef, int c, int ch)
+{
+    return bn_fwd_coef{coef[COEF_SCALE * c + ch], coef[COEF_HI * c + ch],
+                        coef[COEF_LO * c + ch], coef[COEF_SHIFT * c + ch]};
+}
+
+/* The batch norm's output at x as the unfused op stores it: ((x - hi) - lo) * scale + shift,
+ * rounded to T. */
+template <typename T>
+__device__ __forceinline__ float bn_fwd_y(float xf, const bn_fwd_coef &f)
+{
+    const float t = __fsub_rn(__fsub_rn(xf, f.hi), f.lo);
+    return cuda_to_f<T>(cuda_from_f<T>(__fadd_rn(__fmul_rn(t, f.scale), f.shift)));
+}
+
+/* The activation's output at x as the unfused ops store it: the activation of the batch
+ * norm's stored output, rounded to T. */
+template <typename T, enum act_kind K>
+__device__ __forceinline__ float bn_fwd_act(float xf, const bn_fwd_coef &f, float alpha,
+                                             float inv)
+{
+    return cuda_to_f<T>(cuda_from_f<T>(act_fn<K>::value(bn_fwd_y<T>(xf, f), alpha, inv)));
+}
+
+
 /* The pack width of the elementwise passes over (rows, c) tensors at these pointers: 16
  * bytes when c and every pointer allow, else 1. */
 template <typename T>

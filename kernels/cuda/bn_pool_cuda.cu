@@ -33,36 +33,6 @@ __device__ __forceinline__ void bn_pool_out_pixel(long r, const bn_pool_geom &g,
     *img = (int)(u / (wo * ho));
 }
 
-/* One channel's forward coefficients (COEF_FWD_*), as the kept buffer holds them. */
-struct bn_pool_coef {
-    float scale, hi, lo, shift;
-};
-
-/* Channel ch's coefficients from coef (COEF_FWD_COUNT, c). */
-__device__ __forceinline__ bn_pool_coef bn_pool_coef_at(const float *coef, int c, int ch)
-{
-    return bn_pool_coef{coef[COEF_SCALE * c + ch], coef[COEF_HI * c + ch],
-                        coef[COEF_LO * c + ch], coef[COEF_SHIFT * c + ch]};
-}
-
-/* The batch norm's output at x as the unfused op stores it: ((x - hi) - lo) * scale + shift,
- * rounded to T. */
-template <typename T>
-__device__ __forceinline__ float bn_pool_bn(float xf, const bn_pool_coef &f)
-{
-    const float t = __fsub_rn(__fsub_rn(xf, f.hi), f.lo);
-    return cuda_to_f<T>(cuda_from_f<T>(__fadd_rn(__fmul_rn(t, f.scale), f.shift)));
-}
-
-/* The activation's output at x as the unfused ops store it: the activation of the batch
- * norm's stored output, rounded to T. */
-template <typename T, enum act_kind K>
-__device__ __forceinline__ float bn_pool_act(float xf, const bn_pool_coef &f, float alpha,
-                                             float inv)
-{
-    return cuda_to_f<T>(cuda_from_f<T>(act_fn<K>::value(bn_pool_bn<T>(xf, f), alpha, inv)));
-}
-
 /* Input pixel q (row-major in the window) of output pixel (oy, ox). */
 __device__ __forceinline__ void bn_pool_window_pixel(const bn_pool_geom &g, int oy, int ox, int q,
                                                      int *yy, int *xx)
@@ -79,7 +49,7 @@ template <typename T, int V, enum act_kind K>
 __device__ __forceinline__ void bn_pool_window_max(float *m, int *best,
                                                    const T *__restrict__ x, /* (n, h, w, c) */
                                                    const bn_pool_geom &g, int img, int oy,
-                                                   int ox, int cv, const bn_pool_coef *f,
+                                                   int ox, int cv, const bn_fwd_coef *f,
                                                    float alpha, float inv)
 {
     typedef cuda_pack<T, V> P;
@@ -88,7 +58,7 @@ __device__ __forceinline__ void bn_pool_window_max(float *m, int *best,
         bn_pool_window_pixel(g, oy, ox, q, &yy, &xx);
         const P xv = ((const P *)x)[bn_pool_in(g, img, yy, xx) / V + cv];
         for (int k = 0; k < V; k++) {
-            const float v = bn_pool_act<T, K>(cuda_to_f<T>(xv.v[k]), f[k], alpha, inv);
+            const float v = bn_fwd_act<T, K>(cuda_to_f<T>(xv.v[k]), f[k], alpha, inv);
             if (q == 0) m[k] = v, best[k] = 0;
             else if (v > m[k]) m[k] = v, best[k] = q;
         }
@@ -100,10 +70,10 @@ __device__ __forceinline__ void bn_pool_window_max(float *m, int *best,
  * activation's backward at the batch norm's stored output. */
 template <typename T, enum act_kind K>
 __device__ __forceinline__ float bn_pool_act_dx(float xf, float gy, int is_max,
-                                                const bn_pool_coef &f, float alpha, float inv)
+                                                const bn_fwd_coef &f, float alpha, float inv)
 {
     const float d = is_max ? cuda_to_f<T>(cuda_from_f<T>(__fadd_rn(0.0f, gy))) : 0.0f;
-    return cuda_to_f<T>(cuda_from_f<T>(act_fn<K>::grad(bn_pool_bn<T>(xf, f), d, alpha, inv)));
+    return cuda_to_f<T>(cuda_from_f<T>(act_fn<K>::grad(bn_fwd_y<T>(xf, f), d, alpha, inv)));
 }
 
 /* The forward: out = the window's maximum of the stored activation, V channels a thread.
@@ -120,8 +90,8 @@ __global__ void bn_apply_pool_kernel(T *__restrict__ out,       /* (n, ho, wo, c
     const float inv = act_inv_alpha<K>(alpha);
     FOR_CHANNELS(cv, vecs)
     {
-        bn_pool_coef f[V];
-        for (int k = 0; k < V; k++) f[k] = bn_pool_coef_at(coef, g.c, cv * V + k);
+        bn_fwd_coef f[V];
+        for (int k = 0; k < V; k++) f[k] = bn_fwd_coef_at(coef, g.c, cv * V + k);
         FOR_ROWS(r, rows)
         {
             int img, oy, ox, best[V];
@@ -147,12 +117,12 @@ template <typename T, enum act_kind K> struct act_pool_grad_b {
     bn_pool_geom g = {};
     float alpha;
     int ch;
-    bn_pool_coef f;
+    bn_fwd_coef f;
     __device__ act_pool_grad_b at(size_t, int, int channel, int channels) const
     {
         act_pool_grad_b b = *this;
         b.ch = channel;
-        b.f = bn_pool_coef_at(fcoef, channels, channel);
+        b.f = bn_fwd_coef_at(fcoef, channels, channel);
         return b;
     }
     __device__ float operator()(size_t i, float va) const
@@ -191,7 +161,7 @@ __global__ void bn_backward_apply_pool_kernel(T *__restrict__ dx,        /* (n, 
     FOR_CHANNELS(cv, vecs)
     {
         float a[V], b[V], e[V], hi[V], lo[V];
-        bn_pool_coef f[V];
+        bn_fwd_coef f[V];
         for (int k = 0; k < V; k++) {
             const int ch = cv * V + k;
             a[k] = coef[BCOEF_A * g.c + ch];
@@ -199,7 +169,7 @@ __global__ void bn_backward_apply_pool_kernel(T *__restrict__ dx,        /* (n, 
             e[k] = coef[BCOEF_E * g.c + ch];
             hi[k] = coef[BCOEF_HI * g.c + ch];
             lo[k] = coef[BCOEF_LO * g.c + ch];
-            f[k] = bn_pool_coef_at(fcoef, g.c, ch);
+            f[k] = bn_fwd_coef_at(fcoef, g.c, ch);
         }
         FOR_ROWS(r, rows)
         {

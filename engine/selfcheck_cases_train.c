@@ -1,7 +1,7 @@
 /* The selfcheck's data and training cases: the augmentation (group augment: the GPU batch
  * against the CPU batch for a seed, bit for bit in fp32, within one rounding to the half
  * type otherwise; labels equal), and short training runs from the same initial weights
- * on both engines, each step one run of the trainer's step plan (group train: 20 steps
+ * on both engines, each step one run of the trainer's step plan (group train: 10 steps
  * of a small network with every layer type of the shipped configs, then an evaluation; group toolbox: 10 steps of a network with the
  * speed-training options, stepping with trainer_after_step so that Lookahead acts, then
  * an evaluation with 6 test-time views). The per-step losses and the test loss must
@@ -21,11 +21,11 @@
 #include "shuffle.h"
 #include "train.h"
 
-#define TRAIN_STEPS 20
+#define TRAIN_STEPS 10
 #define TRAIN_BATCH 32
 #define TRAIN_IMAGES (TRAIN_STEPS * TRAIN_BATCH)
 #define TOOLBOX_STEPS 10               /* the speed-training options' run */
-#define PREACT_STEPS 10                /* the pre-activation network's run */
+#define PREACT_STEPS 6                 /* the pre-activation network's run */
 #define TEST_IMAGES 100
 #define EVAL_BATCH 64                  /* 100 = 64 + 36: the last batch is partial */
 

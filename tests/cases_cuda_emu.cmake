@@ -32,14 +32,14 @@ if(NOT DAWNRUN_HAVE_CUDA)
 endif()
   add_test(NAME cuda_emulated_selfcheck
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu/run.sh ${CMAKE_BINARY_DIR} --precision fp32)
-  set_tests_properties(cuda_emulated_selfcheck PROPERTIES TIMEOUT 1200 SKIP_RETURN_CODE 77)
+  set_tests_properties(cuda_emulated_selfcheck PROPERTIES TIMEOUT 1800 SKIP_RETURN_CODE 77)
   # the cases that run whole steps, with fusion and CUDA graphs off: every plan node by
   # node from the host gives the same results (the plan group compares fused with unfused
   # itself, and the run above has both on)
   add_test(NAME cuda_emulated_selfcheck_unfused
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu/run.sh ${CMAKE_BINARY_DIR} --precision fp32
                    --only train,toolbox,augment_step,sgd_multi,lerp_multi,cursor_advance)
-  set_tests_properties(cuda_emulated_selfcheck_unfused PROPERTIES TIMEOUT 1200
+  set_tests_properties(cuda_emulated_selfcheck_unfused PROPERTIES TIMEOUT 1800
                        SKIP_RETURN_CODE 77 ENVIRONMENT "DAWNRUN_CUDA_FUSE=0;DAWNRUN_CUDA_GRAPH=0")
   # cuDNN refusing a listed algorithm at execution: fall-through, and the final message
   foreach(mode fallthrough none)

@@ -5,7 +5,8 @@
 #   scripts/gpu-call.sh 1      call 1: the machine, the bundle started (or dawnrun built
 #                              there from the bundle's .debs), selfcheck per precision in
 #                              separate processes (fp16, fp32, bf16), a failed precision
-#                              rerun with CUDA_LAUNCH_BLOCKING=1 and cuDNN's error log,
+#                              rerun with CUDA_LAUNCH_BLOCKING=1 and cuDNN's error log
+#                              (only its failed cases, when the selfcheck named them),
 #                              dawnrun bench of ResNet-9 and DAWN_net (fp16, batch 512, 3
 #                              warm-up steps), the PyTorch reference, compute-sanitizer
 #                              memcheck and racecheck on a reduced selfcheck
@@ -303,10 +304,17 @@ absent (need the GPU): nvidia-smi, the CUDA device itself (the engine runs emula
     grep -m3 "no fused engine" "$OUT/selfcheck.log" 2>/dev/null | while read -r l; do note "$l"; done
     for p in "${failed[@]}"; do
         var="GPU_SELFCHECK_ARGS_$p"
+        args="${!var:-${GPU_SELFCHECK_ARGS:-}}"
+        # the cases this precision's selfcheck named as failed; none named (it crashed before
+        # printing one): the same cases again
+        cases="$(awk -v p="selfcheck-$p" '$0 ~ "^==== " p ": " { on = 1; next }
+                 /^==== / { on = 0 } on && / FAIL$/ { print $1 }' "$OUT/selfcheck.log" |
+                 paste -sd, -)"
+        [ -z "$cases" ] || args="--only $cases"
         # shellcheck disable=SC2086
         step "rerun-$p" 45 debug.log env CUDA_LAUNCH_BLOCKING=1 CUDNN_LOGLEVEL_DBG=2 \
             CUDNN_LOGDEST_DBG=stderr LD_LIBRARY_PATH="$DR_LIBS" "$DR" selfcheck --engine cuda \
-            --precision "$p" ${!var:-${GPU_SELFCHECK_ARGS:-}}
+            --precision "$p" $args
         awk -v p="rerun-$p" '$0 ~ "^==== " p ": " { on = 1 } on' "$OUT/debug.log" |
             grep -E "FAIL|ERROR|works for|illegal|CUDNN_STATUS|rror:" |
             grep -v -e "^====" -e "trying the next" | head -6 |

@@ -64,7 +64,7 @@ endif()
   # a training step of `dawnrun bench` is one graph launch and nothing else from the host
   add_test(NAME cuda_emulated_step_structure
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_step_structure.sh ${CMAKE_BINARY_DIR})
-  set_tests_properties(cuda_emulated_step_structure PROPERTIES TIMEOUT 2400 SKIP_RETURN_CODE 77)
+  set_tests_properties(cuda_emulated_step_structure PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
   # count-only mode (tests/cuda_emu/emu.h): nothing computed, everything else as always,
   # and the engine's counts unchanged by it
   add_test(NAME cuda_emulated_count_only

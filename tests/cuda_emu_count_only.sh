@@ -3,7 +3,10 @@
 # CUDA engine's counts unchanged: `dawnrun bench --engine cuda` on the same configuration
 # prints the same per-step and per-eval-batch counter lines with the mode on and off (the
 # engine counts in its own code, whatever the kernels compute). The mode says once on
-# stderr that results are meaningless; without it nothing is said.
+# stderr that results are meaningless; without it nothing is said. Without a CONFIG it
+# also compares tests/e2e/tiny-convbn.cfg in fp16 at batch 8 after two warm-up steps (a
+# replayed graph with the batch norm inside the convolutions), which is what
+# tests/cuda_emu_step_structure.sh counts in count-only mode.
 #   tests/cuda_emu_count_only.sh BUILD_DIR [CONFIG]    CONFIG default tests/e2e/tiny.cfg
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -14,10 +17,11 @@ DIR="$(mktemp -d)"
 trap 'rm -rf "$DIR"' EXIT
 export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
 fail() { echo "FAIL: $*"; for f in "$DIR"/*.out "$DIR"/*.err; do echo "== $f"; cat "$f"; done; exit 1; }
+BENCH_ARGS=(--batch 32 --steps 1 --warmup 0)
 bench() {   # bench NAME [env assignments]: the bench's stdout in NAME.out, stderr in NAME.err
     local name="$1"
     shift
-    env "$@" "$DR" bench "$CONFIG" --engine cuda --batch 32 --steps 1 --warmup 0 \
+    env "$@" "$DR" bench "$CONFIG" --engine cuda "${BENCH_ARGS[@]}" \
         >"$DIR/$name.out" 2>"$DIR/$name.err" || fail "bench ($name) exited $?"
     grep -E '^per (training step|eval batch): ' "$DIR/$name.out" >"$DIR/$name.counts"
 }
@@ -34,4 +38,15 @@ if grep -q 'DAWNRUN_EMU_COUNT_ONLY' "$DIR/computed.err"; then
     fail "without DAWNRUN_EMU_COUNT_ONLY the emulation still announced count-only mode"
 fi
 cat "$DIR/count_only.counts"
+if [ -z "${2:-}" ]; then
+    CONFIG="$ROOT/tests/e2e/tiny-convbn.cfg"
+    BENCH_ARGS=(--batch 8 --steps 1 --warmup 2 --set 'train.precision="fp16"')
+    bench convbn_computed -u DAWNRUN_EMU_COUNT_ONLY
+    bench convbn_count_only DAWNRUN_EMU_COUNT_ONLY=1
+    grep -q "graph launches" "$DIR/convbn_computed.counts" || fail "tiny-convbn: no counts line"
+    cmp -s "$DIR/convbn_computed.counts" "$DIR/convbn_count_only.counts" ||
+        fail "tiny-convbn, fp16: the counts differ with DAWNRUN_EMU_COUNT_ONLY: $(diff \
+            "$DIR/convbn_computed.counts" "$DIR/convbn_count_only.counts")"
+    cat "$DIR/convbn_count_only.counts"
+fi
 echo "the counts are identical with and without count-only mode"

@@ -9,7 +9,9 @@
 # Neither way does a step copy device memory to device memory: an add's backward and a
 # flatten of a 1x1 plane are aliases in the plan (kernels/plan.h), not copies. Without a
 # CONFIG it also counts tests/e2e/tiny-convbn.cfg in fp16 (the batch norm inside the
-# convolutions: see the last part).
+# convolutions: see the last part). Everything runs in the emulation's count-only mode
+# (DAWNRUN_EMU_COUNT_ONLY=1: nothing computed, so a bench takes a second instead of
+# minutes); tests/cuda_emu_count_only.sh checks that it leaves these counts unchanged.
 #   tests/cuda_emu_step_structure.sh BUILD_DIR [CONFIG]    CONFIG default tests/e2e/tiny.cfg
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -19,7 +21,7 @@ STEPS=4
 DR="$("$ROOT/tests/cuda_emu/run.sh" --build "$BUILD")" || exit $?
 DIR="$(mktemp -d)"
 trap 'rm -rf "$DIR"' EXIT
-export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
+export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}" DAWNRUN_EMU_COUNT_ONLY=1
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 

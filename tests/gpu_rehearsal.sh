@@ -3,9 +3,10 @@
 # the emulated CUDA engine (tests/cuda_emu): scripts/gpu-bundle.sh makes a bundle of
 # BUILD_DIR's dawnrun (its size, libraries and carry line checked; no .debs: offline),
 # cuts a small synthetic CIFAR-10 into three pieces, then runs call 1 (bf16 made to fail
-# through refused cuDNN algorithms, so that its rerun with CUDA_LAUNCH_BLOCKING runs) and
-# the piece, piece and batch calls, each with only its own piece "carried", and checks
-# the summaries, the timeouts' sum, the files that come back and the batch report.
+# through refused cuDNN algorithms, so that its rerun with CUDA_LAUNCH_BLOCKING runs, on
+# the failed cases only) and the piece, piece and batch calls, each with only its own
+# piece "carried", and checks the summaries, the timeouts' sum, the files that come back
+# and the batch report.
 # Selfchecks, bench and batch are reduced so that it takes minutes under emulation.
 #   tests/gpu_rehearsal.sh BUILD_DIR
 set -uo pipefail
@@ -70,6 +71,11 @@ check "call 1: selfcheck-bf16 failed" row "$S" selfcheck-bf16 "exit 1"
 check "call 1: bf16 rerun" row "$S" rerun-bf16 "exit 1"
 check "call 1: the rerun ran with CUDA_LAUNCH_BLOCKING and cuDNN's log" \
     has "$T/out1/debug.log" "CUDA_LAUNCH_BLOCKING=1 CUDNN_LOGLEVEL_DBG=2"
+rerun_counts="$(sed -n 's/^== precision bf16: \([0-9]*\) checks, \([0-9]*\) failed$/\1 \2/p' \
+    "$T/out1/debug.log" | tail -1)"
+echo "rerun: ${rerun_counts:-?} (checks, failed)"
+check "call 1: the rerun ran only the failed cases" \
+    awk -v c="$rerun_counts" 'BEGIN { split(c, a, " "); exit !(a[1] > 0 && a[1] == a[2]) }'
 check "call 1: the summary names the failing call and shape" \
     has "$S" "bf16: .*no forward convolution algorithm works for input \(n 8, c 3, h 32, w 32\).*bfloat16"
 check "call 1: PyTorch absent, not failed" row "$S" torch-resnet9 absent

@@ -188,6 +188,7 @@ struct pool_shape {
 static const struct pool_shape POOL_SHAPES[] = {
     {POOL_MAX, 8, 64, 16, 2, 2, 0},
     {POOL_MAX, 8, 64, 16, 2, 2, 3},     /* ties */
+    {POOL_MAX, 4, 16, 9, 2, 2, 4},      /* stride = window, an edge no window covers */
     {POOL_AVG, 8, 64, 16, 2, 2, 0},
     {POOL_MAX, 8, 256, 4, 4, 4, 0},     /* global */
     {POOL_AVG, 8, 256, 4, 4, 4, 0},

@@ -94,6 +94,11 @@ endif()
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_count_only.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(cuda_emulated_count_only_same_counts PROPERTIES TIMEOUT 1200
                        SKIP_RETURN_CODE 77)
+  # bench/kernel-split.sh (a training step's own-kernel bytes by kernel, under gdb): its rows
+  # add up to the bench's own count of the step
+  add_test(NAME cuda_emulated_kernel_split
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_kernel_split.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(cuda_emulated_kernel_split PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
   # no FMA contraction in the files that must match the CPU twin exactly
   add_test(NAME cuda_exact_files_uncontracted
            COMMAND ${CMAKE_SOURCE_DIR}/tests/check_uncontracted.sh

@@ -3,7 +3,10 @@
  * backward pass gathers, for each input element, over the windows that cover it in (oy, ox)
  * order, so overlapping windows need no atomics and sums come out in the CPU twin's order;
  * max pooling first records each window's first maximum (row-major scan) in a scratch
- * index buffer. */
+ * index buffer. A max pool whose windows do not overlap (stride equal to the window: every
+ * input element in at most one window) takes one pass instead: each window finds its first
+ * maximum and writes its own dx elements, the last window of a row or column also the
+ * elements past it that no window covers. */
 #include "cuda_internal.h"
 
 struct pool_geom {
@@ -120,6 +123,51 @@ __global__ void pool_backward_kernel(T *dx, const T *dy, const int *arg, pool_ge
     }
 }
 
+/* Max pool, windows not overlapping: one output pixel per row; for each channel, the
+ * window's first maximum (the scan of pool_argmax_kernel) takes dy and every other element
+ * of the window 0, added to dx when accumulating, rounded as pool_backward_kernel rounds.
+ * The elements below the last row of windows and right of the last column, which no window
+ * covers, are written by the window next to them: 0, or left as they are when
+ * accumulating. */
+template <typename T>
+__global__ void pool_max_backward_tiled_kernel(T *dx, const T *dy, const T *x, pool_geom g,
+                                               int accumulate)
+{
+    const long rows = (long)g.n * g.ho * g.wo;
+    FOR_ROWS(r, rows)
+    {
+        int img, oy, ox;
+        pool_out_pixel(r, g, &img, &oy, &ox);
+        const int y0 = oy * g.sh, x0 = ox * g.sw;
+        const int ky_end = oy == g.ho - 1 ? g.h - y0 : g.kh;
+        const int kx_end = ox == g.wo - 1 ? g.w - x0 : g.kw;
+        FOR_CHANNELS(ch, g.c)
+        {
+            int by = 0, bx = 0;
+            float m = cuda_to_f<T>(x[pool_in_index(g, img, y0, x0, ch)]);
+            for (int ky = 0; ky < g.kh; ky++)
+                for (int kx = 0; kx < g.kw; kx++) {
+                    const float v = cuda_to_f<T>(x[pool_in_index(g, img, y0 + ky, x0 + kx, ch)]);
+                    if (v > m) {
+                        m = v;
+                        by = ky;
+                        bx = kx;
+                    }
+                }
+            const float d = cuda_to_f<T>(dy[(size_t)r * g.c + ch]);
+            for (int ky = 0; ky < ky_end; ky++)
+                for (int kx = 0; kx < kx_end; kx++) {
+                    const int inside = ky < g.kh && kx < g.kw;
+                    if (accumulate && !inside) continue;
+                    const size_t i = pool_in_index(g, img, y0 + ky, x0 + kx, ch);
+                    float acc = accumulate ? cuda_to_f<T>(dx[i]) : 0.0f;
+                    if (ky == by && kx == bx) acc = __fadd_rn(acc, d);
+                    dx[i] = cuda_from_f<T>(acc);
+                }
+        }
+    }
+}
+
 /* Fills g from x and the attributes and checks y (the output, or dy). */
 static int pool_geometry(pool_geom *g, const struct tensor *y, const struct tensor *x,
                          const struct pool_attr *a)
@@ -172,6 +220,17 @@ int cuda_pool_backward(void *ctx, struct tensor *dx, const struct tensor *dy,
     nin = tensor_count(x);
     if (nin == 0) goto cleanup;
     TRY(cuda_enter(c));
+    if (a->kind == POOL_MAX && nout > 0 && g.kh == g.sh && g.kw == g.sw) {
+        CUDA_DISPATCH(c->dt, T,
+                      pool_max_backward_tiled_kernel<T><<<cuda_grid_rows(c, (long)nout / g.c),
+                                                          dim3(CH_X, CH_Y), 0, c->stream>>>(
+                          (T *)dx->data, (const T *)dy->data, (const T *)x->data, g,
+                          accumulate));
+        /* reads x, dy and dx when accumulating; writes dx */
+        CHECK_LAUNCH(c, (nin + nout + (accumulate ? nin : 0)) * cuda_dt_size(c->dt),
+                     nin * cuda_dt_size(c->dt));
+        goto cleanup;
+    }
     if (a->kind == POOL_MAX && nout > 0) {
         TRY(cuda_scratch(c, SLOT_INDEX, sizeof(int) * nout, &arg));
         CUDA_DISPATCH(c->dt, T,

@@ -66,8 +66,12 @@ end
 continue
 EOF
 export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}" DAWNRUN_EMU_COUNT_ONLY=1 DAWNRUN_CUDA_GRAPH=0
-gdb -q -batch -x "$T/split.gdb" --args "$DR" bench "$CONFIG" --engine cuda --batch "$BATCH" \
-    --warmup 0 --steps 1 --set "train.precision=\"$PRECISION\"" >"$T/gdb.txt" 2>&1 || true
+# a software watchpoint (no debug registers) would single-step for hours: 600 s at most
+timeout 600 gdb -q -batch -x "$T/split.gdb" --args "$DR" bench "$CONFIG" --engine cuda \
+    --batch "$BATCH" --warmup 0 --steps 1 --set "train.precision=\"$PRECISION\"" \
+    >"$T/gdb.txt" 2>&1 || true
+grep -q '^Hardware watchpoint 2' "$T/gdb.txt" ||
+    { echo "kernel-split.sh: gdb set no hardware watchpoint:" >&2; tail -20 "$T/gdb.txt" >&2; exit 1; }
 grep -q '^per training step: ' "$T/gdb.txt" ||
     { echo "kernel-split.sh: the bench printed no counts:" >&2; tail -20 "$T/gdb.txt" >&2; exit 1; }
 echo "# $(basename "$CONFIG"), training step, $PRECISION, batch $BATCH (count-only emulation, graphs off)"

@@ -62,6 +62,27 @@ __global__ void pool_forward_kernel(T *y, const T *x, pool_geom g, int is_max)
     }
 }
 
+/* The window at (y0, x0) of image img, channel ch: the offset (*by, *bx) in the window of
+ * its first maximum in a row-major scan (a NaN never wins). */
+template <typename T>
+__device__ __forceinline__ void pool_window_first_max(int *by, int *bx, const T *x,
+                                                      const pool_geom &g, int img, int y0,
+                                                      int x0, int ch)
+{
+    float m = cuda_to_f<T>(x[pool_in_index(g, img, y0, x0, ch)]);
+    *by = 0;
+    *bx = 0;
+    for (int ky = 0; ky < g.kh; ky++)
+        for (int kx = 0; kx < g.kw; kx++) {
+            const float v = cuda_to_f<T>(x[pool_in_index(g, img, y0 + ky, x0 + kx, ch)]);
+            if (v > m) {
+                m = v;
+                *by = ky;
+                *bx = kx;
+            }
+        }
+}
+
 /* arg[output] = position (yy * w + xx in the plane) of the window's first maximum. */
 template <typename T>
 __global__ void pool_argmax_kernel(int *arg, const T *x, pool_geom g)
@@ -74,17 +95,9 @@ __global__ void pool_argmax_kernel(int *arg, const T *x, pool_geom g)
         const int y0 = oy * g.sh, x0 = ox * g.sw;
         FOR_CHANNELS(ch, g.c)
         {
-            int best = y0 * g.w + x0;
-            float m = cuda_to_f<T>(x[pool_in_index(g, img, y0, x0, ch)]);
-            for (int ky = 0; ky < g.kh; ky++)
-                for (int kx = 0; kx < g.kw; kx++) {
-                    const float v = cuda_to_f<T>(x[pool_in_index(g, img, y0 + ky, x0 + kx, ch)]);
-                    if (v > m) {
-                        m = v;
-                        best = (y0 + ky) * g.w + x0 + kx;
-                    }
-                }
-            arg[(size_t)r * g.c + ch] = best;
+            int by, bx;
+            pool_window_first_max(&by, &bx, x, g, img, y0, x0, ch);
+            arg[(size_t)r * g.c + ch] = (y0 + by) * g.w + x0 + bx;
         }
     }
 }
@@ -124,14 +137,14 @@ __global__ void pool_backward_kernel(T *dx, const T *dy, const int *arg, pool_ge
 }
 
 /* Max pool, windows not overlapping: one output pixel per row; for each channel, the
- * window's first maximum (the scan of pool_argmax_kernel) takes dy and every other element
+ * window's first maximum (pool_window_first_max) takes dy and every other element
  * of the window 0, added to dx when accumulating, rounded as pool_backward_kernel rounds.
  * The elements below the last row of windows and right of the last column, which no window
  * covers, are written by the window next to them: 0, or left as they are when
  * accumulating. */
 template <typename T>
-__global__ void pool_max_backward_tiled_kernel(T *dx, const T *dy, const T *x, pool_geom g,
-                                               int accumulate)
+__global__ void pool_max_backward_disjoint_kernel(T *dx, const T *dy, const T *x,
+                                                  pool_geom g, int accumulate)
 {
     const long rows = (long)g.n * g.ho * g.wo;
     FOR_ROWS(r, rows)
@@ -143,17 +156,8 @@ __global__ void pool_max_backward_tiled_kernel(T *dx, const T *dy, const T *x, p
         const int kx_end = ox == g.wo - 1 ? g.w - x0 : g.kw;
         FOR_CHANNELS(ch, g.c)
         {
-            int by = 0, bx = 0;
-            float m = cuda_to_f<T>(x[pool_in_index(g, img, y0, x0, ch)]);
-            for (int ky = 0; ky < g.kh; ky++)
-                for (int kx = 0; kx < g.kw; kx++) {
-                    const float v = cuda_to_f<T>(x[pool_in_index(g, img, y0 + ky, x0 + kx, ch)]);
-                    if (v > m) {
-                        m = v;
-                        by = ky;
-                        bx = kx;
-                    }
-                }
+            int by, bx;
+            pool_window_first_max(&by, &bx, x, g, img, y0, x0, ch);
             const float d = cuda_to_f<T>(dy[(size_t)r * g.c + ch]);
             for (int ky = 0; ky < ky_end; ky++)
                 for (int kx = 0; kx < kx_end; kx++) {
@@ -222,10 +226,10 @@ int cuda_pool_backward(void *ctx, struct tensor *dx, const struct tensor *dy,
     TRY(cuda_enter(c));
     if (a->kind == POOL_MAX && nout > 0 && g.kh == g.sh && g.kw == g.sw) {
         CUDA_DISPATCH(c->dt, T,
-                      pool_max_backward_tiled_kernel<T><<<cuda_grid_rows(c, (long)nout / g.c),
-                                                          dim3(CH_X, CH_Y), 0, c->stream>>>(
-                          (T *)dx->data, (const T *)dy->data, (const T *)x->data, g,
-                          accumulate));
+                      pool_max_backward_disjoint_kernel<T>
+                      <<<cuda_grid_rows(c, (long)dy->n * g.ho * g.wo), dim3(CH_X, CH_Y), 0,
+                         c->stream>>>((T *)dx->data, (const T *)dy->data, (const T *)x->data,
+                                      g, accumulate));
         /* reads x, dy and dx when accumulating; writes dx */
         CHECK_LAUNCH(c, (nin + nout + (accumulate ? nin : 0)) * cuda_dt_size(c->dt),
                      nin * cuda_dt_size(c->dt));

@@ -211,6 +211,13 @@ write_summary() {
 }
 note() { NOTES+=("$*"); write_summary; }
 
+# step_output LOG NAME: what the last run of step NAME appended to LOG (between its
+# "==== NAME: COMMAND" and "==== NAME: STATUS after N s" lines, as step writes them)
+step_output() {
+    awk -v p="==== $2: " 'index($0, p) == 1 { on = $0 !~ / after [0-9]+ s$/; if (on) n = 0; next }
+        on { out[n++] = $0 } END { for (i = 0; i < n; i++) print out[i] }' "$1"
+}
+
 trim_log() {   # keeps the last 15 MiB of a log
     local f="$1"
     [ -f "$f" ] && [ "$(stat -c %s "$f")" -gt "$LOG_CAP" ] || return 0
@@ -307,15 +314,14 @@ absent (need the GPU): nvidia-smi, the CUDA device itself (the engine runs emula
         args="${!var:-${GPU_SELFCHECK_ARGS:-}}"
         # the cases this precision's selfcheck named as failed; none named (it crashed before
         # printing one): the same cases again
-        cases="$(awk -v p="selfcheck-$p" '$0 ~ "^==== " p ": " { on = 1; next }
-                 /^==== / { on = 0 } on && / FAIL$/ { print $1 }' "$OUT/selfcheck.log" |
+        cases="$(step_output "$OUT/selfcheck.log" "selfcheck-$p" | awk '/ FAIL$/ { print $1 }' |
                  paste -sd, -)"
         [ -z "$cases" ] || args="--only $cases"
         # shellcheck disable=SC2086
         step "rerun-$p" 45 debug.log env CUDA_LAUNCH_BLOCKING=1 CUDNN_LOGLEVEL_DBG=2 \
             CUDNN_LOGDEST_DBG=stderr LD_LIBRARY_PATH="$DR_LIBS" "$DR" selfcheck --engine cuda \
             --precision "$p" $args
-        awk -v p="rerun-$p" '$0 ~ "^==== " p ": " { on = 1 } on' "$OUT/debug.log" |
+        step_output "$OUT/debug.log" "rerun-$p" |
             grep -E "FAIL|ERROR|works for|illegal|CUDNN_STATUS|rror:" |
             grep -v -e "^====" -e "trying the next" | head -6 |
             while read -r l; do echo "$p: $l"; done >"$GPU_STATE/findings.tmp"

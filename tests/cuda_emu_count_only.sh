@@ -25,28 +25,28 @@ bench() {   # bench NAME [env assignments]: the bench's stdout in NAME.out, stde
         >"$DIR/$name.out" 2>"$DIR/$name.err" || fail "bench ($name) exited $?"
     grep -E '^per (training step|eval batch): ' "$DIR/$name.out" >"$DIR/$name.counts"
 }
-bench computed -u DAWNRUN_EMU_COUNT_ONLY
-bench count_only DAWNRUN_EMU_COUNT_ONLY=1
-for what in "per training step" "per eval batch"; do
-    grep -q "^$what: " "$DIR/computed.counts" || fail "no '$what' counts line"
-done
-cmp -s "$DIR/computed.counts" "$DIR/count_only.counts" ||
-    fail "the counts differ with DAWNRUN_EMU_COUNT_ONLY: $(diff "$DIR/computed.counts" "$DIR/count_only.counts")"
-notices="$(grep -c 'DAWNRUN_EMU_COUNT_ONLY' "$DIR/count_only.err")"
+# same_counts NAME WHAT: the bench as NAME_computed and NAME_count_only, whose counter lines
+# (a training step's and an eval batch's) must be there and the same
+same_counts() {
+    bench "$1_computed" -u DAWNRUN_EMU_COUNT_ONLY
+    bench "$1_count_only" DAWNRUN_EMU_COUNT_ONLY=1
+    for what in "per training step" "per eval batch"; do
+        grep -q "^$what: " "$DIR/$1_computed.counts" || fail "$2: no '$what' counts line"
+    done
+    cmp -s "$DIR/$1_computed.counts" "$DIR/$1_count_only.counts" ||
+        fail "$2: the counts differ with DAWNRUN_EMU_COUNT_ONLY: $(diff \
+            "$DIR/$1_computed.counts" "$DIR/$1_count_only.counts")"
+    cat "$DIR/$1_count_only.counts"
+}
+same_counts tiny "$(basename "$CONFIG")"
+notices="$(grep -c 'DAWNRUN_EMU_COUNT_ONLY' "$DIR/tiny_count_only.err")"
 [ "$notices" = 1 ] || fail "count-only mode said so $notices times on stderr, not once"
-if grep -q 'DAWNRUN_EMU_COUNT_ONLY' "$DIR/computed.err"; then
+if grep -q 'DAWNRUN_EMU_COUNT_ONLY' "$DIR/tiny_computed.err"; then
     fail "without DAWNRUN_EMU_COUNT_ONLY the emulation still announced count-only mode"
 fi
-cat "$DIR/count_only.counts"
 if [ -z "${2:-}" ]; then
     CONFIG="$ROOT/tests/e2e/tiny-convbn.cfg"
     BENCH_ARGS=(--batch 8 --steps 1 --warmup 2 --set 'train.precision="fp16"')
-    bench convbn_computed -u DAWNRUN_EMU_COUNT_ONLY
-    bench convbn_count_only DAWNRUN_EMU_COUNT_ONLY=1
-    grep -q "graph launches" "$DIR/convbn_computed.counts" || fail "tiny-convbn: no counts line"
-    cmp -s "$DIR/convbn_computed.counts" "$DIR/convbn_count_only.counts" ||
-        fail "tiny-convbn, fp16: the counts differ with DAWNRUN_EMU_COUNT_ONLY: $(diff \
-            "$DIR/convbn_computed.counts" "$DIR/convbn_count_only.counts")"
-    cat "$DIR/convbn_count_only.counts"
+    same_counts convbn "$(basename "$CONFIG"), fp16"
 fi
 echo "the counts are identical with and without count-only mode"

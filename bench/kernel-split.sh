@@ -70,6 +70,11 @@ export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}" DAWNRUN_EMU_COUNT_ONLY=1 
 timeout 600 gdb -q -batch -x "$T/split.gdb" --args "$DR" bench "$CONFIG" --engine cuda \
     --batch "$BATCH" --warmup 0 --steps 1 --set "train.precision=\"$PRECISION\"" \
     >"$T/gdb.txt" 2>&1 || true
+# the bench's own error (a bad config, no data) comes before its first step
+grep -q '^Breakpoint 1, cuda_plan_execute' "$T/gdb.txt" ||
+    { echo "kernel-split.sh: the bench stopped before its first step:" >&2
+      grep -v -e '^\[' -e '^Breakpoint 1 at' -e 'libthread_db' -e '^/.*split.gdb:' \
+          -e '^No symbol' "$T/gdb.txt" >&2; exit 1; }
 grep -q '^Hardware watchpoint 2' "$T/gdb.txt" ||
     { echo "kernel-split.sh: gdb set no hardware watchpoint:" >&2; tail -20 "$T/gdb.txt" >&2; exit 1; }
 grep -q '^per training step: ' "$T/gdb.txt" ||

@@ -463,6 +463,36 @@ static int recomputing_add(const struct plan_node *n, const struct plan_fuse_ste
            !plan_fuse_same_tensor(n->u.add_fwd.y, t) && !plan_fuse_same_tensor(n->u.add_fwd.y, x);
 }
 
+/* Of the backward convolutions bwds (nb) reading the activation of fused batch norm i
+ * (its backward BN_BWD node m), the one whose data gradient is the last value written
+ * into the activation's gradient before the ReLU's backward (node s[m].act) reads it, that
+ * read being the value's only one, so that the convolution's backward can run the ReLU's
+ * mask and the batch norm's weight gradients after its data gradient (PLAN_FUSE_CONV_BWD,
+ * adding what its dx holds when it accumulates) and the batch norm's backward only
+ * applies the coefficients (PLAN_FUSE_BN_APPLY); nothing between them touches that
+ * gradient, the ReLU backward's output or the batch norm's weight gradients, and the
+ * engine takes it (caps->conv_bwd_ok). -1 when there is none. */
+static int data_bn_conv(const struct plan_fuse_step *s, const struct plan *p,
+                        const struct plan_fuse_caps *caps, int i, int m, const int *bwds, int nb)
+{
+    const int k = s[m].act;
+    const struct plan_node *nk = &p->nodes[k], *nm = &p->nodes[m];
+    if (!caps->conv_bwd_ok) return -1;
+    for (int q = 0; q < nb; q++) {
+        const int r = bwds[q];
+        const struct plan_node *nr = &p->nodes[r];
+        const struct tensor *d = nr->u.conv_bwd.dx, *dz = nk->u.act_bwd.dx;
+        if (!d || !d->data || !(r < k) || !plan_fuse_same_tensor(d, nk->u.act_bwd.dy) ||
+            touched_between(p, d, r, k, 0) || value_readers(p, d, r, k) != 0 ||
+            touched_between(p, dz, r, k, 0) ||
+            (nm->u.bn_bwd.dgamma && touched_between(p, nm->u.bn_bwd.dgamma, r, m, 0)) ||
+            (nm->u.bn_bwd.dbeta && touched_between(p, nm->u.bn_bwd.dbeta, r, m, 0)))
+            continue;
+        return caps->conv_bwd_ok(caps->user, nr, &p->nodes[i]) ? r : -1;
+    }
+    return -1;
+}
+
 /* Folds the activation of fused batch norm i into the convolutions that alone read it
  * (their forward's input and their weight gradient's), and the add that may also read it
  * (an identity shortcut's), where the rules of plan_fuse.h allow and the engine takes it
@@ -512,8 +542,11 @@ static void bn_into_convs(struct plan_fuse_step *s, const struct plan *p,
                                st >= 0 ? &p->nodes[st] : NULL))
             return;
     }
+    /* the backward whose data gradient is the last the activation's gradient takes may
+     * also run the ReLU's mask and the batch norm's weight gradients (data_bn) */
+    const int dbn = data_bn_conv(s, p, caps, i, m, bwds, nb);
     for (int q = 0; q < nb; q++)
-        if (!caps->conv_wgrad_ok(caps->user, &p->nodes[bwds[q]], bn)) return;
+        if (bwds[q] != dbn && !caps->conv_wgrad_ok(caps->user, &p->nodes[bwds[q]], bn)) return;
     s[i].kind = PLAN_FUSE_BN_COEF;
     for (int q = 0; q < nf; q++) {
         struct plan_fuse_step *f = &s[fwds[q]];
@@ -525,6 +558,83 @@ static void bn_into_convs(struct plan_fuse_step *s, const struct plan *p,
         s[bwds[q]] = (struct plan_fuse_step){PLAN_FUSE_CONV_BWD_PRO, -1, -1, i, 0, 0, -1, -1};
     if (add >= 0)   /* its statistics, if it takes them, kept */
         s[add] = (struct plan_fuse_step){PLAN_FUSE_ADD_PRO, -1, -1, i, 0, 0, s[add].stats, -1};
+    if (dbn >= 0) {   /* the batch norm's backward only applies the coefficients */
+        const int k = s[m].act;
+        s[dbn] = (struct plan_fuse_step){PLAN_FUSE_CONV_BWD, k, -1, i, 0, 0, m, -1};
+        s[m] = (struct plan_fuse_step){PLAN_FUSE_BN_APPLY, k, -1, i, 0, 0, dbn, -1};
+    }
+}
+
+/* The CONV_FWD node that may take ADD_FWD node q (step s[q]) in as its epilogue, the
+ * operand it writes being y (the add's other operand: the BN_COEF activation that
+ * s[q].fwd recomputes for an ADD_PRO, else a tensor), as the rules of plan_fuse.h say
+ * (the engine not asked); -1 when there is none. */
+static int add_conv(const struct plan_fuse_step *s, const struct plan *p, int q,
+                    const struct tensor *y)
+{
+    const struct plan_node *n = &p->nodes[q];
+    const struct tensor *z = n->u.add_fwd.y;
+    const struct tensor *r = plan_fuse_add_other(n, y, NULL);
+    const int w = writer_before(p, y, q);
+    if (w < 0 || !z || !z->data || plan_fuse_same_tensor(z, y) || plan_fuse_same_tensor(r, y))
+        return -1;
+    const struct plan_node *nw = &p->nodes[w];
+    if (nw->op != PLAN_CONV_FWD || !plan_fuse_same_tensor(nw->u.conv_fwd.y, y) ||
+        conv_has_bias(nw) || !tensor_same_shape(y, z) ||
+        !(s[w].kind == PLAN_FUSE_RUN ||
+          (s[w].kind == PLAN_FUSE_CONV_FWD && s[w].stats < 0 && s[w].add < 0)) ||
+        plan_fuse_same_tensor(z, nw->u.conv_fwd.x) || plan_fuse_same_tensor(z, nw->u.conv_fwd.w))
+        return -1;
+    /* y's value read by the add alone; z untouched from the convolution to the add */
+    if (touched_between(p, y, w, q, 0) || value_readers(p, y, w, q) != 0 ||
+        touched_between(p, z, w, q, 0))
+        return -1;
+    if (s[q].kind == PLAN_FUSE_ADD_PRO) {   /* the other operand recomputed at w */
+        const struct plan_node *bn = &p->nodes[s[q].fwd];
+        const struct tensor *bx = bn->u.bn_fwd_train.x;
+        if (!(s[q].fwd < w) || plan_fuse_same_tensor(z, bx) || touched_between(p, bx, w, q, 1))
+            return -1;
+    } else if (!r || !r->data || !tensor_same_shape(r, z) || plan_fuse_same_tensor(r, z) ||
+               touched_between(p, r, w, q, 1)) {
+        return -1;
+    }
+    return w;
+}
+
+/* Folds ADD_FWD node q into the convolution writing one of its operands, where the rules
+ * of plan_fuse.h allow and the engine takes it (caps->conv_add_ok). */
+static void conv_add(struct plan_fuse_step *s, const struct plan *p,
+                     const struct plan_fuse_caps *caps, int q)
+{
+    const struct plan_node *n = &p->nodes[q];
+    if (n->op != PLAN_ADD_FWD ||
+        !(s[q].kind == PLAN_FUSE_RUN || s[q].kind == PLAN_FUSE_ADD_STATS ||
+          s[q].kind == PLAN_FUSE_ADD_PRO))
+        return;
+    const int st = s[q].kind == PLAN_FUSE_RUN ? -1 : s[q].stats;
+    if (st >= 0 && p->nodes[st].u.bn_fwd_train.a.splits > 1) return;
+    const int res_bn = s[q].kind == PLAN_FUSE_ADD_PRO ? s[q].fwd : -1;
+    /* the operands the convolution may have written: not the recomputed activation */
+    const struct tensor *cand[2] = {n->u.add_fwd.a, n->u.add_fwd.b};
+    if (res_bn >= 0) {
+        const struct tensor *act = p->nodes[s[res_bn].act].u.act_fwd.y;
+        cand[0] = plan_fuse_add_other(n, act, NULL);
+        cand[1] = NULL;
+    }
+    for (int c = 0; c < 2; c++) {
+        if (!cand[c]) continue;
+        const int w = add_conv(s, p, q, cand[c]);
+        if (w < 0) continue;
+        const int pro = s[w].kind == PLAN_FUSE_CONV_FWD ? s[w].fwd : -1;
+        if (!caps->conv_add_ok(caps->user, &p->nodes[w], pro >= 0 ? &p->nodes[pro] : NULL, n,
+                               res_bn >= 0 ? &p->nodes[res_bn] : NULL,
+                               st >= 0 ? &p->nodes[st] : NULL))
+            continue;
+        s[w] = (struct plan_fuse_step){PLAN_FUSE_CONV_FWD, res_bn, q, pro, 0, 0, st, -1};
+        s[q] = (struct plan_fuse_step){PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1};
+        if (st >= 0) s[st].stats = w;   /* its sums now the convolution's */
+        return;
+    }
 }
 
 /* Whether pool attributes a over x make a max pool whose windows tile the plane: stride
@@ -647,6 +757,8 @@ void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
     /* the activations only convolutions read, inside them */
     for (int i = 0; i < p->count && may_drop && caps->conv_fwd_ok && caps->conv_wgrad_ok; i++)
         bn_into_convs(s, p, caps, i);
+    /* the adds inside the convolutions writing their operands */
+    for (int q = 0; q < p->count && may_drop && caps->conv_add_ok; q++) conv_add(s, p, caps, q);
     /* the max pool after a fused batch norm's activation, from the steps left */
     for (int i = 0; i < p->count && may_drop && caps->pool_fold; i++) bn_pool(s, p, i);
 }

@@ -66,7 +66,27 @@
  *     identity shortcut of a pre-activation block), run alone or taking a batch norm's
  *     statistics, whose output is neither the activation's nor the batch norm's x: that
  *     add recomputes the operand from x and the kept coefficients as it reads it
- *     (ADD_PRO). The activation's output is never written.
+ *     (ADD_PRO). The activation's output is never written. On an engine whose caps give
+ *     conv_bwd_ok too, the one CONV_BWD among those whose dx is the ReLU backward's dy
+ *     and whose data gradient is the last value written there before that backward, the
+ *     value's only reader, with nothing between them touching that dy, the ReLU
+ *     backward's dx or the batch norm's weight gradients (a pre-activation block's branch,
+ *     accumulating into the shortcut's gradient), runs as CONV_BWD does above, adding
+ *     what its dx holds when it accumulates: its data gradient through the ReLU's mask
+ *     into the batch norm backward's dy, with the batch norm's weight gradients and
+ *     coefficients, the batch norm's backward a BN_APPLY. Its dx is never written;
+ *   - the add inside the convolution writing its operand (engines whose caps give
+ *     conv_add_ok, in a plan that may leave values unwritten): an ADD_FWD run alone,
+ *     taking a batch norm's statistics (ADD_STATS, that batch norm of one part) or
+ *     recomputing a BN_COEF's activation (ADD_PRO), one of whose operands a bias-free
+ *     CONV_FWD (run alone or with a prologue, summing for no batch norm) wrote, that value
+ *     read by the add alone, nothing between the two touching it or the add's output, and
+ *     nothing writing the other operand (or, recomputed, the batch norm's x) in between:
+ *     the convolution adds the other operand (recomputed from the batch norm's x as it
+ *     reads it) to its output and writes the sum as the add's output, summing it for the
+ *     add's batch norm (whose stats then names the convolution); the add is skipped and
+ *     the convolution's own output never written (a pre-activation block's second
+ *     convolution and its shortcut).
  *
  * Invariants of the analysis: a value that a fused step no longer writes has no other
  * reader (each value a tensor holds considered apart: from the node that writes it to
@@ -95,12 +115,17 @@ enum plan_fuse_kind {
     PLAN_FUSE_CONV_FWD,   /* the CONV_FWD with batch norm inside: the input read through
                              BN_FWD_TRAIN node fwd's apply and ReLU (or -1: as it is), the
                              output summed for BN_FWD_TRAIN node stats (or -1; a BN_SUMS
-                             step, or a BN_TRAIN whose stats names this node) */
+                             step, or a BN_TRAIN or BN_COEF whose stats names this node);
+                             with add >= 0, ADD_FWD node add (skipped) folded after it: its
+                             other operand added (recomputed from BN_COEF node act's x and
+                             coefficients when act >= 0) and the sum written, and summed,
+                             instead of the convolution's output */
     PLAN_FUSE_CONV_BWD,   /* the CONV_BWD with batch norm inside: BN_FWD_TRAIN node fwd's
                              apply and ReLU on x for the weight gradient; the data gradient
-                             through the ReLU's mask (ACT_BWD node act, skipped) into the dy
-                             of BN_BWD node stats, with that batch norm's weight gradients
-                             and input-gradient coefficients */
+                             (plus what dx holds, when the node accumulates; dx itself is
+                             not written) through the ReLU's mask (ACT_BWD node act,
+                             skipped) into the dy of BN_BWD node stats, with that batch
+                             norm's weight gradients and input-gradient coefficients */
     PLAN_FUSE_BN_SUMS,    /* the BN_FWD_TRAIN from the sums CONV_FWD node stats took: its
                              statistics and the apply's coefficients, nothing elementwise
                              (ACT_FWD node act skipped) */
@@ -125,8 +150,10 @@ enum plan_fuse_kind {
 struct plan_fuse_step {
     enum plan_fuse_kind kind;
     int act;          /* BN_TRAIN, BN_EVAL, BN_SUMS, BN_COEF: the ACT_FWD folded in; BN_BWD,
-                         CONV_BWD, BN_APPLY: the ACT_BWD */
-    int add;          /* BN_TRAIN, BN_EVAL: the residual ADD_FWD folded in after act */
+                         CONV_BWD, BN_APPLY: the ACT_BWD; CONV_FWD with an add: the
+                         BN_COEF whose activation is the add's other operand, or -1 */
+    int add;          /* BN_TRAIN, BN_EVAL: the residual ADD_FWD folded in after act;
+                         CONV_FWD: the ADD_FWD folded in after the convolution */
     int fwd;          /* BN_BWD, BN_APPLY, CONV_BWD, CONV_BWD_PRO, ADD_PRO, CONV_FWD (-1:
                          no prologue), and the SKIP of the ACT_BWD folded: the BN_FWD_TRAIN
                          node whose kept coefficients (or statistics) it reads */
@@ -196,6 +223,15 @@ struct plan_fuse_caps {
      * batch norm as one operand, recomputing it from that batch norm's x and coefficients
      * (PLAN_FUSE_ADD_PRO); 0: such an activation has convolutions as its only readers. */
     int add_recompute;
+    /* Whether CONV_FWD node conv runs with the apply and ReLU of BN_FWD_TRAIN node pro on
+     * its input (NULL: none), ADD_FWD node add's other operand added to its output and the
+     * sum written as the add's output (that operand recomputed from BN_FWD_TRAIN node
+     * res_bn's x through its apply and ReLU when res_bn is given), and the sum's statistics
+     * for BN_FWD_TRAIN node stats (NULL: none) (PLAN_FUSE_CONV_FWD with add); NULL on an
+     * engine without the path. */
+    int (*conv_add_ok)(void *user, const struct plan_node *conv, const struct plan_node *pro,
+                       const struct plan_node *add, const struct plan_node *res_bn,
+                       const struct plan_node *stats);
 };
 
 /* Fills steps[0 .. p->count) (caller-owned, p->count entries) with the steps of plan p

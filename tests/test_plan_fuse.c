@@ -188,7 +188,7 @@ static void conv_bwd(struct plan *p, int dx, int dw, int dy, int x, int w, int a
 /* The CPU engine's are its own (cpu_plan_fuse_caps); the CUDA engine's, as
  * kernels/cuda/plan_cuda.cu sets them (not linked into a CPU-only build). */
 static const struct plan_fuse_caps CUDA_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
-                                                NULL, NULL, NULL, 1, NULL, 1};
+                                                NULL, NULL, NULL, 1, NULL, 1, NULL};
 
 /* An engine with the batch norm inside its convolutions: the CUDA engine's caps with
  * conv_fwd_ok and conv_bwd_ok answering as conv_answer says, counting the questions. */
@@ -198,6 +198,9 @@ static struct {
     int pro_and_stats;       /* forward questions with both a prologue and statistics */
     int wgrad_refused;       /* conv_wgrad_ok says no whatever answer says */
     int wgrad_asked;
+    int bwd_refused;         /* conv_bwd_ok says no whatever answer says */
+    int add_taken;           /* conv_add_ok says yes (when answer does); 0: no */
+    int add_asked, add_recomputed, add_stats;   /* its questions, with res_bn, with stats */
 } conv_answer;
 
 static int conv_fwd_ok(void *user, const struct plan_node *conv, const struct plan_node *pro,
@@ -214,7 +217,7 @@ static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct pl
 {
     CHECK(user == &conv_answer && conv->op == PLAN_CONV_BWD && bn->op == PLAN_BN_FWD_TRAIN);
     conv_answer.bwd_asked++;
-    return conv_answer.answer;
+    return conv_answer.answer && !conv_answer.bwd_refused;
 }
 
 static int conv_wgrad_ok(void *user, const struct plan_node *conv, const struct plan_node *bn)
@@ -224,9 +227,24 @@ static int conv_wgrad_ok(void *user, const struct plan_node *conv, const struct 
     return conv_answer.answer && !conv_answer.wgrad_refused;
 }
 
+static int conv_add_ok(void *user, const struct plan_node *conv, const struct plan_node *pro,
+                       const struct plan_node *add, const struct plan_node *res_bn,
+                       const struct plan_node *stats)
+{
+    CHECK(user == &conv_answer && conv->op == PLAN_CONV_FWD && add->op == PLAN_ADD_FWD &&
+          (!pro || pro->op == PLAN_BN_FWD_TRAIN) && (!res_bn || res_bn->op == PLAN_BN_FWD_TRAIN) &&
+          (!stats || stats->op == PLAN_BN_FWD_TRAIN));
+    conv_answer.add_asked++;
+    conv_answer.add_recomputed += res_bn != NULL;
+    conv_answer.add_stats += stats != NULL;
+    return conv_answer.answer && conv_answer.add_taken;
+}
+
+/* The adds are taken into the convolutions only where a test sets add_taken, so that the
+ * other patterns' tests see the steps before that pass. */
 static const struct plan_fuse_caps CONV_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
                                                 conv_fwd_ok, conv_bwd_ok, &conv_answer, 1,
-                                                conv_wgrad_ok, 1};
+                                                conv_wgrad_ok, 1, conv_add_ok};
 
 /* ------------------------------------------------------------------ expectations */
 
@@ -630,17 +648,17 @@ static void test_conv_bn(void)
     conv_bn_plan(&p, 0, 1, 0);
     expect_steps("the convolution has a bias", &p, &CONV_CAPS, stats_fusion, 5);
     plan_free(&p);
-    /* with conv1's dx accumulating, the relu's output goes inside conv1 instead
-     * (test_bn_into_convs) */
+    /* with conv1's dx accumulating, the relu's output goes inside conv1 instead, its data
+     * gradient adding what dx holds before the mask (test_bn_into_convs) */
     conv_bn_plan(&p, 0, 0, 1);
     EXPECT_STEPS("the convolution's dx accumulates", &p, &CONV_CAPS,
                  {0, PLAN_FUSE_CONV_FWD, -1, -1, -1, 0, 0, 1, -1},
                  {1, PLAN_FUSE_BN_COEF, 2, -1, -1, 0, 1, 0, -1},
                  {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
                  {3, PLAN_FUSE_CONV_FWD, -1, -1, 1, 0, 0, -1, -1},
-                 {5, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 1, 0, 0, -1, -1},
+                 {5, PLAN_FUSE_CONV_BWD, 6, -1, 1, 0, 0, 7, -1},
                  {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1, -1},
-                 {7, PLAN_FUSE_BN_BWD, 6, -1, 1, 0, 0, -1, -1});
+                 {7, PLAN_FUSE_BN_APPLY, 6, -1, 1, 0, 0, 5, -1});
     plan_free(&p);
 }
 
@@ -764,7 +782,10 @@ static void preact_plan(struct plan *p, int third_reader, int bias)
 }
 
 /* The activation inside the convolutions reading it: found on an engine that takes it,
- * the statistics a convolution takes for another batch norm kept; not when the engine
+ * the statistics a convolution takes for another batch norm kept, the last data gradient
+ * into the activation's gradient (the branch's) running the ReLU's mask and the batch
+ * norm's weight gradients, adding the shortcut's gradient, unless the engine refuses that
+ * graph or another node reads the gradient it would leave unwritten; not when the engine
  * refuses the forward or the weight gradient, a third node reads the activation, a
  * convolution has a bias, or the engine has no such path. */
 static void test_bn_into_convs(void)
@@ -774,22 +795,59 @@ static void test_bn_into_convs(void)
                                     {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
                                     {8, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
                                     {9, PLAN_FUSE_BN_BWD, 8, -1, 0, 0, 0, -1, -1}};
+    const struct want folded_pro[] = {{0, PLAN_FUSE_BN_COEF, 1, -1, -1, 0, 1, -1, -1},
+                                      {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                                      {2, PLAN_FUSE_CONV_FWD, -1, -1, 0, 0, 0, -1, -1},
+                                      {3, PLAN_FUSE_CONV_FWD, -1, -1, 0, 0, 0, -1, -1},
+                                      {6, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 0, 0, 0, -1, -1},
+                                      {7, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 0, 0, 0, -1, -1},
+                                      {8, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                                      {9, PLAN_FUSE_BN_BWD, 8, -1, 0, 0, 0, -1, -1}};
     const struct want folded[] = {{0, PLAN_FUSE_BN_COEF, 1, -1, -1, 0, 1, -1, -1},
                                   {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
                                   {2, PLAN_FUSE_CONV_FWD, -1, -1, 0, 0, 0, -1, -1},
                                   {3, PLAN_FUSE_CONV_FWD, -1, -1, 0, 0, 0, -1, -1},
                                   {6, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 0, 0, 0, -1, -1},
-                                  {7, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 0, 0, 0, -1, -1},
+                                  {7, PLAN_FUSE_CONV_BWD, 8, -1, 0, 0, 0, 9, -1},
                                   {8, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
-                                  {9, PLAN_FUSE_BN_BWD, 8, -1, 0, 0, 0, -1, -1}};
+                                  {9, PLAN_FUSE_BN_APPLY, 8, -1, 0, 0, 0, 7, -1}};
     CHECK(!strcmp(plan_fuse_kind_name(PLAN_FUSE_BN_COEF), "bn_coef") &&
           !strcmp(plan_fuse_kind_name(PLAN_FUSE_CONV_BWD_PRO), "conv_bwd_pro"));
     preact_plan(&p, 0, 0);
     conv_answer.answer = 1;
     conv_answer.fwd_asked = conv_answer.wgrad_asked = conv_answer.pro_and_stats = 0;
+    conv_answer.bwd_asked = 0;
     expect_steps("activation inside its convolutions", &p, &CONV_CAPS, folded, 8);
-    CHECK(conv_answer.fwd_asked == 2 && conv_answer.wgrad_asked == 2 &&
-          conv_answer.pro_and_stats == 0);
+    CHECK(conv_answer.fwd_asked == 2 && conv_answer.wgrad_asked == 1 &&
+          conv_answer.bwd_asked == 1 && conv_answer.pro_and_stats == 0);
+    conv_answer.bwd_refused = 1;
+    expect_steps("the engine refuses the mask after the data gradient", &p, &CONV_CAPS,
+                 folded_pro, 8);
+    conv_answer.bwd_refused = 0;
+    /* a node after the batch norm's backward reads the activation's gradient: the branch's
+     * data gradient must still be written there */
+    scale(&p, OTHER, DA);
+    expect_steps("the activation's gradient read again", &p, &CONV_CAPS, folded_pro, 8);
+    p.count--;
+    /* a node between the branch's backward and the ReLU's reads the gradient */
+    {
+        struct plan q = {0};
+        for (int i = 0; i < p.count; i++) {
+            if (i == 8) scale(&q, OTHER, DA);
+            *append(&q, p.nodes[i].op) = p.nodes[i];
+        }
+        q.replayable = 1;
+        EXPECT_STEPS("the gradient read before the ReLU's backward", &q, &CONV_CAPS,
+                     {0, PLAN_FUSE_BN_COEF, 1, -1, -1, 0, 1, -1, -1},
+                     {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                     {2, PLAN_FUSE_CONV_FWD, -1, -1, 0, 0, 0, -1, -1},
+                     {3, PLAN_FUSE_CONV_FWD, -1, -1, 0, 0, 0, -1, -1},
+                     {6, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 0, 0, 0, -1, -1},
+                     {7, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 0, 0, 0, -1, -1},
+                     {9, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                     {10, PLAN_FUSE_BN_BWD, 9, -1, 0, 0, 0, -1, -1});
+        plan_free(&q);
+    }
     conv_answer.answer = 0;
     expect_steps("the engine refuses", &p, &CONV_CAPS, unfolded, 4);
     conv_answer.answer = 1;
@@ -826,9 +884,9 @@ static void test_bn_into_convs(void)
                  {3, PLAN_FUSE_CONV_FWD, -1, -1, 0, 0, 0, -1, -1},
                  {4, PLAN_FUSE_BN_TRAIN, -1, -1, -1, 0, 0, 2, -1},
                  {6, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 0, 0, 0, -1, -1},
-                 {7, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 0, 0, 0, -1, -1},
+                 {7, PLAN_FUSE_CONV_BWD, 8, -1, 0, 0, 0, 9, -1},
                  {8, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
-                 {9, PLAN_FUSE_BN_BWD, 8, -1, 0, 0, 0, -1, -1});
+                 {9, PLAN_FUSE_BN_APPLY, 8, -1, 0, 0, 0, 7, -1});
     CHECK(conv_answer.pro_and_stats == 1);
     plan_free(&p);
 }
@@ -886,9 +944,9 @@ static void test_identity_add(void)
                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
                 {2, PLAN_FUSE_CONV_FWD, -1, -1, 0, 0, 0, -1, -1},
                 {3, PLAN_FUSE_ADD_PRO, -1, -1, 0, 0, 0, next_bn ? 4 : -1, -1},
-                {6 + d, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 0, 0, 0, -1, -1},
+                {6 + d, PLAN_FUSE_CONV_BWD, 7 + d, -1, 0, 0, 0, 8 + d, -1},
                 {7 + d, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
-                {8 + d, PLAN_FUSE_BN_BWD, 7 + d, -1, 0, 0, 0, -1, -1},
+                {8 + d, PLAN_FUSE_BN_APPLY, 7 + d, -1, 0, 0, 0, 6 + d, -1},
                 {4, PLAN_FUSE_BN_TRAIN, -1, -1, -1, 1, 0, 3, -1}};
             const struct want unfolded[] = {
                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 1, -1, -1},
@@ -931,6 +989,106 @@ static void test_identity_add(void)
                  {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1, -1},
                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     plan_free(&p);
+}
+
+/* The add inside the convolution writing its operand, on an engine that takes it: the
+ * identity shortcut's (its other operand recomputed from the batch norm's x, its
+ * statistics for the next batch norm moved to the convolution, whichever operand the
+ * activation is), the 1x1 shortcut's (into the later of the two convolutions, the
+ * branch's output already written), and a plain convolution's; not when the engine
+ * refuses, another node reads the convolution's output, or the other operand is written
+ * between the two. */
+static void test_conv_add(void)
+{
+    struct plan p;
+    conv_answer.answer = 1;
+    conv_answer.add_taken = 1;
+    for (int second = 0; second <= 1; second++)
+        for (int next_bn = 0; next_bn <= 1; next_bn++) {
+            const int d = identity_plan(&p, second, next_bn, R);
+            char what[96];
+            snprintf(what, sizeof(what), "identity add in the convolution (operand %d%s)",
+                     second + 1, next_bn ? ", statistics" : "");
+            const struct want folded[] = {
+                {0, PLAN_FUSE_BN_COEF, 1, -1, -1, 0, 1, -1, -1},
+                {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                {2, PLAN_FUSE_CONV_FWD, 0, 3, 0, 0, 0, next_bn ? 4 : -1, -1},
+                {3, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                {6 + d, PLAN_FUSE_CONV_BWD, 7 + d, -1, 0, 0, 0, 8 + d, -1},
+                {7 + d, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                {8 + d, PLAN_FUSE_BN_APPLY, 7 + d, -1, 0, 0, 0, 6 + d, -1},
+                {4, PLAN_FUSE_BN_TRAIN, -1, -1, -1, 1, 0, 2, -1}};
+            conv_answer.add_asked = conv_answer.add_recomputed = conv_answer.add_stats = 0;
+            expect_steps(what, &p, &CONV_CAPS, folded, 7 + next_bn);
+            CHECK(conv_answer.add_asked == 1 && conv_answer.add_recomputed == 1 &&
+                  conv_answer.add_stats == next_bn);
+            conv_answer.add_taken = 0;
+            snprintf(what, sizeof(what), "the engine refuses the add (operand %d%s)",
+                     second + 1, next_bn ? ", statistics" : "");
+            const struct want refused[] = {
+                {0, PLAN_FUSE_BN_COEF, 1, -1, -1, 0, 1, -1, -1},
+                {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                {2, PLAN_FUSE_CONV_FWD, -1, -1, 0, 0, 0, -1, -1},
+                {3, PLAN_FUSE_ADD_PRO, -1, -1, 0, 0, 0, next_bn ? 4 : -1, -1},
+                {6 + d, PLAN_FUSE_CONV_BWD, 7 + d, -1, 0, 0, 0, 8 + d, -1},
+                {7 + d, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                {8 + d, PLAN_FUSE_BN_APPLY, 7 + d, -1, 0, 0, 0, 6 + d, -1},
+                {4, PLAN_FUSE_BN_TRAIN, -1, -1, -1, 1, 0, 3, -1}};
+            expect_steps(what, &p, &CONV_CAPS, refused, 7 + next_bn);
+            conv_answer.add_taken = 1;
+            plan_free(&p);
+        }
+    /* the 1x1 shortcut: into the shortcut's convolution, the later writer */
+    preact_plan(&p, 0, 0);
+    const struct want shortcut[] = {{0, PLAN_FUSE_BN_COEF, 1, -1, -1, 0, 1, -1, -1},
+                                    {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                                    {2, PLAN_FUSE_CONV_FWD, -1, -1, 0, 0, 0, -1, -1},
+                                    {3, PLAN_FUSE_CONV_FWD, -1, 4, 0, 0, 0, -1, -1},
+                                    {4, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                                    {6, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 0, 0, 0, -1, -1},
+                                    {7, PLAN_FUSE_CONV_BWD, 8, -1, 0, 0, 0, 9, -1},
+                                    {8, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                                    {9, PLAN_FUSE_BN_APPLY, 8, -1, 0, 0, 0, 7, -1}};
+    conv_answer.add_recomputed = 0;
+    expect_steps("1x1 shortcut's add in its convolution", &p, &CONV_CAPS, shortcut, 9);
+    CHECK(conv_answer.add_recomputed == 0);
+    /* the shortcut's output read again after the add: the add runs alone */
+    scale(&p, OTHER, S);
+    EXPECT_STEPS("the convolution's output read again", &p, &CONV_CAPS,
+                 {0, PLAN_FUSE_BN_COEF, 1, -1, -1, 0, 1, -1, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
+                 {2, PLAN_FUSE_CONV_FWD, -1, -1, 0, 0, 0, -1, -1},
+                 {3, PLAN_FUSE_CONV_FWD, -1, -1, 0, 0, 0, -1, -1},
+                 {6, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 0, 0, 0, -1, -1},
+                 {7, PLAN_FUSE_CONV_BWD, 8, -1, 0, 0, 0, 9, -1},
+                 {8, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
+                 {9, PLAN_FUSE_BN_APPLY, 8, -1, 0, 0, 0, 7, -1});
+    plan_free(&p);
+    /* a plain convolution and add; then the other operand rewritten in between */
+    p = (struct plan){0};
+    conv_fwd(&p, OUT, IMG, W0, -1);                  /* 0 */
+    add_fwd(&p, R, OTHER, OUT);                      /* 1 */
+    scale(&p, DOUT, R);                              /* 2 */
+    p.replayable = 1;
+    EXPECT_STEPS("a plain convolution's add", &p, &CONV_CAPS,
+                 {0, PLAN_FUSE_CONV_FWD, -1, 1, -1, 0, 0, -1, -1},
+                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
+    {
+        struct plan_fuse_caps replayable_only = CONV_CAPS;
+        replayable_only.replayable_only = 1;
+        p.replayable = 0;
+        expect_unfused("a plan that may not leave values unwritten", &p, &replayable_only);
+    }
+    plan_free(&p);
+    p = (struct plan){0};
+    conv_fwd(&p, OUT, IMG, W0, -1);                  /* 0 */
+    scale(&p, OTHER, IMG);                           /* 1: rewrites the other operand */
+    add_fwd(&p, R, OTHER, OUT);                      /* 2 */
+    scale(&p, DOUT, R);                              /* 3 */
+    p.replayable = 1;
+    expect_unfused("the other operand written in between", &p, &CONV_CAPS);
+    plan_free(&p);
+    conv_answer.add_taken = 0;
 }
 
 /* An empty plan, and the switch. */
@@ -1081,6 +1239,7 @@ int main(void)
     test_conv_stats();
     test_bn_into_convs();
     test_identity_add();
+    test_conv_add();
     test_edges();
     return check_finish("test_plan_fuse");
 }

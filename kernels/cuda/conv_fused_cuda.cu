@@ -2,7 +2,7 @@
  * with cuDNN's backend graph API (conv_fused_cuda.h says what the three graphs compute).
  *
  * A graph is described once per key (kind, x's shape, outputs, k, stride, pad, prologue,
- * statistics, data type): tensor, convolution and pointwise descriptors, the operations,
+ * statistics, residual, data type): tensor, convolution and pointwise descriptors, the operations,
  * the operation graph; then cuDNN's heuristics (mode A, then the fallback mode when A gives
  * nothing that works) list engine configurations, and the first whose execution plan
  * finalizes, whose workspace is at most 2 GiB and whose trial execution succeeds is kept.
@@ -31,27 +31,32 @@
 #include "conv_fused_cuda.h"
 
 #define FUSED_WORKSPACE_CAP ((int64_t)2 << 30)   /* configurations wanting more are skipped */
-#define FUSED_MAX_DESCS 48      /* descriptors of one graph: the largest (DGRAD_DBN) has 33 */
-#define FUSED_MAX_OPS 8         /* operations of one graph: DGRAD_DBN has 7 */
-#define FUSED_MAX_IDS 16        /* non-virtual tensors of one graph: DGRAD_DBN has 13 */
+#define FUSED_MAX_DESCS 48      /* descriptors of one graph: the largest (DGRAD_DBN with its
+                                   residual) has 37 */
+#define FUSED_MAX_OPS 10        /* operations of one graph: FWD has 9 with its prologue, a
+                                   recomputed residual and statistics */
+#define FUSED_MAX_IDS 16        /* non-virtual tensors of one graph: DGRAD_DBN has 13, 14
+                                   with res */
 #define FUSED_MAX_CONFIGS 64    /* engine configurations looked at per heuristics mode */
 #define FUSED_MAX_PACKS 64      /* variant packs kept per graph (then the oldest is reused) */
 #define FUSED_ALIGN 16          /* bytes: the alignment every tensor is declared with */
-#define FUSED_KEY_LEN 12
+#define FUSED_KEY_LEN 13
 
 /* The unique ids of the graphs' tensors, fixed per role. Non-virtual ones (the variant
  * packs' operands) are below 100; virtual intermediates (fp32) above. */
 enum fused_id {
     ID_X = 1, ID_W = 2, ID_Y = 3, ID_DY = 4, ID_DW = 5, ID_DZ = 6, ID_SCALE = 7, ID_BIAS = 8,
     ID_SUM = 9, ID_SQSUM = 10, ID_MEAN = 11, ID_INVSTD = 12, ID_GAMMA = 13, ID_BETA = 14,
-    ID_DSCALE = 15, ID_DBIAS = 16, ID_EQ_DY = 17, ID_EQ_X = 18, ID_EQ_B = 19,
+    ID_DSCALE = 15, ID_DBIAS = 16, ID_EQ_DY = 17, ID_EQ_X = 18, ID_EQ_B = 19, ID_RES = 20,
+    ID_RSCALE = 21, ID_RBIAS = 22,
     ID_V_SCALED = 101, ID_V_BIASED = 102, ID_V_RELU = 103,                 /* the prologue */
     ID_V_DGRAD = 111, ID_V_CENTRED = 112, ID_V_NORMED = 113, ID_V_GAMMA = 114,
-    ID_V_BN = 115                                                           /* DGRAD_DBN */
+    ID_V_BN = 115, ID_V_DSUM = 116,                                         /* DGRAD_DBN */
+    ID_V_CONV = 117, ID_V_RSCALED = 121, ID_V_RBIASED = 122, ID_V_RRELU = 123 /* FWD + r */
 };
 
 /* The key's fields, in order. */
-enum { K_KIND, K_N, K_CI, K_H, K_W, K_CO, K_K, K_STRIDE, K_PAD, K_PRO, K_STATS, K_DT };
+enum { K_KIND, K_N, K_CI, K_H, K_W, K_CO, K_K, K_STRIDE, K_PAD, K_PRO, K_STATS, K_RES, K_DT };
 
 /* The per-channel outputs, in the order of struct fused_outputs' small[]: FWD's sum and
  * sqsum, or DGRAD_DBN's dscale, dbias, eq_dy, eq_x, eq_b. */
@@ -132,9 +137,19 @@ static const char *fused_graph_name(const int key[FUSED_KEY_LEN])
 {
     if (key[K_KIND] == CUDA_CONV_FUSED_WGRAD)
         return key[K_PRO] ? "scale-bias-relu-wgrad" : "wgrad";
-    if (key[K_KIND] == CUDA_CONV_FUSED_DGRAD_DBN) return "dgrad-drelu-dbn-weight";
-    if (key[K_PRO]) return key[K_STATS] ? "scale-bias-relu-conv-genstats" : "scale-bias-relu-conv";
-    return key[K_STATS] ? "conv-genstats" : "conv";
+    if (key[K_KIND] == CUDA_CONV_FUSED_DGRAD_DBN)
+        return key[K_RES] ? "dgrad-add-drelu-dbn-weight" : "dgrad-drelu-dbn-weight";
+    /* [scale-bias-relu-]conv[-add | -scale-bias-relu-add][-genstats] */
+    static const char *const names[2][3][2] = {
+        {{"conv", "conv-genstats"},
+         {"conv-add", "conv-add-genstats"},
+         {"conv-scale-bias-relu-add", "conv-scale-bias-relu-add-genstats"}},
+        {{"scale-bias-relu-conv", "scale-bias-relu-conv-genstats"},
+         {"scale-bias-relu-conv-add", "scale-bias-relu-conv-add-genstats"},
+         {"scale-bias-relu-conv-scale-bias-relu-add",
+          "scale-bias-relu-conv-scale-bias-relu-add-genstats"}}};
+    return names[key[K_PRO] != 0][key[K_RES] >= 0 && key[K_RES] <= 2 ? key[K_RES] : 0]
+                [key[K_STATS] != 0];
 }
 
 /* "input (n 512, c 64, h 32, w 32) -> 64 outputs, k 3, stride 1, pad 1, data type half
@@ -178,6 +193,10 @@ static int fused_check(const struct cuda_conv_fused_args *args, int *ho, int *wo
                *wo);
         EXPECT(x->n == 0 || (y->data && w->data), "fused conv: y or w has no data");
         EXPECT(!args->sum == !args->sqsum, "fused conv: sum and sqsum come together");
+        EXPECT(!args->res || (tensor_same_shape(args->res, y) && (x->n == 0 || args->res->data)),
+               "fused conv: the residual is unlike the output");
+        EXPECT(!args->res_pro || (args->res && args->res_pro->scale && args->res_pro->bias),
+               "fused conv: a residual prologue without its residual, scale or bias");
     } else {
         EXPECT(dy && dy->n == x->n && dy->c == w->n && dy->h == *ho && dy->w == *wo,
                "fused conv: dy (%d, %d, %d, %d), expected (%d, %d, %d, %d)",
@@ -199,6 +218,8 @@ static int fused_check(const struct cuda_conv_fused_args *args, int *ho, int *wo
                "fused conv: a batch-norm gradient output is missing");
         EXPECT(args->mean && args->invstd && args->gamma && args->beta,
                "fused conv: a batch-norm statistic or parameter is missing");
+        EXPECT(!args->res || (tensor_same_shape(args->res, x) && (x->n == 0 || args->res->data)),
+               "fused conv: the residual gradient is unlike x");
     }
 cleanup:
     return rc;
@@ -214,6 +235,7 @@ static void fused_key(int key[FUSED_KEY_LEN], const struct cuda_ctx *c,
                                   args->a->k, args->a->stride, args->a->pad,
                                   !dbn && args->pro != NULL,
                                   args->kind == CUDA_CONV_FUSED_FWD && args->sum != NULL,
+                                  !args->res ? 0 : dbn || !args->res_pro ? 1 : 2,
                                   (int)c->dt};
     memcpy(key, k, sizeof(k));
 }
@@ -243,6 +265,11 @@ static void fused_operands(const struct cuda_ctx *c, const struct cuda_conv_fuse
             OPERAND(ID_SUM, out->small[0]);
             OPERAND(ID_SQSUM, out->small[1]);
         }
+        if (key[K_RES]) OPERAND(ID_RES, args->res->data);
+        if (key[K_RES] == 2) {
+            OPERAND(ID_RSCALE, args->res_pro->scale);
+            OPERAND(ID_RBIAS, args->res_pro->bias);
+        }
     } else if (key[K_KIND] == CUDA_CONV_FUSED_WGRAD) {
         OPERAND(ID_X, args->x->data);
         OPERAND(ID_DY, args->dy->data);
@@ -265,6 +292,7 @@ static void fused_operands(const struct cuda_ctx *c, const struct cuda_conv_fuse
         OPERAND(ID_EQ_DY, out->small[2]);
         OPERAND(ID_EQ_X, out->small[3]);
         OPERAND(ID_EQ_B, out->small[4]);
+        if (key[K_RES]) OPERAND(ID_RES, args->res->data);
     }
 #undef OPERAND
     *count = n;
@@ -337,10 +365,10 @@ cleanup:
     return rc;
 }
 
-/* A finalized pointwise operation of mode: binary modes y = x OP b (b broadcast per
- * channel); RELU_FWD y = relu(x) (b NULL); RELU_BWD y = x > 0 ? b : 0, b the incoming
- * gradient (cuDNN's DYDESC), x the forward input (XDESC), y the result (DXDESC). The math
- * is fp32. */
+/* A finalized pointwise operation of mode: binary modes y = x OP b (b per channel,
+ * broadcast, or of x's shape); RELU_FWD y = relu(x) (b NULL); RELU_BWD y = x > 0 ? b : 0,
+ * b the incoming gradient (cuDNN's DYDESC), x the forward input (XDESC), y the result
+ * (DXDESC). The math is fp32. */
 static int fused_pointwise(struct cuda_ctx *c, struct fused_graph *g, cudnnPointwiseMode_t mode,
                            cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
                            cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t *op,
@@ -439,29 +467,45 @@ cleanup:
     return rc;
 }
 
-/* The prologue relu(x * scale + bias) of an (n, ci, h, w) input tx: its three pointwise
- * operations appended to ops (*nops), *out its virtual result; the virtual tensors are of
- * type vdt (the math is fp32 either way). */
-static int fused_prologue(struct cuda_ctx *c, struct fused_graph *g, const int key[FUSED_KEY_LEN],
-                          cudnnDataType_t vdt, cudnnBackendDescriptor_t tx,
-                          cudnnBackendDescriptor_t *ops, int *nops, cudnnBackendDescriptor_t *out,
-                          cudnnStatus_t *st)
+/* The ids of one scale-bias-ReLU chain: its per-channel scale and bias (non-virtual) and
+ * its three virtual results. */
+struct fused_sbr_ids {
+    int64_t scale, bias, scaled, biased, relu;
+};
+
+/* relu(tx * scale + bias) of an (n, ch, h, w) tensor tx with the ids of sbr: its three
+ * pointwise operations appended to ops (*nops), *out its virtual result; the virtual
+ * tensors are of type vdt (the math is fp32 either way), scale and bias of type io. */
+static int fused_sbr(struct cuda_ctx *c, struct fused_graph *g, const struct fused_sbr_ids *sbr,
+                     cudnnDataType_t io, cudnnDataType_t vdt, int n, int ch, int h, int w,
+                     cudnnBackendDescriptor_t tx, cudnnBackendDescriptor_t *ops, int *nops,
+                     cudnnBackendDescriptor_t *out, cudnnStatus_t *st)
 {
     int rc = DR_OK;
-    const cudnnDataType_t io = fused_dtype((enum cuda_dtype)key[K_DT]), f32 = vdt;
-    const int n = key[K_N], ci = key[K_CI], h = key[K_H], w = key[K_W];
     cudnnBackendDescriptor_t ts = NULL, tb = NULL, v1 = NULL, v2 = NULL;
-    STEP(st, fused_tensor(c, g, ID_SCALE, io, 1, ci, 1, 1, 0, &ts, st));
-    STEP(st, fused_tensor(c, g, ID_BIAS, io, 1, ci, 1, 1, 0, &tb, st));
-    STEP(st, fused_tensor(c, g, ID_V_SCALED, f32, n, ci, h, w, 1, &v1, st));
-    STEP(st, fused_tensor(c, g, ID_V_BIASED, f32, n, ci, h, w, 1, &v2, st));
-    STEP(st, fused_tensor(c, g, ID_V_RELU, f32, n, ci, h, w, 1, out, st));
+    STEP(st, fused_tensor(c, g, sbr->scale, io, 1, ch, 1, 1, 0, &ts, st));
+    STEP(st, fused_tensor(c, g, sbr->bias, io, 1, ch, 1, 1, 0, &tb, st));
+    STEP(st, fused_tensor(c, g, sbr->scaled, vdt, n, ch, h, w, 1, &v1, st));
+    STEP(st, fused_tensor(c, g, sbr->biased, vdt, n, ch, h, w, 1, &v2, st));
+    STEP(st, fused_tensor(c, g, sbr->relu, vdt, n, ch, h, w, 1, out, st));
     STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_MUL, tx, ts, v1, &ops[(*nops)++], st));
     STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_ADD, v1, tb, v2, &ops[(*nops)++], st));
     STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_RELU_FWD, v2, NULL, *out, &ops[(*nops)++],
                              st));
 cleanup:
     return rc;
+}
+
+/* The prologue relu(x * scale + bias) of the (n, ci, h, w) input tx (fused_sbr). */
+static int fused_prologue(struct cuda_ctx *c, struct fused_graph *g, const int key[FUSED_KEY_LEN],
+                          cudnnDataType_t vdt, cudnnBackendDescriptor_t tx,
+                          cudnnBackendDescriptor_t *ops, int *nops, cudnnBackendDescriptor_t *out,
+                          cudnnStatus_t *st)
+{
+    static const struct fused_sbr_ids ids = {ID_SCALE, ID_BIAS, ID_V_SCALED, ID_V_BIASED,
+                                             ID_V_RELU};
+    return fused_sbr(c, g, &ids, fused_dtype((enum cuda_dtype)key[K_DT]), vdt, key[K_N],
+                     key[K_CI], key[K_H], key[K_W], tx, ops, nops, out, st);
 }
 
 /* The sizes of a key's graph. */
@@ -480,7 +524,9 @@ static struct fused_dims fused_dims_of(const int key[FUSED_KEY_LEN])
 }
 
 /* The operations of a FWD graph into ops (count *nops): [prologue,] the convolution of
- * input tx by ID_W into ID_Y, [the statistics of ID_Y into ID_SUM, ID_SQSUM]. */
+ * input tx by ID_W into ID_Y [, or into ID_V_CONV and its sum with ID_RES (or with
+ * relu(ID_RES * ID_RSCALE + ID_RBIAS)) into ID_Y], [the statistics of ID_Y into ID_SUM,
+ * ID_SQSUM]. */
 static int fused_describe_fwd(struct cuda_ctx *c, struct fused_graph *g,
                               const int key[FUSED_KEY_LEN], cudnnDataType_t pro_vdt,
                               cudnnBackendDescriptor_t cd, cudnnBackendDescriptor_t tx,
@@ -489,17 +535,31 @@ static int fused_describe_fwd(struct cuda_ctx *c, struct fused_graph *g,
     int rc = DR_OK;
     const cudnnDataType_t io = fused_dtype((enum cuda_dtype)key[K_DT]), f32 = CUDNN_DATA_FLOAT;
     const struct fused_dims d = fused_dims_of(key);
-    cudnnBackendDescriptor_t in = tx, tw = NULL, ty = NULL;
+    cudnnBackendDescriptor_t in = tx, tw = NULL, ty = NULL, tconv = NULL;
     if (key[K_PRO]) STEP(st, fused_prologue(c, g, key, pro_vdt, tx, ops, nops, &in, st));
     STEP(st, fused_tensor(c, g, ID_W, io, d.co, d.ci, d.k, d.k, 0, &tw, st));
     STEP(st, fused_tensor(c, g, ID_Y, io, d.n, d.co, d.ho, d.wo, 0, &ty, st));
+    if (key[K_RES]) /* the convolution's output stays on chip */
+        STEP(st, fused_tensor(c, g, ID_V_CONV, f32, d.n, d.co, d.ho, d.wo, 1, &tconv, st));
     STEP(st, fused_conv_op(c, g, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, cd,
                            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
                            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
                            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
                            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, in,
                            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, tw,
-                           CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, ty, &ops[(*nops)++], st));
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, tconv ? tconv : ty,
+                           &ops[(*nops)++], st));
+    if (key[K_RES]) {   /* y = conv + r, r = res or relu(res * rscale + rbias) */
+        static const struct fused_sbr_ids rids = {ID_RSCALE, ID_RBIAS, ID_V_RSCALED,
+                                                  ID_V_RBIASED, ID_V_RRELU};
+        cudnnBackendDescriptor_t tres = NULL, r = NULL;
+        STEP(st, fused_tensor(c, g, ID_RES, io, d.n, d.co, d.ho, d.wo, 0, &tres, st));
+        r = tres;
+        if (key[K_RES] == 2)
+            STEP(st, fused_sbr(c, g, &rids, io, f32, d.n, d.co, d.ho, d.wo, tres, ops, nops, &r,
+                               st));
+        STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_ADD, tconv, r, ty, &ops[(*nops)++], st));
+    }
     if (key[K_STATS]) {
         /* the statistics' math precision is their input's type, as cuDNN's own frontend
          * sets it; the sums themselves are fp32 */
@@ -546,8 +606,9 @@ cleanup:
 }
 
 /* The operations of a DGRAD_DBN graph into ops (count *nops): the data gradient of ID_DY
- * by ID_W, the batch norm recomputed from tx (ID_X) and its statistics, the ReLU's mask
- * into ID_DZ, and the batch norm's weight gradients and input-gradient coefficients. */
+ * by ID_W [plus ID_RES], the batch norm recomputed from tx (ID_X) and its statistics, the
+ * ReLU's mask into ID_DZ, and the batch norm's weight gradients and input-gradient
+ * coefficients. */
 static int fused_describe_dgrad_dbn(struct cuda_ctx *c, struct fused_graph *g,
                                     const int key[FUSED_KEY_LEN], cudnnBackendDescriptor_t cd,
                                     cudnnBackendDescriptor_t tx, cudnnBackendDescriptor_t *ops,
@@ -596,6 +657,13 @@ static int fused_describe_dgrad_dbn(struct cuda_ctx *c, struct fused_graph *g,
     STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_MUL, v1, tv, v2, &ops[(*nops)++], st));
     STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_MUL, v2, tg, v3, &ops[(*nops)++], st));
     STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_ADD, v3, tb, v4, &ops[(*nops)++], st));
+    if (key[K_RES]) {   /* the residual gradient joins the data gradient before the mask */
+        cudnnBackendDescriptor_t tr = NULL, tsum = NULL;
+        STEP(st, fused_tensor(c, g, ID_RES, io, d.n, d.ci, d.h, d.w, 0, &tr, st));
+        STEP(st, fused_tensor(c, g, ID_V_DSUM, f32, d.n, d.ci, d.h, d.w, 1, &tsum, st));
+        STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_ADD, tt, tr, tsum, &ops[(*nops)++], st));
+        tt = tsum;
+    }
     STEP(st, fused_pointwise(c, g, CUDNN_POINTWISE_RELU_BWD, v4, tt, tdz, &ops[(*nops)++], st));
     op = &ops[(*nops)++];
     STEP(st, fused_new(c, g, CUDNN_BACKEND_OPERATION_BN_BWD_WEIGHTS_DESCRIPTOR, op, st));

@@ -3,19 +3,25 @@
  * batch norm's apply and ReLU as the prologue of the convolution reading it, its
  * statistics as the epilogue of the convolution writing its input, and in the backward
  * the ReLU's mask and the batch norm's weight gradients as the epilogue of the
- * backward-data convolution. Three graphs (cuDNN's names in brackets):
+ * backward-data convolution; a residual add as the epilogue of the convolution whose
+ * output it reads. Three graphs (cuDNN's names in brackets):
  *
- *   CUDA_CONV_FUSED_FWD        y = conv(pro(x), w); optionally sum[k] = sum of y[.., k],
- *                              sqsum[k] = sum of y[.., k]^2 over (n, ho, wo)
- *                              [scale-bias-relu-conv-genstats];
+ *   CUDA_CONV_FUSED_FWD        y = conv(pro(x), w) [+ r]; optionally sum[k] = sum of
+ *                              y[.., k], sqsum[k] = sum of y[.., k]^2 over (n, ho, wo)
+ *                              [scale-bias-relu-conv-genstats; with r, "-add" after
+ *                              "conv"], where r is res, or relu(res * rscale + rbias) per
+ *                              output channel (res_pro: a shortcut's activation
+ *                              recomputed from the batch norm's x) ["-scale-bias-relu-add"];
  *   CUDA_CONV_FUSED_WGRAD      dw = the weight gradient of conv(pro(x), w) for dy
  *                              [scale-bias-relu-wgrad];
- *   CUDA_CONV_FUSED_DGRAD_DBN  dz = relu_bwd(dgrad(dy, w), bn(x)) with
- *                              bn(x) = (x - mean) * invstd * gamma + beta; and the batch
+ *   CUDA_CONV_FUSED_DGRAD_DBN  dz = relu_bwd(dgrad(dy, w) [+ res], bn(x)) with
+ *                              bn(x) = (x - mean) * invstd * gamma + beta (res: the
+ *                              gradient other readers of the ReLU's output gave it, as a
+ *                              shortcut's, added before the mask); and the batch
  *                              norm's weight gradients dscale = sum dz * (x - mean) * invstd,
  *                              dbias = sum dz, with the coefficients of its input gradient
  *                              dx = eq_dy * dz + eq_x * x + eq_b (per channel)
- *                              [dgrad-drelu-dbn-weight];
+ *                              [dgrad-drelu-dbn-weight, dgrad-add-drelu-dbn-weight];
  *
  * where pro(x) = relu(x * scale + bias) per input channel, or x itself when the call has
  * no prologue. Activations are NHWC in the context's compute type, filters KRSC, as in
@@ -48,12 +54,13 @@ struct cuda_conv_prologue {
 
 /* One fused call's operands. Which are read or written depends on kind (above); those a
  * kind does not use are NULL.
- *   FWD:       y, x, w; pro optional (NULL: conv(x, w)); sum and sqsum both or neither.
+ *   FWD:       y, x, w; pro optional (NULL: conv(x, w)); sum and sqsum both or neither;
+ *              res optional (NULL: nothing added), res_pro only with res.
  *   WGRAD:     dw (the fp32 master gradient, written, not accumulated), x, dy; pro
  *              optional; w gives the filter's shape.
  *   DGRAD_DBN: dz, dscale, dbias, eq_dy, eq_x, eq_b, dy, w, x (the batch norm's input),
  *              mean, invstd, gamma, beta (the batch norm's saved statistics and
- *              parameters). */
+ *              parameters); res optional (NULL: none). */
 struct cuda_conv_fused_args {
     enum cuda_conv_fused_kind kind;
     const struct conv_attr *a;
@@ -66,6 +73,11 @@ struct cuda_conv_fused_args {
     const struct tensor *x;        /* (n, ci, h, w) */
     const struct tensor *w;        /* (co, ci, k, k) */
     const struct tensor *dy;       /* WGRAD, DGRAD_DBN: (n, co, ho, wo) */
+    const struct tensor *res;      /* FWD: (n, co, ho, wo) added to the convolution's
+                                      output; DGRAD_DBN: (n, ci, h, w) added to the data
+                                      gradient before the mask; or NULL */
+    const struct cuda_conv_prologue *res_pro;   /* FWD: res read as relu(res * scale +
+                                                   bias), (co) each; NULL: as it is */
     const struct cuda_conv_prologue *pro;   /* FWD, WGRAD: NULL = none */
     const float *mean, *invstd, *gamma, *beta;   /* DGRAD_DBN: (ci) device fp32 */
 };

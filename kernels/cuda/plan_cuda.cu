@@ -21,7 +21,10 @@
  * with our own passes (the sums in the same buffer, the batch norm starting from them),
  * and a batch norm whose activation only convolutions read, through their prologue (its
  * coefficients only, BN_COEF; their weight gradients through the prologue too,
- * CONV_BWD_PRO).
+ * CONV_BWD_PRO, and the last data gradient into its activation's gradient through the
+ * ReLU's mask and the batch norm's weight gradients, CONV_BWD, adding the shortcut's
+ * gradient), and a residual add as the epilogue of the convolution writing one of its
+ * operands (CONV_FWD with add).
  * DAWNRUN_CUDA_FUSE=0 (read at each run of a plan) runs every node one by one;
  * DAWNRUN_CUDA_FUSE_CONV=0 (read at each run too; a change redoes the analysis) keeps
  * the batch norm out of the convolutions, the other fused paths on. */
@@ -81,9 +84,12 @@ static int conv_fwd_ok(void *user, const struct plan_node *conv, const struct pl
                        const struct plan_node *stats);
 static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct plan_node *bn);
 static int conv_wgrad_ok(void *user, const struct plan_node *conv, const struct plan_node *bn);
+static int conv_add_ok(void *user, const struct plan_node *conv, const struct plan_node *pro,
+                       const struct plan_node *add, const struct plan_node *res_bn,
+                       const struct plan_node *stats);
 static const struct plan_fuse_caps CUDA_FUSE_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
                                                      conv_fwd_ok, conv_bwd_ok, NULL, 1,
-                                                     conv_wgrad_ok, 1};
+                                                     conv_wgrad_ok, 1, conv_add_ok};
 
 /* The fused graphs' arguments, filled alike for the analysis's trial (conv_fwd_ok,
  * conv_bwd_ok) and the run (run_conv_fwd, run_conv_bwd), so that the trial asks about the
@@ -109,6 +115,22 @@ static struct cuda_conv_fused_args conv_fwd_args(const struct plan_node *conv,
     return args;
 }
 
+/* Adds ADD_FWD node add to the args of CONV_FWD node conv: the sum written as the add's
+ * output, the add's other operand added, recomputed from BN_FWD_TRAIN node res_bn's x
+ * through res_pro (that batch norm's apply) when res_bn is given. */
+static void conv_add_args(struct cuda_conv_fused_args *args, const struct plan_node *conv,
+                          const struct plan_node *add, const struct plan_node *res_bn,
+                          const struct cuda_conv_prologue *res_pro)
+{
+    args->y = add->u.add_fwd.y;
+    if (res_bn) {
+        args->res = res_bn->u.bn_fwd_train.x;
+        args->res_pro = res_pro;
+    } else {
+        args->res = plan_fuse_add_other(add, conv->u.conv_fwd.y, NULL);
+    }
+}
+
 /* CONV_BWD node conv's weight gradient, reading BN_FWD_TRAIN node bn's x through the apply
  * pro. */
 static struct cuda_conv_fused_args conv_wgrad_args(const struct plan_node *conv,
@@ -131,8 +153,10 @@ struct conv_dbn_out {
     float *dscale, *dbias, *eq_dy, *eq_x, *eq_b;
 };
 
-/* CONV_BWD node conv's data gradient through the ReLU mask of BN_FWD_TRAIN node bn into dz
- * (bn's x's shape), with bn's weight gradients and input-gradient coefficients into o. */
+/* CONV_BWD node conv's data gradient (plus what its dx holds, when it accumulates: the
+ * gradient the activation's other readers gave it) through the ReLU mask of BN_FWD_TRAIN
+ * node bn into dz (bn's x's shape), with bn's weight gradients and input-gradient
+ * coefficients into o. */
 static struct cuda_conv_fused_args conv_dgrad_dbn_args(const struct plan_node *conv,
                                                        const struct plan_node *bn,
                                                        struct tensor *dz,
@@ -154,6 +178,7 @@ static struct cuda_conv_fused_args conv_dgrad_dbn_args(const struct plan_node *c
     args.invstd = (const float *)bn->u.bn_fwd_train.save_invstd->data;
     args.gamma = (const float *)bn->u.bn_fwd_train.gamma->data;
     args.beta = (const float *)bn->u.bn_fwd_train.beta->data;
+    args.res = conv->u.conv_bwd.accumulate ? conv->u.conv_bwd.dx : NULL;
     return args;
 }
 
@@ -201,6 +226,31 @@ static int conv_fwd_ok(void *user, const struct plan_node *conv, const struct pl
     const struct cuda_conv_fused_args args =
         conv_fwd_args(conv, pro ? pro->u.bn_fwd_train.x : NULL, pro ? &prologue : NULL,
                       stats ? probe : NULL, stats ? probe + width : NULL);
+    return usable_or_not(c, &args);
+}
+
+/* plan_fuse_caps.conv_add_ok: whether conv_fused_cuda.cu runs CONV_FWD node conv with the
+ * apply of batch norm pro on its input (or none), ADD_FWD node add's other operand
+ * (recomputed through batch norm res_bn's apply, or as it is) added to its output, and the
+ * sums of batch norm stats (or none). */
+static int conv_add_ok(void *user, const struct plan_node *conv, const struct plan_node *pro,
+                       const struct plan_node *add, const struct plan_node *res_bn,
+                       const struct plan_node *stats)
+{
+    struct cuda_ctx *c = (struct cuda_ctx *)user;
+    float *probe = NULL;
+    const int width = conv->u.conv_fwd.x->c > conv->u.conv_fwd.w->n ? conv->u.conv_fwd.x->c
+                                                                     : conv->u.conv_fwd.w->n;
+    if (!c || c->dt == CUDA_F32 || probe_vectors(c, 3 * width, &probe) != DR_OK) return 0;
+    if (pro && !tensor_same_shape(pro->u.bn_fwd_train.x, conv->u.conv_fwd.x)) return 0;
+    if (stats && !tensor_same_shape(stats->u.bn_fwd_train.x, add->u.add_fwd.y)) return 0;
+    if (res_bn && !tensor_same_shape(res_bn->u.bn_fwd_train.x, add->u.add_fwd.y)) return 0;
+    const struct cuda_conv_prologue prologue = {probe, probe + width};
+    const struct cuda_conv_prologue res_pro = {probe + 2 * width, probe + 3 * width};
+    struct cuda_conv_fused_args args =
+        conv_fwd_args(conv, pro ? pro->u.bn_fwd_train.x : NULL, pro ? &prologue : NULL,
+                      stats ? probe + 4 * width : NULL, stats ? probe + 5 * width : NULL);
+    conv_add_args(&args, conv, add, res_bn, res_bn ? &res_pro : NULL);
     return usable_or_not(c, &args);
 }
 
@@ -377,17 +427,25 @@ static float *cbn_vec(const struct plan_entry *e, const struct plan *p, int i, i
     return e->cbn + e->cbn_at[i] + (size_t)v * padded;
 }
 
-/* A PLAN_FUSE_CONV_FWD step: CONV_FWD node n through the fused graph. */
+/* A PLAN_FUSE_CONV_FWD step: CONV_FWD node n through the fused graph (with the add after
+ * it when the step folds one in). */
 static int run_conv_fwd(struct cuda_ctx *c, const struct plan *p, const struct plan_entry *e,
                         const struct plan_fuse_step *s, const struct plan_node *n)
 {
     struct cuda_conv_prologue pro = {NULL, NULL};
     if (s->fwd >= 0)   /* the input is the batch norm's x, read through its apply */
         pro = {cbn_vec(e, p, s->fwd, CBN_SCALE), cbn_vec(e, p, s->fwd, CBN_BIAS)};
-    const struct cuda_conv_fused_args args = conv_fwd_args(
+    struct cuda_conv_fused_args args = conv_fwd_args(
         n, s->fwd >= 0 ? p->nodes[s->fwd].u.bn_fwd_train.x : NULL, s->fwd >= 0 ? &pro : NULL,
         s->stats >= 0 ? cbn_vec(e, p, s->stats, CBN_SUM) : NULL,
         s->stats >= 0 ? cbn_vec(e, p, s->stats, CBN_SQSUM) : NULL);
+    struct cuda_conv_prologue res_pro = {NULL, NULL};
+    if (s->add >= 0) {   /* the add folded after it; its operand recomputed from BN_COEF act */
+        if (s->act >= 0)
+            res_pro = {cbn_vec(e, p, s->act, CBN_SCALE), cbn_vec(e, p, s->act, CBN_BIAS)};
+        conv_add_args(&args, n, &p->nodes[s->add], s->act >= 0 ? &p->nodes[s->act] : NULL,
+                      s->act >= 0 ? &res_pro : NULL);
+    }
     return cuda_conv_fused_run(c, &args);
 }
 

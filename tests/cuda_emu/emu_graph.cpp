@@ -22,11 +22,13 @@
  * virtual tensors fp32 (the prologue's may also be fp16 or bf16, as in cuDNN's wgrad
  * sample), per-channel tensors (1, c, 1, 1), fp32 compute, alphas 1, betas 0):
  *   FWD        [MUL(x, scale) -> ADD(bias) -> RELU_FWD ->] CONV_FWD(w) -> y
- *              [, GEN_STATS(y) -> sum, sqsum (fp32)];
+ *              [-> ADD(r) -> y, r an activation of y's shape or MUL(r, scale) ->
+ *              ADD(bias) -> RELU_FWD of one] [, GEN_STATS(y) -> sum, sqsum (fp32)];
  *   WGRAD      [MUL(x, scale) -> ADD(bias) -> RELU_FWD ->] CONV_BWD_FILTER(dy) -> dw;
- *   DGRAD_DBN  CONV_BWD_DATA(dy, w) -> t; SUB(x, mean) -> MUL(invstd) -> MUL(gamma) ->
- *              ADD(beta) -> xbn; RELU_BWD(dy t, x xbn) -> dz; BN_BWD_WEIGHTS(dy dz, x,
- *              mean, invstd, gamma) -> dscale, dbias, eq_dy, eq_x, eq_b (fp32).
+ *   DGRAD_DBN  CONV_BWD_DATA(dy, w) -> t [-> ADD(res) -> t, res an activation of t's
+ *              shape]; SUB(x, mean) -> MUL(invstd) -> MUL(gamma) -> ADD(beta) -> xbn;
+ *              RELU_BWD(dy t, x xbn) -> dz; BN_BWD_WEIGHTS(dy dz, x, mean, invstd, gamma)
+ *              -> dscale, dbias, eq_dy, eq_x, eq_b (fp32).
  * Any other graph finalizes with CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT 0 and its
  * heuristics finalize and return no engine configuration. (Real cuDNN, as far as its
  * documentation and frontend tell, also finalizes a well-formed graph no engine serves
@@ -976,16 +978,32 @@ static int emu_classify(const emu_graph_view &v)
         if (!m.conv_ok(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
                        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
                        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA) ||
-            !m.prologue(x, &src) || !m.io(w) || !m.io(y) || w.dt != src.dt || y.dt != src.dt)
+            !m.prologue(x, &src) || !m.io(w) || w.dt != src.dt)
             return EMU_PAT_NONE;
-        auto it = v.consumers.find(y.uid);
+        emu_tensor out = y;   /* what the graph writes: y, or y + r */
+        if (y.virt) {         /* ADD(y, r), r an activation of y's shape or relu(r * s + b) */
+            auto at = v.consumers.find(y.uid);
+            if (!m.virt(y) || at == v.consumers.end() || at->second.size() != 1)
+                return EMU_PAT_NONE;
+            const emu_bd *add = v.ops[at->second[0]];
+            m.used.insert(at->second[0]);
+            emu_tensor rsrc;
+            if (!m.pw(add, CUDNN_POINTWISE_ADD) ||
+                m.t(add, CUDNN_ATTR_OPERATION_POINTWISE_XDESC).uid != y.uid ||
+                !m.prologue(m.t(add, CUDNN_ATTR_OPERATION_POINTWISE_BDESC), &rsrc) ||
+                !emu_same_dims(rsrc, y) || rsrc.dt != src.dt)
+                return EMU_PAT_NONE;
+            out = m.t(add, CUDNN_ATTR_OPERATION_POINTWISE_YDESC);
+        }
+        if (!m.io(out) || out.dt != src.dt) return EMU_PAT_NONE;
+        auto it = v.consumers.find(out.uid);
         if (it != v.consumers.end()) {
             if (it->second.size() != 1) return EMU_PAT_NONE;
             const emu_bd *gs = v.ops[it->second[0]];
             m.used.insert(it->second[0]);
             if (gs->type != D_GS ||
-                !m.vec(m.t(gs, CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC), y.dims[1], true) ||
-                !m.vec(m.t(gs, CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC), y.dims[1], true))
+                !m.vec(m.t(gs, CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC), out.dims[1], true) ||
+                !m.vec(m.t(gs, CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC), out.dims[1], true))
                 return EMU_PAT_NONE;
         }
         pattern = EMU_PAT_FWD;
@@ -1013,8 +1031,21 @@ static int emu_classify(const emu_graph_view &v)
         if (it == v.consumers.end() || it->second.size() != 1) return EMU_PAT_NONE;
         const emu_bd *drelu = v.ops[it->second[0]];
         m.used.insert(it->second[0]);
+        emu_tensor g = t;   /* the gradient the mask takes: t, or t + res */
+        if (m.pw(drelu, CUDNN_POINTWISE_ADD)) {
+            const emu_tensor res = m.t(drelu, CUDNN_ATTR_OPERATION_POINTWISE_BDESC);
+            if (m.t(drelu, CUDNN_ATTR_OPERATION_POINTWISE_XDESC).uid != t.uid || !m.io(res) ||
+                res.dt != dy.dt || !emu_same_dims(res, t))
+                return EMU_PAT_NONE;
+            g = m.t(drelu, CUDNN_ATTR_OPERATION_POINTWISE_YDESC);
+            auto gt = v.consumers.find(g.uid);
+            if (!m.virt(g) || gt == v.consumers.end() || gt->second.size() != 1)
+                return EMU_PAT_NONE;
+            drelu = v.ops[gt->second[0]];
+            m.used.insert(gt->second[0]);
+        }
         if (!m.pw(drelu, CUDNN_POINTWISE_RELU_BWD) ||
-            m.t(drelu, CUDNN_ATTR_OPERATION_POINTWISE_DYDESC).uid != t.uid)
+            m.t(drelu, CUDNN_ATTR_OPERATION_POINTWISE_DYDESC).uid != g.uid)
             return EMU_PAT_NONE;
         const emu_tensor dz = m.t(drelu, CUDNN_ATTR_OPERATION_POINTWISE_DXDESC);
         const emu_tensor xbn = m.t(drelu, CUDNN_ATTR_OPERATION_POINTWISE_XDESC);

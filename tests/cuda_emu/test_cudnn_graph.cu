@@ -1,8 +1,10 @@
 /* The emulation of cuDNN's backend graph API (run with
  * `tests/cuda_emu/run.sh --test BUILD_DIR tests/cuda_emu/test_cudnn_graph.cu`): builds the
  * three runtime-fusion graphs the engine uses (scale-bias-relu-conv-genstats, with and
- * without its prologue and statistics; scale-bias-relu-wgrad, with and without its
- * prologue; dgrad-drelu-dbn-weight) attribute by attribute as cuDNN's frontend does (NHWC
+ * without its prologue and statistics, and with a residual, as it is or through its own
+ * scale-bias-relu, added to the convolution's output; scale-bias-relu-wgrad, with and
+ * without its prologue; dgrad-drelu-dbn-weight, with and without a residual gradient
+ * added before the mask) attribute by attribute as cuDNN's frontend does (NHWC
  * activations, KRSC filters, fp32 virtual intermediates, a prologue's also in the io type
  * as the frontend's wgrad sample has them, fp32 compute), in fp32, fp16 and bf16, with
  * stride 1 and 2, padding 0 and 1, 1x1 and 3x3 filters; runs each through heuristics,
@@ -314,6 +316,8 @@ struct conv_case {
     int n, c, h, w, co, r, stride, pad;
     bool pro, stats;
     bool pro_io_type; /* the prologue's intermediates in the io type (else fp32) */
+    int res;          /* FWD: 1 adds RES to the output, 2 relu(RES * RSCALE + RBIAS);
+                         DGRAD_DBN: 1 adds a residual gradient (RES) before the mask */
 };
 
 /* uids as the engine numbers them */
@@ -336,14 +340,17 @@ enum {
     DBIAS = 16,
     EQ_DY = 17,
     EQ_X = 18,
-    EQ_B = 19
+    EQ_B = 19,
+    RES = 20,
+    RSCALE = 21,
+    RBIAS = 22
 };
 
 /* Builds, runs and checks one case on h (stream s); capture: replays it from a graph. */
 static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool capture)
 {
     char what[160];
-    snprintf(what, sizeof(what), "%s %s n%d c%d %dx%d co%d k%d s%d p%d%s%s%s",
+    snprintf(what, sizeof(what), "%s %s n%d c%d %dx%d co%d k%d s%d p%d%s%s%s%s",
              cc.k == FWD     ? "fwd"
              : cc.k == WGRAD ? "wgrad"
                              : "dgrad_dbn",
@@ -352,7 +359,7 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
                                             : "float",
              cc.n, cc.c, cc.h, cc.w, cc.co, cc.r, cc.stride, cc.pad,
              cc.pro ? (cc.pro_io_type ? " prologue(io type)" : " prologue") : "",
-             cc.stats ? " stats" : "", capture ? " captured" : "");
+             cc.stats ? " stats" : "", cc.res ? " residual" : "", capture ? " captured" : "");
     const cudnnDataType_t dt = cc.dt, F = CUDNN_DATA_FLOAT;
     const int N = cc.n, C = cc.c, H = cc.h, Wd = cc.w, K = cc.co, R = cc.r;
     const int HO = (H + 2 * cc.pad - R) / cc.stride + 1, WO = (Wd + 2 * cc.pad - R) / cc.stride + 1;
@@ -379,6 +386,8 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
     buf dy = make(dt, ny, -1.0f, 1.0f);
     buf mean = make(F, C, -0.2f, 0.2f), invstd = make(F, C, 0.5f, 0.5f);
     buf gamma = make(F, C, 0.5f, 0.5f), beta = make(F, C, -0.3f, 0.3f);
+    buf res = make(dt, cc.k == FWD ? ny : nx, -1.0f, 1.0f);
+    buf rscale = make(dt, K, 0.5f, 0.5f), rbias = make(dt, K, -0.5f, 0.5f);
     /* the convolution's input p = pro(x) (FWD, WGRAD), as the host computes it */
     std::vector<float> p(nx);
     for (size_t i = 0; i < nx; i++) {
@@ -405,13 +414,30 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
     std::vector<double> ry, rsum, rsq, rdw, rdz, rds, rdb, rey, rex, reb;
     if (cc.k == FWD) {
         bd tw = tensor(W, dt, K, C, R, R, false), ty = tensor(Y, dt, N, K, HO, WO, false);
+        bd tc = cc.res ? tensor(117, F, N, K, HO, WO, true) : ty;   /* the conv's output */
         ops.push_back(conv_op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, conv_in,
                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, tw,
-                              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, ty, conv));
+                              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, tc, conv));
+        if (cc.res) {   /* y = conv + r */
+            bd tr = tensor(RES, dt, N, K, HO, WO, false), r = tr;
+            if (cc.res == 2) {
+                bd ts = tensor(RSCALE, dt, 1, K, 1, 1, false);
+                bd tb = tensor(RBIAS, dt, 1, K, 1, 1, false);
+                bd v1 = tensor(121, F, N, K, HO, WO, true), v2 = tensor(122, F, N, K, HO, WO, true);
+                r = tensor(123, F, N, K, HO, WO, true);
+                ops.push_back(pw_op(CUDNN_POINTWISE_MUL, tr, ts, v1));
+                ops.push_back(pw_op(CUDNN_POINTWISE_ADD, v1, tb, v2));
+                ops.push_back(pw_op(CUDNN_POINTWISE_RELU_FWD, v2, NULL, r));
+                add(RSCALE, rscale);
+                add(RBIAS, rbias);
+            }
+            ops.push_back(pw_op(CUDNN_POINTWISE_ADD, tc, r, ty));
+            add(RES, res);
+        }
         y = make(dt, ny, 0, 0, true);
         add(X, x);
         add(W, w);
@@ -454,7 +480,12 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
                                          w.host[(((size_t)k * R + r) * R + q) * C + c];
                             }
                         const size_t yi = (((size_t)n * HO + oh) * WO + ow) * K + k;
-                        ry[yi] = round_to(dt, a);
+                        float r = res.host[yi];
+                        if (cc.res == 2) {
+                            const float u = r * rscale.host[k] + rbias.host[k];
+                            r = u > 0.0f ? u : 0.0f;
+                        }
+                        ry[yi] = cc.res ? round_to(dt, (float)a + r) : round_to(dt, a);
                         rsum[k] += ry[yi];
                         rsq[k] += ry[yi] * ry[yi];
                     }
@@ -508,7 +539,12 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
         ops.push_back(pw_op(CUDNN_POINTWISE_MUL, v2, tinv, v3));
         ops.push_back(pw_op(CUDNN_POINTWISE_MUL, v3, tgam, v4));
         ops.push_back(pw_op(CUDNN_POINTWISE_ADD, v4, tbeta, v5));
-        ops.push_back(pw_op(CUDNN_POINTWISE_RELU_BWD, v5, tt, tdz));
+        bd tg = tt;   /* the gradient the mask takes */
+        if (cc.res) {
+            tg = tensor(116, F, N, C, H, Wd, true);
+            ops.push_back(pw_op(CUDNN_POINTWISE_ADD, tt, tensor(RES, dt, N, C, H, Wd, false), tg));
+        }
+        ops.push_back(pw_op(CUDNN_POINTWISE_RELU_BWD, v5, tg, tdz));
         bd bn = create(CUDNN_BACKEND_OPERATION_BN_BWD_WEIGHTS_DESCRIPTOR);
         OK(cudnnBackendSetAttribute(bn, CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_MATH_PREC,
                                     CUDNN_TYPE_DATA_TYPE, 1, &F));
@@ -548,6 +584,7 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
         add(EQ_DY, eqdy);
         add(EQ_X, eqx);
         add(EQ_B, eqb);
+        if (cc.res) add(RES, res);
         /* t[n, ih, iw, c] = sum dy[n, oh, ow, k] w[k, r, q, c] over ih = oh s - pad + r */
         std::vector<double> t(nx, 0.0);
         for (int n = 0; n < N; n++)
@@ -574,7 +611,8 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
             const size_t c = i % (size_t)C;
             const float a = x.host[i] - mean.host[c], b = a * invstd.host[c];
             const float g = b * gamma.host[c], xbn = g + beta.host[c];
-            rdz[i] = xbn > 0.0f ? round_to(dt, (float)t[i]) : 0.0;
+            const float gi = cc.res ? (float)t[i] + res.host[i] : (float)t[i];
+            rdz[i] = xbn > 0.0f ? round_to(dt, gi) : 0.0;
             rds[c] += rdz[i] * ((double)x.host[i] - mean.host[c]) * invstd.host[c];
             rdb[c] += rdz[i];
         }
@@ -665,8 +703,9 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
         EXPECT(refused >= 0);
     }
     CUDA_OK(cudaFree(ws));
-    for (buf *b : {&x, &w, &scale, &bias, &dy, &mean, &invstd, &gamma, &beta, &y, &sum, &sqsum, &dw,
-                   &dz, &dscale, &dbias, &eqdy, &eqx, &eqb})
+    for (buf *b : {&x, &w, &scale, &bias, &dy, &mean, &invstd, &gamma, &beta, &res, &rscale,
+                   &rbias, &y, &sum,
+                   &sqsum, &dw, &dz, &dscale, &dbias, &eqdy, &eqx, &eqb})
         if (!b->host.empty()) CUDA_OK(cudaFree(b->dev));
     destroy_all();
 }
@@ -808,10 +847,19 @@ int main(void)
         {WGRAD, HF, 2, 4, 6, 6, 4, 3, 1, 1, true, false, true},   /* the frontend's sample */
         {FWD, BF, 2, 4, 5, 5, 3, 3, 2, 1, true, true, true},
         {DGRAD_DBN, BF, 2, 3, 5, 5, 4, 3, 1, 1, false, false, false},
+        {DGRAD_DBN, HF, 2, 4, 5, 6, 3, 3, 2, 1, false, false, false, 1},   /* + residual */
+        {DGRAD_DBN, F, 2, 4, 6, 6, 5, 1, 2, 0, false, false, false, 1},
+        {DGRAD_DBN, BF, 2, 3, 5, 5, 4, 3, 1, 1, false, false, false, 1},
+        {FWD, HF, 2, 4, 5, 6, 3, 3, 2, 1, true, true, false, 1},   /* + residual */
+        {FWD, F, 2, 3, 5, 5, 2, 3, 1, 0, false, false, false, 1},
+        {FWD, BF, 2, 3, 5, 5, 4, 3, 1, 1, true, true, false, 2},   /* + relu(res s + b) */
+        {FWD, HF, 2, 4, 5, 5, 6, 1, 2, 0, false, true, false, 2},
     };
     for (const conv_case &cc : cases) run_case(h, s, cc, false);
     run_case(h, s, cases[0], true);
     run_case(h, s, cases[10], true);
+    run_case(h, s, cases[18], true);
+    run_case(h, s, cases[23], true);
     test_refusals(h);
     EXPECT(cudnnDestroy(h) == CUDNN_STATUS_SUCCESS);
     CUDA_OK(cudaStreamDestroy(s));

@@ -94,6 +94,11 @@ endif()
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_count_only.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(cuda_emulated_count_only_same_counts PROPERTIES TIMEOUT 1200
                        SKIP_RETURN_CODE 77)
+  # DAWNRUN_CUDA_FUSE_CONV=0 keeps everything out of cuDNN's fused graphs: DAWN_net's counts
+  # as with every fused graph refused, and more than with them taken
+  add_test(NAME cuda_emulated_fuse_conv_off
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_fuse_conv_off.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(cuda_emulated_fuse_conv_off PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
   # bench/kernel-split.sh (a training step's own-kernel bytes by kernel, under gdb): its rows
   # add up to the bench's own count of the step
   add_test(NAME cuda_emulated_kernel_split

@@ -342,7 +342,12 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
     {
         struct plan_fuse_caps caps = CUDA_FUSE_CAPS;
         caps.user = c;
-        if (!conv_on) caps.conv_fwd_ok = NULL, caps.conv_bwd_ok = NULL, caps.conv_wgrad_ok = NULL;
+        if (!conv_on) {
+            caps.conv_fwd_ok = NULL;
+            caps.conv_bwd_ok = NULL;
+            caps.conv_wgrad_ok = NULL;
+            caps.conv_add_ok = NULL;
+        }
         plan_fuse_analyse(e->steps, p, &caps);
     }
     e->cbn_floats = 0;

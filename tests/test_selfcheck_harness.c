@@ -174,8 +174,9 @@ static void test_select(void)
 
     /* a full name (only that case, though it starts another's name), and a union */
     CHECK(selfcheck_open(&sc, "sgd_update/10x512,augment,train", why, sizeof(why)) == DR_OK);
-    /* augment: 8 augment and 3 augment_step cases; train: small_net and preact_net */
-    CHECK(sc.chosen_count == 1 + 11 + 2);
+    /* augment: 8 augment and 3 augment_step cases; train: small_net, preact_net and
+     * preact_net_step1 */
+    CHECK(sc.chosen_count == 1 + 11 + 3);
     selfcheck_close(&sc);
 
     CHECK(selfcheck_open(&sc, "conv,nonsense", why, sizeof(why)) == DR_ERR_USAGE);

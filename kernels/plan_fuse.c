@@ -482,7 +482,10 @@ static int data_bn_conv(const struct plan_fuse_step *s, const struct plan *p,
         const int r = bwds[q];
         const struct plan_node *nr = &p->nodes[r];
         const struct tensor *d = nr->u.conv_bwd.dx, *dz = nk->u.act_bwd.dx;
+        /* an accumulating r must not be dx's only writer: a replay would then add to the
+         * value r itself wrote, which the fused step no longer writes */
         if (!d || !d->data || !(r < k) || !plan_fuse_same_tensor(d, nk->u.act_bwd.dy) ||
+            (nr->u.conv_bwd.accumulate && count_touching(p, d, 1, r) == 0) ||
             touched_between(p, d, r, k, 0) || value_readers(p, d, r, k) != 0 ||
             touched_between(p, dz, r, k, 0) ||
             (nm->u.bn_bwd.dgamma && touched_between(p, nm->u.bn_bwd.dgamma, r, m, 0)) ||
@@ -584,6 +587,10 @@ static int add_conv(const struct plan_fuse_step *s, const struct plan *p, int q,
         !(s[w].kind == PLAN_FUSE_RUN ||
           (s[w].kind == PLAN_FUSE_CONV_FWD && s[w].stats < 0 && s[w].add < 0)) ||
         plan_fuse_same_tensor(z, nw->u.conv_fwd.x) || plan_fuse_same_tensor(z, nw->u.conv_fwd.w))
+        return -1;
+    /* with a prologue the convolution reads that batch norm's x, not its own x */
+    if (s[w].kind == PLAN_FUSE_CONV_FWD && s[w].fwd >= 0 &&
+        plan_fuse_same_tensor(z, p->nodes[s[w].fwd].u.bn_fwd_train.x))
         return -1;
     /* y's value read by the add alone; z untouched from the convolution to the add */
     if (touched_between(p, y, w, q, 0) || value_readers(p, y, w, q) != 0 ||

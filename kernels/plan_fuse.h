@@ -206,7 +206,8 @@ struct plan_fuse_caps {
      * none) and summing its output for BN_FWD_TRAIN node stats (NULL: no sums).
      * conv_bwd_ok: whether CONV_BWD node conv runs with the apply and ReLU of BN_FWD_TRAIN
      * node bn on x for the weight gradient, and the ReLU mask and bn's weight gradients
-     * after the data gradient. user is the caps' own. The answers may cost time (an
+     * after the data gradient (plus what dx holds when conv accumulates; dx itself not
+     * written). user is the caps' own. The answers may cost time (an
      * engine may build and try what it would run) but not change the plan. */
     int (*conv_fwd_ok)(void *user, const struct plan_node *conv, const struct plan_node *pro,
                        const struct plan_node *stats);

@@ -16,7 +16,11 @@ trap 'rm -rf "$DIR"' EXIT
 export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
 export DAWNRUN_EMU_COUNT_ONLY=1
 unset DAWNRUN_CUDA_FUSE DAWNRUN_CUDA_FUSE_CONV DAWNRUN_EMU_CUDNN_FUSED_REFUSE DAWNRUN_CUDA_GRAPH
-fail() { echo "FAIL: $*"; for f in "$DIR"/*.counts "$DIR"/*.err; do echo "== $f"; cat "$f"; done; exit 1; }
+fail() {
+    echo "FAIL: $*"
+    for f in "$DIR"/*.counts "$DIR"/*.err; do echo "== $f"; cat "$f"; done
+    exit 1
+}
 bench() {   # bench NAME [env assignments]: the counter lines in NAME.counts
     local name="$1"
     shift
@@ -27,7 +31,9 @@ bench() {   # bench NAME [env assignments]: the counter lines in NAME.counts
     [ "$(wc -l <"$DIR/$name.counts")" = 2 ] || fail "bench ($name): no counter lines"
 }
 # the kernels a step's graph replays and their bytes: "133 792.59 MB"
-kernels() { sed -n 's/^per training step: .*replayed by the graph launches: \([0-9]*\) graph kernels (\([^)]*\) read+written).*/\1 \2/p' "$DIR/$1.counts"; }
+KERNELS='s/^per training step: .*by the graph launches: \([0-9]*\) graph kernels'
+KERNELS+=' (\([^)]*\) read+written).*/\1 \2/p'
+kernels() { sed -n "$KERNELS" "$DIR/$1.counts"; }
 bench off DAWNRUN_CUDA_FUSE_CONV=0
 bench refused DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1
 bench on
@@ -36,10 +42,12 @@ if grep -q 'no fused engine' "$DIR/off.err"; then
     fail "with DAWNRUN_CUDA_FUSE_CONV=0 the engine still asked cuDNN for fused graphs"
 fi
 cmp -s "$DIR/off.counts" "$DIR/refused.counts" ||
-    fail "DAWNRUN_CUDA_FUSE_CONV=0 counts differ from a cuDNN refusing every fused graph: $(diff \
-        "$DIR/off.counts" "$DIR/refused.counts")"
+    fail "DAWNRUN_CUDA_FUSE_CONV=0 counts differ from a cuDNN refusing every fused graph:" \
+        "$(diff "$DIR/off.counts" "$DIR/refused.counts")"
 read -r k_off b_off u_off <<<"$(kernels off)"
 read -r k_on b_on u_on <<<"$(kernels on)"
 [ -n "$k_off" ] && [ -n "$k_on" ] || fail "no graph kernel counts"
-[ "$k_on" -lt "$k_off" ] || fail "the fused graphs did not take kernels out of the step ($k_on vs $k_off)"
-echo "DAWNRUN_CUDA_FUSE_CONV=0: $k_off kernels ($b_off $u_off), as with every fused graph refused; fused: $k_on kernels ($b_on $u_on)"
+[ "$k_on" -lt "$k_off" ] ||
+    fail "the fused graphs did not take kernels out of the step ($k_on vs $k_off)"
+echo "DAWNRUN_CUDA_FUSE_CONV=0: $k_off kernels ($b_off $u_off), as with every fused graph" \
+    "refused; fused: $k_on kernels ($b_on $u_on)"

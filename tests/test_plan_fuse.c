@@ -648,17 +648,18 @@ static void test_conv_bn(void)
     conv_bn_plan(&p, 0, 1, 0);
     expect_steps("the convolution has a bias", &p, &CONV_CAPS, stats_fusion, 5);
     plan_free(&p);
-    /* with conv1's dx accumulating, the relu's output goes inside conv1 instead, its data
-     * gradient adding what dx holds before the mask (test_bn_into_convs) */
+    /* with conv1's dx accumulating, the relu's output goes inside conv1 instead
+     * (test_bn_into_convs); conv1, dx's only writer, adds to what it wrote in the last
+     * run, so its data gradient is not folded */
     conv_bn_plan(&p, 0, 0, 1);
     EXPECT_STEPS("the convolution's dx accumulates", &p, &CONV_CAPS,
                  {0, PLAN_FUSE_CONV_FWD, -1, -1, -1, 0, 0, 1, -1},
                  {1, PLAN_FUSE_BN_COEF, 2, -1, -1, 0, 1, 0, -1},
                  {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
                  {3, PLAN_FUSE_CONV_FWD, -1, -1, 1, 0, 0, -1, -1},
-                 {5, PLAN_FUSE_CONV_BWD, 6, -1, 1, 0, 0, 7, -1},
+                 {5, PLAN_FUSE_CONV_BWD_PRO, -1, -1, 1, 0, 0, -1, -1},
                  {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1, -1},
-                 {7, PLAN_FUSE_BN_APPLY, 6, -1, 1, 0, 0, 5, -1});
+                 {7, PLAN_FUSE_BN_BWD, 6, -1, 1, 0, 0, -1, -1});
     plan_free(&p);
 }
 
@@ -848,6 +849,11 @@ static void test_bn_into_convs(void)
                      {10, PLAN_FUSE_BN_BWD, 9, -1, 0, 0, 0, -1, -1});
         plan_free(&q);
     }
+    /* the branch's accumulating backward is the gradient's only writer (the shortcut's
+     * writes elsewhere): a replay would add to what it wrote itself, so it stays */
+    p.nodes[6].u.conv_bwd.dx = &t[OTHER];
+    expect_steps("an accumulating only writer", &p, &CONV_CAPS, folded_pro, 8);
+    p.nodes[6].u.conv_bwd.dx = &t[DA];
     conv_answer.answer = 0;
     expect_steps("the engine refuses", &p, &CONV_CAPS, unfolded, 4);
     conv_answer.answer = 1;

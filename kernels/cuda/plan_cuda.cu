@@ -27,7 +27,8 @@
  * operands (CONV_FWD with add).
  * DAWNRUN_CUDA_FUSE=0 (read at each run of a plan) runs every node one by one;
  * DAWNRUN_CUDA_FUSE_CONV=0 (read at each run too; a change redoes the analysis) keeps
- * the batch norm out of the convolutions, the other fused paths on. */
+ * the batch norm and the residual adds out of the convolutions, the other fused paths
+ * on. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,7 +257,7 @@ static int conv_add_ok(void *user, const struct plan_node *conv, const struct pl
 
 /* plan_fuse_caps.conv_bwd_ok: whether conv_fused_cuda.cu runs CONV_BWD node conv with the
  * apply of batch norm bn on x for the weight gradient and the ReLU mask and bn's weight
- * gradients after the data gradient. */
+ * gradients after the data gradient (plus what dx holds, when conv accumulates). */
 static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct plan_node *bn)
 {
     struct cuda_ctx *c = (struct cuda_ctx *)user;

@@ -10,8 +10,9 @@
  * stride 1 and 2, padding 0 and 1, 1x1 and 3x3 filters; runs each through heuristics,
  * execution plan and variant pack, directly and once replayed from a captured graph, and
  * compares every output with a direct host computation of the same math.
- * Then the refusals: an unsupported graph gets no engine configuration, and neither does
- * a supported one under DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1; an execution missing a pointer
+ * Then the refusals: an unsupported graph (among them residuals the forward pattern does
+ * not take) gets no engine configuration, and neither does a supported one under
+ * DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1; an execution missing a pointer
  * or its workspace, or on another handle, fails; wrong attribute types, sets after
  * finalize, mismatched shapes and malformed graphs are refused. Exits 0 when every check
  * holds, 1 otherwise (each failed check is printed). */
@@ -742,6 +743,27 @@ static void test_refusals(cudnnHandle_t h)
                              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w,
                              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, v, conv_desc(1, 1)),
                      pw_op(CUDNN_POINTWISE_RELU_FWD, v, NULL, y)};
+        OK(graph(h, ops, 2, &g));
+        EXPECT(heuristics(h, g, CUDNN_HEUR_MODE_A, &plan, &refused) == 0);
+        destroy_all();
+    }
+    /* a residual the forward pattern does not take: the add's operands swapped (the
+     * convolution's output as b), a per-channel vector instead of an activation, a 16-bit
+     * convolution output */
+    for (int variant = 0; variant < 3; variant++) {
+        bd x = tensor(X, F, 2, 4, 5, 5, false), w = tensor(W, F, 8, 4, 3, 3, false);
+        bd v = tensor(117, variant == 2 ? CUDNN_DATA_HALF : F, 2, 8, 5, 5, true);
+        bd r = variant == 1 ? tensor(RES, F, 1, 8, 1, 1, false) : tensor(RES, F, 2, 8, 5, 5, false);
+        bd y = tensor(Y, F, 2, 8, 5, 5, false);
+        bd ops[2] = {conv_op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x,
+                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w,
+                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, v, conv_desc(1, 1)),
+                     variant == 0 ? pw_op(CUDNN_POINTWISE_ADD, r, v, y)
+                                  : pw_op(CUDNN_POINTWISE_ADD, v, r, y)};
         OK(graph(h, ops, 2, &g));
         EXPECT(heuristics(h, g, CUDNN_HEUR_MODE_A, &plan, &refused) == 0);
         destroy_all();

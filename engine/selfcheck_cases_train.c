@@ -410,52 +410,82 @@ cleanup:
     return rc;
 }
 
-/* The training run of c (c->arg: RUN_SMALL the small network, RUN_TOOLBOX the
- * speed-training options, RUN_PREACT the pre-activation network) on one engine: the mean
+/* A training run's network and graph (kind: RUN_SMALL the small network, RUN_TOOLBOX the
+ * speed-training options, RUN_PREACT the pre-activation network), and one engine's trainer
+ * of it on the selfcheck's datasets, at epoch 0's permutation of seed 42, step 0. */
+struct train_fixture {
+    struct net_spec spec;
+    struct graph g;
+    struct experiment e;
+    struct dataset train, test;
+    struct trainer tr;
+    char err[512];
+};
+
+/* Fills f's network and graph for kind in precision (f zeroed by the caller). */
+static int fixture_graph(struct train_fixture *f, int kind, int precision)
+{
+    int rc = DR_OK;
+    if (kind == RUN_TOOLBOX) {
+        toolbox_experiment(&f->e, precision);
+        TRY(toolbox_net(&f->spec));
+    } else if (kind == RUN_PREACT) {
+        preact_experiment(&f->e, precision);
+        TRY(preact_net(&f->spec));
+    } else {
+        small_experiment(&f->e, precision);
+        TRY(small_net(&f->spec));
+    }
+    TRY(graph_build(&f->g, &f->spec, 3, 32, 32, f->err, sizeof(f->err)));
+cleanup:
+    return rc;
+}
+
+/* Fills f (zeroed by the caller) for kind on engine side t: graph, datasets, trainer. */
+static int fixture_open(struct train_fixture *f, struct sc_side *t, int kind)
+{
+    int rc = DR_OK;
+    TRY(fixture_graph(f, kind, t->precision));
+    TRY(learnable_dataset(&f->train, TRAIN_IMAGES, 11));
+    TRY(learnable_dataset(&f->test, TEST_IMAGES, 12));
+    TRY(trainer_create(&f->tr, &f->e, &f->g, t->be, &f->train, &f->test, 42));
+    TRY(trainer_epoch_begin(&f->tr, 0));   /* epoch 0's permutation of seed 42, step 0 */
+cleanup:
+    return rc;
+}
+
+/* Frees what f holds, first saying a config error's text when rc is one. */
+static void fixture_close(struct train_fixture *f, int rc)
+{
+    if (rc == DR_ERR_CONFIG && f->err[0]) dr_eprintf("%s\n", f->err);
+    trainer_free(&f->tr);
+    dataset_free(&f->train);
+    dataset_free(&f->test);
+    graph_free(&f->g);
+    net_spec_free(&f->spec);
+}
+
+/* The training run of c (c->arg: its kind, struct train_fixture) on one engine: the mean
  * loss of each step into host slot SC_S0, the test loss and accuracy after it into SC_S1
  * and SC_S2. */
 static int train_run(struct sc_side *t, const struct sc_case *c)
 {
     int rc = DR_OK;
     const int steps = run_steps(c->arg);
-    struct net_spec spec = {0};
-    struct graph g = {0};
-    struct experiment e;
-    struct dataset train = {0}, test = {0};
-    struct trainer tr = {0};
-    char err[512] = "";
+    struct train_fixture f = {0};
     double loss, acc;
-    if (c->arg == RUN_TOOLBOX) {
-        toolbox_experiment(&e, t->precision);
-        TRY(toolbox_net(&spec));
-    } else if (c->arg == RUN_PREACT) {
-        preact_experiment(&e, t->precision);
-        TRY(preact_net(&spec));
-    } else {
-        small_experiment(&e, t->precision);
-        TRY(small_net(&spec));
-    }
-    TRY(graph_build(&g, &spec, 3, 32, 32, err, sizeof(err)));
-    TRY(learnable_dataset(&train, TRAIN_IMAGES, 11));
-    TRY(learnable_dataset(&test, TEST_IMAGES, 12));
-    TRY(trainer_create(&tr, &e, &g, t->be, &train, &test, 42));
-    TRY(trainer_epoch_begin(&tr, 0));   /* epoch 0's permutation of seed 42, step 0 */
+    TRY(fixture_open(&f, t, c->arg));
     for (int step = 0; step < steps; step++) {
-        TRY(trainer_step(&tr));
-        TRY(trainer_after_step(&tr));   /* counts the step; the toolbox's Lookahead */
-        TRY(take_loss(&tr, &loss));
+        TRY(trainer_step(&f.tr));
+        TRY(trainer_after_step(&f.tr));   /* counts the step; the toolbox's Lookahead */
+        TRY(take_loss(&f.tr, &loss));
         t->host[SC_S0][step] = (float)(loss / TRAIN_BATCH);
     }
-    TRY(trainer_evaluate(&tr, &loss, &acc));
+    TRY(trainer_evaluate(&f.tr, &loss, &acc));
     t->host[SC_S1][0] = (float)loss;
     t->host[SC_S2][0] = (float)acc;
 cleanup:
-    if (rc == DR_ERR_CONFIG && err[0]) dr_eprintf("%s\n", err);
-    trainer_free(&tr);
-    dataset_free(&train);
-    dataset_free(&test);
-    graph_free(&g);
-    net_spec_free(&spec);
+    fixture_close(&f, rc);
     return rc;
 }
 
@@ -477,25 +507,14 @@ cleanup:
 static int preact_step_run(struct sc_side *t, const struct sc_case *c)
 {
     int rc = DR_OK;
-    struct net_spec spec = {0};
-    struct graph g = {0};
-    struct experiment e;
-    struct dataset train = {0}, test = {0};
-    struct trainer tr = {0};
-    char err[512] = "";
+    struct train_fixture f = {0};
     size_t at = 0;
     (void)c;
-    preact_experiment(&e, t->precision);
-    TRY(preact_net(&spec));
-    TRY(graph_build(&g, &spec, 3, 32, 32, err, sizeof(err)));
-    TRY(learnable_dataset(&train, TRAIN_IMAGES, 11));
-    TRY(learnable_dataset(&test, TEST_IMAGES, 12));
-    TRY(trainer_create(&tr, &e, &g, t->be, &train, &test, 42));
-    TRY(trainer_epoch_begin(&tr, 0));
-    TRY(trainer_step(&tr));
-    TRY(t->be->ops->tensor_read(t->be->ctx, t->host[SC_Y], &tr.model.y[g.output]));
-    for (int i = 0; i < g.n_params; i++) {
-        const struct tensor *dp = &tr.model.dp[i];
+    TRY(fixture_open(&f, t, RUN_PREACT));
+    TRY(trainer_step(&f.tr));
+    TRY(t->be->ops->tensor_read(t->be->ctx, t->host[SC_Y], &f.tr.model.y[f.g.output]));
+    for (int i = 0; i < f.g.n_params; i++) {
+        const struct tensor *dp = &f.tr.model.dp[i];
         EXPECT(at + tensor_count(dp) <= t->host_n[SC_DW], "selfcheck: %zu gradient values, "
                "%zu expected", at + tensor_count(dp), t->host_n[SC_DW]);
         TRY(t->be->ops->tensor_read(t->be->ctx, t->host[SC_DW] + at, dp));
@@ -504,12 +523,7 @@ static int preact_step_run(struct sc_side *t, const struct sc_case *c)
     EXPECT(at == t->host_n[SC_DW], "selfcheck: %zu gradient values, %zu expected", at,
            t->host_n[SC_DW]);
 cleanup:
-    if (rc == DR_ERR_CONFIG && err[0]) dr_eprintf("%s\n", err);
-    trainer_free(&tr);
-    dataset_free(&train);
-    dataset_free(&test);
-    graph_free(&g);
-    net_spec_free(&spec);
+    fixture_close(&f, rc);
     return rc;
 }
 
@@ -517,21 +531,16 @@ cleanup:
 static int preact_step_build(struct sc_env *e, const struct sc_case *c)
 {
     int rc = DR_OK;
-    struct net_spec spec = {0};
-    struct graph g = {0};
-    char err[512] = "";
+    struct train_fixture f = {0};
     size_t grads = 0;
     (void)c;
-    TRY(preact_net(&spec));
-    TRY(graph_build(&g, &spec, 3, 32, 32, err, sizeof(err)));
-    for (int i = 0; i < g.n_params; i++)
-        grads += (size_t)g.params[i].n * g.params[i].c * g.params[i].h * g.params[i].w;
-    TRY(sc_host(e, SC_Y, "logits", (size_t)TRAIN_BATCH * g.layers[g.output].c));
+    TRY(fixture_graph(&f, RUN_PREACT, 0));
+    for (int i = 0; i < f.g.n_params; i++)
+        grads += (size_t)f.g.params[i].n * f.g.params[i].c * f.g.params[i].h * f.g.params[i].w;
+    TRY(sc_host(e, SC_Y, "logits", (size_t)TRAIN_BATCH * f.g.layers[f.g.output].c));
     TRY(sc_host(e, SC_DW, "dparams", grads));
 cleanup:
-    if (rc == DR_ERR_CONFIG && err[0]) dr_eprintf("%s\n", err);
-    graph_free(&g);
-    net_spec_free(&spec);
+    fixture_close(&f, rc);
     return rc;
 }
 

@@ -211,29 +211,10 @@ static int usable_or_not(struct cuda_ctx *c, const struct cuda_conv_fused_args *
     return r > 0;
 }
 
-/* plan_fuse_caps.conv_fwd_ok: whether conv_fused_cuda.cu runs CONV_FWD node conv with the
- * apply of batch norm pro on its input and the sums of batch norm stats. */
-static int conv_fwd_ok(void *user, const struct plan_node *conv, const struct plan_node *pro,
-                       const struct plan_node *stats)
-{
-    struct cuda_ctx *c = (struct cuda_ctx *)user;
-    float *probe = NULL;
-    const int width = conv->u.conv_fwd.x->c > conv->u.conv_fwd.w->n ? conv->u.conv_fwd.x->c
-                                                                     : conv->u.conv_fwd.w->n;
-    if (!c || c->dt == CUDA_F32 || probe_vectors(c, width, &probe) != DR_OK) return 0;
-    if (pro && !tensor_same_shape(pro->u.bn_fwd_train.x, conv->u.conv_fwd.x)) return 0;
-    if (stats && !tensor_same_shape(stats->u.bn_fwd_train.x, conv->u.conv_fwd.y)) return 0;
-    const struct cuda_conv_prologue prologue = {probe, probe + width};
-    const struct cuda_conv_fused_args args =
-        conv_fwd_args(conv, pro ? pro->u.bn_fwd_train.x : NULL, pro ? &prologue : NULL,
-                      stats ? probe : NULL, stats ? probe + width : NULL);
-    return usable_or_not(c, &args);
-}
-
 /* plan_fuse_caps.conv_add_ok: whether conv_fused_cuda.cu runs CONV_FWD node conv with the
  * apply of batch norm pro on its input (or none), ADD_FWD node add's other operand
- * (recomputed through batch norm res_bn's apply, or as it is) added to its output, and the
- * sums of batch norm stats (or none). */
+ * (recomputed through batch norm res_bn's apply, or as it is) added to its output (add
+ * NULL: nothing added, res_bn NULL too), and the sums of batch norm stats (or none). */
 static int conv_add_ok(void *user, const struct plan_node *conv, const struct plan_node *pro,
                        const struct plan_node *add, const struct plan_node *res_bn,
                        const struct plan_node *stats)
@@ -244,15 +225,25 @@ static int conv_add_ok(void *user, const struct plan_node *conv, const struct pl
                                                                      : conv->u.conv_fwd.w->n;
     if (!c || c->dt == CUDA_F32 || probe_vectors(c, 3 * width, &probe) != DR_OK) return 0;
     if (pro && !tensor_same_shape(pro->u.bn_fwd_train.x, conv->u.conv_fwd.x)) return 0;
-    if (stats && !tensor_same_shape(stats->u.bn_fwd_train.x, add->u.add_fwd.y)) return 0;
-    if (res_bn && !tensor_same_shape(res_bn->u.bn_fwd_train.x, add->u.add_fwd.y)) return 0;
+    const struct tensor *out = add ? add->u.add_fwd.y : conv->u.conv_fwd.y;
+    if (stats && !tensor_same_shape(stats->u.bn_fwd_train.x, out)) return 0;
+    if (res_bn && !tensor_same_shape(res_bn->u.bn_fwd_train.x, out)) return 0;
     const struct cuda_conv_prologue prologue = {probe, probe + width};
     const struct cuda_conv_prologue res_pro = {probe + 2 * width, probe + 3 * width};
     struct cuda_conv_fused_args args =
         conv_fwd_args(conv, pro ? pro->u.bn_fwd_train.x : NULL, pro ? &prologue : NULL,
                       stats ? probe + 4 * width : NULL, stats ? probe + 5 * width : NULL);
-    conv_add_args(&args, conv, add, res_bn, res_bn ? &res_pro : NULL);
+    if (add) conv_add_args(&args, conv, add, res_bn, res_bn ? &res_pro : NULL);
     return usable_or_not(c, &args);
+}
+
+/* plan_fuse_caps.conv_fwd_ok: whether conv_fused_cuda.cu runs CONV_FWD node conv with the
+ * apply of batch norm pro on its input and the sums of batch norm stats (conv_add_ok
+ * without an add). */
+static int conv_fwd_ok(void *user, const struct plan_node *conv, const struct plan_node *pro,
+                       const struct plan_node *stats)
+{
+    return conv_add_ok(user, conv, pro, NULL, NULL, stats);
 }
 
 /* plan_fuse_caps.conv_bwd_ok: whether conv_fused_cuda.cu runs CONV_BWD node conv with the

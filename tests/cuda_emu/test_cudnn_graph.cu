@@ -166,6 +166,18 @@ static bd conv_op(cudnnBackendDescriptorType_t t, cudnnBackendAttributeName_t na
     return op;
 }
 
+/* A forward convolution y = conv(x, w) on conv descriptor conv (conv_op). */
+static bd fwd_conv_op(bd x, bd w, bd y, bd conv)
+{
+    return conv_op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x,
+                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w,
+                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y, conv);
+}
+
 /* A finalized operation graph of ops (n) on h; its finalize status. */
 static cudnnStatus_t graph(cudnnHandle_t h, const bd *ops, int n, bd *g)
 {
@@ -416,13 +428,7 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
     if (cc.k == FWD) {
         bd tw = tensor(W, dt, K, C, R, R, false), ty = tensor(Y, dt, N, K, HO, WO, false);
         bd tc = cc.res ? tensor(117, F, N, K, HO, WO, true) : ty;   /* the conv's output */
-        ops.push_back(conv_op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
-                              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
-                              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
-                              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
-                              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, conv_in,
-                              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, tw,
-                              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, tc, conv));
+        ops.push_back(fwd_conv_op(conv_in, tw, tc, conv));
         if (cc.res) {   /* y = conv + r */
             bd tr = tensor(RES, dt, N, K, HO, WO, false), r = tr;
             if (cc.res == 2) {
@@ -735,13 +741,7 @@ static void test_refusals(cudnnHandle_t h)
     {
         bd x = tensor(X, F, 2, 4, 5, 5, false), w = tensor(W, F, 8, 4, 3, 3, false);
         bd v = tensor(120, F, 2, 8, 5, 5, true), y = tensor(Y, F, 2, 8, 5, 5, false);
-        bd ops[2] = {conv_op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
-                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
-                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
-                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
-                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x,
-                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w,
-                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, v, conv_desc(1, 1)),
+        bd ops[2] = {fwd_conv_op(x, w, v, conv_desc(1, 1)),
                      pw_op(CUDNN_POINTWISE_RELU_FWD, v, NULL, y)};
         OK(graph(h, ops, 2, &g));
         EXPECT(heuristics(h, g, CUDNN_HEUR_MODE_A, &plan, &refused) == 0);
@@ -755,13 +755,7 @@ static void test_refusals(cudnnHandle_t h)
         bd v = tensor(117, variant == 2 ? CUDNN_DATA_HALF : F, 2, 8, 5, 5, true);
         bd r = variant == 1 ? tensor(RES, F, 1, 8, 1, 1, false) : tensor(RES, F, 2, 8, 5, 5, false);
         bd y = tensor(Y, F, 2, 8, 5, 5, false);
-        bd ops[2] = {conv_op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
-                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
-                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
-                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
-                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x,
-                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w,
-                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, v, conv_desc(1, 1)),
+        bd ops[2] = {fwd_conv_op(x, w, v, conv_desc(1, 1)),
                      variant == 0 ? pw_op(CUDNN_POINTWISE_ADD, r, v, y)
                                   : pw_op(CUDNN_POINTWISE_ADD, v, r, y)};
         OK(graph(h, ops, 2, &g));
@@ -776,13 +770,7 @@ static void test_refusals(cudnnHandle_t h)
             unsetenv("DAWNRUN_EMU_CUDNN_FUSED_REFUSE");
         bd x = tensor(X, F, 2, 4, 5, 5, false), w = tensor(W, F, 8, 4, 3, 3, false);
         bd y = tensor(Y, F, 2, 8, 5, 5, false);
-        bd op = conv_op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
-                        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
-                        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
-                        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
-                        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x,
-                        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w,
-                        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y, conv_desc(1, 1));
+        bd op = fwd_conv_op(x, w, y, conv_desc(1, 1));
         OK(graph(h, &op, 1, &g));
         const int64_t n = heuristics(h, g, CUDNN_HEUR_MODE_A, &plan, &refused);
         if (pass == 0)

@@ -77,6 +77,15 @@ endif()
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu/run.sh --test ${CMAKE_BINARY_DIR}
                    ${CMAKE_SOURCE_DIR}/tests/cuda_emu/test_cudnn_graph.cu)
   set_tests_properties(cuda_emulated_cudnn_graph PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+  # the support table of the fused graphs (docs/cudnn-graphs.md): the docs print the code's
+  # table, and the engine asks cuDNN for no graph the table refuses (the emulated cuDNN
+  # serves exactly the table's graphs; cuda_emulated_cudnn_graph checks every row)
+  add_test(NAME cuda_emulated_support_table
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_support_table.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(cuda_emulated_support_table PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+  add_test(NAME cuda_emulated_support_asked
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_support_asked.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(cuda_emulated_support_asked PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
   # the batch norm inside the convolutions, which the engine takes in the half precisions
   # only (docs/gpu.md, "Fused paths"): the training run and the plan cases in fp16, with the
   # fused graphs, and the plan cases again with the emulated cuDNN refusing every fused

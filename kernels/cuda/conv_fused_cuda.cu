@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "conv_fused_cuda.h"
+#include "fused_support.h"
 
 #define FUSED_WORKSPACE_CAP ((int64_t)2 << 30)   /* configurations wanting more are skipped */
 #define FUSED_MAX_DESCS 48      /* descriptors of one graph: the largest (DGRAD_DBN with its
@@ -223,6 +224,27 @@ static int fused_check(const struct cuda_conv_fused_args *args, int *ho, int *wo
     }
 cleanup:
     return rc;
+}
+
+/* The support table's query (fused_support.h) of key. */
+static struct fused_support_query fused_query(const int key[FUSED_KEY_LEN])
+{
+    struct fused_support_query q;
+    memset(&q, 0, sizeof(q));
+    q.op = key[K_KIND] == CUDA_CONV_FUSED_FWD     ? FUSED_SUPPORT_FWD
+           : key[K_KIND] == CUDA_CONV_FUSED_WGRAD ? FUSED_SUPPORT_WGRAD
+                                                  : FUSED_SUPPORT_DGRAD;
+    q.pro = key[K_PRO];
+    q.res = key[K_RES];
+    q.stats = key[K_STATS];
+    q.dtype = key[K_DT] == CUDA_F32   ? FUSED_SUPPORT_F32
+              : key[K_DT] == CUDA_F16 ? FUSED_SUPPORT_F16
+                                      : FUSED_SUPPORT_BF16;
+    q.stride = key[K_STRIDE];
+    q.k = key[K_K];
+    q.ci = key[K_CI];
+    q.co = key[K_CO];
+    return q;
 }
 
 /* The key of args (checked) in context c. */
@@ -930,6 +952,7 @@ static int fused_build(struct cuda_ctx *c, struct fused_state *s,
     const char *why = NULL;
     char shape[256];
     int attempts = 1;
+    const struct fused_support_query q = fused_query(key);
     memset(&g, 0, sizeof(g));
     memcpy(g.key, key, sizeof(g.key));
     if (s->n_graphs == s->cap_graphs) {
@@ -944,6 +967,9 @@ static int fused_build(struct cuda_ctx *c, struct fused_state *s,
      * in the compute type, as cuDNN's own scale-bias-relu-wgrad sample declares them */
     if (key[K_KIND] == CUDA_CONV_FUSED_WGRAD && key[K_PRO] && key[K_DT] != CUDA_F32)
         attempts = 2;
+    /* a graph the documentation gives no engine for is not asked for at all: refused
+     * without a cuDNN call or a message (docs/cudnn-graphs.md, "Support table") */
+    if (!fused_support_accepts(&q, NULL)) attempts = 0;
     for (int at = 0; at < attempts && !g.plan && st != CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH;
          at++) {
         const cudnnDataType_t vdt =
@@ -958,7 +984,7 @@ static int fused_build(struct cuda_ctx *c, struct fused_state *s,
             if (mode_st == CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH) st = mode_st;
         }
     }
-    if (!g.plan) {
+    if (!g.plan && attempts > 0) {
         if (st != CUDNN_STATUS_SUCCESS) why = cudnnGetErrorString(st);
         if (!why) why = "cuDNN's heuristics list no engine configuration";
         if (st != CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH) {

@@ -1,4 +1,4 @@
-/* Host emulation (see run.sh): cuDNN's backend graph API for the three runtime-fusion
+/* Host emulation (see run.sh): cuDNN's backend graph API for the three fused convolution
  * patterns the engine builds (kernels/cuda/conv_fused_cuda.h), computed on the host in
  * fp32 with double sums.
  *
@@ -29,6 +29,10 @@
  *              shape]; SUB(x, mean) -> MUL(invstd) -> MUL(gamma) -> ADD(beta) -> xbn;
  *              RELU_BWD(dy t, x xbn) -> dz; BN_BWD_WEIGHTS(dy dz, x, mean, invstd, gamma)
  *              -> dscale, dbias, eq_dy, eq_x, eq_b (fp32).
+ * and then only when the support table (kernels/cuda/fused_support.h, docs/cudnn-graphs.md
+ * "Support table": what NVIDIA documents cuDNN 9 to run on compute capability 9.0, and
+ * "refused" where the documentation is silent) accepts the graph in its data type, stride
+ * and channel counts; a dilated convolution is refused (no pattern documents one).
  * Any other graph finalizes with CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT 0 and its
  * heuristics finalize and return no engine configuration. (Real cuDNN, as far as its
  * documentation and frontend tell, also finalizes a well-formed graph no engine serves
@@ -71,6 +75,7 @@
 #include <vector>
 
 #include "emu.h"
+#include "fused_support.h"
 #include "include/cudnn.h"
 
 #define EMU_GRAPH_WORKSPACE 1024 /* bytes, every usable plan */
@@ -956,9 +961,21 @@ struct emu_matcher {
     }
 };
 
-static int emu_classify(const emu_graph_view &v)
+/* The support table's data type of cuDNN data type dt. */
+static fused_support_dtype emu_support_dtype(int dt)
+{
+    return dt == CUDNN_DATA_HALF       ? FUSED_SUPPORT_F16
+           : dt == CUDNN_DATA_BFLOAT16 ? FUSED_SUPPORT_BF16
+                                       : FUSED_SUPPORT_F32;
+}
+
+/* Recognises v as one of the graphs the emulated engines know (EMU_PAT_*, or
+ * EMU_PAT_NONE) and fills *q with its shape of operations and geometry, for the support
+ * table to decide on. */
+static int emu_classify(const emu_graph_view &v, fused_support_query *q)
 {
     emu_matcher m{v, {}};
+    memset(q, 0, sizeof(*q));
     int conv = -1;
     for (int i = 0; i < (int)v.ops.size(); i++)
         if (v.ops[i]->type == D_FWD || v.ops[i]->type == D_BWD_DATA ||
@@ -980,6 +997,11 @@ static int emu_classify(const emu_graph_view &v)
                        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA) ||
             !m.prologue(x, &src) || !m.io(w) || w.dt != src.dt)
             return EMU_PAT_NONE;
+        q->op = FUSED_SUPPORT_FWD;
+        q->pro = x.virt;
+        q->ci = src.dims[1];
+        q->co = w.dims[0];
+        q->k = w.dims[2];
         emu_tensor out = y;   /* what the graph writes: y, or y + r */
         if (y.virt) {         /* ADD(y, r), r an activation of y's shape or relu(r * s + b) */
             auto at = v.consumers.find(y.uid);
@@ -993,6 +1015,7 @@ static int emu_classify(const emu_graph_view &v)
                 !m.prologue(m.t(add, CUDNN_ATTR_OPERATION_POINTWISE_BDESC), &rsrc) ||
                 !emu_same_dims(rsrc, y) || rsrc.dt != src.dt)
                 return EMU_PAT_NONE;
+            q->res = m.t(add, CUDNN_ATTR_OPERATION_POINTWISE_BDESC).virt ? 2 : 1;
             out = m.t(add, CUDNN_ATTR_OPERATION_POINTWISE_YDESC);
         }
         if (!m.io(out) || out.dt != src.dt) return EMU_PAT_NONE;
@@ -1005,6 +1028,7 @@ static int emu_classify(const emu_graph_view &v)
                 !m.vec(m.t(gs, CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC), out.dims[1], true) ||
                 !m.vec(m.t(gs, CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC), out.dims[1], true))
                 return EMU_PAT_NONE;
+            q->stats = 1;
         }
         pattern = EMU_PAT_FWD;
     } else if (op->type == D_BWD_FILTER) {
@@ -1017,6 +1041,11 @@ static int emu_classify(const emu_graph_view &v)
             !m.prologue(x, &src) || !m.io(dy) || !m.io(dw) || dy.dt != src.dt ||
             v.consumers.count(dw.uid))
             return EMU_PAT_NONE;
+        q->op = FUSED_SUPPORT_WGRAD;
+        q->pro = x.virt;
+        q->ci = src.dims[1];
+        q->co = dw.dims[0];
+        q->k = dw.dims[2];
         pattern = EMU_PAT_WGRAD;
     } else {
         const emu_tensor dy = m.t(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY);
@@ -1043,6 +1072,7 @@ static int emu_classify(const emu_graph_view &v)
                 return EMU_PAT_NONE;
             drelu = v.ops[gt->second[0]];
             m.used.insert(gt->second[0]);
+            q->res = 1;
         }
         if (!m.pw(drelu, CUDNN_POINTWISE_RELU_BWD) ||
             m.t(drelu, CUDNN_ATTR_OPERATION_POINTWISE_DYDESC).uid != g.uid)
@@ -1091,10 +1121,26 @@ static int emu_classify(const emu_graph_view &v)
                                     CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_BIAS};
         for (int a : outs)
             if (!m.vec(m.t(bnw, a), c, true)) return EMU_PAT_NONE;
+        q->op = FUSED_SUPPORT_DGRAD;
+        q->ci = w.dims[1];
+        q->co = w.dims[0];
+        q->k = w.dims[2];
+        src = dy;
         pattern = EMU_PAT_DGRAD_DBN;
     }
     /* nothing else in the graph */
-    return m.used.size() == v.ops.size() ? pattern : EMU_PAT_NONE;
+    if (m.used.size() != v.ops.size()) return EMU_PAT_NONE;
+    q->dtype = emu_support_dtype(src.dt);
+    {
+        const emu_geom g = emu_geom_of(emu_ref_of(op, op->type == D_FWD
+                                                          ? CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC
+                                                      : op->type == D_BWD_FILTER
+                                                          ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC
+                                                          : CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC));
+        q->stride = g.stride[0] == g.stride[1] ? (int)g.stride[0] : -1;
+        if (g.dil[0] != 1 || g.dil[1] != 1) return EMU_PAT_NONE;   /* no dilation documented */
+    }
+    return pattern;
 }
 
 static int emu_fused_refused(void)
@@ -1108,7 +1154,10 @@ static cudnnStatus_t emu_finalize_graph(emu_bd *b)
     emu_graph_view v;
     const cudnnStatus_t s = emu_graph_check(b, v, b->order);
     if (s) return s;
-    b->pattern = emu_classify(v);
+    fused_support_query q;
+    b->pattern = emu_classify(v, &q);
+    /* the support table decides, as cuDNN's documentation does for the real library */
+    if (b->pattern != EMU_PAT_NONE && !fused_support_accepts(&q, NULL)) b->pattern = EMU_PAT_NONE;
     b->engines = b->pattern != EMU_PAT_NONE && !emu_fused_refused() ? EMU_GRAPH_ENGINES : 0;
     return CUDNN_STATUS_SUCCESS;
 }

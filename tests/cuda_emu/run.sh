@@ -95,6 +95,9 @@ if [ -n "$TEST_SRC" ]; then
     for f in "$HERE/emu_runtime.cpp" "$HERE/emu_libs.cpp" "$HERE/emu_graph.cpp"; do
         compile c++ "$f" "$WORK/obj/$(basename "$f" .cpp).o"
     done
+    for f in "$ROOT"/kernels/cuda/*.c; do   # plain C of the engine (the support table)
+        compile c "$f" "$WORK/obj/cuda_$(basename "$f" .c).o"
+    done
     mkdir -p "$WORK/test"
     out="$WORK/test/$name.cpp"
     python3 "$HERE/rewrite_launches.py" "$TEST_SRC" >"$out.tmp" && mv "$out.tmp" "$out"
@@ -104,7 +107,7 @@ if [ -n "$TEST_SRC" ]; then
     for p in "${pids[@]}"; do wait "$p" || failed=1; done
     [ "$failed" = 0 ] || { echo "emulated test build failed" >&2; exit 2; }
     g++ "${SAN[@]}" "$WORK/test/$name.o" "$WORK/obj/emu_runtime.o" "$WORK/obj/emu_libs.o" \
-        "$WORK/obj/emu_graph.o" -o "$WORK/test/$name" -lm -lpthread
+        "$WORK/obj/emu_graph.o" "$WORK"/obj/cuda_*.o -o "$WORK/test/$name" -lm -lpthread
     flock -u 9
     ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}" exec "$WORK/test/$name"
 fi
@@ -125,6 +128,9 @@ for f in "$ROOT"/kernels/cuda/*.cu; do
 done
 for f in "$HERE/emu_runtime.cpp" "$HERE/emu_libs.cpp" "$HERE/emu_graph.cpp"; do
     compile c++ "$f" "$WORK/obj/$(basename "$f" .cpp).o"
+done
+for f in "$ROOT"/kernels/cuda/*.c; do
+    compile c "$f" "$WORK/obj/cuda_$(basename "$f" .c).o"
 done
 for f in "$ROOT"/runner/*.c; do
     compile c "$f" "$WORK/obj/runner_$(basename "$f" .c).o"

@@ -25,6 +25,7 @@
 
 #include "cuda_runtime.h"
 #include "cudnn.h"
+#include "fused_support.h"
 
 static int failures;
 
@@ -359,9 +360,33 @@ enum {
     RBIAS = 22
 };
 
-/* Builds, runs and checks one case on h (stream s); capture: replays it from a graph. */
-static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool capture)
+/* The support table's query of case cc. */
+static fused_support_query query_of(const conv_case &cc)
 {
+    fused_support_query q;
+    memset(&q, 0, sizeof(q));
+    q.op = cc.k == FWD ? FUSED_SUPPORT_FWD : cc.k == WGRAD ? FUSED_SUPPORT_WGRAD
+                                                           : FUSED_SUPPORT_DGRAD;
+    q.pro = cc.k != DGRAD_DBN && cc.pro;
+    q.res = cc.k == WGRAD ? 0 : cc.res;
+    q.stats = cc.k == FWD && cc.stats;
+    q.dtype = cc.dt == CUDNN_DATA_HALF       ? FUSED_SUPPORT_F16
+              : cc.dt == CUDNN_DATA_BFLOAT16 ? FUSED_SUPPORT_BF16
+                                             : FUSED_SUPPORT_F32;
+    q.stride = cc.stride;
+    q.k = cc.r;
+    q.ci = cc.c;
+    q.co = cc.co;
+    return q;
+}
+
+/* Builds case cc on h (stream s) and, when the support table accepts its graph, runs and
+ * checks it (capture: replayed from a graph); when the table refuses it, checks that the
+ * emulated cuDNN lists no engine for it. Returns whether the graph got a plan. */
+static bool run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool capture)
+{
+    const fused_support_query q = query_of(cc);
+    const bool accepted = fused_support_accepts(&q, NULL) != 0;
     char what[160];
     snprintf(what, sizeof(what), "%s %s n%d c%d %dx%d co%d k%d s%d p%d%s%s%s%s",
              cc.k == FWD     ? "fwd"
@@ -640,16 +665,21 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
     int64_t engines = -1;
     OK(cudnnBackendGetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64,
                                 1, &engines, &engines));
-    EXPECT(engines > 0);
     bd plan = NULL;
     int refused = 0;
     const int64_t n_cfg = heuristics(h, g, CUDNN_HEUR_MODE_A, &plan, &refused);
-    EXPECT(n_cfg > 0);
-    EXPECT(plan != NULL);
-    if (!plan) {
-        fprintf(stderr, "test_cudnn_graph.cu: %s: no plan\n", what);
+    if ((engines > 0) != accepted || (n_cfg > 0) != accepted || (plan != NULL) != accepted) {
+        fprintf(stderr, "test_cudnn_graph.cu: %s: %lld engines, %lld configurations, %s; "
+                "the support table %s it\n", what, (long long)engines, (long long)n_cfg,
+                plan ? "a plan" : "no plan", accepted ? "accepts" : "refuses");
+        failures++;
+    }
+    if (!plan || !accepted) {
+        for (buf *b : {&x, &w, &scale, &bias, &dy, &mean, &invstd, &gamma, &beta, &res, &rscale,
+                       &rbias, &y, &sum, &sqsum, &dw, &dz, &dscale, &dbias, &eqdy, &eqx, &eqb})
+            if (!b->host.empty()) CUDA_OK(cudaFree(b->dev));
         destroy_all();
-        return;
+        return plan != NULL;
     }
     int64_t ws_size = -1, got = 0;
     OK(cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
@@ -689,7 +719,7 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
         compare(what, "eq_b", eqb, reb, tol_sum);
     }
     /* refusals of this plan's execution */
-    if (cc.k == FWD && !cc.pro && !cc.stats && !capture) {
+    if (cc.k == FWD && !cc.pro && !cc.stats && !capture && cc.n == 2) {
         std::vector<void *> missing = ptrs;
         missing[1] = NULL; /* W */
         EXPECT(
@@ -715,6 +745,7 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, const conv_case &cc, bool 
                    &sqsum, &dw, &dz, &dscale, &dbias, &eqdy, &eqx, &eqb})
         if (!b->host.empty()) CUDA_OK(cudaFree(b->dev));
     destroy_all();
+    return true;
 }
 
 /* Graphs the emulated engines refuse, attributes and graphs finalize refuses. */
@@ -829,47 +860,129 @@ static void test_refusals(cudnnHandle_t h)
     }
 }
 
+/* Prints the support table (fused_support.h) as docs/cudnn-graphs.md has it, one row per
+ * graph and data type. */
+static void print_support_table(void)
+{
+    int n = 0;
+    const fused_support_row *rows = fused_support_rows(&n);
+    printf("| graph | type | verdict | kernel compiled | stride | channels | filter | "
+           "documentation |\n");
+    printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    for (int i = 0; i < n; i++)
+        for (int d = FUSED_SUPPORT_F16; d < FUSED_SUPPORT_DTYPE_COUNT + FUSED_SUPPORT_F16; d++) {
+            const int dt = d % FUSED_SUPPORT_DTYPE_COUNT;   /* fp16, bf16, fp32 */
+            const fused_support_cell &c = rows[i].cell[dt];
+            const char *none = "-";
+            printf("| %s | %s | %s%s | %s | %s | %s | %s | %s |\n", rows[i].graph,
+                   fused_support_dtype_name((fused_support_dtype)dt),
+                   c.accepted ? "accepted: " : "", c.verdict,
+                   !c.accepted ? none : c.runtime_compiled ? "at plan finalize" : "no",
+                   !c.accepted ? none : rows[i].stride1_only ? "1" : "any",
+                   !c.accepted ? none : dt == FUSED_SUPPORT_F32 ? "C, K multiples of 4"
+                                                                : "C, K multiples of 8",
+                   !c.accepted ? none : "any", c.source);
+        }
+}
+
+/* Every row of the support table, in every data type, at strides 1 and 2, filter sizes 1
+ * and 3, and channel counts that meet the table's condition and that do not (the input's,
+ * then the output's): the emulated cuDNN serves exactly what the table accepts, and each
+ * accepted case computes what the host computes. */
+static void test_support_table(cudnnHandle_t h, cudaStream_t s)
+{
+    const cudnnDataType_t types[3] = {CUDNN_DATA_FLOAT, CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16};
+    int n_rows = 0;
+    const fused_support_row *rows = fused_support_rows(&n_rows);
+    std::vector<int> seen((size_t)n_rows * 3, 0), ran((size_t)n_rows * 3, 0);
+    /* (kind, prologue, residual, statistics): every graph of the table */
+    struct shape { kind k; bool pro; int res; bool stats; };
+    std::vector<shape> shapes;
+    for (int pro = 0; pro < 2; pro++)
+        for (int res = 0; res < 3; res++)
+            for (int st = 0; st < 2; st++) shapes.push_back({FWD, pro != 0, res, st != 0});
+    shapes.push_back({WGRAD, false, 0, false});
+    shapes.push_back({WGRAD, true, 0, false});
+    shapes.push_back({DGRAD_DBN, false, 0, false});
+    shapes.push_back({DGRAD_DBN, false, 1, false});
+    for (const shape &sh : shapes)
+        for (int d = 0; d < 3; d++)
+            for (int stride = 1; stride <= 2; stride++)
+                for (int r = 1; r <= 3; r += 2)
+                    for (int chan = 0; chan < 3; chan++) {
+                        const int ok = d == 0 ? 4 : 8;   /* 16-byte channel rows */
+                        const int ci = chan == 1 ? 3 : ok, co = chan == 2 ? ok + 2 : 2 * ok;
+                        conv_case cc = {sh.k, types[d], 1, ci, 5, 5, co, r, stride, r / 2,
+                                        sh.pro, sh.stats, false, sh.res};
+                        const fused_support_query q = query_of(cc);
+                        const fused_support_row *row = fused_support_row_of(&q);
+                        EXPECT(row != NULL);
+                        if (!row) continue;
+                        const size_t at = (size_t)(row - rows) * 3 + (size_t)d;
+                        seen[at]++;
+                        if (run_case(h, s, cc, false)) ran[at]++;
+                    }
+    for (int i = 0; i < n_rows; i++)
+        for (int d = 0; d < 3; d++) {
+            const size_t at = (size_t)i * 3 + (size_t)d;
+            if (!seen[at] || (rows[i].cell[d].accepted && !ran[at])) {
+                fprintf(stderr, "test_cudnn_graph.cu: support table row %s %s: %d cases, %d "
+                        "ran\n", rows[i].graph,
+                        fused_support_dtype_name((fused_support_dtype)d), seen[at], ran[at]);
+                failures++;
+            }
+        }
+}
+
 int main(void)
 {
+    if (getenv("FUSED_SUPPORT_PRINT")) {
+        print_support_table();
+        return 0;
+    }
     cudnnHandle_t h = NULL;
     cudaStream_t s = NULL;
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     EXPECT(cudnnCreate(&h) == CUDNN_STATUS_SUCCESS);
     EXPECT(cudnnSetStream(h, s) == CUDNN_STATUS_SUCCESS);
     const cudnnDataType_t F = CUDNN_DATA_FLOAT, HF = CUDNN_DATA_HALF, BF = CUDNN_DATA_BFLOAT16;
-    /* kind, type, n, c, h, w, co, k, stride, pad, prologue, stats[, prologue in io type] */
+    /* kind, type, n, c, h, w, co, k, stride, pad, prologue, stats[, prologue in io type[,
+     * residual]]: graphs the support table accepts (channel rows of 16 bytes), and some it
+     * refuses, which the emulated cuDNN must refuse too */
     const conv_case cases[] = {
-        {FWD, F, 2, 3, 6, 5, 4, 3, 1, 1, true, true, false},
-        {FWD, HF, 2, 4, 5, 6, 3, 3, 2, 1, true, true, false},
-        {FWD, F, 2, 4, 5, 5, 6, 1, 2, 0, false, true, false},
-        {FWD, HF, 1, 4, 4, 4, 4, 1, 1, 0, true, false, false},
-        {FWD, F, 2, 3, 5, 5, 2, 3, 1, 0, false, false, false},
-        {WGRAD, F, 2, 3, 6, 5, 4, 3, 1, 1, true, false, false},
-        {WGRAD, HF, 2, 4, 5, 6, 3, 3, 2, 1, true, false, false},
-        {WGRAD, F, 2, 4, 6, 6, 5, 1, 2, 0, false, false, false},
-        {WGRAD, HF, 1, 3, 5, 5, 2, 3, 1, 0, false, false, false},
-        {DGRAD_DBN, F, 2, 3, 6, 5, 4, 3, 1, 1, false, false, false},
-        {DGRAD_DBN, HF, 2, 4, 5, 6, 3, 3, 2, 1, false, false, false},
-        {DGRAD_DBN, F, 2, 4, 6, 6, 5, 1, 2, 0, false, false, false},
-        {DGRAD_DBN, HF, 1, 3, 4, 4, 4, 1, 1, 0, false, false, false},
-        {FWD, BF, 2, 3, 5, 5, 4, 3, 1, 1, true, true, false},
-        {WGRAD, BF, 2, 3, 5, 5, 4, 3, 2, 1, true, false, false},
-        {WGRAD, HF, 2, 4, 6, 6, 4, 3, 1, 1, true, false, true},   /* the frontend's sample */
-        {FWD, BF, 2, 4, 5, 5, 3, 3, 2, 1, true, true, true},
-        {DGRAD_DBN, BF, 2, 3, 5, 5, 4, 3, 1, 1, false, false, false},
-        {DGRAD_DBN, HF, 2, 4, 5, 6, 3, 3, 2, 1, false, false, false, 1},   /* + residual */
-        {DGRAD_DBN, F, 2, 4, 6, 6, 5, 1, 2, 0, false, false, false, 1},
-        {DGRAD_DBN, BF, 2, 3, 5, 5, 4, 3, 1, 1, false, false, false, 1},
-        {FWD, HF, 2, 4, 5, 6, 3, 3, 2, 1, true, true, false, 1},   /* + residual */
-        {FWD, F, 2, 3, 5, 5, 2, 3, 1, 0, false, false, false, 1},
-        {FWD, BF, 2, 3, 5, 5, 4, 3, 1, 1, true, true, false, 2},   /* + relu(res s + b) */
-        {FWD, HF, 2, 4, 5, 5, 6, 1, 2, 0, false, true, false, 2},
+        {FWD, F, 2, 4, 6, 5, 8, 3, 1, 1, true, false, false, 0},
+        {FWD, HF, 2, 8, 5, 6, 8, 3, 2, 1, true, true, false, 0},   /* ConvBNfprop, full */
+        {FWD, F, 2, 4, 5, 5, 4, 1, 2, 0, false, true, false, 0},
+        {FWD, HF, 1, 8, 4, 4, 8, 1, 1, 0, true, false, false, 0},
+        {FWD, F, 2, 4, 5, 5, 4, 3, 1, 0, false, false, false, 0},
+        {FWD, HF, 2, 8, 5, 5, 16, 3, 1, 1, false, true, false, 0},  /* ConvBNfprop, partial */
+        {FWD, BF, 2, 8, 5, 5, 8, 3, 1, 1, true, false, false, 0},
+        {FWD, BF, 2, 8, 5, 5, 8, 3, 2, 1, true, false, true, 0},
+        {WGRAD, F, 2, 4, 6, 5, 4, 3, 1, 1, true, false, false, 0},  /* refused */
+        {WGRAD, HF, 2, 8, 5, 6, 8, 3, 2, 1, true, false, false, 0}, /* ConvBNwgrad */
+        {WGRAD, F, 2, 4, 6, 6, 8, 1, 2, 0, false, false, false, 0},
+        {WGRAD, HF, 1, 8, 5, 5, 8, 3, 1, 0, false, false, false, 0},
+        {WGRAD, HF, 2, 8, 6, 6, 8, 3, 1, 1, true, false, true, 0},  /* the frontend's sample */
+        {WGRAD, BF, 2, 8, 5, 5, 8, 3, 2, 1, true, false, false, 0}, /* refused */
+        {DGRAD_DBN, HF, 2, 8, 5, 6, 8, 3, 1, 1, false, false, false, 0},
+        {DGRAD_DBN, HF, 1, 8, 4, 4, 16, 1, 1, 0, false, false, false, 0},
+        {DGRAD_DBN, HF, 2, 8, 5, 6, 8, 3, 2, 1, false, false, false, 0},      /* refused: stride */
+        {DGRAD_DBN, F, 2, 4, 6, 6, 4, 1, 1, 0, false, false, false, 0},       /* refused: fp32 */
+        {DGRAD_DBN, BF, 2, 8, 5, 5, 8, 3, 1, 1, false, false, false, 0},      /* refused: bf16 */
+        {DGRAD_DBN, HF, 2, 8, 5, 6, 8, 3, 1, 1, false, false, false, 1},   /* refused */
+        {FWD, HF, 2, 8, 5, 6, 8, 3, 2, 1, true, false, false, 1},  /* + residual */
+        {FWD, F, 2, 4, 5, 5, 4, 3, 1, 0, false, false, false, 1},
+        {FWD, BF, 2, 8, 5, 5, 8, 3, 1, 1, false, false, false, 1},
+        {FWD, HF, 2, 8, 5, 6, 8, 3, 2, 1, true, true, false, 1},   /* refused: add + stats */
+        {FWD, BF, 2, 8, 5, 5, 8, 3, 1, 1, true, false, false, 2},  /* refused: relu(res s + b) */
+        {FWD, HF, 2, 8, 5, 5, 8, 1, 2, 0, false, true, false, 2},  /* refused */
+        {FWD, HF, 2, 3, 5, 5, 8, 3, 1, 1, false, true, false, 0},     /* refused: 3 channels */
     };
     for (const conv_case &cc : cases) run_case(h, s, cc, false);
-    run_case(h, s, cases[0], true);
-    run_case(h, s, cases[10], true);
-    run_case(h, s, cases[18], true);
-    run_case(h, s, cases[23], true);
+    run_case(h, s, cases[1], true);
+    run_case(h, s, cases[14], true);
+    run_case(h, s, cases[20], true);
+    test_support_table(h, s);
     test_refusals(h);
     EXPECT(cudnnDestroy(h) == CUDNN_STATUS_SUCCESS);
     CUDA_OK(cudaStreamDestroy(s));

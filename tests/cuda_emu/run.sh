@@ -25,7 +25,11 @@
 # emulation is built in BUILD_DIR/cuda-emu, recompiling only what changed, one build at a
 # time (a lock). DAWNRUN_EMU_CUDNN_REFUSE makes chosen cuDNN executions fail (emu_libs.cpp);
 # DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1 makes cuDNN's heuristics list no engine for any fused
-# graph, so the engine runs those convolutions unfused (emu_graph.cpp).
+# graph, so the engine runs those convolutions unfused (emu_graph.cpp);
+# DAWNRUN_EMU_CUDNN_FUSED_ENGINES=N lists N engines per fused graph instead of two, only the
+# last one's plan finalizing. DAWNRUN_EMU_CUDNN_FINALIZE_MS=N makes every execution-plan
+# finalize of a fused graph sleep N ms (default 0), as real cuDNN spends compiling there,
+# to rehearse the engine's time limits; at exit a stderr line counts the finalizes.
 # DAWNRUN_EMU_COUNT_ONLY=1 runs the emulated dawnrun without computing kernels, cuDNN or
 # cuBLAS (emu.h): for `dawnrun bench`'s counts at real batch sizes (bench/count-structure.sh)
 # only, never for checking results; the selfcheck and --test modes refuse it.

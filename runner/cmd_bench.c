@@ -119,7 +119,8 @@ static void bench_on_signal(int sig)
     _exit(128 + sig);
 }
 
-/* The handler for SIGTERM and SIGINT (in every thread: OpenMP's inherit it). */
+/* The handler for SIGTERM and SIGINT, for the whole process: whichever thread the signal
+ * lands on (OpenMP's, the CUDA runtime's) runs it. */
 static void bench_signals_install(void)
 {
     struct sigaction sa;

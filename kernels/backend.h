@@ -182,7 +182,8 @@ struct backend_ops {
 
     /* Optional (NULL when the engine counts nothing, as the CPU engine): the counts since
      * the context was created or last reset (kernels/counters.h); reading them does not
-     * wait for the device. */
+     * wait for the device. Async-signal-safe (a plain copy): `dawnrun bench`'s signal
+     * handler reads them. */
     int (*counters)(void *ctx, struct backend_counters *out);
     void (*counters_reset)(void *ctx);
 };

@@ -8,7 +8,13 @@
  * is taken back out of them and kept with the graph; each launch of the graph then adds
  * it to the graph_* fields below. The work the device did is therefore the sum of a field
  * and its graph_ twin (kernel_launches + graph_kernels, ...), and a replayed step counts
- * 1 graph launch and no kernel launch, copy, synchronisation or allocation of its own. */
+ * 1 graph launch and no kernel launch, copy, synchronisation or allocation of its own.
+ *
+ * The last fields count what first use costs: the fused cuDNN graphs built or refused and
+ * the convolution shapes whose algorithms were searched, each once per context, and the
+ * time spent on them (nanoseconds of CLOCK_MONOTONIC). These times are the only fields
+ * that are not structural; they have no graph_ twins (nothing is built or searched inside
+ * a capture). Every field is a uint64_t: code walks the struct as an array of them. */
 #ifndef DAWNRUN_COUNTERS_H
 #define DAWNRUN_COUNTERS_H
 
@@ -36,6 +42,17 @@ struct backend_counters {
     uint64_t graph_cudnn_calls, graph_cublas_calls;
     uint64_t graph_memsets, graph_memset_bytes;
     uint64_t graph_d2d_copies, graph_d2d_bytes;
+    /* first use (conv_fused_cuda.cu, conv_cuda.cu) */
+    uint64_t fused_graphs_built;     /* fused convolution graphs built and kept */
+    uint64_t fused_graphs_refused;   /* refused: no engine configuration worked, or the
+                                        build budget was spent (they run unfused) */
+    uint64_t fused_graphs_unsupported; /* not asked for: the support table refuses them
+                                          (kernels/cuda/fused_support.h; run unfused) */
+    uint64_t fused_build_ns;         /* building both: descriptors, heuristics, plan
+                                        finalizes (where cuDNN compiles), trial runs */
+    uint64_t algo_searches;          /* convolution shapes and directions whose algorithm
+                                        was chosen */
+    uint64_t algo_search_ns;         /* choosing them: heuristics and timed trials */
 };
 
 /* out = a - b, field by field (the counts between two reads). */

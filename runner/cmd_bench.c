@@ -1,15 +1,27 @@
 /* `dawnrun bench CONFIG`: times training steps and evaluation after warm-up on
  * synthetic images (speed does not depend on pixel values), and reports images/s,
  * ms per step, achieved GFLOP/s from the graph's FLOP count, and the time split by
- * layer type; on the CPU engine also the instruction set its own kernels use. */
+ * layer type; on the CPU engine also the instruction set its own kernels use. On an
+ * engine that counts its work (CUDA), a first-use line after the warm-up and at the end
+ * says what building fused graphs and searching convolution algorithms cost.
+ *
+ * Stopped by SIGTERM or SIGINT (a `timeout`, Ctrl-C), it prints what it has so far before
+ * it exits with 128 + the signal: which part it was in, the warm-up and timed steps done
+ * with their ms/step, and the first-use line. The handler uses only async-signal-safe
+ * calls (clock_gettime, write, _exit; the engine's counters are a plain copy,
+ * kernels/backend.h), with the numbers formatted by hand (first_use.h). */
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "engine/data.h"
+#include "first_use.h"
 #include "kernels/rng.h"
 #include "base/status.h"
 #include "engine/run_plan.h"
@@ -23,6 +35,115 @@ static double bench_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- what a signal handler can say --------------------------------------------------- */
+
+/* The parts of a bench, in order, as the stop line names them. */
+enum bench_part { PART_SETUP, PART_WARMUP, PART_TIMED, PART_EVAL, PART_PROFILE, PART_COUNT };
+
+static const char *const part_names[PART_COUNT] = {
+    "while setting up", "during the warm-up steps", "during the timed steps",
+    "during the evaluation", "during the profiled steps"};
+
+/* The bench's progress, written by the main thread between steps and read by the signal
+ * handler: the part under way, and per step loop (warm-up, timed) the steps asked for and
+ * done, when it began and when its latest step was done (CLOCK_MONOTONIC seconds). */
+static struct {
+    const struct backend *be;        /* its counters are read when it counts (CUDA) */
+    volatile sig_atomic_t part;
+    volatile sig_atomic_t asked[2], done[2];
+    volatile double began[2], last[2];
+} live;
+
+static atomic_flag stopping = ATOMIC_FLAG_INIT;
+
+/* Appends "warm-up 2 of 3 steps in 25.3 s (12650.0 ms/step)" for loop i (0 warm-up,
+ * 1 timed), and how long its next step has run when one is under way. */
+static void stop_loop_text(char *buf, size_t cap, int i, double now)
+{
+    const int done = live.done[i], asked = live.asked[i];
+    const double spent = live.last[i] - live.began[i];
+    first_use_cat(buf, cap, i == 0 ? "warm-up " : "timed ");
+    first_use_cat_u64(buf, cap, (uint64_t)done);
+    first_use_cat(buf, cap, " of ");
+    first_use_cat_u64(buf, cap, (uint64_t)asked);
+    first_use_cat(buf, cap, i == 0 ? " steps in " : " steps issued in ");
+    first_use_cat_fixed(buf, cap, spent, 1);
+    first_use_cat(buf, cap, " s");
+    if (done > 0) {
+        first_use_cat(buf, cap, " (");
+        first_use_cat_fixed(buf, cap, 1e3 * spent / done, 1);
+        first_use_cat(buf, cap, " ms/step)");
+    }
+    if (live.part == (i == 0 ? PART_WARMUP : PART_TIMED) && done < asked) {
+        first_use_cat(buf, cap, ", step ");
+        first_use_cat_u64(buf, cap, (uint64_t)done + 1);
+        first_use_cat(buf, cap, " under way for ");
+        first_use_cat_fixed(buf, cap, now - live.last[i], 1);
+        first_use_cat(buf, cap, " s");
+    }
+}
+
+/* SIGTERM / SIGINT: one line with the part and the steps so far, the first-use line when
+ * the engine counts, then exit 128 + sig. Only async-signal-safe calls; a second signal
+ * (on another thread) while the first is being said does nothing. */
+static void bench_on_signal(int sig)
+{
+    static char line[1024];
+    struct backend_counters d;
+    if (atomic_flag_test_and_set(&stopping)) return;
+    const double now = bench_now();
+    line[0] = '\0';
+    first_use_cat(line, sizeof(line), "bench stopped by ");
+    first_use_cat(line, sizeof(line), sig == SIGTERM ? "SIGTERM " : "SIGINT ");
+    first_use_cat(line, sizeof(line), part_names[live.part]);
+    if (live.part >= PART_WARMUP) {
+        first_use_cat(line, sizeof(line), ": ");
+        stop_loop_text(line, sizeof(line), 0, now);
+    }
+    if (live.part >= PART_TIMED) {
+        first_use_cat(line, sizeof(line), "; ");
+        stop_loop_text(line, sizeof(line), 1, now);
+    }
+    size_t len = first_use_cat(line, sizeof(line), "\n");
+    if (live.be && live.be->ops->counters && live.be->ops->counters(live.be->ctx, &d) == DR_OK) {
+        first_use_text(line + len, sizeof(line) - len, &d);
+        len = first_use_cat(line, sizeof(line), " so far\n");
+    }
+    for (size_t at = 0; at < len;) {
+        const ssize_t n = write(STDOUT_FILENO, line + at, len - at);
+        if (n <= 0) break;
+        at += (size_t)n;
+    }
+    _exit(128 + sig);
+}
+
+/* The handler for SIGTERM and SIGINT, for the whole process: whichever thread the signal
+ * lands on (OpenMP's, the CUDA runtime's) runs it. */
+static void bench_signals_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = bench_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+/* Enters part p; for a step loop (PART_WARMUP, PART_TIMED) of `asked` steps, starts its
+ * count and clock. */
+static void live_enter(enum bench_part p, long asked)
+{
+    const int i = p == PART_WARMUP ? 0 : p == PART_TIMED ? 1 : -1;
+    if (i >= 0) {
+        live.asked[i] = (sig_atomic_t)asked;
+        live.done[i] = 0;
+        live.began[i] = live.last[i] = bench_now();
+    }
+    live.part = p;
 }
 
 /* A dataset of `count` pseudo-random images (RNG stream unused by training). */
@@ -89,6 +210,11 @@ static int run_steps(struct trainer *t, int steps, struct backend_counters *coun
         }
         TRY(trainer_step(t));
         TRY(trainer_after_step(t));
+        if (live.part == PART_WARMUP || live.part == PART_TIMED) {
+            const int i = live.part == PART_TIMED;
+            live.last[i] = bench_now();
+            live.done[i]++;
+        }
     }
     TRY(read_counters(t->be, &after, &have));
     if (steps > 0) add_counts(counts, &after, &before);
@@ -138,6 +264,24 @@ static void print_counts(const char *what, const struct backend_counters *after,
            (double)d.graph_cudnn_calls / per, (double)d.graph_cublas_calls / per,
            (double)d.graph_memsets / per, (double)d.graph_d2d_copies / per, gd2d,
            (double)d.graph_captures / per);
+}
+
+/* The first-use line (first_use.h) of the engine's counts since it was created, when it
+ * counts, with what the step loops took; nothing on an engine that counts nothing. */
+static int print_first_use(const struct backend *be, long warmup, double warmup_s, long steps,
+                           double steps_s)
+{
+    int rc = DR_OK, counted = 0;
+    struct backend_counters now;
+    char text[512] = "";
+    TRY(read_counters(be, &now, &counted));
+    if (!counted) goto cleanup;
+    first_use_text(text, sizeof(text), &now);
+    printf("%s; warm-up %ld steps %.1f s", text, warmup, warmup_s);
+    if (steps > 0) printf("; timed %ld steps %.2f s", steps, steps_s);
+    printf("\n");
+cleanup:
+    return rc;
 }
 
 static void print_split(const struct model_profile *p, double total)
@@ -211,12 +355,15 @@ int cmd_bench(int argc, char **argv)
     struct model_profile prof;
     struct backend_counters train_counts, prof_counts, eval0, eval1, zero = {0};
     int counted = 0;
+    live_enter(PART_SETUP, 0);
+    bench_signals_install();
     int rc = runner_load(&e, &g, c.config, c.sets, c.n_sets);
     if (rc != DR_OK) return cli_exit_code(rc);
     struct run_plan full;   /* the run the config describes, on the images it asks for */
     TRY(experiment_plan(&full, &e, RUN_PLAN_CONFIG_IMAGES, RUN_PLAN_CONFIG_IMAGES));
     int b = full.batch, eb = full.eval_batch;
     TRY(cli_backend(&c, (int)e.train.precision, &be));
+    live.be = &be;
     if (steps == 0) steps = strcmp(be.ops->name, "cpu") ? 50 : 3;
     /* as many batches as one run of steps takes, up to BENCH_EPOCH_STEPS */
     long epoch_steps = warmup > steps ? warmup : steps;
@@ -241,15 +388,30 @@ int cmd_bench(int argc, char **argv)
            "GFLOP/image\n", b, warmup, steps, (double)graph_train_flops(&g) / 1e9,
            (double)g.flops_forward / 1e9);
 
-    TRY(run_steps(&t, (int)warmup, &prof_counts));
+    live_enter(PART_WARMUP, warmup);
     double t0 = bench_now();
+    TRY(run_steps(&t, (int)warmup, &prof_counts));
+    live.last[0] = bench_now();   /* the wait for the device included */
+    const double warmup_s = live.last[0] - t0;
+    /* the timed part begins before the warm-up is said, so that a signal after the
+     * warm-up line is said to have come during the timed steps */
+    live_enter(PART_TIMED, steps);
+    /* said before the timed steps, so that a bench stopped during them keeps it */
+    printf("warm-up: %ld steps in %.1f s", warmup, warmup_s);
+    if (warmup > 0) printf(" (%.1f ms/step)", 1e3 * warmup_s / (double)warmup);
+    printf("\n");
+    TRY(print_first_use(&be, warmup, warmup_s, 0, 0.0));
+    t0 = bench_now();
     TRY(run_steps(&t, (int)steps, &train_counts));
-    double step_s = (bench_now() - t0) / (double)steps;
+    live.last[1] = bench_now();
+    const double steps_s = live.last[1] - t0;
+    double step_s = steps_s / (double)steps;
     double gflops = (double)graph_train_flops(&g) * b / step_s / 1e9;
     printf("train: %.1f ms/step, %.1f images/s, %.1f GFLOP/s achieved\n", 1e3 * step_s,
            b / step_s, gflops);
 
     double loss, acc;
+    live_enter(PART_EVAL, 0);
     TRY(trainer_evaluate(&t, &loss, &acc));
     TRY(read_counters(&be, &eval0, &counted));
     t0 = bench_now();
@@ -266,6 +428,7 @@ int cmd_bench(int argc, char **argv)
            epochs * (double)full.test_count / eb * eval_s);
 
     memset(&prof, 0, sizeof(prof));
+    live_enter(PART_PROFILE, 0);
     t.model.prof = &prof;
     t0 = bench_now();
     TRY(run_steps(&t, (int)steps, &prof_counts));
@@ -284,7 +447,9 @@ int cmd_bench(int argc, char **argv)
         print_counts("per eval batch", &eval1, &eval0,
                      (double)eval_reps * (double)((test.count + eb - 1) / eb));
     }
+    TRY(print_first_use(&be, warmup, warmup_s, steps, steps_s));
 cleanup:
+    live.be = NULL;   /* the handler no longer reads the engine */
     trainer_free(&t);
     backend_destroy(&be);
     dataset_free(&train);

@@ -1,4 +1,5 @@
-/* `dawnrun train CONFIG`: one run on one engine, printing Page's epoch table. */
+/* `dawnrun train CONFIG`: one run on one engine, printing Page's epoch table, and after
+ * it, on an engine that counts its work (CUDA), the run's first-use line (first_use.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,11 +9,13 @@
 #include "engine/data.h"
 #include "base/status.h"
 #include "engine/train.h"
+#include "first_use.h"
 #include "load.h"
 #include "progress.h"
 
 struct train_view {
     int tty;
+    struct first_use_epochs first;   /* the first epochs' train times */
 };
 
 static void progress(void *user, int epoch, int step, int steps)
@@ -23,8 +26,9 @@ static void progress(void *user, int epoch, int step, int steps)
 
 static int on_epoch(void *user, const struct epoch_record *r, const struct train_progress *p)
 {
-    (void)user;
+    struct train_view *v = user;
     (void)p;
+    first_use_epoch_seen(&v->first, r->epoch, r->train_time);
     progress_epoch_end(r->epoch, r->train_loss);
     table_print_row(stdout, r);
     return DR_OK;
@@ -74,12 +78,15 @@ int cmd_train(int argc, char **argv)
     struct backend be = {0};
     struct trainer t = {0};
     struct train_progress prog;
+    struct backend_counters before = {0}, after, cost;
+    char first[512] = "";
     cli_signals_install(); /* before any OpenMP region: see cli.h */
     int rc = runner_load(&e, &g, c.config, c.sets, c.n_sets);
     if (rc != DR_OK) return cli_exit_code(rc);
     TRY(cli_backend(&c, (int)e.train.precision, &be)); /* no device: fail before loading */
     const char *dir = cifar10_default_dir(e.data.dir);
     TRY(cifar10_load(&train, &test, dir, e.data.train_subset, e.data.test_subset));
+    if (be.ops->counters) TRY(be.ops->counters(be.ctx, &before));
     TRY(trainer_create(&t, &e, &g, &be, &train, &test, (uint64_t)seed));
     printf("experiment %s  seed %ld  engine %s (%s)\n", e.name, seed, be.ops->name,
            be.ops->device_name(be.ctx));
@@ -87,12 +94,18 @@ int cmd_train(int argc, char **argv)
            dir, t.plan.train_count, t.plan.test_count, t.plan.steps_per_epoch, t.plan.batch,
            t.plan.epochs, (long long)g.n_weights);
     table_print_header(stdout);
-    struct train_view view = {isatty(STDOUT_FILENO)};
+    struct train_view view = {isatty(STDOUT_FILENO), {{0, 0}, {0.0, 0.0}}};
     struct train_hooks hooks = {on_epoch, NULL, progress, cli_stop_requested, &view};
     train_progress_start(&prog);
     progress_run_begin(t.plan.epochs, t.plan.batch);
     rc = trainer_run(&t, &hooks, &prog);
     progress_clear();   /* a run stopped mid-epoch leaves its line drawn */
+    /* the table is done: what first use cost (nothing said where nothing is counted) */
+    if (be.ops->counters && be.ops->counters(be.ctx, &after) == DR_OK) {
+        backend_counters_diff(&cost, &after, &before);
+        first_use_run_text(first, sizeof(first), &cost, &view.first);
+        printf("%s\n", first);
+    }
     if (prog.epoch > 0)
         printf("final test acc %.4f after %d epochs; train time %.2f s, total %.2f s%s\n",
                prog.last_test_acc, prog.epoch, prog.train_time, prog.total_time,

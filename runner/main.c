@@ -1,6 +1,7 @@
 /* dawnrun command-line entry point: the list of commands (each with its table of flags,
- * cli.h) and the dispatch to one of them; `dawnrun --help`, `--version`, `--man`, and
- * the small commands help, version, config-doc and completion. */
+ * cli.h) and the dispatch to one of them, with stdout line-buffered for all; `dawnrun
+ * --help`, `--version`, `--man`, and the small commands help, version, config-doc and
+ * completion. */
 #include <stdio.h>
 #include <string.h>
 
@@ -125,6 +126,10 @@ const struct cli_command cli_version = {
 
 int main(int argc, char **argv)
 {
+    /* every line out as soon as it is complete, whatever stdout is (a file, a pipe), so
+     * that a command killed by a signal it does not catch (SIGKILL; SIGTERM where no
+     * handler prints first) leaves every line it finished */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
         cli_print_commands(stderr, commands, N_COMMANDS);
         return EXIT_USAGE;

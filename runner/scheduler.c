@@ -19,6 +19,7 @@
 #include "engine/sha256.h"
 #include "base/status.h"
 #include "engine/train.h"
+#include "first_use.h"
 #include "progress.h"
 #include "report_internal.h"
 
@@ -241,6 +242,7 @@ struct run_ctx {
     int fenced;          /* a write was refused: the run is not ours any more */
     int store_rc;        /* the store failed (or refused a write) in a hook: drop the run */
     int beat_warned;
+    struct first_use_epochs first;   /* this attempt's first epochs, for its first-use line */
 };
 
 static void run_on_step(void *user, int epoch, int step, int steps)
@@ -289,6 +291,7 @@ static int run_on_epoch(void *user, const struct epoch_record *r, const struct t
     int rc = run_store(c, results_epoch_record(c->db, &c->lease, &row));
     if (rc != DR_OK) return rc;
     crashpoint("epoch-committed");
+    first_use_epoch_seen(&c->first, r->epoch, r->train_time);
     progress_epoch_end(r->epoch, r->train_loss);
     say_table(c->o, r);
     return DR_OK;
@@ -388,7 +391,8 @@ static int run_one(struct run_ctx *c, const struct sched_experiment *x, struct s
     const uint64_t seed = c->lease.seed;
     struct trainer t;
     struct train_progress p;
-    char ckpt[EXPERIMENT_PATH_MAX + 128], why[256] = "";
+    struct backend_counters before = {0}, after, cost;
+    char ckpt[EXPERIMENT_PATH_MAX + 128], why[256] = "", first[512] = "";
     int rc = DR_OK, train_rc = DR_OK;
     enum results_run_status status = RUN_DONE;
 
@@ -401,6 +405,7 @@ static int run_one(struct run_ctx *c, const struct sched_experiment *x, struct s
     say(o, "\n%s  seed %llu  attempt %d  (run %lld)  %s: %s\n", x->name,
         (unsigned long long)seed, c->lease.attempt, (long long)c->lease.run_id,
         eng->common.engine, be->ops ? be->ops->device_name(be->ctx) : "no device");
+    if (train_rc == DR_OK && be->ops->counters) train_rc = be->ops->counters(be->ctx, &before);
     if (train_rc == DR_OK)
         train_rc = trainer_create(&t, &x->e, &x->g, be, x->train, x->test, seed);
     if (train_rc == DR_OK) train_rc = resume(c, &t, &p, ckpt, seed);
@@ -418,7 +423,15 @@ static int run_one(struct run_ctx *c, const struct sched_experiment *x, struct s
     struct train_hooks hooks = {run_on_epoch, run_checkpoint, run_on_step, run_should_stop, c};
     say_table(o, NULL);
     progress_run_begin(t.plan.epochs, t.plan.batch);
+    memset(&c->first, 0, sizeof(c->first));
     train_rc = trainer_run(&t, &hooks, &p);
+    /* after the table: what first use cost this run (nothing where nothing is counted;
+     * a later run on the same engine finds its graphs and algorithms made) */
+    if (be->ops->counters && be->ops->counters(be->ctx, &after) == DR_OK) {
+        backend_counters_diff(&cost, &after, &before);
+        first_use_run_text(first, sizeof(first), &cost, &c->first);
+        say(o, "%s\n", first);
+    }
     if (c->fenced || c->store_rc != DR_OK) {
         rc = c->store_rc;
         goto drop;

@@ -3,13 +3,16 @@
 # repository root, with the bundle of scripts/gpu-bundle.sh carried along.
 #
 #   scripts/gpu-call.sh 1      call 1: the machine, the bundle started (or dawnrun built
-#                              there from the bundle's .debs), selfcheck per precision in
-#                              separate processes (fp16, fp32, bf16), a failed precision
-#                              rerun with CUDA_LAUNCH_BLOCKING=1 and cuDNN's error log
-#                              (only its failed cases, when the selfcheck named them),
-#                              dawnrun bench of ResNet-9 and DAWN_net (fp16, batch 512, 3
-#                              warm-up steps), the PyTorch reference, compute-sanitizer
-#                              memcheck and racecheck on a reduced selfcheck
+#                              there from the bundle's .debs), the GPU held initialised
+#                              for the whole call, the fp16 selfcheck, dawnrun bench of
+#                              ResNet-9 and DAWN_net (fp16, batch 512, 3 warm-up steps:
+#                              ms/step and the first-use split), the PyTorch reference,
+#                              the fp32 and bf16 selfchecks (one process per precision),
+#                              compute-sanitizer memcheck and racecheck on a reduced
+#                              selfcheck; a step that times out is run again with fusion
+#                              and CUDA graphs off (DAWNRUN_CUDA_FUSE=0,
+#                              DAWNRUN_CUDA_GRAPH=0), a selfcheck that fails reruns its
+#                              failed cases with CUDA_LAUNCH_BLOCKING=1 and cuDNN's log
 #   scripts/gpu-call.sh piece  a later call: keeps the CIFAR-10 piece it carried
 #   scripts/gpu-call.sh batch  the last call: keeps its piece, joins and checksums the
 #                              dataset, runs a multi-seed batch of the seed table's config
@@ -25,7 +28,9 @@
 # Rehearsal (GPU_REHEARSE=1, tests/gpu_rehearsal.sh): the same steps against the emulated
 # CUDA engine (GPU_REHEARSE_DAWNRUN, built by tests/cuda_emu/run.sh --build); what
 # needs the GPU (nvidia-smi, compute-sanitizer, PyTorch on CUDA) is marked absent there.
-# Other knobs: GPU_SELFCHECK_ARGS (extra selfcheck flags for every precision),
+# Other knobs: GPU_STEP_LIMITS ("NAME=SECONDS ...": a step's limit instead of its own, e.g.
+# "bench-dawn=8" to rehearse a timeout), GPU_SELFCHECK_ARGS (extra selfcheck flags for every
+# precision),
 # GPU_SELFCHECK_ARGS_fp16/_fp32/_bf16 (instead, for one), GPU_SANITIZER_ARGS_memcheck,
 # GPU_SANITIZER_ARGS_racecheck, GPU_BENCH_ARGS (extra flags of bench), GPU_BATCH_ARGS and
 # GPU_BATCH_ARGS_30ep_cutout / _airbench94 (extra flags of run), GPU_BATCH_SEEDS (default 5),
@@ -157,6 +162,27 @@ EOF
     PYTHONUNBUFFERED=1 python3 "$ROOT/bench/pytorch_reference.py" --data "$syn" --net "$1" --epochs 2
 }
 
+# Holds the GPU initialised for SECONDS (a primary context of device 0 kept by this
+# process), so that the driver does not tear the GPU down between the call's processes
+# and each dawnrun starts on a ready device. Exit 77 without the CUDA driver.
+internal_hold() {
+    python3 - "$1" <<'PY'
+import ctypes, sys, time
+try:
+    cu = ctypes.CDLL("libcuda.so.1")
+except OSError:
+    print("no CUDA driver (libcuda.so.1)", flush=True)
+    sys.exit(77)
+dev, ctx = ctypes.c_int(0), ctypes.c_void_p()
+if cu.cuInit(0) or cu.cuDeviceGet(ctypes.byref(dev), 0) or \
+        cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev):
+    print("the CUDA driver did not initialise device 0", flush=True)
+    sys.exit(1)
+print("holding device 0 initialised", flush=True)
+time.sleep(float(sys.argv[1]))
+PY
+}
+
 # Keeps the pieces this call carried (GPU_DATA_PIECES/part-K) in GPU_STATE/parts.
 internal_keep() {
     local p
@@ -175,6 +201,7 @@ _start) internal_start; exit $? ;;
 _build) internal_build; exit $? ;;
 _torch) internal_torch "$2"; exit $? ;;
 _keep) internal_keep; exit $? ;;
+_hold) internal_hold "$2"; exit $? ;;
 1 | piece | batch) ;;
 *) echo "usage: $0 1|piece|batch" >&2; exit 2 ;;
 esac
@@ -228,8 +255,11 @@ trim_log() {   # keeps the last 15 MiB of a log
 # left), appending its output to $OUT/LOG; sets STEP_RC; one summary row with STEP_NOTE.
 # Exit 77 means "cannot run here" and is reported as absent, not as a failure.
 step() {
-    local name="$1" limit="$2" log="$OUT/$3" left t start wall status
+    local name="$1" limit="$2" log="$OUT/$3" left t start wall status over
     shift 3
+    for over in ${GPU_STEP_LIMITS:-}; do   # NAME=SECONDS overrides
+        [ "${over%%=*}" = "$name" ] && limit="${over#*=}"
+    done
     left=$((BUDGET - ALLOCATED))
     t=$((limit < left ? limit : left))
     if [ "$t" -lt 5 ]; then
@@ -273,14 +303,96 @@ load_dawnrun() {
 dr_cmd() { DRC=(env LD_LIBRARY_PATH="$DR_LIBS" "$DR"); }
 
 # ------------------------------------------------------------------ call 1
+
+# Appends line (if any) to the summary's last row.
+row_add() { [ -z "$1" ] || { ROWS[-1]="${ROWS[-1]}$1"; write_summary; }; }
+
+# A step that timed out (STEP_RC 124 or 137).
+timed_out() { [ "$STEP_RC" = 124 ] || [ "$STEP_RC" = 137 ]; }
+
+# selfcheck_step P LIMIT: the selfcheck of precision P in its own process (a sticky device
+# error in one cannot fail the others); timed out, it runs again with fusion and CUDA
+# graphs off; failed, its failed cases run again with CUDA_LAUNCH_BLOCKING=1 and cuDNN's
+# log, whose FAIL and error lines go into the findings.
+selfcheck_step() {
+    local p="$1" limit="$2" var="GPU_SELFCHECK_ARGS_$1" args name cases
+    args="${!var:-${GPU_SELFCHECK_ARGS:-}}"
+    name="selfcheck-$p"
+    # shellcheck disable=SC2086
+    step "$name" "$limit" selfcheck.log "${DRC[@]}" selfcheck --engine cuda --precision "$p" $args
+    row_add "$(step_output "$OUT/selfcheck.log" "$name" | grep "== precision $p:" | tail -1 | sed 's/^== //')"
+    if timed_out; then
+        note "$name timed out: run again with fusion and CUDA graphs off"
+        name="selfcheck-$p-unfused"
+        # shellcheck disable=SC2086
+        step "$name" 45 selfcheck.log env DAWNRUN_CUDA_FUSE=0 DAWNRUN_CUDA_GRAPH=0 \
+            LD_LIBRARY_PATH="$DR_LIBS" "$DR" selfcheck --engine cuda --precision "$p" $args
+        row_add "$(step_output "$OUT/selfcheck.log" "$name" | grep "== precision $p:" | tail -1 | sed 's/^== //')"
+    fi
+    case "$STEP_RC" in 0 | 77 | 125 | 124 | 137) return ;; esac
+    # the cases the selfcheck named as failed; none named (it stopped before printing one):
+    # the same cases again
+    cases="$(step_output "$OUT/selfcheck.log" "$name" | awk '/ FAIL$/ { print $1 }' | paste -sd, -)"
+    [ -z "$cases" ] || args="--only $cases"
+    # shellcheck disable=SC2086
+    step "rerun-$p" 45 debug.log env CUDA_LAUNCH_BLOCKING=1 CUDNN_LOGLEVEL_DBG=2 \
+        CUDNN_LOGDEST_DBG=stderr LD_LIBRARY_PATH="$DR_LIBS" "$DR" selfcheck --engine cuda \
+        --precision "$p" $args
+    step_output "$OUT/debug.log" "rerun-$p" |
+        grep -E "FAIL|ERROR|works for|illegal|CUDNN_STATUS|rror:" |
+        grep -v -e "^====" -e "trying the next" | head -6 |
+        while read -r l; do echo "$p: $l"; done >"$GPU_STATE/findings.tmp"
+    while read -r l; do note "$l"; done <"$GPU_STATE/findings.tmp"
+}
+
+# bench_step NAME CONFIG LIMIT: dawnrun bench of CONFIG in fp16 at batch 512; the row gets
+# its ms/step and the findings its first-use line (fused graphs built and refused, the
+# seconds of graph building, algorithm search and steps). Timed out, the bench prints what
+# it had at the signal (its warm-up, the steps done) and runs again with fusion and CUDA
+# graphs off.
+bench_step() {
+    local name="bench-$1" config="$2" limit="$3" pre=() out
+    for pass in fused unfused; do
+        # shellcheck disable=SC2086
+        step "$name" "$limit" bench.log "${pre[@]}" "${DRC[@]}" bench "$config" --engine cuda \
+            --batch 512 --warmup 3 --steps 20 --set 'train.precision="fp16"' ${GPU_BENCH_ARGS:-}
+        out="$(step_output "$OUT/bench.log" "$name")"
+        row_add "$(grep -E "^train: .*ms/step" <<<"$out" | tail -1)"
+        timed_out && row_add "$(grep -E "^(warm-up|stopped)" <<<"$out" | tail -1)"
+        grep -E "^first use" <<<"$out" | tail -1 | while read -r l; do echo "$name: $l"; done \
+            >"$GPU_STATE/findings.tmp"
+        while read -r l; do note "$l"; done <"$GPU_STATE/findings.tmp"
+        timed_out || return 0
+        [ "$pass" = fused ] && note "$name timed out: run again with fusion and CUDA graphs off"
+        name="bench-$1-unfused"
+        limit=30
+        pre=(env DAWNRUN_CUDA_FUSE=0 DAWNRUN_CUDA_GRAPH=0)
+    done
+}
+
+# Holds the GPU initialised until the call ends (a process of its own, not a step), and
+# asks for persistence mode where the driver allows it.
+hold_gpu() {
+    if command -v nvidia-smi >/dev/null; then
+        nvidia-smi -pm 1 >>"$OUT/env.txt" 2>&1 || echo "persistence mode: refused" >>"$OUT/env.txt"
+    fi
+    "$SELF" _hold "$BUDGET" >"$GPU_STATE/hold.log" 2>&1 &
+    HOLDER=$!
+    trap 'kill "$HOLDER" 2>/dev/null' EXIT
+    sleep 2
+    note "GPU held for the call: $(tail -1 "$GPU_STATE/hold.log" 2>/dev/null)"
+}
+
 if [ "$STAGE" = 1 ]; then
     if [ "$REHEARSE" = 1 ]; then
         REHEARSAL_TEXT="rehearsed: bundle start (its libraries unpacked, ldd, --version), the step
   order, timeouts, budget and this summary, selfcheck per precision in separate processes,
-  the rerun of a failed precision, bench, the reduced selfcheck of the sanitizer steps.
+  the rerun of a failed precision, bench with its first-use split, a timed-out step run
+  again with fusion and graphs off, the reduced selfcheck of the sanitizer steps.
 absent (need the GPU): nvidia-smi, the CUDA device itself (the engine runs emulated, so no
-  figure here is a GPU figure), compute-sanitizer (the emulated build runs under ASan and
-  UBSan instead), PyTorch on CUDA, the fall-back build on the device (not rehearsed)."
+  figure here is a GPU figure), the process holding the GPU initialised, compute-sanitizer
+  (the emulated build runs under ASan and UBSan instead), PyTorch on CUDA, the fall-back
+  build on the device (not rehearsed)."
         write_summary
     fi
     step env 10 env.txt "$SELF" _env
@@ -295,51 +407,23 @@ absent (need the GPU): nvidia-smi, the CUDA device itself (the engine runs emula
     fi
     dr_cmd
     note "dawnrun: $DR ($("${DRC[@]}" --version 2>&1 | head -1))"
-    failed=()
-    for p in fp16 fp32 bf16; do
-        var="GPU_SELFCHECK_ARGS_$p"
-        # shellcheck disable=SC2086
-        step "selfcheck-$p" 60 selfcheck.log "${DRC[@]}" selfcheck --engine cuda --precision "$p" \
-            ${!var:-${GPU_SELFCHECK_ARGS:-}}
-        line="$(grep "== precision $p:" "$OUT/selfcheck.log" | tail -1)"
-        [ -n "$line" ] && ROWS[-1]="${ROWS[-1]}${line#== }" && write_summary
-        [ "$STEP_RC" = 0 ] || [ "$STEP_RC" = 77 ] || failed+=("$p")
-    done
-    # the batch norm inside the convolutions: which fused cuDNN graphs this GPU refused
-    refused="$(grep -c "no fused engine" "$OUT/selfcheck.log" 2>/dev/null || true)"
-    note "fused cuDNN graphs refused in the selfcheck: ${refused:-0}"
-    grep -m3 "no fused engine" "$OUT/selfcheck.log" 2>/dev/null | while read -r l; do note "$l"; done
-    for p in "${failed[@]}"; do
-        var="GPU_SELFCHECK_ARGS_$p"
-        args="${!var:-${GPU_SELFCHECK_ARGS:-}}"
-        # the cases this precision's selfcheck named as failed; none named (it crashed before
-        # printing one): the same cases again
-        cases="$(step_output "$OUT/selfcheck.log" "selfcheck-$p" | awk '/ FAIL$/ { print $1 }' |
-                 paste -sd, -)"
-        [ -z "$cases" ] || args="--only $cases"
-        # shellcheck disable=SC2086
-        step "rerun-$p" 45 debug.log env CUDA_LAUNCH_BLOCKING=1 CUDNN_LOGLEVEL_DBG=2 \
-            CUDNN_LOGDEST_DBG=stderr LD_LIBRARY_PATH="$DR_LIBS" "$DR" selfcheck --engine cuda \
-            --precision "$p" $args
-        step_output "$OUT/debug.log" "rerun-$p" |
-            grep -E "FAIL|ERROR|works for|illegal|CUDNN_STATUS|rror:" |
-            grep -v -e "^====" -e "trying the next" | head -6 |
-            while read -r l; do echo "$p: $l"; done >"$GPU_STATE/findings.tmp"
-        while read -r l; do note "$l"; done <"$GPU_STATE/findings.tmp"
-    done
-    for spec in "resnet9 configs/resnet9-24ep.cfg" "dawn configs/page-post3/30ep-cutout.cfg"; do
-        set -- $spec
-        # shellcheck disable=SC2086
-        step "bench-$1" 30 bench.log "${DRC[@]}" bench "$2" --engine cuda --batch 512 --warmup 3 \
-            --steps 20 --set 'train.precision="fp16"' ${GPU_BENCH_ARGS:-}
-        line="$(grep "ms/step" "$OUT/bench.log" | tail -1)"
-        [ "$STEP_RC" = 0 ] && [ -n "$line" ] && ROWS[-1]="${ROWS[-1]}$line" && write_summary
-    done
+    hold_gpu
+    # most important first: the fp16 engine, its speed against PyTorch's, then the other
+    # precisions and the sanitizers
+    selfcheck_step fp16 60
+    bench_step resnet9 configs/resnet9-24ep.cfg 45
+    bench_step dawn configs/page-post3/30ep-cutout.cfg 45
     for net in resnet9 dawn; do
         step "torch-$net" 30 torch.log "$SELF" _torch "$net"
-        line="$(grep -E "^total" "$OUT/torch.log" | tail -1)"
-        [ "$STEP_RC" = 0 ] && [ -n "$line" ] && ROWS[-1]="${ROWS[-1]}$line" && write_summary
+        [ "$STEP_RC" = 0 ] && row_add "$(grep -E "^total" "$OUT/torch.log" | tail -1)"
     done
+    selfcheck_step fp32 45
+    selfcheck_step bf16 45
+    # the fused cuDNN graphs this GPU refused that the support table had promised
+    refused="$(cat "$OUT/selfcheck.log" "$OUT/bench.log" 2>/dev/null | grep -c "no fused engine" || true)"
+    note "fused cuDNN graphs refused though the support table accepts them: ${refused:-0}"
+    cat "$OUT/selfcheck.log" "$OUT/bench.log" 2>/dev/null | grep "no fused engine" | sort -u |
+        head -3 | while read -r l; do note "$l"; done
     for tool in memcheck racecheck; do
         var="GPU_SANITIZER_ARGS_$tool"
         def="--precision fp16 --only conv,ops,augment"

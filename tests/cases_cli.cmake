@@ -62,6 +62,11 @@ foreach(sig INT TERM)
   set_tests_properties(cli_train_sig${sig} PROPERTIES SKIP_RETURN_CODE 77)
 endforeach()
 
+# `dawnrun bench` stopped by SIGINT during its timed steps (stdout a file): the warm-up line
+# and a stop line with the steps done are in the file, and the exit code is 130.
+add_test(NAME cli_bench_signal COMMAND ${CMAKE_SOURCE_DIR}/tests/bench_signal.sh cpu ${DR})
+set_tests_properties(cli_bench_signal PROPERTIES TIMEOUT 1200)
+
 # Messages carry no source location of dawnrun's own unless DAWNRUN_DEBUG=1, and start on
 # a line of their own when a progress line is drawn.
 add_test(NAME cli_messages_errors COMMAND ${CMAKE_SOURCE_DIR}/tests/messages.sh errors

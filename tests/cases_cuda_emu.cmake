@@ -51,6 +51,17 @@ endif()
   add_test(NAME cuda_emulated_bench_counts
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_bench_counts.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(cuda_emulated_bench_counts PROPERTIES TIMEOUT 1200 SKIP_RETURN_CODE 77)
+  # what first use costs (fused graphs built and refused, their build time, algorithm
+  # searches), with cuDNN's compile time rehearsed, the engine's cap on the configurations
+  # tried per graph and its build budget (DAWNRUN_CUDA_FUSED_BUILD_S)
+  add_test(NAME cuda_emulated_first_use
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_first_use.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(cuda_emulated_first_use PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
+  # `dawnrun bench` stopped by SIGTERM during its timed steps says its warm-up, the steps
+  # done and the first-use line so far
+  add_test(NAME cuda_emulated_bench_signal
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/bench_signal.sh cuda ${CMAKE_BINARY_DIR})
+  set_tests_properties(cuda_emulated_bench_signal PROPERTIES TIMEOUT 1200 SKIP_RETURN_CODE 77)
   # stream capture and graph replay as real CUDA does them, and what capture forbids
   add_test(NAME cuda_emulated_graph_capture
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu/run.sh --test ${CMAKE_BINARY_DIR}

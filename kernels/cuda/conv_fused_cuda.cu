@@ -11,6 +11,16 @@
  * writes an operand. A key no configuration serves is remembered as refused, said once on
  * stderr, and its callers run the unfused ops.
  *
+ * What building costs is bounded, because real cuDNN compiles each runtime-fusion plan when
+ * it is finalized (about 1.5 s each): at most FUSED_TRY_CONFIGS configurations are tried
+ * per heuristics mode (however many are listed), and a context spends at most
+ * DAWNRUN_CUDA_FUSED_BUILD_S seconds (default FUSED_BUILD_S_DEFAULT) building graphs, on
+ * CLOCK_MONOTONIC. Once that budget is spent, the configuration being tried is the last
+ * one: the graph being built and every key not built yet are refused (one line on stderr
+ * says so, once), and run unfused; 0 builds none. The counters fused_graphs_built,
+ * fused_graphs_refused and fused_build_ns (kernels/counters.h) say what was built and how
+ * long it took.
+ *
  * Every descriptor of a kept graph lives until cuda_conv_fused_release: the execution plan
  * refers to its engine configuration, which refers to the operation graph and so on, and
  * cuDNN does not promise that a plan outlives them. Each set of operand addresses (with the
@@ -38,7 +48,12 @@
                                    recomputed residual and statistics */
 #define FUSED_MAX_IDS 16        /* non-virtual tensors of one graph: DGRAD_DBN has 13, 14
                                    with res */
-#define FUSED_MAX_CONFIGS 64    /* engine configurations looked at per heuristics mode */
+#define FUSED_TRY_CONFIGS 4     /* engine configurations tried per heuristics mode (the
+                                   first listed): each plan finalize may compile a kernel */
+#define FUSED_BUILD_S_DEFAULT 20.0 /* seconds of building per context, unless
+                                      DAWNRUN_CUDA_FUSED_BUILD_S says otherwise: with the
+                                      algorithm search, a bench of the GPU protocol fits
+                                      its 30 s (docs/gpu.md) */
 #define FUSED_MAX_PACKS 64      /* variant packs kept per graph (then the oldest is reused) */
 #define FUSED_ALIGN 16          /* bytes: the alignment every tensor is declared with */
 #define FUSED_KEY_LEN 13
@@ -95,7 +110,20 @@ struct fused_state {
     int n_graphs, cap_graphs;
     void *small;                  /* the trials' per-channel outputs */
     size_t small_bytes;
+    uint64_t budget_ns;           /* DAWNRUN_CUDA_FUSED_BUILD_S, read when s is made */
+    uint64_t spent_ns;            /* on the builds finished so far */
+    uint64_t build_t0;            /* the build under way: when it began */
+    int budget_said;              /* the line that the budget is spent was printed */
+    int listed, tried;            /* the build under way: configurations listed by the
+                                     heuristics and tried, over its modes */
+    int cut;                      /* the build under way was stopped by the budget */
 };
+
+/* Whether s's build budget is spent, counting the build under way. */
+static int fused_budget_spent(const struct fused_state *s)
+{
+    return s->spent_ns + (cuda_now_ns() - s->build_t0) >= s->budget_ns;
+}
 
 /* A cuDNN call whose failure means "not supported here" rather than an error (finalizing
  * an operation, a graph, a plan, a variant pack; heuristics; a trial execution): counted
@@ -860,7 +888,7 @@ static int fused_try_mode(struct cuda_ctx *c, struct fused_state *s, struct fuse
                           cudnnBackendHeurMode_t mode, cudnnStatus_t *st, const char **why)
 {
     int rc = DR_OK;
-    cudnnBackendDescriptor_t heur = NULL, cfgs[FUSED_MAX_CONFIGS];
+    cudnnBackendDescriptor_t heur = NULL, cfgs[FUSED_TRY_CONFIGS];
     int64_t count = 0, got = 0;
     int made = 0;
     cudnnStatus_t probe = CUDNN_STATUS_SUCCESS;
@@ -873,7 +901,9 @@ static int fused_try_mode(struct cuda_ctx *c, struct fused_state *s, struct fuse
     PROBE_CUDNN(c, &probe, cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
                                                     NULL));
-    if (count > FUSED_MAX_CONFIGS) count = FUSED_MAX_CONFIGS;
+    /* all that are listed are counted; the first few are tried */
+    if (count > 0) s->listed += (int)(count < 1 << 20 ? count : 1 << 20);
+    if (count > FUSED_TRY_CONFIGS) count = FUSED_TRY_CONFIGS;
     for (; made < (int)count; made++) {
         cfgs[made] = NULL;
         CHECK_CUDNN(c, cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR,
@@ -885,6 +915,11 @@ static int fused_try_mode(struct cuda_ctx *c, struct fused_state *s, struct fuse
                                                         &got, cfgs));
     if (got > count) got = count;
     for (int i = 0; i < (int)got && !g->plan; i++) {
+        if (fused_budget_spent(s)) {   /* the configuration before was the last one */
+            s->cut = 1;
+            break;
+        }
+        s->tried++;
         TRY(fused_try_config(c, s, g, args, cfgs[i], st, why));
         if (g->plan) {   /* the plan refers to its configuration: kept with the graph */
             EXPECT(g->n_descs < FUSED_MAX_DESCS, "fused conv: more than %d descriptors in a graph",
@@ -915,13 +950,34 @@ static void fused_graph_free(struct fused_graph *g)
     g->n_descs = 0;
 }
 
-/* The state of c, made on first use. */
+/* The build budget in nanoseconds: DAWNRUN_CUDA_FUSED_BUILD_S (seconds, 0 or more), or
+ * FUSED_BUILD_S_DEFAULT when it is unset, or with a note on stderr when it is not a
+ * number of seconds. */
+static uint64_t fused_budget_read(void)
+{
+    const char *v = getenv("DAWNRUN_CUDA_FUSED_BUILD_S");
+    double secs = FUSED_BUILD_S_DEFAULT;
+    if (v && *v) {
+        char *end = NULL;
+        const double x = strtod(v, &end);
+        if (end != v && !*end && x >= 0.0 && x <= 1e6)
+            secs = x;
+        else
+            dr_eprintf("dawnrun: DAWNRUN_CUDA_FUSED_BUILD_S=%s is not a number of seconds "
+                       "from 0 to 1e6; building fused convolution graphs for at most %g s\n",
+                       v, secs);
+    }
+    return (uint64_t)(secs * 1e9);
+}
+
+/* The state of c, made on first use (which reads the build budget). */
 static int fused_state_of(struct cuda_ctx *c, struct fused_state **out)
 {
     int rc = DR_OK;
     if (!c->fused_convs) {
         struct fused_state *s = (struct fused_state *)calloc(1, sizeof(*s));
         CHECK_ALLOC(s, "the fused convolutions' state");
+        s->budget_ns = fused_budget_read();
         c->fused_convs = s;
     }
     *out = (struct fused_state *)c->fused_convs;
@@ -939,7 +995,10 @@ static int fused_find(const struct fused_state *s, const int key[FUSED_KEY_LEN])
 
 /* Builds key's graph (args checked, x->n > 0) and caches it, usable or refused; *index is
  * its place in s->graphs. A refusal is said once on stderr, unless cuDNN's reason is that
- * the device's architecture has no such engine. An error (rc) caches nothing. */
+ * the device's architecture has no such engine; a refusal because the build budget is
+ * spent is said once per context, for every key it refuses. The time it takes (error or
+ * not) is spent from the budget and added to c's fused_build_ns; built and refused keys
+ * are counted. An error (rc) caches nothing. */
 static int fused_build(struct cuda_ctx *c, struct fused_state *s,
                        const struct cuda_conv_fused_args *args, const int key[FUSED_KEY_LEN],
                        int *index)
@@ -950,9 +1009,15 @@ static int fused_build(struct cuda_ctx *c, struct fused_state *s,
     cudnnBackendDescriptor_t graph = NULL;
     cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
     const char *why = NULL;
-    char shape[256];
+    char shape[256], reason[320];
     int attempts = 1;
     const struct fused_support_query q = fused_query(key);
+    /* a graph the documentation gives no engine for is not asked for at all (no cuDNN
+     * call, no message, no time from the budget: docs/cudnn-graphs.md, "Support table") */
+    const int unsupported = !fused_support_accepts(&q, NULL);
+    s->build_t0 = cuda_now_ns();
+    s->listed = s->tried = 0;
+    s->cut = !unsupported && fused_budget_spent(s);   /* spent before: nothing is tried */
     memset(&g, 0, sizeof(g));
     memcpy(g.key, key, sizeof(g.key));
     if (s->n_graphs == s->cap_graphs) {
@@ -967,37 +1032,64 @@ static int fused_build(struct cuda_ctx *c, struct fused_state *s,
      * in the compute type, as cuDNN's own scale-bias-relu-wgrad sample declares them */
     if (key[K_KIND] == CUDA_CONV_FUSED_WGRAD && key[K_PRO] && key[K_DT] != CUDA_F32)
         attempts = 2;
-    /* a graph the documentation gives no engine for is not asked for at all: refused
-     * without a cuDNN call or a message (docs/cudnn-graphs.md, "Support table") */
-    if (!fused_support_accepts(&q, NULL)) attempts = 0;
-    for (int at = 0; at < attempts && !g.plan && st != CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH;
+    if (unsupported) attempts = 0;
+    for (int at = 0; at < attempts && !g.plan && !s->cut &&
+                     st != CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH;
          at++) {
         const cudnnDataType_t vdt =
             at == 0 ? CUDNN_DATA_FLOAT : fused_dtype((enum cuda_dtype)key[K_DT]);
         fused_graph_free(&g);   /* the previous attempt's descriptors, if any */
         st = CUDNN_STATUS_SUCCESS;
         TRY(fused_describe(c, &g, key, vdt, &graph, &st));
-        for (int m = 0; m < 2 && st == CUDNN_STATUS_SUCCESS && !g.plan; m++) {
+        for (int m = 0; m < 2 && st == CUDNN_STATUS_SUCCESS && !g.plan && !s->cut; m++) {
             cudnnStatus_t mode_st = CUDNN_STATUS_SUCCESS;
             TRY(fused_try_mode(c, s, &g, args, graph, modes[m], &mode_st, &why));
             if (mode_st != CUDNN_STATUS_SUCCESS) why = cudnnGetErrorString(mode_st);
             if (mode_st == CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH) st = mode_st;
         }
     }
-    if (!g.plan && attempts > 0) {
+    if (unsupported) {
+        /* nothing said: the support table's verdict, not cuDNN's */
+    } else if (!g.plan && s->cut) {
+        if (!s->budget_said) {
+            fused_shape_text(shape, sizeof(shape), key);
+            dr_eprintf("dawnrun: the build budget of the fused convolution graphs is spent "
+                       "(%.1f s of %g s, DAWNRUN_CUDA_FUSED_BUILD_S): %s on %s and every "
+                       "graph not built yet run unfused\n",
+                       1e-9 * (double)(s->spent_ns + (cuda_now_ns() - s->build_t0)),
+                       1e-9 * (double)s->budget_ns, fused_graph_name(key), shape);
+            s->budget_said = 1;
+        }
+    } else if (!g.plan) {
         if (st != CUDNN_STATUS_SUCCESS) why = cudnnGetErrorString(st);
         if (!why) why = "cuDNN's heuristics list no engine configuration";
+        if (s->tried < s->listed) {   /* others were listed but not tried */
+            snprintf(reason, sizeof(reason), "%s; the first %d of %d configurations listed "
+                     "tried", why, s->tried, s->listed);
+            why = reason;
+        }
         if (st != CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH) {
             fused_shape_text(shape, sizeof(shape), key);
             dr_eprintf("dawnrun: cuDNN has no fused engine for %s on %s (%s); those "
                        "convolutions run unfused\n", fused_graph_name(key), shape, why);
         }
-        fused_graph_free(&g);   /* a refused key keeps only its key */
     }
+    if (!g.plan) fused_graph_free(&g);   /* a refused key keeps only its key */
     *index = s->n_graphs;
     s->graphs[s->n_graphs++] = g;
+    if (g.plan)
+        c->counts.fused_graphs_built++;
+    else if (unsupported)
+        c->counts.fused_graphs_unsupported++;
+    else
+        c->counts.fused_graphs_refused++;
     memset(&g, 0, sizeof(g));
 cleanup:
+    {   /* the time of this build, whatever its outcome */
+        const uint64_t took = cuda_now_ns() - s->build_t0;
+        s->spent_ns += took;
+        c->counts.fused_build_ns += took;
+    }
     fused_graph_free(&g);
     return rc;
 }

@@ -20,6 +20,7 @@
 #include <cuda_fp16.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 extern "C" {
 #include "../backend.h"
@@ -249,6 +250,15 @@ static inline unsigned cuda_grid(const struct cuda_ctx *c, size_t count)
     size_t blocks = (count + CUDA_THREADS - 1) / CUDA_THREADS;
     size_t cap = (size_t)(c->sm_count > 0 ? c->sm_count : 80) * 16;
     return (unsigned)(blocks < cap ? blocks : cap);
+}
+
+/* CLOCK_MONOTONIC in nanoseconds: what the first-use counters (fused_build_ns,
+ * algo_search_ns) are measured with. */
+static inline uint64_t cuda_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* Kernels over the (rows, channels) of an NHWC tensor use blocks of (CH_X, CH_Y): x walks

@@ -62,4 +62,8 @@ int emu_count_only(void);
 struct emu_cudnn;
 cudaStream_t emu_cudnn_stream(const struct emu_cudnn *h);
 
+/* The execution-plan finalizes of the backend graph API so far, refused ones included
+ * (emu_graph.cpp: where real cuDNN compiles, and DAWNRUN_EMU_CUDNN_FINALIZE_MS waits). */
+long emu_cudnn_plan_finalizes(void);
+
 #endif

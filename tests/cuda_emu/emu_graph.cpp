@@ -44,7 +44,17 @@
  * bytes; so a caller's loop over the configurations and its workspace are exercised.
  * DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1 (any value but "" or "0", read at operation graph
  * finalize) gives every graph zero engines, for the caller's fallback to unfused
- * operations.
+ * operations. DAWNRUN_EMU_CUDNN_FUSED_ENGINES=N (2 to 64, read at operation graph
+ * finalize) gives a supported graph N engines instead of two, every plan but the last
+ * one's refusing to finalize: for a caller's cap on the configurations it tries.
+ *
+ * Compile time. Real cuDNN compiles a runtime-fusion kernel when an execution plan is
+ * finalized (about 1.5 s each). DAWNRUN_EMU_CUDNN_FINALIZE_MS=N (default 0, read at each
+ * finalize) makes every execution-plan finalize sleep N ms (a real sleep, before it
+ * succeeds or refuses), so that a caller's time limits can be rehearsed; both of a
+ * supported graph's plans take it. emu_cudnn_plan_finalizes() (emu.h) counts the
+ * execution-plan finalizes, and at exit, when the variable is set, one stderr line says
+ * how many there were.
  *
  * Execution (cudnnBackendExecute) checks the plan was built on that handle, every
  * non-virtual tensor of the graph has a non-NULL pointer in the variant pack aligned to
@@ -60,12 +70,14 @@
  * eq_x = -eq_dy invstd dscale / N, eq_b = -eq_dy dbias / N - eq_x mean (fp32 results).
  * The workspace is scribbled over. With DAWNRUN_EMU_COUNT_ONLY (emu.h) the execution is
  * checked and enqueued, and computes nothing. */
+#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <algorithm>
 #include <functional>
@@ -79,7 +91,9 @@
 #include "include/cudnn.h"
 
 #define EMU_GRAPH_WORKSPACE 1024 /* bytes, every usable plan */
-#define EMU_GRAPH_ENGINES   2    /* per supported graph; engine 0's plan refuses */
+#define EMU_GRAPH_ENGINES   2    /* per supported graph (DAWNRUN_EMU_CUDNN_FUSED_ENGINES
+                                    changes it); every engine's plan but the last's refuses */
+#define EMU_GRAPH_ENGINES_MAX 64
 #define EMU_MAX_DIMS        8
 
 struct emu_bd;
@@ -1149,6 +1163,16 @@ static int emu_fused_refused(void)
     return e && *e && strcmp(e, "0") != 0;
 }
 
+/* The engines of a supported graph: DAWNRUN_EMU_CUDNN_FUSED_ENGINES, else
+ * EMU_GRAPH_ENGINES. */
+static int emu_fused_engines(void)
+{
+    const char *e = getenv("DAWNRUN_EMU_CUDNN_FUSED_ENGINES");
+    if (!e || !*e) return EMU_GRAPH_ENGINES;
+    const long n = strtol(e, NULL, 10);
+    return n >= 2 && n <= EMU_GRAPH_ENGINES_MAX ? (int)n : EMU_GRAPH_ENGINES;
+}
+
 static cudnnStatus_t emu_finalize_graph(emu_bd *b)
 {
     emu_graph_view v;
@@ -1158,8 +1182,53 @@ static cudnnStatus_t emu_finalize_graph(emu_bd *b)
     b->pattern = emu_classify(v, &q);
     /* the support table decides, as cuDNN's documentation does for the real library */
     if (b->pattern != EMU_PAT_NONE && !fused_support_accepts(&q, NULL)) b->pattern = EMU_PAT_NONE;
-    b->engines = b->pattern != EMU_PAT_NONE && !emu_fused_refused() ? EMU_GRAPH_ENGINES : 0;
+    b->engines = b->pattern != EMU_PAT_NONE && !emu_fused_refused() ? emu_fused_engines() : 0;
     return CUDNN_STATUS_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ compile time */
+
+static long emu_plan_finalize_count;
+
+long emu_cudnn_plan_finalizes(void)
+{
+    return emu_plan_finalize_count;
+}
+
+/* At exit, when DAWNRUN_EMU_CUDNN_FINALIZE_MS is set: how many plans were finalized. */
+static void emu_plan_finalizes_say(void)
+{
+    fprintf(stderr, "emu cuDNN backend: %ld execution-plan finalizes, each delayed %s ms "
+            "(DAWNRUN_EMU_CUDNN_FINALIZE_MS)\n", emu_plan_finalize_count,
+            getenv("DAWNRUN_EMU_CUDNN_FINALIZE_MS"));
+}
+
+/* The delay of a plan finalize (DAWNRUN_EMU_CUDNN_FINALIZE_MS); when it is set, the count
+ * is said at exit. */
+static long emu_finalize_ms(void)
+{
+    static bool said;
+    const char *e = getenv("DAWNRUN_EMU_CUDNN_FINALIZE_MS");
+    if (!e || !*e) return 0;
+    if (!said) {
+        said = true;
+        atexit(emu_plan_finalizes_say);
+    }
+    return strtol(e, NULL, 10);
+}
+
+/* Read at start-up too, so that a run that finalizes no plan says its 0. */
+static const long emu_finalize_ms_at_start = emu_finalize_ms();
+
+/* One execution-plan finalize: counted, and delayed by DAWNRUN_EMU_CUDNN_FINALIZE_MS. */
+static void emu_plan_finalize_cost(void)
+{
+    const long ms = emu_finalize_ms();
+    emu_plan_finalize_count++;
+    if (ms <= 0) return;
+    struct timespec left = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+    }
 }
 
 /* ------------------------------------------------------------------ the API */
@@ -1304,8 +1373,11 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc)
     case D_PLAN: {
         const emu_bd *cfg = emu_ref_of(b, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG);
         const emu_bd *e = emu_ref_of(cfg, CUDNN_ATTR_ENGINECFG_ENGINE);
-        /* engine 0 "fails to compile" for every graph (see the top of this file) */
-        if (emu_i64(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, 0) == 0) s = CUDNN_STATUS_NOT_SUPPORTED;
+        const emu_bd *g = emu_ref_of(e, CUDNN_ATTR_ENGINE_OPERATION_GRAPH);
+        emu_plan_finalize_cost();
+        /* every engine but the last "fails to compile" (see the top of this file) */
+        if (emu_i64(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, 0) < g->engines - 1)
+            s = CUDNN_STATUS_NOT_SUPPORTED;
         b->workspace = cfg->workspace;
         break;
     }

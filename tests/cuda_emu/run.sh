@@ -25,7 +25,14 @@
 # emulation is built in BUILD_DIR/cuda-emu, recompiling only what changed, one build at a
 # time (a lock). DAWNRUN_EMU_CUDNN_REFUSE makes chosen cuDNN executions fail (emu_libs.cpp);
 # DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1 makes cuDNN's heuristics list no engine for any fused
-# graph, so the engine runs those convolutions unfused (emu_graph.cpp).
+# graph, so the engine runs those convolutions unfused (emu_graph.cpp);
+# DAWNRUN_EMU_CUDNN_FUSED_ENGINES=N lists N engines per fused graph instead of two, only the
+# last one's plan finalizing. DAWNRUN_EMU_CUDNN_FINALIZE_MS=N makes every execution-plan
+# finalize of a fused graph sleep N ms (default 0), as real cuDNN spends compiling there,
+# to rehearse the engine's time limits; at exit a stderr line counts the finalizes.
+# The selfcheck runs with DAWNRUN_CUDA_FUSED_BUILD_S=1000000 unless it is set: the fused
+# graphs' trial runs compute on the CPU, far slower than the GPU the engine's build budget
+# is sized for (docs/gpu.md), and a spent budget would leave graphs unchecked.
 # DAWNRUN_EMU_COUNT_ONLY=1 runs the emulated dawnrun without computing kernels, cuDNN or
 # cuBLAS (emu.h): for `dawnrun bench`'s counts at real batch sizes (bench/count-structure.sh)
 # only, never for checking results; the selfcheck and --test modes refuse it.
@@ -152,4 +159,7 @@ if [ "$BUILD_ONLY" = 1 ]; then
     exit 0
 fi
 echo "built $WORK/dawnrun; running its selfcheck" >&2
+# no build budget for the fused graphs unless one is asked for: their trial runs compute on
+# the CPU here, far slower than on the GPU the engine's default budget is sized for
+export DAWNRUN_CUDA_FUSED_BUILD_S="${DAWNRUN_CUDA_FUSED_BUILD_S:-1000000}"
 ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}" exec "$WORK/dawnrun" selfcheck "$@"

@@ -12,7 +12,9 @@
  * compares every output with a direct host computation of the same math.
  * Then the refusals: an unsupported graph (among them residuals the forward pattern does
  * not take) gets no engine configuration, and neither does a supported one under
- * DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1; an execution missing a pointer
+ * DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1; under DAWNRUN_EMU_CUDNN_FUSED_ENGINES=5 one lists five,
+ * the last alone finalizing its plan (every plan finalize is counted,
+ * emu_cudnn_plan_finalizes); an execution missing a pointer
  * or its workspace, or on another handle, fails; wrong attribute types, sets after
  * finalize, mismatched shapes and malformed graphs are refused. Exits 0 when every check
  * holds, 1 otherwise (each failed check is printed). */
@@ -793,21 +795,28 @@ static void test_refusals(cudnnHandle_t h)
         EXPECT(heuristics(h, g, CUDNN_HEUR_MODE_A, &plan, &refused) == 0);
         destroy_all();
     }
-    /* a supported graph under DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1, then without it */
-    for (int pass = 0; pass < 2; pass++) {
+    /* a supported graph under DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1, then without it, then with
+     * five engines listed (DAWNRUN_EMU_CUDNN_FUSED_ENGINES); every plan finalize counted */
+    for (int pass = 0; pass < 3; pass++) {
         if (pass == 0)
             setenv("DAWNRUN_EMU_CUDNN_FUSED_REFUSE", "1", 1);
         else
             unsetenv("DAWNRUN_EMU_CUDNN_FUSED_REFUSE");
+        if (pass == 2) setenv("DAWNRUN_EMU_CUDNN_FUSED_ENGINES", "5", 1);
         bd x = tensor(X, F, 2, 4, 5, 5, false), w = tensor(W, F, 8, 4, 3, 3, false);
         bd y = tensor(Y, F, 2, 8, 5, 5, false);
         bd op = fwd_conv_op(x, w, y, conv_desc(1, 1));
         OK(graph(h, &op, 1, &g));
+        const long finalizes = emu_cudnn_plan_finalizes();
         const int64_t n = heuristics(h, g, CUDNN_HEUR_MODE_A, &plan, &refused);
         if (pass == 0)
             EXPECT(n == 0 && plan == NULL);
-        else
+        else if (pass == 1)
             EXPECT(n == 2 && plan != NULL && refused == 1); /* engine 0 refuses */
+        else
+            EXPECT(n == 5 && plan != NULL && refused == 4); /* all but the last refuse */
+        EXPECT(emu_cudnn_plan_finalizes() - finalizes == refused + (plan ? 1 : 0));
+        unsetenv("DAWNRUN_EMU_CUDNN_FUSED_ENGINES");
         destroy_all();
     }
     /* attribute checks */

@@ -1222,6 +1222,32 @@ cleanup:
     return rc != DR_OK ? -rc : usable;
 }
 
+int cuda_conv_fused_plausible(struct cuda_ctx *c, const struct cuda_conv_fused_args *args)
+{
+    int rc = DR_OK, plausible = 0;
+    int ho = 0, wo = 0, key[FUSED_KEY_LEN], index = -1;
+    struct fused_support_query q;
+    struct fused_state *s = NULL;
+    TRY(fused_check(args, &ho, &wo));
+    if (args->x->n == 0) {
+        plausible = 1;
+        goto cleanup;
+    }
+    fused_key(key, c, args);
+    if (!fused_args_aligned(c, args, key)) goto cleanup;
+    q = fused_query(key);
+    TRY(fused_state_of(c, &s));
+    index = fused_find(s, key);
+    if (!fused_support_accepts(&q, NULL)) {
+        /* remembered and counted once, without a cuDNN call (fused_build) */
+        if (index < 0) TRY(fused_lookup(c, args, key, &s, &index));
+        goto cleanup;
+    }
+    plausible = index < 0 || s->graphs[index].plan != NULL;
+cleanup:
+    return rc != DR_OK ? -rc : plausible;
+}
+
 int cuda_conv_fused_run(struct cuda_ctx *c, const struct cuda_conv_fused_args *args)
 {
     int rc = DR_OK;

@@ -90,6 +90,13 @@ struct cuda_conv_fused_args {
  * failed allocation). Not to be called inside graph capture. */
 int cuda_conv_fused_usable(struct cuda_ctx *c, const struct cuda_conv_fused_args *args);
 
+/* 1 when the fused graph of args may be used: the support table (fused_support.h)
+ * accepts it, its operands are 16-byte aligned, and it was not refused before; nothing is
+ * built and cuDNN is not called (a graph the table refuses is remembered as such and
+ * counted once, fused_graphs_unsupported). 0 otherwise; a negative rc on an error. Whether
+ * cuDNN runs it, only cuda_conv_fused_usable finds out. */
+int cuda_conv_fused_plausible(struct cuda_ctx *c, const struct cuda_conv_fused_args *args);
+
 /* Runs the fused graph of args: the outputs the kind names are written. The key must be
  * usable (cuda_conv_fused_usable returned 1); an rc otherwise, and when cuDNN fails. */
 int cuda_conv_fused_run(struct cuda_ctx *c, const struct cuda_conv_fused_args *args);

@@ -203,11 +203,23 @@ static int probe_vectors(struct cuda_ctx *c, int channels, float **out)
  * engine's convolutions are FMA-only to match the CPU engine (conv_cuda.cu), and cuDNN's
  * fused engines may compute fp32 on TF32 tensor cores (the graph API has no math type). */
 
+/* Who answers the conv_* caps below: the context, and whether the answer may build the
+ * graph (cuDNN's heuristics, plan finalizes where it compiles, a trial) or only say
+ * whether the graph may be used (the support table, alignment, an earlier refusal). The
+ * analysis asks without building; the graphs of the steps it then chose are built, and
+ * a graph cuDNN refuses sends the plan back to the analysis without it (analyse), so
+ * that nothing is built that the plan does not run. */
+struct fuse_asker {
+    struct cuda_ctx *c;
+    int build;
+};
+
 /* The batch norm inside a convolution is a choice, not a need: an error while asking
  * (an allocation) is said and the convolution runs as it is. */
-static int usable_or_not(struct cuda_ctx *c, const struct cuda_conv_fused_args *args)
+static int usable_or_not(const struct fuse_asker *a, const struct cuda_conv_fused_args *args)
 {
-    const int r = cuda_conv_fused_usable(c, args);
+    const int r = a->build ? cuda_conv_fused_usable(a->c, args)
+                           : cuda_conv_fused_plausible(a->c, args);
     return r > 0;
 }
 
@@ -219,7 +231,8 @@ static int conv_add_ok(void *user, const struct plan_node *conv, const struct pl
                        const struct plan_node *add, const struct plan_node *res_bn,
                        const struct plan_node *stats)
 {
-    struct cuda_ctx *c = (struct cuda_ctx *)user;
+    const struct fuse_asker *asker = (const struct fuse_asker *)user;
+    struct cuda_ctx *c = asker ? asker->c : NULL;
     float *probe = NULL;
     const int width = conv->u.conv_fwd.x->c > conv->u.conv_fwd.w->n ? conv->u.conv_fwd.x->c
                                                                      : conv->u.conv_fwd.w->n;
@@ -234,7 +247,7 @@ static int conv_add_ok(void *user, const struct plan_node *conv, const struct pl
         conv_fwd_args(conv, pro ? pro->u.bn_fwd_train.x : NULL, pro ? &prologue : NULL,
                       stats ? probe + 4 * width : NULL, stats ? probe + 5 * width : NULL);
     if (add) conv_add_args(&args, conv, add, res_bn, res_bn ? &res_pro : NULL);
-    return usable_or_not(c, &args);
+    return usable_or_not(asker, &args);
 }
 
 /* plan_fuse_caps.conv_fwd_ok: whether conv_fused_cuda.cu runs CONV_FWD node conv with the
@@ -251,7 +264,8 @@ static int conv_fwd_ok(void *user, const struct plan_node *conv, const struct pl
  * gradients after the data gradient (plus what dx holds, when conv accumulates). */
 static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct plan_node *bn)
 {
-    struct cuda_ctx *c = (struct cuda_ctx *)user;
+    const struct fuse_asker *asker = (const struct fuse_asker *)user;
+    struct cuda_ctx *c = asker ? asker->c : NULL;
     float *probe = NULL;
     const struct tensor *x = bn->u.bn_fwd_train.x;
     if (!c || c->dt == CUDA_F32 || !tensor_same_shape(x, conv->u.conv_bwd.x) ||
@@ -260,13 +274,13 @@ static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct pl
     const struct cuda_conv_prologue prologue = {probe, probe + x->c};
     if (conv_has_dw(conv)) {
         const struct cuda_conv_fused_args args = conv_wgrad_args(conv, bn, &prologue);
-        if (!usable_or_not(c, &args)) return 0;
+        if (!usable_or_not(asker, &args)) return 0;
     }
     struct tensor dz = *x;   /* a tensor of x's shape: the trial writes nothing of it */
     const struct conv_dbn_out o = {probe, probe + x->c, probe + 2 * x->c, probe + 3 * x->c,
                                    probe + 4 * x->c};
     const struct cuda_conv_fused_args args = conv_dgrad_dbn_args(conv, bn, &dz, &o);
-    return usable_or_not(c, &args);
+    return usable_or_not(asker, &args);
 }
 
 /* Whether node i's step takes the sums a fused convolution computes for it (a BN_TRAIN or
@@ -291,7 +305,8 @@ static int has_cbn(const struct plan *p, const struct plan_fuse_step *steps, int
  * weight gradient with the apply of batch norm bn on x (its data gradient runs as it is). */
 static int conv_wgrad_ok(void *user, const struct plan_node *conv, const struct plan_node *bn)
 {
-    struct cuda_ctx *c = (struct cuda_ctx *)user;
+    const struct fuse_asker *asker = (const struct fuse_asker *)user;
+    struct cuda_ctx *c = asker ? asker->c : NULL;
     float *probe = NULL;
     const struct tensor *x = bn->u.bn_fwd_train.x;
     if (!c || c->dt == CUDA_F32 || !tensor_same_shape(x, conv->u.conv_bwd.x)) return 0;
@@ -299,7 +314,37 @@ static int conv_wgrad_ok(void *user, const struct plan_node *conv, const struct 
     if (probe_vectors(c, x->c, &probe) != DR_OK) return 0;
     const struct cuda_conv_prologue prologue = {probe, probe + x->c};
     const struct cuda_conv_fused_args args = conv_wgrad_args(conv, bn, &prologue);
-    return usable_or_not(c, &args);
+    return usable_or_not(asker, &args);
+}
+
+/* The analysis's rounds at most (analyse), each refusing one graph or more. */
+#define FUSE_ROUNDS 64
+
+/* Builds the fused cuDNN graphs that steps (of plan p) run, through the caps' own
+ * questions asked of builder (which builds): 1 when every one is usable, 0 at the first
+ * that is not (cuDNN refused it, or the build budget is spent; it is remembered as
+ * refused, and nothing after it is built). */
+static int steps_built(const struct fuse_asker *builder, const struct plan *p,
+                       const struct plan_fuse_step *steps)
+{
+    void *user = (void *)builder;
+    for (int i = 0; i < p->count; i++) {
+        const struct plan_fuse_step *s = &steps[i];
+        const struct plan_node *n = &p->nodes[i];
+        int ok = 1;
+        if (s->kind == PLAN_FUSE_CONV_FWD) {
+            const struct plan_node *add = s->add >= 0 ? &p->nodes[s->add] : NULL;
+            ok = conv_add_ok(user, n, s->fwd >= 0 ? &p->nodes[s->fwd] : NULL, add,
+                             add && s->act >= 0 ? &p->nodes[s->act] : NULL,
+                             s->stats >= 0 ? &p->nodes[s->stats] : NULL);
+        } else if (s->kind == PLAN_FUSE_CONV_BWD) {
+            ok = conv_bwd_ok(user, n, &p->nodes[s->fwd]);
+        } else if (s->kind == PLAN_FUSE_CONV_BWD_PRO) {
+            ok = conv_wgrad_ok(user, n, &p->nodes[s->fwd]);
+        }
+        if (!ok) return 0;
+    }
+    return 1;
 }
 
 static void entry_clear(struct cuda_ctx *c, struct plan_entry *e)
@@ -333,14 +378,23 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
     CHECK_ALLOC(e->cbn_at, "the CUDA plan analysis");
     {
         struct plan_fuse_caps caps = CUDA_FUSE_CAPS;
-        caps.user = c;
+        const struct fuse_asker ask = {c, 0}, build = {c, 1};
+        caps.user = (void *)&ask;
+        for (int round = 0; conv_on; round++) {
+            plan_fuse_analyse(e->steps, p, &caps);
+            if (steps_built(&build, p, e->steps)) break;
+            /* a graph cuDNN refused is remembered as refused: the next round's analysis
+             * does without it; each round refuses a graph, so this ends, and past
+             * FUSE_ROUNDS the plan does without cuDNN's fused graphs altogether */
+            if (round == FUSE_ROUNDS) conv_on = 0;
+        }
         if (!conv_on) {
             caps.conv_fwd_ok = NULL;
             caps.conv_bwd_ok = NULL;
             caps.conv_wgrad_ok = NULL;
             caps.conv_add_ok = NULL;
+            plan_fuse_analyse(e->steps, p, &caps);
         }
-        plan_fuse_analyse(e->steps, p, &caps);
     }
     e->cbn_floats = 0;
     for (int i = 0; i < p->count; i++) {

@@ -358,7 +358,7 @@ bench_step() {
             --batch 512 --warmup 3 --steps 20 --set 'train.precision="fp16"' ${GPU_BENCH_ARGS:-}
         out="$(step_output "$OUT/bench.log" "$name")"
         row_add "$(grep -E "^train: .*ms/step" <<<"$out" | tail -1)"
-        timed_out && row_add "$(grep -E "^(warm-up|stopped)" <<<"$out" | tail -1)"
+        timed_out && row_add "$(grep -E "^(warm-up|bench stopped)" <<<"$out" | tail -1)"
         grep -E "^first use" <<<"$out" | tail -1 | while read -r l; do echo "$name: $l"; done \
             >"$GPU_STATE/findings.tmp"
         while read -r l; do note "$l"; done <"$GPU_STATE/findings.tmp"

@@ -3,7 +3,8 @@
  * on first use by running every candidate cuDNN's heuristics list once and timing it
  * (what torch.backends.cudnn.benchmark does); the ones that ran are cached fastest first.
  * A candidate that fails when executed (cuDNN lists configurations its kernels then
- * refuse) is skipped, at the trial or later, for the next one; a shape for which none
+ * refuse) is skipped, at the trial or later, for the next one (the runtime error a
+ * refused execution may leave is cleared, cuda_clear_library_error); a shape for which none
  * works ends the run with one message naming direction, shape, data type and layout.
  * Each shape's cuDNN descriptors are made and set once, with its algorithm cache entry,
  * so that a convolution of a shape seen before makes only the execution call (and a
@@ -245,6 +246,7 @@ static int conv_choose(struct cuda_ctx *c, int dir, const struct conv_io *io,
             i++;
             continue;
         }
+        cuda_clear_library_error();
         dr_eprintf("dawnrun: cuDNN %s algorithm %d failed on %s: %s; trying the next\n",
                    dir_names[dir], e->algo[i], shape, cudnnGetErrorString(st));
         e->n--;
@@ -304,6 +306,7 @@ static int conv_run(struct cuda_ctx *c, const int key[10], int dir, const struct
         cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
         TRY(conv_call(c, dir, e, 0, io, io->out, io->beta, &st));
         if (st == CUDNN_STATUS_SUCCESS) goto cleanup;
+        cuda_clear_library_error();
         conv_shape_text(shape, sizeof(shape), key);
         dr_eprintf("dawnrun: cuDNN %s algorithm %d failed on %s: %s; trying the next\n",
                    dir_names[dir], e->algo[0], shape, cudnnGetErrorString(st));

@@ -824,7 +824,10 @@ static int fused_try_config(struct cuda_ctx *c, struct fused_state *s, struct fu
     g->ws_bytes = ws_bytes;
     plan = NULL;
 cleanup:
-    if (probe != CUDNN_STATUS_SUCCESS) *st = probe;
+    if (probe != CUDNN_STATUS_SUCCESS) {   /* a refusal, not an error: the next is tried */
+        *st = probe;
+        cuda_clear_library_error();
+    }
     if (vp) cudnnBackendDestroyDescriptor(vp);
     if (plan) cudnnBackendDestroyDescriptor(plan);
     return rc;
@@ -872,7 +875,10 @@ static int fused_try_mode(struct cuda_ctx *c, struct fused_state *s, struct fuse
         }
     }
 cleanup:
-    if (probe != CUDNN_STATUS_SUCCESS) *st = probe;
+    if (probe != CUDNN_STATUS_SUCCESS) {
+        *st = probe;
+        cuda_clear_library_error();
+    }
     for (int i = 0; i < made; i++)
         if (cfgs[i]) cudnnBackendDestroyDescriptor(cfgs[i]);
     if (heur) cudnnBackendDestroyDescriptor(heur);

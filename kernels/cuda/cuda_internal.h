@@ -218,6 +218,16 @@ static inline cudaError_t cuda_counted_free_host(struct cuda_ctx *c, void *ptr)
     return cudaFreeHost(ptr);
 }
 
+/* After a cuDNN or cuBLAS call that failed and is not an error of the run (a refused
+ * convolution algorithm, a fused graph's plan or trial that cuDNN refuses, a failed
+ * capture): clears the runtime's last error, which a kernel launch the library attempted
+ * may have left, so that the next CHECK_LAUNCH does not blame the engine's own kernel for
+ * it. Errors of the device itself (sticky ones) are not cleared by this and still show. */
+static inline void cuda_clear_library_error(void)
+{
+    (void)cudaGetLastError();
+}
+
 /* Launches a graph instantiated from a captured run that counted `captured` (the counts
  * that run took, graph_cuda.cu): counts the launch and adds the captured run's work to the
  * graph_* fields (kernels/counters.h). */

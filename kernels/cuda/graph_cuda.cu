@@ -132,7 +132,7 @@ static int graph_blame(struct cuda_ctx *c, const struct plan *p, cuda_plan_runne
         if (scrap) cudaGraphDestroy(scrap);
         if (node_rc != DR_OK || end != cudaSuccess) bad = i;
     }
-    (void)cudaGetLastError();
+    cuda_clear_library_error();
     c->counts = saved;
     if (bad < 0)
         return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL,
@@ -169,7 +169,7 @@ static int graph_capture(struct cuda_ctx *c, const struct plan *p, cuda_plan_run
     backend_counters_diff(&rec, &c->counts, &before);
     c->counts = before;
     if (run_rc != DR_OK || end != cudaSuccess) {
-        (void)cudaGetLastError();
+        cuda_clear_library_error();
         rc = graph_blame(c, p, run);
         goto cleanup;
     }

@@ -49,6 +49,11 @@ enum emu_node { EMU_NODE_KERNEL, EMU_NODE_MEMSET, EMU_NODE_MEMCPY, EMU_NODE_LIBR
  * a blocking stream is capturing; op is then neither run nor recorded. */
 cudaError_t emu_enqueue(cudaStream_t stream, enum emu_node kind, const std::function<void()> &op);
 
+/* Sets the error the next cudaGetLastError returns (and clears), as a kernel launch that
+ * failed inside cuDNN or cuBLAS leaves it in the runtime: the library stand-ins call it
+ * when they refuse an execution (emu_libs.cpp, emu_graph.cpp). */
+void emu_set_last_error(cudaError_t e);
+
 /* 1 when DAWNRUN_EMU_COUNT_ONLY is set to anything but "" or "0": kernel bodies and the
  * cuDNN / cuBLAS executions are not computed (they are checked, enqueued and captured as
  * always, and return success), while memory, copies, memsets, events, streams and graphs

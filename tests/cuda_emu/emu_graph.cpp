@@ -38,6 +38,10 @@
  * 0's execution plan fails to finalize (CUDNN_STATUS_NOT_SUPPORTED, as a runtime-compiled
  * kernel sometimes does), engine 1's finalizes with a workspace of EMU_GRAPH_WORKSPACE
  * bytes; so a caller's loop over the configurations and its workspace are exercised.
+ * Engine 0's refused plan, like any refused execution, also leaves
+ * cudaErrorInvalidConfiguration as the runtime's last error, as a kernel launch cuDNN
+ * attempted and the GPU refused would (cuDNN's documentation does not promise a clean
+ * error state after a failed call; the caller clears it: emu_set_last_error, emu.h).
  * DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1 (any value but "" or "0", read at operation graph
  * finalize) gives every graph zero engines, for the caller's fallback to unfused
  * operations.
@@ -1256,7 +1260,10 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc)
         const emu_bd *cfg = emu_ref_of(b, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG);
         const emu_bd *e = emu_ref_of(cfg, CUDNN_ATTR_ENGINECFG_ENGINE);
         /* engine 0 "fails to compile" for every graph (see the top of this file) */
-        if (emu_i64(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, 0) == 0) s = CUDNN_STATUS_NOT_SUPPORTED;
+        if (emu_i64(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, 0) == 0) {
+            s = CUDNN_STATUS_NOT_SUPPORTED;
+            emu_set_last_error(cudaErrorInvalidConfiguration);   /* see the top of this file */
+        }
         b->workspace = cfg->workspace;
         break;
     }
@@ -1600,8 +1607,9 @@ static void emu_run_op(emu_exec &ex, const emu_bd *op)
     }
 }
 
-cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
-                                  cudnnBackendDescriptor_t variant_pack)
+/* cudnnBackendExecute's checks and enqueueing. */
+static cudnnStatus_t emu_execute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
+                                 cudnnBackendDescriptor_t variant_pack)
 {
     const emu_bd *p = emu_desc(plan), *vp = emu_desc(variant_pack);
     if (!handle) return emu_note(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "execute: no handle", NULL);
@@ -1663,4 +1671,12 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
         });
     }
     return e ? CUDNN_STATUS_EXECUTION_FAILED : CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
+                                  cudnnBackendDescriptor_t variant_pack)
+{
+    const cudnnStatus_t s = emu_execute(handle, plan, variant_pack);
+    if (s != CUDNN_STATUS_SUCCESS) emu_set_last_error(cudaErrorInvalidConfiguration);
+    return s;
 }

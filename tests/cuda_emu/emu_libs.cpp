@@ -9,7 +9,12 @@
  * sometimes do for configurations its heuristics listed: rules separated by ';', each a
  * ','-separated list of conditions dir=fwd|bwd_data|bwd_filter, algo=N, c=N (input
  * channels), k=N (filter size), type=float|half|bfloat16; an execution matching every
- * condition of one rule returns CUDNN_STATUS_NOT_SUPPORTED. For example
+ * condition of one rule returns CUDNN_STATUS_NOT_SUPPORTED. A refused execution (that
+ * and an algorithm the heuristics do not offer) also leaves cudaErrorInvalidConfiguration
+ * as the runtime's last error, as a kernel launch the library attempted and the GPU
+ * refused would: cuDNN's documentation does not say that a failed call leaves the
+ * runtime's error state clean, so the caller must clear it before its own next launch
+ * check (emu_set_last_error, emu.h). For example
  * "algo=0,c=3,type=half" refuses algorithm 0 for 3-channel half inputs, and
  * "dir=bwd_filter,c=3,k=2" every backward-filter algorithm of the 2x2 whitening shape.
  * The handles remember their stream: an execution is checked when it is called and then
@@ -376,12 +381,20 @@ static cudnnStatus_t emu_conv(cudnnHandle_t h, int dir, cudnnTD xd, cudnnFD wd, 
     return e ? CUDNN_STATUS_EXECUTION_FAILED : CUDNN_STATUS_SUCCESS;
 }
 
+/* A refused execution: NOT_SUPPORTED, with the runtime error a failed launch inside
+ * cuDNN would leave (see the top of this file). */
+static cudnnStatus_t emu_conv_refused(void)
+{
+    emu_set_last_error(cudaErrorInvalidConfiguration);
+    return CUDNN_STATUS_NOT_SUPPORTED;
+}
+
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha, cudnnTD xd,
                                       const void *x, cudnnFD wd, const void *w, cudnnCD cd,
                                       cudnnConvolutionFwdAlgo_t algo, void *ws, size_t ws_bytes,
                                       const void *beta, cudnnTD yd, void *y)
 {
-    if (algo == 1 || algo > 3 || emu_refused(0, algo, xd, wd)) return CUDNN_STATUS_NOT_SUPPORTED;
+    if (algo == 1 || algo > 3 || emu_refused(0, algo, xd, wd)) return emu_conv_refused();
     return emu_conv(h, 0, xd, wd, cd, yd, x, w, NULL, y, alpha, beta, ws, ws_bytes);
 }
 
@@ -391,7 +404,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha, c
                                            size_t ws_bytes, const void *beta, cudnnTD dxd,
                                            void *dx)
 {
-    if (algo == 1 || algo > 3 || emu_refused(1, algo, dxd, wd)) return CUDNN_STATUS_NOT_SUPPORTED;
+    if (algo == 1 || algo > 3 || emu_refused(1, algo, dxd, wd)) return emu_conv_refused();
     return emu_conv(h, 1, dxd, wd, cd, dyd, NULL, w, dy, dx, alpha, beta, ws, ws_bytes);
 }
 
@@ -401,7 +414,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
                                              void *ws, size_t ws_bytes, const void *beta,
                                              cudnnFD dwd, void *dw)
 {
-    if (algo == 1 || algo > 3 || emu_refused(2, algo, xd, dwd)) return CUDNN_STATUS_NOT_SUPPORTED;
+    if (algo == 1 || algo > 3 || emu_refused(2, algo, xd, dwd)) return emu_conv_refused();
     return emu_conv(h, 2, xd, dwd, cd, dyd, x, NULL, dy, dw, alpha, beta, ws, ws_bytes);
 }
 

@@ -112,7 +112,8 @@ static void emu_run_grid(dim3 g, dim3 b, const std::function<void()> &body)
  *  7. Invalidation: an invalid operation invalidates the capture(s) it concerns; further
  *     work on an invalidated stream returns cudaErrorStreamCaptureInvalidated and is dropped,
  *     and cudaStreamEndCapture returns cudaErrorStreamCaptureInvalidated and a NULL graph.
- * A refused kernel launch sets the error cudaGetLastError returns, as a real launch error. */
+ * A refused kernel launch sets the error cudaGetLastError returns, as a real launch error;
+ * so does a cuDNN execution the library stand-ins refuse (emu_set_last_error, emu.h). */
 
 struct emu_op {
     emu_node kind;
@@ -199,6 +200,11 @@ static cudaError_t emu_fail(cudaError_t e)
     return e;
 }
 
+void emu_set_last_error(cudaError_t e)
+{
+    emu_last_error = e;
+}
+
 cudaError_t emu_enqueue(cudaStream_t stream, emu_node kind, const std::function<void()> &op)
 {
     if (emu_is_legacy(stream)) {
@@ -263,6 +269,7 @@ const char *cudaGetErrorString(cudaError_t e)
     case cudaErrorStreamCaptureImplicit: return "operation would make the legacy stream depend on a capturing blocking stream";
     case cudaErrorCapturedEvent: return "operation not permitted on an event last recorded in a capturing stream";
     case cudaErrorIllegalState: return "operation not permitted in the stream's capture state";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     default: return "emulated CUDA error";
     }
 }

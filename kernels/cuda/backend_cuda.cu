@@ -57,6 +57,7 @@ static void cuda_destroy(void *ctx)
     cuda_arena_release(c);
     if (c->cudnn) cudnnDestroy(c->cudnn);
     if (c->cublas) cublasDestroy(c->cublas);
+    if (c->cublas_ws) cuda_counted_free(c, c->cublas_ws);
     if (c->flags) cuda_counted_free_host(c, c->flags);
     if (c->stream) cudaStreamDestroy(c->stream);
     free(c);
@@ -396,6 +397,14 @@ extern "C" int backend_cuda_create(struct backend *b, int device, int precision)
     CHECK_CUDNN(c, cudnnSetStream(c->cudnn, c->stream));
     CHECK_CUBLAS(c, cublasCreate(&c->cublas));
     CHECK_CUBLAS(c, cublasSetStream(c->cublas, c->stream));
+    /* after the stream, which resets it: a captured GEMM then allocates nothing */
+    if (cuda_counted_malloc(c, &c->cublas_ws, CUDA_CUBLAS_WORKSPACE) != cudaSuccess) {
+        c->cublas_ws = NULL;
+        (void)cudaGetLastError();
+        FAIL(DR_ERR_NOMEM, "out of GPU memory allocating cuBLAS's workspace (%zu bytes)",
+             CUDA_CUBLAS_WORKSPACE);
+    }
+    CHECK_CUBLAS(c, cublasSetWorkspace(c->cublas, c->cublas_ws, CUDA_CUBLAS_WORKSPACE));
     CHECK_CUBLAS(c, cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH));
     b->ops = &cuda_ops_table;
     b->ctx = c;

@@ -76,6 +76,12 @@ struct cuda_conv_algo {
     size_t workspace[CUDA_CONV_MAX_ALGOS];
 };
 
+/* cuBLAS's workspace, owned by the engine (cuBLAS's documentation, cublasSetWorkspace:
+ * the size it recommends for Hopper, more than the 4 MiB for earlier GPUs). Without one
+ * set, cuBLAS takes workspace from its own pool, which during stream capture can add
+ * memory allocation nodes to the graph. */
+#define CUDA_CUBLAS_WORKSPACE ((size_t)32 << 20)
+
 struct cuda_ctx {
     int device;
     const struct backend_ops *ops;  /* the engine's own table (backend_cuda.cu), held as data
@@ -87,6 +93,8 @@ struct cuda_ctx {
     cudaStream_t stream;
     cudnnHandle_t cudnn;
     cublasHandle_t cublas;
+    void *cublas_ws;                /* CUDA_CUBLAS_WORKSPACE bytes, set on cublas after its
+                                       stream (cublasSetStream resets the workspace) */
     struct cuda_scratch scratch[SLOT_COUNT];
     int *flags;                     /* [FLAG_COUNT], pinned and mapped: the host view */
     int *flags_dev;                 /* the same memory as kernels address it */

@@ -20,9 +20,18 @@
  * The handles remember their stream: an execution is checked when it is called and then
  * enqueued there (emu_enqueue), so that on a capturing stream it is recorded with its
  * alpha, beta and descriptors copied, as the real libraries' calls are captured when they
- * neither allocate nor synchronise. With DAWNRUN_EMU_COUNT_ONLY (emu_count_only, emu.h) an
+ * neither allocate nor synchronise.
+ * cuBLAS's workspace, as its documentation (cublasSetWorkspace, CUDA graphs support) says:
+ * a handle without a workspace of its user's takes one from cuBLAS's own pool, which
+ * under stream capture can put memory allocation nodes into the graph; cublasSetWorkspace
+ * gives it one (256-byte aligned, else CUBLAS_STATUS_INVALID_VALUE), and cublasSetStream
+ * takes it back to the pool. Where real cuBLAS would silently allocate inside the graph,
+ * the emulation is strict: a GEMM enqueued on a capturing stream by a handle without a
+ * workspace of its own is refused with CUBLAS_STATUS_NOT_SUPPORTED and a line on stderr.
+ * An execution scribbles over the start of the handle's workspace. With DAWNRUN_EMU_COUNT_ONLY (emu_count_only, emu.h) an
  * execution is checked and enqueued or recorded as always, returns success, and computes
  * nothing (its output and workspace are left as they are). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -422,18 +431,23 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
 
 struct emu_cublas {
     cudaStream_t stream;
+    void *ws;       /* cublasSetWorkspace's since the last cublasSetStream, or NULL */
+    size_t ws_bytes;
+    int ws_set;     /* 0: cuBLAS's own pool */
 };
 
 const char *cublasGetStatusString(cublasStatus_t s)
 {
     return s == CUBLAS_STATUS_SUCCESS            ? "CUBLAS_STATUS_SUCCESS"
            : s == CUBLAS_STATUS_EXECUTION_FAILED ? "CUBLAS_STATUS_EXECUTION_FAILED"
+           : s == CUBLAS_STATUS_NOT_SUPPORTED    ? "CUBLAS_STATUS_NOT_SUPPORTED"
+           : s == CUBLAS_STATUS_INVALID_VALUE    ? "CUBLAS_STATUS_INVALID_VALUE"
                                                  : "emulated cuBLAS error";
 }
 
 cublasStatus_t cublasCreate(cublasHandle_t *h)
 {
-    *h = new emu_cublas{NULL};
+    *h = new emu_cublas{NULL, NULL, 0, 0};
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -443,9 +457,25 @@ cublasStatus_t cublasDestroy(cublasHandle_t h)
     return CUBLAS_STATUS_SUCCESS;
 }
 
+/* Resets the workspace to cuBLAS's own pool, as the real cublasSetStream does. */
 cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s)
 {
     h->stream = s;
+    h->ws = NULL;
+    h->ws_bytes = 0;
+    h->ws_set = 0;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetWorkspace(cublasHandle_t h, void *workspace, size_t bytes)
+{
+    if ((uintptr_t)workspace % 256) {
+        fprintf(stderr, "emu cuBLAS: workspace %p not 256-byte aligned\n", workspace);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    h->ws = workspace;
+    h->ws_bytes = bytes;
+    h->ws_set = 1;
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -495,13 +525,24 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                 lda, ldb, ldc);
         return CUBLAS_STATUS_INVALID_VALUE;
     }
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (!h->ws_set && cudaStreamIsCapturing(h->stream, &cap) == cudaSuccess &&
+        cap != cudaStreamCaptureStatusNone) {
+        fprintf(stderr, "emu cuBLAS: a GEMM on a capturing stream from a handle without a "
+                        "workspace of its own (cublasSetWorkspace): real cuBLAS would allocate "
+                        "its workspace inside the graph\n");
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
     const float a = *(const float *)alpha, b = *(const float *)beta;
     const int ta_t = emu_blas_type(at), tb_t = emu_blas_type(bt), tc_t = emu_blas_type(ct);
+    void *const ws = h->ws;
+    const size_t scribble = h->ws_bytes < 4096 ? h->ws_bytes : 4096;
     const cudaError_t e =
         emu_count_only()
             ? emu_enqueue(h->stream, EMU_NODE_LIBRARY, []() {})
             : emu_enqueue(h->stream, EMU_NODE_LIBRARY, [=]() {
                   emu_gemm_run(ta, tb, m, n, k, a, A, ta_t, lda, B, tb_t, ldb, b, C, tc_t, ldc);
+                  if (ws) memset(ws, 0x5a, scribble);
               });
     return e ? CUBLAS_STATUS_EXECUTION_FAILED : CUBLAS_STATUS_SUCCESS;
 }

@@ -3,7 +3,9 @@
  * ReLU, flatten, linear, cross-entropy forward and backward) run with graphs gives, run by
  * run, the bits it gives with DAWNRUN_CUDA_GRAPH=0; the first run of a signature is eager,
  * the second a capture, later ones one graph launch with no kernel launch, allocation,
- * synchronisation or copy of their own, the launch accounting the captured work; pointing
+ * synchronisation or copy of their own, the launch accounting the captured work (the
+ * linear layer's GEMM is captured only from a cuBLAS handle with a workspace of its own,
+ * which the engine sets: emu_libs.cpp refuses it otherwise); pointing
  * a tensor handle at other data makes a new graph, pointing it back replays the old one,
  * and a fifth signature replaces the least recently used graph; a regrown scratch buffer
  * makes the graph that addressed the old one be captured again; an op that synchronises

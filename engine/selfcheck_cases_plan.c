@@ -473,7 +473,7 @@ static void set_fuse(const char *value)
 /* Runs the step once from the initial state into the host outputs outs; counts (when not
  * NULL) gets what the engine counted for it. */
 static int run_once(float **outs, struct backend_counters *counts, struct sc_side *s,
-                    struct pl_net *net, const struct plan_row *r, const struct plan *p,
+                    struct pl_net *net, const struct plan_row *r, struct plan *p,
                     int whole)
 {
     int rc = DR_OK;

@@ -177,8 +177,14 @@ struct backend_ops {
     /* cursor[CURSOR_STEP] += 1 and cursor[CURSOR_INDEX] += 1, in backend memory. */
     int (*cursor_advance)(void *ctx, struct tensor *cursor);
     /* Optional (NULL: the engine runs plan_run_each): runs a whole plan, with whatever
-     * fusion and replay the backend supports, with plan_run_each's results. */
+     * fusion and replay the backend supports, with plan_run_each's results. Called through
+     * kernels/plan.h's plan_compute, which records the backend in the plan. */
     int (*plan_compute)(void *ctx, const struct plan *p);
+    /* Optional (NULL: the engine keeps nothing per plan): drops whatever the engine keeps
+     * about plan p (an analysis, device buffers, captured graphs), keyed by p's address,
+     * because p is being freed and a later plan may sit at that address. plan_free calls
+     * it for the backend plan_compute last ran p on. */
+    void (*plan_forget)(void *ctx, const struct plan *p);
 
     /* Optional (NULL when the engine counts nothing, as the CPU engine): the counts since
      * the context was created or last reset (kernels/counters.h); reading them does not

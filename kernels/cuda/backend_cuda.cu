@@ -331,6 +331,7 @@ static const struct backend_ops cuda_ops_table = {
     /* .lerp_multi = */ cuda_lerp_multi,
     /* .cursor_advance = */ cuda_cursor_advance,
     /* .plan_compute = */ cuda_plan_compute,
+    /* .plan_forget = */ cuda_plan_forget,
     /* .counters = */ cuda_counters,
     /* .counters_reset = */ cuda_counters_reset,
 };

@@ -656,21 +656,33 @@ int cuda_bn_backward_apply_pool(struct cuda_ctx *c, struct tensor *dx, const str
  * fused kernels, every other node through the table (plan_run_node). */
 int cuda_plan_execute(struct cuda_ctx *c, const struct plan *p);
 
-/* backend_ops.plan_compute: cuda_graph_run(c, p, cuda_plan_execute). */
+/* backend_ops.plan_compute: cuda_graph_run(c, p, the generation of p's device buffers,
+ * cuda_plan_execute). */
 int cuda_plan_compute(void *ctx, const struct plan *p);
+
+/* backend_ops.plan_forget: drops what the engine keeps about plan p, which is being freed
+ * (its analysis and device buffers, its graphs: cuda_graph_forget), so that a later plan
+ * at p's address starts afresh. */
+void cuda_plan_forget(void *ctx, const struct plan *p);
 
 /* Releases what plan_cuda.cu keeps in c->plans. */
 void cuda_plan_release(struct cuda_ctx *c);
 
 /* graph_cuda.cu. Runs p through `run`, and when p->replayable and graphs are on
  * (DAWNRUN_CUDA_GRAPH is not 0 when the context first runs a plan) captures such a run
- * into a CUDA graph once and replays it afterwards, for as long as plan_signature(p) and
- * the scratch buffers are unchanged: the first run of a signature is eager (the warm-up),
- * the second is captured and launched, later ones are one cudaGraphLaunch. `run` must
- * neither synchronise, allocate nor copy between host and device once warmed up; when a
- * capture fails anyway, the capture is ended and an internal error names the plan node. */
+ * into a CUDA graph once and replays it afterwards, for as long as plan_signature(p), the
+ * scratch buffers and `state` (a token of the device buffers `run` keeps for p, which a
+ * captured run addresses) are unchanged: the first run of a signature is eager (the
+ * warm-up), the second is captured and launched, later ones are one cudaGraphLaunch; a
+ * changed state warms up again. `run` must neither synchronise, allocate nor copy between
+ * host and device once warmed up; when a capture fails anyway, the capture is ended and an
+ * internal error names the plan node. */
 typedef int (*cuda_plan_runner)(struct cuda_ctx *c, const struct plan *p);
-int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner run);
+int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, uint64_t state,
+                   cuda_plan_runner run);
+
+/* Drops p's graphs (plan p is being freed). */
+void cuda_graph_forget(struct cuda_ctx *c, const struct plan *p);
 
 /* Releases what graph_cuda.cu keeps in c->graphs. */
 void cuda_graph_release(struct cuda_ctx *c);

@@ -4,7 +4,9 @@
  * cudaGraphLaunch per run, for as long as its signature and the scratch buffers its kernels
  * address are unchanged. Each plan keeps a few graphs, one per signature it ran with (a
  * shorter last evaluation batch, swapped weight-averaging handles), the least recently used
- * one recaptured in place (cudaGraphExecUpdate where the topology allows). The counts a
+ * one recaptured in place (cudaGraphExecUpdate where the topology allows); a graph whose
+ * runner's state token changed (plan_cuda.cu's buffers moved) warms up again, and a freed
+ * plan's graphs are dropped (cuda_graph_forget). The counts a
  * captured run made are taken out of the host counts and added to the graph_* counts at
  * each launch (kernels/counters.h). DAWNRUN_CUDA_GRAPH=0, read when a context first runs a
  * plan, turns graphs off: every plan then runs eagerly. */
@@ -24,6 +26,7 @@ struct graph_slot {
     unsigned long long last_use;
     cudaGraphExec_t exec;                /* may be an older signature's: updated in place */
     void *scratch[SLOT_COUNT];           /* the scratch buffers at capture */
+    uint64_t state;                      /* the runner's state token at capture */
     struct backend_counters counted;     /* what the captured run counted */
 };
 
@@ -113,21 +116,18 @@ static int graph_scratch_same(const struct cuda_ctx *c, const struct graph_slot 
 }
 
 /* After a failed capture of p: finds the first node that cannot be captured on its own
- * (each node, as a plan of one run through `run`, captured into a graph that is thrown
- * away; nothing runs) and reports it as an internal error. Leaves the counts and the
- * stream as they were. */
-static int graph_blame(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner run)
+ * (each node run through the engine's table, as a plan of one node would run, captured
+ * into a graph that is thrown away; nothing runs) and reports it as an internal error.
+ * Leaves the counts and the stream as they were, and no state of the runner's behind. */
+static int graph_blame(struct cuda_ctx *c, const struct plan *p)
 {
     const struct backend_counters saved = c->counts;
+    const struct backend b = {c->ops, c};
     int bad = -1;
     for (int i = 0; i < p->count && bad < 0; i++) {
         cudaGraph_t scrap = NULL;
-        struct plan one;
-        memset(&one, 0, sizeof(one));
-        one.nodes = &p->nodes[i];
-        one.count = one.cap = 1;
         if (cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeGlobal) != cudaSuccess) break;
-        const int node_rc = run(c, &one);
+        const int node_rc = plan_run_node(&b, &p->nodes[i]);
         const cudaError_t end = cudaStreamEndCapture(c->stream, &scrap);
         if (scrap) cudaGraphDestroy(scrap);
         if (node_rc != DR_OK || end != cudaSuccess) bad = i;
@@ -154,8 +154,8 @@ static int graph_blame(struct cuda_ctx *c, const struct plan *p, cuda_plan_runne
  * already holds when the topology allows, else instantiating a new one. The capture runs
  * nothing, so the counts it made are moved into s->counted. On failure the capture is
  * ended, the error names the node that could not be captured, and s is left uncaptured. */
-static int graph_capture(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner run,
-                         struct graph_slot *s)
+static int graph_capture(struct cuda_ctx *c, const struct plan *p, uint64_t state,
+                         cuda_plan_runner run, struct graph_slot *s)
 {
     int rc = DR_OK, run_rc = DR_OK;
     cudaGraph_t graph = NULL;
@@ -170,7 +170,7 @@ static int graph_capture(struct cuda_ctx *c, const struct plan *p, cuda_plan_run
     c->counts = before;
     if (run_rc != DR_OK || end != cudaSuccess) {
         cuda_clear_library_error();
-        rc = graph_blame(c, p, run);
+        rc = graph_blame(c, p);
         goto cleanup;
     }
     /* what real capture would accept but a step must not do (a pinned copy, say) */
@@ -190,6 +190,7 @@ static int graph_capture(struct cuda_ctx *c, const struct plan *p, cuda_plan_run
     }
     if (!s->exec) CHECK_CUDA(cudaGraphInstantiate(&s->exec, graph, 0));
     for (int k = 0; k < SLOT_COUNT; k++) s->scratch[k] = c->scratch[k].ptr;
+    s->state = state;
     s->counted = rec;
     s->captured = 1;
     c->counts.graph_captures++;
@@ -198,7 +199,8 @@ cleanup:
     return rc;
 }
 
-int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner run)
+int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, uint64_t state,
+                   cuda_plan_runner run)
 {
     int rc = DR_OK;
     struct graph_cache *g = NULL;
@@ -212,13 +214,15 @@ int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner ru
     s = graph_slot_get(e, plan_signature(p));
     s->last_use = ++g->clock;
     if (s->captured && !graph_scratch_same(c, s)) s->captured = 0;   /* a scratch regrew */
+    if (s->captured && s->state != state)   /* the runner's buffers moved: its analysis */
+        s->captured = s->warmed = 0;        /* may be another signature's, redone eagerly */
     if (!s->warmed) {
         TRY(run(c, p));
         s->warmed = 1;
         goto cleanup;
     }
     if (!s->captured) {
-        rc = graph_capture(c, p, run, s);
+        rc = graph_capture(c, p, state, run, s);
         if (rc != DR_OK) {
             s->warmed = 0;   /* the next run warms up again (redoing what failed) */
             goto cleanup;
@@ -227,6 +231,19 @@ int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner ru
     CHECK_CUDA(cuda_counted_graph_launch(c, s->exec, &s->counted));
 cleanup:
     return rc;
+}
+
+void cuda_graph_forget(struct cuda_ctx *c, const struct plan *p)
+{
+    struct graph_cache *g = (struct graph_cache *)c->graphs;
+    for (int i = 0; g && i < g->count; i++)
+        if (g->entries[i].plan == p) {
+            /* an exec still running is freed when it completes (cudaGraphExecDestroy) */
+            for (int k = 0; k < GRAPH_SLOTS; k++)
+                if (g->entries[i].slots[k].exec) cudaGraphExecDestroy(g->entries[i].slots[k].exec);
+            g->entries[i] = g->entries[--g->count];
+            return;
+        }
 }
 
 void cuda_graph_release(struct cuda_ctx *c)

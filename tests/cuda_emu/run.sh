@@ -26,6 +26,8 @@
 # time (a lock). DAWNRUN_EMU_CUDNN_REFUSE makes chosen cuDNN executions fail (emu_libs.cpp);
 # DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1 makes cuDNN's heuristics list no engine for any fused
 # graph, so the engine runs those convolutions unfused (emu_graph.cpp).
+# The emulated cudaMalloc hands out freed addresses again, as the real one does
+# (emu_runtime.cpp); DAWNRUN_EMU_NO_REUSE=1 makes every allocation new memory.
 # DAWNRUN_EMU_COUNT_ONLY=1 runs the emulated dawnrun without computing kernels, cuDNN or
 # cuBLAS (emu.h): for `dawnrun bench`'s counts at real batch sizes (bench/count-structure.sh)
 # only, never for checking results; the selfcheck and --test modes refuse it.

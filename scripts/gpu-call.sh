@@ -335,6 +335,12 @@ absent (need the GPU): nvidia-smi, the CUDA device itself (the engine runs emula
         line="$(grep "ms/step" "$OUT/bench.log" | tail -1)"
         [ "$STEP_RC" = 0 ] && [ -n "$line" ] && ROWS[-1]="${ROWS[-1]}$line" && write_summary
     done
+    # CUDA graphs: a plan whose capture failed runs without graphs (one line names its node)
+    uncaptured="$(cat "$OUT/selfcheck.log" "$OUT/bench.log" 2>/dev/null |
+                  grep -c "cannot be captured" || true)"
+    note "plans that could not be captured into CUDA graphs (selfcheck, bench): ${uncaptured:-0}"
+    cat "$OUT/selfcheck.log" "$OUT/bench.log" 2>/dev/null | grep -m3 "cannot be captured" |
+        while read -r l; do note "$l"; done
     for net in resnet9 dawn; do
         step "torch-$net" 30 torch.log "$SELF" _torch "$net"
         line="$(grep -E "^total" "$OUT/torch.log" | tail -1)"

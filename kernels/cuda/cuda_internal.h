@@ -675,8 +675,10 @@ void cuda_plan_release(struct cuda_ctx *c);
  * captured run addresses) are unchanged: the first run of a signature is eager (the
  * warm-up), the second is captured and launched, later ones are one cudaGraphLaunch; a
  * changed state warms up again. `run` must neither synchronise, allocate nor copy between
- * host and device once warmed up; when a capture fails anyway, the capture is ended and an
- * internal error names the plan node. */
+ * host and device once warmed up; when a capture fails anyway (or its graph cannot be
+ * instantiated), the capture is ended, a line on stderr names the plan node that cannot be
+ * captured, the step runs eagerly (run's result is returned) and p runs without graphs
+ * from then on. */
 typedef int (*cuda_plan_runner)(struct cuda_ctx *c, const struct plan *p);
 int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, uint64_t state,
                    cuda_plan_runner run);

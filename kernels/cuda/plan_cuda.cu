@@ -402,7 +402,8 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
         /* 16-byte aligned pieces */
         e->coef_floats += ((size_t)COEF_FWD_COUNT * splits * n->u.bn_fwd_train.x->c + 3) / 4 * 4;
     }
-    TRY(buffer_fit(c, (void **)&e->coef, &e->coef_cap, e->coef_floats, sizeof(float), &moved));
+    TRY(buffer_fit(c, (void **)&e->coef, &e->coef_cap, e->coef_floats, sizeof(float),
+                   &moved));
     e->stats_doubles = 0;
     for (int i = 0; i < p->count; i++) {
         if (e->steps[i].kind != PLAN_FUSE_ADD_STATS &&

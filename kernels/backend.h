@@ -191,6 +191,15 @@ struct backend_ops {
      * wait for the device. */
     int (*counters)(void *ctx, struct backend_counters *out);
     void (*counters_reset)(void *ctx);
+
+    /* Optional (NULL when the engine gives the same bits for the same inputs every run
+     * anyway, as the CPU engine): on = 1 asks that every op do so (the CUDA engine then
+     * takes only the cuDNN algorithms and fused engines documented deterministic), 0 lets
+     * the engine take the fastest whatever their determinism (the CUDA engine's default,
+     * unless DAWNRUN_CUDA_DETERMINISTIC=1). For callers comparing runs bit for bit (the
+     * selfcheck). Call it before the first op: once the engine has chosen algorithms under
+     * the other setting it fails with DR_ERR_INTERNAL. */
+    int (*set_deterministic)(void *ctx, int on);
 };
 
 struct backend {

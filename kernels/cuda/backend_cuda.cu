@@ -291,6 +291,22 @@ static void cuda_counters_reset(void *ctx)
     memset(&((struct cuda_ctx *)ctx)->counts, 0, sizeof(struct backend_counters));
 }
 
+/* backend_ops.set_deterministic: before any convolution has been chosen (conv_cuda.cu's
+ * algorithms, conv_fused_cuda.cu's graphs), which a change would leave as they are. */
+static int cuda_set_deterministic(void *ctx, int on)
+{
+    int rc = DR_OK;
+    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    on = on != 0;
+    if (on == c->deterministic) return DR_OK;
+    EXPECT(c->n_algos == 0 && !c->fused_convs,
+           "set_deterministic(%d) after the CUDA engine chose convolution algorithms: call it "
+           "first", on);
+    c->deterministic = on;
+cleanup:
+    return rc;
+}
+
 /* ------------------------------------------------------------------ the table */
 
 static const struct backend_ops cuda_ops_table = {
@@ -334,6 +350,7 @@ static const struct backend_ops cuda_ops_table = {
     /* .plan_forget = */ cuda_plan_forget,
     /* .counters = */ cuda_counters,
     /* .counters_reset = */ cuda_counters_reset,
+    /* .set_deterministic = */ cuda_set_deterministic,
 };
 
 /* ------------------------------------------------------------------ creation */
@@ -388,6 +405,10 @@ extern "C" int backend_cuda_create(struct backend *b, int device, int precision)
     c->precision = precision;
     c->dt = precision == PRECISION_FP16 ? CUDA_F16
             : precision == PRECISION_BF16 ? CUDA_BF16 : CUDA_F32;
+    {
+        const char *det = getenv("DAWNRUN_CUDA_DETERMINISTIC");
+        c->deterministic = det && *det && strcmp(det, "0") != 0;
+    }
     CHECK_CUDA(cudaSetDevice(device));
     TRY(cuda_describe(c));
     CHECK_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));

@@ -89,6 +89,10 @@ struct cuda_ctx {
                                        the two files depending on each other */
     int precision;                  /* enum precision */
     enum cuda_dtype dt;             /* activation dtype */
+    int deterministic;              /* 1: only cuDNN algorithms and fused engines documented
+                                       deterministic (backend_ops.set_deterministic,
+                                       DAWNRUN_CUDA_DETERMINISTIC=1 at creation); 0: the
+                                       fastest, whatever their determinism */
     int sm_count;
     cudaStream_t stream;
     cudnnHandle_t cudnn;

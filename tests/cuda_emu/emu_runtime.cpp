@@ -10,10 +10,14 @@
  * value, into a graph that cudaGraphLaunch replays in order. With DAWNRUN_EMU_COUNT_ONLY
  * (emu_count_only, emu.h) a kernel launch is checked and enqueued or recorded, but its body
  * never runs. */
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include <list>
 #include <map>
@@ -207,6 +211,21 @@ static cudaError_t emu_fail(cudaError_t e)
 {
     emu_last_error = e;
     return e;
+}
+
+double emu_atomic_noise(double v)
+{
+    static uint64_t state;
+    if (!state) state = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^ 0x9e3779b97f4a7c15ull;
+    state ^= state >> 12;   /* xorshift64* */
+    state ^= state << 25;
+    state ^= state >> 27;
+    const uint64_t r = state * 0x2545f4914f6cdd1dull;
+    if (!(r & 1)) return v;
+    const float f = (float)v;
+    if (!isfinite(f)) return v;
+    const float ulp = nextafterf(fabsf(f), INFINITY) - fabsf(f);
+    return (r & 2) ? v + ulp : v - ulp;
 }
 
 void emu_set_last_error(cudaError_t e)

@@ -26,6 +26,10 @@
 # time (a lock). DAWNRUN_EMU_CUDNN_REFUSE makes chosen cuDNN executions fail (emu_libs.cpp);
 # DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1 makes cuDNN's heuristics list no engine for any fused
 # graph, so the engine runs those convolutions unfused (emu_graph.cpp).
+# The emulated cuDNN reports each algorithm's (and fused engine's) determinism as cuDNN
+# documents it, and a non-deterministic one's results vary in their last bits from run to
+# run (emu_libs.cpp, emu_graph.cpp): a test comparing bits asks the engine for
+# determinism (backend_ops.set_deterministic; DAWNRUN_CUDA_DETERMINISTIC=1 for dawnrun).
 # The emulated cudaMalloc hands out freed addresses again, as the real one does
 # (emu_runtime.cpp); DAWNRUN_EMU_NO_REUSE=1 makes every allocation new memory.
 # DAWNRUN_EMU_COUNT_ONLY=1 runs the emulated dawnrun without computing kernels, cuDNN or

@@ -200,6 +200,8 @@ static int net_create(struct net *n, int graphs)
     else setenv("DAWNRUN_CUDA_GRAPH", "0", 1);
     if (backend_cuda_create(&n->be, 0, PRECISION_FP32) != DR_OK) return 1;
     n->c = (struct cuda_ctx *)n->be.ctx;
+    /* runs are compared bit for bit: only deterministic cuDNN algorithms */
+    if (n->be.ops->set_deterministic(n->be.ctx, 1) != DR_OK) return 1;
     return net_build(n);
 }
 

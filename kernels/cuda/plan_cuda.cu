@@ -5,8 +5,8 @@
  * shares (kernels/plan_fuse.h), over the whole plan once per plan and signature
  * (plan_signature), kept in c->plans by the plan's address until the plan is freed
  * (cuda_plan_forget, called by plan_free, drops it with the plan's graphs): batch norm,
- * forward and evaluation, with the
- * activation after it (and a residual add after that), an activation's backward folded
+ * forward and evaluation, with the activation after it (and a residual add after that),
+ * an activation's backward folded
  * into the batch norm's backward, a residual add taking the statistics of the batch
  * norm that reads its output, and a max pool whose windows tile the plane folded into the
  * batch norm whose activation it reads (bn_pool_cuda.cu). The CUDA engine's fused kernels

@@ -3,7 +3,7 @@
     kernel<T, ...><<<grid, block, shared, stream>>>(args)
 rewritten as
     emu_launch(dim3(grid), dim3(block), (cudaStream_t)(stream),
-               [=, emu_a0 = (arg0), emu_a1 = (arg1), ...]() { kernel<T, ...>(emu_a0, emu_a1, ...); })
+               [=, emu_a0 = (arg0), emu_a1 = (arg1), ...]() { kernel<T, ...>(emu_a0, ...); })
 so that a host C++ compiler accepts it (stream 0 when the launch names none). Each
 argument expression is evaluated at the launch and its value kept in the lambda, as CUDA
 evaluates and copies kernel parameters at the launch, so that a launch recorded by stream

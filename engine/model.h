@@ -126,7 +126,7 @@ int model_plan_eval(struct plan *p, struct model *m, const struct model_batch_sr
  * are read by the plans after them, which a backend's fusion analysis of one plan cannot
  * see); when profiling (m->prof), node by node with a wait around each node, its time
  * added to m->prof by layer type and phase. */
-int model_run_plan(struct model *m, const struct plan *p);
+int model_run_plan(struct model *m, struct plan *p);
 
 /* Forward pass over y[0] (already filled) in train (batch statistics, running stats
  * updated) or eval mode: the training plan's forward part, run on its own. */

@@ -623,7 +623,7 @@ static int prof_hook(void *user, const struct plan_node *n, int after)
     return DR_OK;
 }
 
-int model_run_plan(struct model *m, const struct plan *p)
+int model_run_plan(struct model *m, struct plan *p)
 {
     if (!m->prof)
         return p->replayable ? plan_compute(m->be, p) : plan_run_each(m->be, p, NULL, NULL);

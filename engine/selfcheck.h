@@ -40,9 +40,13 @@ void selfcheck_close(struct selfcheck *sc);
 void selfcheck_list(FILE *out, const struct selfcheck *sc);
 
 /* Runs the chosen cases with ref as the reference and test under test, test computing in
- * precision (enum precision), printing to out as above. *checks and *failures get the
- * number of cases run and of those that failed or could not run. Returns DR_OK (a
- * failed case is counted, not returned), or DR_ERR_USAGE for an unknown precision. */
+ * precision (enum precision), printing to out as above. Both engines are first asked for
+ * results that do not vary from run to run (backend_ops.set_deterministic, where they
+ * have it: the cases compare runs bit for bit), so call it before either has run a
+ * convolution. *checks and *failures get the number of cases run and of those that failed
+ * or could not run. Returns DR_OK (a failed case is counted, not returned), DR_ERR_USAGE
+ * for an unknown precision, or the error of an engine that cannot be made
+ * deterministic. */
 int selfcheck_run(FILE *out, const struct selfcheck *sc, struct backend *ref,
                   struct backend *test, int precision, int *checks, int *failures);
 

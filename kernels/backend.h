@@ -177,8 +177,14 @@ struct backend_ops {
     /* cursor[CURSOR_STEP] += 1 and cursor[CURSOR_INDEX] += 1, in backend memory. */
     int (*cursor_advance)(void *ctx, struct tensor *cursor);
     /* Optional (NULL: the engine runs plan_run_each): runs a whole plan, with whatever
-     * fusion and replay the backend supports, with plan_run_each's results. */
+     * fusion and replay the backend supports, with plan_run_each's results. Called through
+     * kernels/plan.h's plan_compute, which records the backend in the plan. */
     int (*plan_compute)(void *ctx, const struct plan *p);
+    /* Optional (NULL: the engine keeps nothing per plan): drops whatever the engine keeps
+     * about plan p (an analysis, device buffers, captured graphs), keyed by p's address,
+     * because p is being freed and a later plan may sit at that address. plan_free calls
+     * it for the backend plan_compute last ran p on. */
+    void (*plan_forget)(void *ctx, const struct plan *p);
 
     /* Optional (NULL when the engine counts nothing, as the CPU engine): the counts since
      * the context was created or last reset (kernels/counters.h); reading them does not
@@ -186,6 +192,15 @@ struct backend_ops {
      * handler reads them. */
     int (*counters)(void *ctx, struct backend_counters *out);
     void (*counters_reset)(void *ctx);
+
+    /* Optional (NULL when the engine gives the same bits for the same inputs every run
+     * anyway, as the CPU engine): on = 1 asks that every op do so (the CUDA engine then
+     * takes only the cuDNN algorithms and fused engines documented deterministic), 0 lets
+     * the engine take the fastest whatever their determinism (the CUDA engine's default,
+     * unless DAWNRUN_CUDA_DETERMINISTIC=1). For callers comparing runs bit for bit (the
+     * selfcheck). Call it before the first op: once the engine has chosen algorithms under
+     * the other setting it fails with DR_ERR_INTERNAL. */
+    int (*set_deterministic)(void *ctx, int on);
 };
 
 struct backend {

@@ -58,9 +58,18 @@ struct plan_node *plan_append(struct plan *p, enum plan_op op, enum plan_phase p
     return n;
 }
 
+/* Tells the backend p last ran on to forget it, and forgets that backend. */
+static void plan_forget_backend(struct plan *p)
+{
+    if (p->ran_on.ops && p->ran_on.ops->plan_forget) p->ran_on.ops->plan_forget(p->ran_on.ctx, p);
+    p->ran_on.ops = NULL;
+    p->ran_on.ctx = NULL;
+}
+
 void plan_free(struct plan *p)
 {
     if (!p) return;
+    plan_forget_backend(p);
     free(p->nodes);
     memset(p, 0, sizeof(*p));
 }
@@ -375,8 +384,12 @@ cleanup:
     return rc;
 }
 
-int plan_compute(const struct backend *b, const struct plan *p)
+int plan_compute(const struct backend *b, struct plan *p)
 {
-    if (b->ops->plan_compute) return b->ops->plan_compute(b->ctx, p);
-    return plan_run_each(b, p, NULL, NULL);
+    if (!b->ops->plan_compute) return plan_run_each(b, p, NULL, NULL);
+    if (p->ran_on.ops != b->ops || p->ran_on.ctx != b->ctx) {
+        plan_forget_backend(p);   /* at most one backend keeps anything about p */
+        p->ran_on = *b;
+    }
+    return b->ops->plan_compute(b->ctx, p);
 }

@@ -9,7 +9,10 @@
  * A plan does not own its tensors: nodes point at the engine's struct tensor handles,
  * whose data and n may change between runs (a smaller last eval batch; weight averaging
  * swaps handles). A backend that keeps anything between runs of a plan (an analysis, a
- * captured graph) checks plan_signature() and redoes it when the signature changed.
+ * captured graph) checks plan_signature() and redoes it when the signature changed, and
+ * drops it when the plan is freed (plan_free: backend_ops.plan_forget), since a plan built
+ * later at the same address, its tensors at the same device addresses, has the same
+ * signature without being the same plan.
  *
  * Everything a step needs that changes from step to step lives in backend memory, so
  * that the same plan (and a graph captured from it) serves every step:
@@ -209,6 +212,9 @@ struct plan {
     int count, cap;
     int replayable;   /* 1: built to be run again unchanged (every per-step value in
                          backend memory), so a backend may capture and replay it */
+    struct backend ran_on;   /* the backend plan_compute last ran it on (ops NULL: none),
+                                which plan_free tells to forget it (plan_forget); that
+                                backend must outlive the plan */
 };
 
 /* The tensors one node reads and writes, for analyses (which node consumes a tensor):
@@ -237,14 +243,18 @@ int plan_run_each(const struct backend *b, const struct plan *p, plan_node_hook 
 int plan_run_node(const struct backend *b, const struct plan_node *n);
 
 /* Runs the plan through b->ops->plan_compute when the backend has one, else
- * plan_run_each without a hook. */
-int plan_compute(const struct backend *b, const struct plan *p);
+ * plan_run_each without a hook. Records b in p->ran_on (a backend p ran on before is first
+ * told to forget it), so that plan_free has b forget p. */
+int plan_compute(const struct backend *b, struct plan *p);
 
 /* Appends a zeroed node of kind op (phase, layer set by the caller); NULL when out of
  * memory. Pointers to earlier nodes stay valid only until the next append. */
 struct plan_node *plan_append(struct plan *p, enum plan_op op, enum plan_phase phase, int layer);
 
-/* Releases the node array (not the tensors, not sgd items). Safe on a zeroed plan. */
+/* Releases the node array (not the tensors, not sgd items), after telling the backend
+ * that last ran p (p->ran_on) to forget it (backend_ops.plan_forget): a backend keeps what
+ * it learnt about a plan by the plan's address, which a later plan may reuse. Safe on a
+ * zeroed plan. */
 void plan_free(struct plan *p);
 
 /* The op's name ("conv_fwd", "bn_bwd", ...) for messages and profiles. */

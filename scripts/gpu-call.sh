@@ -424,6 +424,12 @@ absent (need the GPU): nvidia-smi, the CUDA device itself (the engine runs emula
     note "fused cuDNN graphs refused though the support table accepts them: ${refused:-0}"
     cat "$OUT/selfcheck.log" "$OUT/bench.log" 2>/dev/null | grep "no fused engine" | sort -u |
         head -3 | while read -r l; do note "$l"; done
+    # CUDA graphs: a plan whose capture failed runs without graphs (one line names its node)
+    uncaptured="$(cat "$OUT/selfcheck.log" "$OUT/bench.log" 2>/dev/null |
+                  grep -c "cannot be captured" || true)"
+    note "plans that could not be captured into CUDA graphs (selfcheck, bench): ${uncaptured:-0}"
+    cat "$OUT/selfcheck.log" "$OUT/bench.log" 2>/dev/null | grep -m3 "cannot be captured" |
+        while read -r l; do note "$l"; done
     for tool in memcheck racecheck; do
         var="GPU_SANITIZER_ARGS_$tool"
         def="--precision fp16 --only conv,ops,augment"

@@ -67,8 +67,9 @@ endif()
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu/run.sh --test ${CMAKE_BINARY_DIR}
                    ${CMAKE_SOURCE_DIR}/tests/cuda_emu/test_graph_capture.cu)
   set_tests_properties(cuda_emulated_graph_capture PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
-  # the engine's CUDA graphs of replayable plans: capture, replay, recapture, counts, and
-  # a clean error for an op that cannot be captured
+  # the engine's CUDA graphs of replayable plans: capture, replay, recapture, counts, an op
+  # that cannot be captured (the step run eagerly, said once, the plan eager from then on),
+  # and a freed plan forgotten (another built at its addresses warms up)
   add_test(NAME cuda_emulated_graph_run
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_graph_run.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(cuda_emulated_graph_run PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)

@@ -8,7 +8,7 @@
  * test-time views over a partial last batch) gives bit for bit what the same training
  * driven from the host gives: rows written per step, augment, forward, loss, backward,
  * one sgd_update per parameter with the lr of train_step_hparams, param_lerp per
- * averaged tensor. */
+ * averaged tensor; plan_free has the backend that ran the plan forget it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -697,6 +697,44 @@ static void test_aliases(struct fixture *f)
     trainer_free(&t);
 }
 
+/* plan_free has the backend that last ran the plan (plan_compute) forget it, once; a plan
+ * run on another backend is first forgotten by the one before; a plan only run node by
+ * node, or freed already, is forgotten by none. */
+static const struct backend_ops *forget_real;
+static int forgets;
+static const struct plan *forgotten;
+
+static void forget_counted(void *ctx, const struct plan *p)
+{
+    forgets++;
+    forgotten = p;
+    forget_real->plan_forget(ctx, p);
+}
+
+static void test_forget(struct fixture *f)
+{
+    struct backend_ops ops = *f->be.ops, other_ops;
+    forget_real = f->be.ops;
+    ops.plan_forget = forget_counted;
+    other_ops = ops;
+    struct backend be = {&ops, f->be.ctx}, other = {&other_ops, f->be.ctx};
+    struct plan p = {0};
+    p.replayable = 1;
+    CHECK(forget_real->plan_forget != NULL);
+    CHECK(plan_run_each(&be, &p, NULL, NULL) == DR_OK);
+    plan_free(&p);
+    CHECK(forgets == 0);
+    p.replayable = 1;
+    CHECK(plan_compute(&be, &p) == DR_OK && plan_compute(&be, &p) == DR_OK);
+    CHECK(forgets == 0);
+    CHECK(plan_compute(&other, &p) == DR_OK);
+    CHECK(forgets == 1 && forgotten == &p);
+    plan_free(&p);
+    CHECK(forgets == 2 && forgotten == &p);
+    plan_free(&p);
+    CHECK(forgets == 2);
+}
+
 /* An engine without the plan's ops cannot build a step plan: an error naming the op,
  * not a call through NULL. */
 static void test_missing_op(struct fixture *f)
@@ -724,6 +762,7 @@ int main(void)
     test_signature(&f);
     test_same_as_host(&f);
     test_missing_op(&f);
+    test_forget(&f);
     backend_destroy(&f.be);
     graph_free(&f.g);
     dataset_free(&f.train);

@@ -646,6 +646,12 @@ static int cpu_plan_compute(void *ctx, const struct plan *p)
     return cpu_plan_run(&c->plans, &b, p);
 }
 
+/* backend_ops.plan_forget: plan p's analysis goes (p is being freed). */
+static void cpu_plan_forget_op(void *ctx, const struct plan *p)
+{
+    cpu_plan_forget(((struct cpu_ctx *)ctx)->plans, p);
+}
+
 /* ------------------------------------------------------------------ the table */
 
 static const struct backend_ops cpu_ops = {
@@ -686,6 +692,7 @@ static const struct backend_ops cpu_ops = {
     .lerp_multi = cpu_lerp_multi,
     .cursor_advance = cpu_cursor_advance,
     .plan_compute = cpu_plan_compute,
+    .plan_forget = cpu_plan_forget_op,
     .counters = NULL,   /* the CPU engine counts nothing */
     .counters_reset = NULL,
 };

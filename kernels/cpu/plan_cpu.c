@@ -251,6 +251,16 @@ cleanup:
     return rc;
 }
 
+void cpu_plan_forget(struct cpu_plan_cache *cache, const struct plan *p)
+{
+    for (int i = 0; cache && i < cache->n; i++)
+        if (cache->e[i].p == p) {
+            entry_clear(&cache->e[i]);
+            cache->e[i] = cache->e[--cache->n];
+            return;
+        }
+}
+
 void cpu_plan_cache_free(struct cpu_plan_cache *cache)
 {
     if (!cache) return;

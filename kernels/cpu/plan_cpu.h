@@ -20,6 +20,9 @@ const struct plan_fuse_caps *cpu_plan_fuse_caps(void);
  * failing node's status. */
 int cpu_plan_run(struct cpu_plan_cache **cache, const struct backend *b, const struct plan *p);
 
+/* Drops plan p's analysis from the cache (p is being freed). Safe on NULL. */
+void cpu_plan_forget(struct cpu_plan_cache *cache, const struct plan *p);
+
 /* Releases the cache. Safe on NULL. */
 void cpu_plan_cache_free(struct cpu_plan_cache *cache);
 

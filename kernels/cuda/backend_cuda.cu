@@ -57,6 +57,7 @@ static void cuda_destroy(void *ctx)
     cuda_arena_release(c);
     if (c->cudnn) cudnnDestroy(c->cudnn);
     if (c->cublas) cublasDestroy(c->cublas);
+    if (c->cublas_ws) cuda_counted_free(c, c->cublas_ws);
     if (c->flags) cuda_counted_free_host(c, c->flags);
     if (c->stream) cudaStreamDestroy(c->stream);
     free(c);
@@ -290,6 +291,22 @@ static void cuda_counters_reset(void *ctx)
     memset(&((struct cuda_ctx *)ctx)->counts, 0, sizeof(struct backend_counters));
 }
 
+/* backend_ops.set_deterministic: before any convolution has been chosen (conv_cuda.cu's
+ * algorithms, conv_fused_cuda.cu's graphs), which a change would leave as they are. */
+static int cuda_set_deterministic(void *ctx, int on)
+{
+    int rc = DR_OK;
+    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    on = on != 0;
+    if (on == c->deterministic) return DR_OK;
+    EXPECT(c->n_algos == 0 && !c->fused_convs,
+           "set_deterministic(%d) after the CUDA engine chose convolution algorithms: call it "
+           "first", on);
+    c->deterministic = on;
+cleanup:
+    return rc;
+}
+
 /* ------------------------------------------------------------------ the table */
 
 static const struct backend_ops cuda_ops_table = {
@@ -330,8 +347,10 @@ static const struct backend_ops cuda_ops_table = {
     /* .lerp_multi = */ cuda_lerp_multi,
     /* .cursor_advance = */ cuda_cursor_advance,
     /* .plan_compute = */ cuda_plan_compute,
+    /* .plan_forget = */ cuda_plan_forget,
     /* .counters = */ cuda_counters,
     /* .counters_reset = */ cuda_counters_reset,
+    /* .set_deterministic = */ cuda_set_deterministic,
 };
 
 /* ------------------------------------------------------------------ creation */
@@ -386,6 +405,10 @@ extern "C" int backend_cuda_create(struct backend *b, int device, int precision)
     c->precision = precision;
     c->dt = precision == PRECISION_FP16 ? CUDA_F16
             : precision == PRECISION_BF16 ? CUDA_BF16 : CUDA_F32;
+    {
+        const char *det = getenv("DAWNRUN_CUDA_DETERMINISTIC");
+        c->deterministic = det && *det && strcmp(det, "0") != 0;
+    }
     CHECK_CUDA(cudaSetDevice(device));
     TRY(cuda_describe(c));
     CHECK_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
@@ -396,6 +419,14 @@ extern "C" int backend_cuda_create(struct backend *b, int device, int precision)
     CHECK_CUDNN(c, cudnnSetStream(c->cudnn, c->stream));
     CHECK_CUBLAS(c, cublasCreate(&c->cublas));
     CHECK_CUBLAS(c, cublasSetStream(c->cublas, c->stream));
+    /* after the stream, which resets it: a captured GEMM then allocates nothing */
+    if (cuda_counted_malloc(c, &c->cublas_ws, CUDA_CUBLAS_WORKSPACE) != cudaSuccess) {
+        c->cublas_ws = NULL;
+        (void)cudaGetLastError();
+        FAIL(DR_ERR_NOMEM, "out of GPU memory allocating cuBLAS's workspace (%zu bytes)",
+             CUDA_CUBLAS_WORKSPACE);
+    }
+    CHECK_CUBLAS(c, cublasSetWorkspace(c->cublas, c->cublas_ws, CUDA_CUBLAS_WORKSPACE));
     CHECK_CUBLAS(c, cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH));
     b->ops = &cuda_ops_table;
     b->ctx = c;

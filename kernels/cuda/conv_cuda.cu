@@ -2,8 +2,12 @@
  * CUDA twin of kernels/cpu/conv2d.c. The algorithm for each (shape, direction) is chosen
  * on first use by running every candidate cuDNN's heuristics list once and timing it
  * (what torch.backends.cudnn.benchmark does); the ones that ran are cached fastest first.
+ * A context that asks for determinism (cuda_ctx.deterministic) takes only the candidates
+ * cuDNN reports deterministic (their determinism field: some backward algorithms add
+ * with atomics), unless none of them works for a shape (said once; the others are taken).
  * A candidate that fails when executed (cuDNN lists configurations its kernels then
- * refuse) is skipped, at the trial or later, for the next one; a shape for which none
+ * refuse) is skipped, at the trial or later, for the next one (the runtime error a
+ * refused execution may leave is cleared, cuda_clear_library_error); a shape for which none
  * works ends the run with one message naming direction, shape, data type and layout.
  * Each shape's cuDNN descriptors are made and set once, with its algorithm cache entry,
  * so that a convolution of a shape seen before makes only the execution call (and a
@@ -32,7 +36,11 @@ struct conv_candidate {
     int algo;
     cudnnStatus_t status;
     cudnnMathType_t math;
+    int nondet;   /* cuDNN says CUDNN_NON_DETERMINISTIC: results may vary run to run */
 };
+
+/* Which candidates conv_list takes. */
+enum conv_pick { PICK_ANY, PICK_DETERMINISTIC, PICK_NONDETERMINISTIC };
 
 /* The operands of one convolution call: forward reads x, w; backward data w, dy;
  * backward filter x, dy. out (y, dx or dw) gets alpha * result + beta * out. */
@@ -112,15 +120,21 @@ static int conv_candidates(struct cuda_ctx *c, const struct cuda_conv_algo *e, i
     if (dir == DIR_FWD) {
         CHECK_CUDNN(c, cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, e->td_x, e->fd_w, e->cd,
                                                            e->td_y, CONV_MAX_ALGOS, &n, pf));
-        for (int i = 0; i < n; i++) out[i] = {(int)pf[i].algo, pf[i].status, pf[i].mathType};
+        for (int i = 0; i < n; i++)
+            out[i] = {(int)pf[i].algo, pf[i].status, pf[i].mathType,
+                      pf[i].determinism == CUDNN_NON_DETERMINISTIC};
     } else if (dir == DIR_BWD_DATA) {
         CHECK_CUDNN(c, cudnnGetConvolutionBackwardDataAlgorithm_v7(
             c->cudnn, e->fd_w, e->td_y, e->cd, e->td_x, CONV_MAX_ALGOS, &n, pd));
-        for (int i = 0; i < n; i++) out[i] = {(int)pd[i].algo, pd[i].status, pd[i].mathType};
+        for (int i = 0; i < n; i++)
+            out[i] = {(int)pd[i].algo, pd[i].status, pd[i].mathType,
+                      pd[i].determinism == CUDNN_NON_DETERMINISTIC};
     } else {
         CHECK_CUDNN(c, cudnnGetConvolutionBackwardFilterAlgorithm_v7(
             c->cudnn, e->td_x, e->td_y, e->cd, e->fd_w, CONV_MAX_ALGOS, &n, pw));
-        for (int i = 0; i < n; i++) out[i] = {(int)pw[i].algo, pw[i].status, pw[i].mathType};
+        for (int i = 0; i < n; i++)
+            out[i] = {(int)pw[i].algo, pw[i].status, pw[i].mathType,
+                      pw[i].determinism == CUDNN_NON_DETERMINISTIC};
     }
     *count = n;
 cleanup:
@@ -192,25 +206,16 @@ static double conv_now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Fills e (key already set) with the usable candidates for direction dir, fastest first:
- * each listed candidate that cuDNN supports within the workspace cap runs once on the
- * operands (into io's output when beta is 0, else into a trial buffer) and is timed;
- * one that fails is left out with a note on stderr. e->n is 0 when none ran. */
-static int conv_choose(struct cuda_ctx *c, int dir, const struct conv_io *io,
-                       struct cuda_conv_algo *e)
+/* Fills e with those of the n candidates cand that pick takes and cuDNN supports for
+ * direction dir within the workspace cap, in cuDNN's order: in fp32 with FMA math, or,
+ * when none has it, with the math cuDNN offers (said on stderr, naming shape). */
+static int conv_list(struct cuda_ctx *c, int dir, struct cuda_conv_algo *e,
+                     const struct conv_candidate *cand, int n, enum conv_pick pick,
+                     const char *shape)
 {
     int rc = DR_OK;
-    struct conv_candidate cand[CONV_MAX_ALGOS];
-    double secs[CONV_MAX_ALGOS];
-    char shape[256];
-    int n = 0, tf32 = 0;
-    void *out = io->out;
-    const float zero = 0.0f;
+    int tf32 = 0;
     e->n = 0;
-    conv_shape_text(shape, sizeof(shape), e->key);
-    /* fp32: plain FMA math, so that no TF32 rounding creeps in; half: tensor cores */
-    TRY(conv_set_math(c, e, c->dt == CUDA_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
-    TRY(conv_candidates(c, e, dir, cand, &n));
     /* pass 0 keeps fp32 on FMA math; pass 1 (fp32 only) accepts what cuDNN offers */
     for (int pass = 0; pass < 2 && e->n == 0; pass++) {
         if (pass == 1 && c->dt != CUDA_F32) break;
@@ -219,6 +224,9 @@ static int conv_choose(struct cuda_ctx *c, int dir, const struct conv_io *io,
             const cudnnMathType_t math =
                 (c->dt == CUDA_F32 && pass == 0) ? CUDNN_FMA_MATH : cand[i].math;
             if (cand[i].status != CUDNN_STATUS_SUCCESS) continue;
+            if ((pick == PICK_DETERMINISTIC && cand[i].nondet) ||
+                (pick == PICK_NONDETERMINISTIC && !cand[i].nondet))
+                continue;
             TRY(conv_set_math(c, e, math));
             if (conv_workspace(c, e, dir, cand[i].algo, &ws) != CUDNN_STATUS_SUCCESS) continue;
             if (ws > CONV_WORKSPACE_CAP) continue;
@@ -232,6 +240,20 @@ static int conv_choose(struct cuda_ctx *c, int dir, const struct conv_io *io,
     if (tf32)
         dr_eprintf("dawnrun: cuDNN has no FMA-only %s algorithm for %s: using what it offers "
                    "(may round through TF32)\n", dir_names[dir], shape);
+cleanup:
+    return rc;
+}
+
+/* Runs each of e's candidates once on the operands (into io's output when beta is 0, else
+ * into a trial buffer) and times it; one that fails is left out with a note on stderr;
+ * those that ran are sorted fastest first. */
+static int conv_trials(struct cuda_ctx *c, int dir, const struct conv_io *io,
+                       struct cuda_conv_algo *e, const char *shape)
+{
+    int rc = DR_OK;
+    double secs[CONV_MAX_ALGOS];
+    void *out = io->out;
+    const float zero = 0.0f;
     if (*io->beta != 0.0f) TRY(cuda_scratch(c, SLOT_TRIAL, io->out_bytes, &out));
     for (int i = 0; i < e->n;) {
         cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
@@ -245,6 +267,7 @@ static int conv_choose(struct cuda_ctx *c, int dir, const struct conv_io *io,
             i++;
             continue;
         }
+        cuda_clear_library_error();
         dr_eprintf("dawnrun: cuDNN %s algorithm %d failed on %s: %s; trying the next\n",
                    dir_names[dir], e->algo[i], shape, cudnnGetErrorString(st));
         e->n--;
@@ -263,6 +286,37 @@ static int conv_choose(struct cuda_ctx *c, int dir, const struct conv_io *io,
             e->workspace[j] = e->workspace[j - 1];
             secs[j - 1] = ts, e->algo[j - 1] = ta, e->math[j - 1] = tm, e->workspace[j - 1] = tw;
         }
+cleanup:
+    return rc;
+}
+
+/* Fills e (key already set) with the usable candidates for direction dir, fastest first:
+ * those cuDNN's heuristics list (conv_list) and that run (conv_trials); when the context
+ * asks for determinism, only those cuDNN says are deterministic, unless none of them runs
+ * (said on stderr once for the shape; the others are taken then). e->n is 0 when none
+ * ran. */
+static int conv_choose(struct cuda_ctx *c, int dir, const struct conv_io *io,
+                       struct cuda_conv_algo *e)
+{
+    int rc = DR_OK;
+    struct conv_candidate cand[CONV_MAX_ALGOS];
+    char shape[256];
+    int n = 0;
+    e->n = 0;
+    conv_shape_text(shape, sizeof(shape), e->key);
+    /* fp32: plain FMA math, so that no TF32 rounding creeps in; half: tensor cores */
+    TRY(conv_set_math(c, e, c->dt == CUDA_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+    TRY(conv_candidates(c, e, dir, cand, &n));
+    TRY(conv_list(c, dir, e, cand, n, c->deterministic ? PICK_DETERMINISTIC : PICK_ANY, shape));
+    TRY(conv_trials(c, dir, io, e, shape));
+    if (e->n == 0 && c->deterministic) {
+        TRY(conv_list(c, dir, e, cand, n, PICK_NONDETERMINISTIC, shape));
+        TRY(conv_trials(c, dir, io, e, shape));
+        if (e->n > 0)
+            dr_eprintf("dawnrun: cuDNN has no deterministic %s algorithm that works for %s: "
+                       "using a non-deterministic one (its results may vary in their last "
+                       "bits from run to run)\n", dir_names[dir], shape);
+    }
 cleanup:
     return rc;
 }
@@ -309,6 +363,7 @@ static int conv_run(struct cuda_ctx *c, const int key[10], int dir, const struct
         cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
         TRY(conv_call(c, dir, e, 0, io, io->out, io->beta, &st));
         if (st == CUDNN_STATUS_SUCCESS) goto cleanup;
+        cuda_clear_library_error();
         conv_shape_text(shape, sizeof(shape), key);
         dr_eprintf("dawnrun: cuDNN %s algorithm %d failed on %s: %s; trying the next\n",
                    dir_names[dir], e->algo[0], shape, cudnnGetErrorString(st));

@@ -29,10 +29,12 @@
  * host-only descriptor work, allowed inside graph capture; building (allocation, trial,
  * synchronisation) is not, and happens in cuda_conv_fused_usable.
  *
- * Unlike conv_cuda.cu, nothing here keeps fp32 convolutions off TF32 tensor cores: the
- * engines' numerical notes are not read, and cuDNN may pick one that rounds through TF32;
- * the plan executor (plan_cuda.cu) therefore asks for these graphs in the half precisions
- * only. docs/cudnn-graphs.md lists every call, attribute and id used here. */
+ * Unlike conv_cuda.cu, nothing here keeps fp32 convolutions off TF32 tensor cores: cuDNN
+ * may pick an engine that rounds through TF32; the plan executor (plan_cuda.cu) therefore
+ * asks for these graphs in the half precisions only. The engines' numerical notes are
+ * read for one thing: a context that asks for determinism skips every configuration whose
+ * engine is noted non-deterministic (fused_cfg_deterministic). docs/cudnn-graphs.md lists
+ * every call, attribute and id used here. */
 #include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -837,6 +839,34 @@ cleanup:
     return rc;
 }
 
+/* *det = 1 when the engine of configuration cfg does not carry cuDNN's
+ * CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC (read on the engine CUDNN_ATTR_ENGINECFG_ENGINE
+ * gives), 0 when it does or its notes cannot be read. */
+static int fused_cfg_deterministic(struct cuda_ctx *c, cudnnBackendDescriptor_t cfg, int *det)
+{
+    int rc = DR_OK;
+    cudnnBackendDescriptor_t engine = NULL;
+    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+    int64_t got = 0;
+    cudnnStatus_t probe = CUDNN_STATUS_SUCCESS;
+    *det = 0;
+    CHECK_CUDNN(c, cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine));
+    PROBE_CUDNN(c, &probe, cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,
+                                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got,
+                                                    &engine));
+    PROBE_CUDNN(c, &probe, cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                                                    CUDNN_TYPE_NUMERICAL_NOTE,
+                                                    CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &got,
+                                                    notes));
+    *det = 1;
+    for (int64_t i = 0; i < got && i < CUDNN_NUMERICAL_NOTE_TYPE_COUNT; i++)
+        if (notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) *det = 0;
+cleanup:
+    if (probe != CUDNN_STATUS_SUCCESS) cuda_clear_library_error();
+    if (engine) cudnnBackendDestroyDescriptor(engine);
+    return rc;
+}
+
 /* Tries engine configuration cfg for g (key set, operation graph described): its plan,
  * its workspace size, a trial execution on args' inputs into scratch outputs. On success
  * g->plan and g->ws_bytes are set; otherwise *st (cuDNN's refusal) or *why (ours) says
@@ -850,8 +880,13 @@ static int fused_try_config(struct cuda_ctx *c, struct fused_state *s, struct fu
     int64_t ws_bytes = 0, got = 0, ids[FUSED_MAX_IDS];
     void *ptrs[FUSED_MAX_IDS], *ws = NULL;
     struct fused_outputs out;
-    int count = 0;
+    int count = 0, det = 1;
     cudnnStatus_t probe = CUDNN_STATUS_SUCCESS;
+    if (c->deterministic) TRY(fused_cfg_deterministic(c, cfg, &det));
+    if (!det) {
+        *why = "every configuration cuDNN lists is non-deterministic";
+        goto cleanup;
+    }
     CHECK_CUDNN(c, cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
     SET_ATTR(c, plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &c->cudnn);
     SET_ATTR(c, plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
@@ -874,7 +909,10 @@ static int fused_try_config(struct cuda_ctx *c, struct fused_state *s, struct fu
     g->ws_bytes = ws_bytes;
     plan = NULL;
 cleanup:
-    if (probe != CUDNN_STATUS_SUCCESS) *st = probe;
+    if (probe != CUDNN_STATUS_SUCCESS) {   /* a refusal, not an error: the next is tried */
+        *st = probe;
+        cuda_clear_library_error();
+    }
     if (vp) cudnnBackendDestroyDescriptor(vp);
     if (plan) cudnnBackendDestroyDescriptor(plan);
     return rc;
@@ -929,7 +967,10 @@ static int fused_try_mode(struct cuda_ctx *c, struct fused_state *s, struct fuse
         }
     }
 cleanup:
-    if (probe != CUDNN_STATUS_SUCCESS) *st = probe;
+    if (probe != CUDNN_STATUS_SUCCESS) {
+        *st = probe;
+        cuda_clear_library_error();
+    }
     for (int i = 0; i < made; i++)
         if (cfgs[i]) cudnnBackendDestroyDescriptor(cfgs[i]);
     if (heur) cudnnBackendDestroyDescriptor(heur);

@@ -77,6 +77,12 @@ struct cuda_conv_algo {
     size_t workspace[CUDA_CONV_MAX_ALGOS];
 };
 
+/* cuBLAS's workspace, owned by the engine (cuBLAS's documentation, cublasSetWorkspace:
+ * the size it recommends for Hopper, more than the 4 MiB for earlier GPUs). Without one
+ * set, cuBLAS takes workspace from its own pool, which during stream capture can add
+ * memory allocation nodes to the graph. */
+#define CUDA_CUBLAS_WORKSPACE ((size_t)32 << 20)
+
 struct cuda_ctx {
     int device;
     const struct backend_ops *ops;  /* the engine's own table (backend_cuda.cu), held as data
@@ -84,10 +90,16 @@ struct cuda_ctx {
                                        the two files depending on each other */
     int precision;                  /* enum precision */
     enum cuda_dtype dt;             /* activation dtype */
+    int deterministic;              /* 1: only cuDNN algorithms and fused engines documented
+                                       deterministic (backend_ops.set_deterministic,
+                                       DAWNRUN_CUDA_DETERMINISTIC=1 at creation); 0: the
+                                       fastest, whatever their determinism */
     int sm_count;
     cudaStream_t stream;
     cudnnHandle_t cudnn;
     cublasHandle_t cublas;
+    void *cublas_ws;                /* CUDA_CUBLAS_WORKSPACE bytes, set on cublas after its
+                                       stream (cublasSetStream resets the workspace) */
     struct cuda_scratch scratch[SLOT_COUNT];
     int *flags;                     /* [FLAG_COUNT], pinned and mapped: the host view */
     int *flags_dev;                 /* the same memory as kernels address it */
@@ -217,6 +229,16 @@ static inline cudaError_t cuda_counted_free_host(struct cuda_ctx *c, void *ptr)
 {
     c->counts.frees++;
     return cudaFreeHost(ptr);
+}
+
+/* After a cuDNN or cuBLAS call that failed and is not an error of the run (a refused
+ * convolution algorithm, a fused graph's plan or trial that cuDNN refuses, a failed
+ * capture): clears the runtime's last error, which a kernel launch the library attempted
+ * may have left, so that the next CHECK_LAUNCH does not blame the engine's own kernel for
+ * it. Errors of the device itself (sticky ones) are not cleared by this and still show. */
+static inline void cuda_clear_library_error(void)
+{
+    (void)cudaGetLastError();
 }
 
 /* Launches a graph instantiated from a captured run that counted `captured` (the counts
@@ -648,21 +670,35 @@ int cuda_bn_backward_apply_pool(struct cuda_ctx *c, struct tensor *dx, const str
  * fused kernels, every other node through the table (plan_run_node). */
 int cuda_plan_execute(struct cuda_ctx *c, const struct plan *p);
 
-/* backend_ops.plan_compute: cuda_graph_run(c, p, cuda_plan_execute). */
+/* backend_ops.plan_compute: cuda_graph_run(c, p, the generation of p's device buffers,
+ * cuda_plan_execute). */
 int cuda_plan_compute(void *ctx, const struct plan *p);
+
+/* backend_ops.plan_forget: drops what the engine keeps about plan p, which is being freed
+ * (its analysis and device buffers, its graphs: cuda_graph_forget), so that a later plan
+ * at p's address starts afresh. */
+void cuda_plan_forget(void *ctx, const struct plan *p);
 
 /* Releases what plan_cuda.cu keeps in c->plans. */
 void cuda_plan_release(struct cuda_ctx *c);
 
 /* graph_cuda.cu. Runs p through `run`, and when p->replayable and graphs are on
  * (DAWNRUN_CUDA_GRAPH is not 0 when the context first runs a plan) captures such a run
- * into a CUDA graph once and replays it afterwards, for as long as plan_signature(p) and
- * the scratch buffers are unchanged: the first run of a signature is eager (the warm-up),
- * the second is captured and launched, later ones are one cudaGraphLaunch. `run` must
- * neither synchronise, allocate nor copy between host and device once warmed up; when a
- * capture fails anyway, the capture is ended and an internal error names the plan node. */
+ * into a CUDA graph once and replays it afterwards, for as long as plan_signature(p), the
+ * scratch buffers and `state` (a token of the device buffers `run` keeps for p, which a
+ * captured run addresses) are unchanged: the first run of a signature is eager (the
+ * warm-up), the second is captured and launched, later ones are one cudaGraphLaunch; a
+ * changed state warms up again. `run` must neither synchronise, allocate nor copy between
+ * host and device once warmed up; when a capture fails anyway (or its graph cannot be
+ * instantiated), the capture is ended, a line on stderr names the plan node that cannot be
+ * captured, the step runs eagerly (run's result is returned) and p runs without graphs
+ * from then on. */
 typedef int (*cuda_plan_runner)(struct cuda_ctx *c, const struct plan *p);
-int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner run);
+int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, uint64_t state,
+                   cuda_plan_runner run);
+
+/* Drops p's graphs (plan p is being freed). */
+void cuda_graph_forget(struct cuda_ctx *c, const struct plan *p);
 
 /* Releases what graph_cuda.cu keeps in c->graphs. */
 void cuda_graph_release(struct cuda_ctx *c);

@@ -4,10 +4,16 @@
  * cudaGraphLaunch per run, for as long as its signature and the scratch buffers its kernels
  * address are unchanged. Each plan keeps a few graphs, one per signature it ran with (a
  * shorter last evaluation batch, swapped weight-averaging handles), the least recently used
- * one recaptured in place (cudaGraphExecUpdate where the topology allows). The counts a
+ * one recaptured in place (cudaGraphExecUpdate where the topology allows); a graph whose
+ * runner's state token changed (plan_cuda.cu's buffers moved) warms up again, and a freed
+ * plan's graphs are dropped (cuda_graph_forget). The counts a
  * captured run made are taken out of the host counts and added to the graph_* counts at
- * each launch (kernels/counters.h). DAWNRUN_CUDA_GRAPH=0, read when a context first runs a
- * plan, turns graphs off: every plan then runs eagerly. */
+ * each launch (kernels/counters.h). A plan whose capture fails (an operation capture
+ * refuses, work a step must not do, an exec that cannot be made) is said once on stderr,
+ * naming the node that cannot be captured, runs that step eagerly, and runs without graphs
+ * from then on. DAWNRUN_CUDA_GRAPH=0, read when a context first runs a plan, turns graphs
+ * off: every plan then runs eagerly. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,11 +30,13 @@ struct graph_slot {
     unsigned long long last_use;
     cudaGraphExec_t exec;                /* may be an older signature's: updated in place */
     void *scratch[SLOT_COUNT];           /* the scratch buffers at capture */
+    uint64_t state;                      /* the runner's state token at capture */
     struct backend_counters counted;     /* what the captured run counted */
 };
 
 struct graph_entry {
     const struct plan *plan;
+    int eager;                           /* a capture failed: runs without graphs for good */
     struct graph_slot slots[GRAPH_SLOTS];
 };
 
@@ -113,92 +121,119 @@ static int graph_scratch_same(const struct cuda_ctx *c, const struct graph_slot 
 }
 
 /* After a failed capture of p: finds the first node that cannot be captured on its own
- * (each node, as a plan of one run through `run`, captured into a graph that is thrown
- * away; nothing runs) and reports it as an internal error. Leaves the counts and the
- * stream as they were. */
-static int graph_blame(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner run)
+ * (each node run through the engine's table, as a plan of one node would run, captured
+ * into a graph that is thrown away; nothing runs) and says which in why (len bytes).
+ * Leaves the counts and the stream as they were, and no state of the runner's behind. */
+static void graph_blame(struct cuda_ctx *c, const struct plan *p, char *why, size_t len)
 {
     const struct backend_counters saved = c->counts;
+    const struct backend b = {c->ops, c};
     int bad = -1;
     for (int i = 0; i < p->count && bad < 0; i++) {
         cudaGraph_t scrap = NULL;
-        struct plan one;
-        memset(&one, 0, sizeof(one));
-        one.nodes = &p->nodes[i];
-        one.count = one.cap = 1;
         if (cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeGlobal) != cudaSuccess) break;
-        const int node_rc = run(c, &one);
+        const int node_rc = plan_run_node(&b, &p->nodes[i]);
         const cudaError_t end = cudaStreamEndCapture(c->stream, &scrap);
         if (scrap) cudaGraphDestroy(scrap);
         if (node_rc != DR_OK || end != cudaSuccess) bad = i;
     }
-    (void)cudaGetLastError();
+    cuda_clear_library_error();
     c->counts = saved;
-    if (bad < 0)
-        return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL,
-                         "a plan of %d nodes cannot be captured into a CUDA graph, though "
-                         "each node can on its own (a fused kernel synchronises, allocates "
-                         "or copies between host and device); DAWNRUN_CUDA_GRAPH=0 runs it "
-                         "without graphs", p->count);
+    if (bad < 0) {
+        snprintf(why, len,
+                 "a plan of %d nodes cannot be captured into a CUDA graph, though each node "
+                 "can on its own (a fused kernel synchronises, allocates or copies between "
+                 "host and device)", p->count);
+        return;
+    }
     const struct plan_node *n = &p->nodes[bad];
-    return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL,
-                     "plan node %d of %d (%s, %s, layer %d) cannot be captured into a CUDA "
-                     "graph: it synchronises, allocates or copies between host and device "
-                     "during a step; DAWNRUN_CUDA_GRAPH=0 runs the plan without graphs",
-                     bad, p->count, plan_op_name(n->op),
-                     (unsigned)n->phase < PLAN_PHASE_COUNT ? phase_names[n->phase] : "?",
-                     n->layer);
+    snprintf(why, len,
+             "plan node %d of %d (%s, %s, layer %d) cannot be captured into a CUDA graph: it "
+             "synchronises, allocates or copies between host and device during a step",
+             bad, p->count, plan_op_name(n->op),
+             (unsigned)n->phase < PLAN_PHASE_COUNT ? phase_names[n->phase] : "?", n->layer);
 }
 
 /* Captures one run of p (through run) on the stream into s->exec, updating the exec s
- * already holds when the topology allows, else instantiating a new one. The capture runs
- * nothing, so the counts it made are moved into s->counted. On failure the capture is
- * ended, the error names the node that could not be captured, and s is left uncaptured. */
-static int graph_capture(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner run,
-                         struct graph_slot *s)
+ * already holds when the topology allows, else instantiating a new one; 1 when it did.
+ * The capture runs nothing, so the counts it made are moved into s->counted. When the
+ * capture fails (an operation capture refuses, graph_blame naming its node; work a step
+ * must not do; an exec that cannot be made), the capture is ended (the stream usable
+ * again, its error cleared), why (len bytes) says why, s is left uncaptured and 0 is
+ * returned: nothing has run. */
+static int graph_capture(struct cuda_ctx *c, const struct plan *p, uint64_t state,
+                         cuda_plan_runner run, struct graph_slot *s, char *why, size_t len)
 {
-    int rc = DR_OK, run_rc = DR_OK;
+    int run_rc = DR_OK, ok = 0;
     cudaGraph_t graph = NULL;
-    cudaError_t end = cudaSuccess;
+    cudaError_t e = cudaSuccess;
     const struct backend_counters before = c->counts;
     struct backend_counters rec;
     s->captured = 0;
-    CHECK_CUDA(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeGlobal));
+    e = cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeGlobal);
+    if (e != cudaSuccess) {
+        snprintf(why, len, "cudaStreamBeginCapture: %s", cudaGetErrorString(e));
+        goto cleanup;
+    }
     run_rc = run(c, p);
-    end = cudaStreamEndCapture(c->stream, &graph);   /* always: the stream stops capturing */
+    e = cudaStreamEndCapture(c->stream, &graph);   /* always: the stream stops capturing */
     backend_counters_diff(&rec, &c->counts, &before);
     c->counts = before;
-    if (run_rc != DR_OK || end != cudaSuccess) {
-        (void)cudaGetLastError();
-        rc = graph_blame(c, p, run);
+    if (run_rc != DR_OK || e != cudaSuccess) {
+        cuda_clear_library_error();
+        graph_blame(c, p, why, len);
         goto cleanup;
     }
     /* what real capture would accept but a step must not do (a pinned copy, say) */
-    EXPECT(!rec.syncs && !rec.allocs && !rec.frees && !rec.h2d_copies && !rec.d2h_copies,
-           "a plan of %d nodes, captured into a CUDA graph, counted %llu synchronisations, "
-           "%llu allocations, %llu frees and %llu host<->device copies: a step must do none",
-           p->count, (unsigned long long)rec.syncs, (unsigned long long)rec.allocs,
-           (unsigned long long)rec.frees,
-           (unsigned long long)(rec.h2d_copies + rec.d2h_copies));
+    if (rec.syncs || rec.allocs || rec.frees || rec.h2d_copies || rec.d2h_copies) {
+        snprintf(why, len,
+                 "a plan of %d nodes, captured into a CUDA graph, counted %llu "
+                 "synchronisations, %llu allocations, %llu frees and %llu host<->device "
+                 "copies: a step must do none", p->count, (unsigned long long)rec.syncs,
+                 (unsigned long long)rec.allocs, (unsigned long long)rec.frees,
+                 (unsigned long long)(rec.h2d_copies + rec.d2h_copies));
+        goto cleanup;
+    }
     if (s->exec) {
         cudaGraphExecUpdateResultInfo info;
         if (cudaGraphExecUpdate(s->exec, graph, &info) != cudaSuccess) {
-            (void)cudaGetLastError();   /* another topology: a new exec below */
-            CHECK_CUDA(cudaGraphExecDestroy(s->exec));
+            cuda_clear_library_error();   /* another topology: a new exec below */
+            cudaGraphExecDestroy(s->exec);
             s->exec = NULL;
         }
     }
-    if (!s->exec) CHECK_CUDA(cudaGraphInstantiate(&s->exec, graph, 0));
+    if (!s->exec) {
+        e = cudaGraphInstantiate(&s->exec, graph, 0);
+        if (e != cudaSuccess) {
+            s->exec = NULL;
+            cuda_clear_library_error();
+            snprintf(why, len, "a plan of %d nodes, captured, cannot be made an executable "
+                     "CUDA graph (cudaGraphInstantiate: %s)", p->count, cudaGetErrorString(e));
+            goto cleanup;
+        }
+    }
     for (int k = 0; k < SLOT_COUNT; k++) s->scratch[k] = c->scratch[k].ptr;
+    s->state = state;
     s->counted = rec;
     s->captured = 1;
     c->counts.graph_captures++;
+    ok = 1;
 cleanup:
     if (graph) cudaGraphDestroy(graph);
-    return rc;
+    return ok;
 }
 
-int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner run)
+/* After a failed capture of entry e's plan: its graphs go, and it runs eagerly for good. */
+static void graph_entry_eager(struct graph_entry *e)
+{
+    for (int k = 0; k < GRAPH_SLOTS; k++)
+        if (e->slots[k].exec) cudaGraphExecDestroy(e->slots[k].exec);
+    memset(e->slots, 0, sizeof(e->slots));
+    e->eager = 1;
+}
+
+int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, uint64_t state,
+                   cuda_plan_runner run)
 {
     int rc = DR_OK;
     struct graph_cache *g = NULL;
@@ -209,24 +244,41 @@ int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner ru
     if (!g->enabled) return run(c, p);
     TRY(cuda_enter(c));
     TRY(graph_entry_get(g, p, &e));
+    if (e->eager) return run(c, p);
     s = graph_slot_get(e, plan_signature(p));
     s->last_use = ++g->clock;
     if (s->captured && !graph_scratch_same(c, s)) s->captured = 0;   /* a scratch regrew */
+    if (s->captured && s->state != state)   /* the runner's buffers moved: its analysis */
+        s->captured = s->warmed = 0;        /* may be another signature's, redone eagerly */
     if (!s->warmed) {
         TRY(run(c, p));
         s->warmed = 1;
         goto cleanup;
     }
     if (!s->captured) {
-        rc = graph_capture(c, p, run, s);
-        if (rc != DR_OK) {
-            s->warmed = 0;   /* the next run warms up again (redoing what failed) */
-            goto cleanup;
+        char why[512];
+        if (!graph_capture(c, p, state, run, s, why, sizeof(why))) {
+            dr_eprintf("dawnrun: %s; this plan runs without CUDA graphs from now on\n", why);
+            graph_entry_eager(e);
+            return run(c, p);   /* this step, eagerly: nothing ran in the capture */
         }
     }
     CHECK_CUDA(cuda_counted_graph_launch(c, s->exec, &s->counted));
 cleanup:
     return rc;
+}
+
+void cuda_graph_forget(struct cuda_ctx *c, const struct plan *p)
+{
+    struct graph_cache *g = (struct graph_cache *)c->graphs;
+    for (int i = 0; g && i < g->count; i++)
+        if (g->entries[i].plan == p) {
+            /* an exec still running is freed when it completes (cudaGraphExecDestroy) */
+            for (int k = 0; k < GRAPH_SLOTS; k++)
+                if (g->entries[i].slots[k].exec) cudaGraphExecDestroy(g->entries[i].slots[k].exec);
+            g->entries[i] = g->entries[--g->count];
+            return;
+        }
 }
 
 void cuda_graph_release(struct cuda_ctx *c)

@@ -3,8 +3,10 @@
  *
  * Which nodes fuse (docs/gpu.md, "Fused paths") is decided by the analysis every engine
  * shares (kernels/plan_fuse.h), over the whole plan once per plan and signature
- * (plan_signature), kept in c->plans: batch norm, forward and evaluation, with the
- * activation after it (and a residual add after that), an activation's backward folded
+ * (plan_signature), kept in c->plans by the plan's address until the plan is freed
+ * (cuda_plan_forget, called by plan_free, drops it with the plan's graphs): batch norm,
+ * forward and evaluation, with the activation after it (and a residual add after that),
+ * an activation's backward folded
  * into the batch norm's backward, a residual add taking the statistics of the batch
  * norm that reads its output, and a max pool whose windows tile the plane folded into the
  * batch norm whose activation it reads (bn_pool_cuda.cu). The CUDA engine's fused kernels
@@ -64,6 +66,11 @@ struct plan_entry {
                                        convolutions, read through their prologue or taking
                                        their sums */
     size_t cbn_floats;
+    /* The device buffers only grow: an analysis for another signature keeps them when they
+     * are large enough (their contents live within one run), so that a graph captured for
+     * one signature of the plan still addresses live buffers after a run of another. */
+    size_t coef_cap, stats_cap, cbn_cap;   /* elements allocated */
+    uint64_t gen;                   /* changes whenever a buffer moves (plan_cache.clock) */
 };
 
 /* The vectors of a batch norm inside the convolutions, of c floats each from cbn_at: the
@@ -76,6 +83,7 @@ enum { CBN_SUM, CBN_SQSUM, CBN_SCALE, CBN_BIAS, CBN_DSCALE, CBN_DBIAS, CBN_EQ_DY
 struct plan_cache {
     struct plan_entry *e;
     int n, cap;
+    uint64_t clock;                 /* the last plan_entry.gen given */
 };
 
 /* What the fused kernels (bn_cuda.cu) take beyond the shared rules: every activation
@@ -347,22 +355,57 @@ static int steps_built(const struct fuse_asker *builder, const struct plan *p,
     return 1;
 }
 
-static void entry_clear(struct cuda_ctx *c, struct plan_entry *e)
+/* Frees e's analysis, keeping its device buffers (and their generation). */
+static void entry_clear_analysis(struct plan_entry *e)
 {
-    if (e->coef) cuda_counted_free(c, e->coef);
-    if (e->stats) cuda_counted_free(c, e->stats);
-    if (e->cbn) cuda_counted_free(c, e->cbn);
     free(e->cbn_at);
     free(e->coef_at);
     free(e->stats_at);
     free(e->steps);
+    e->cbn_at = e->coef_at = e->stats_at = NULL;
+    e->steps = NULL;   /* analysed again on its next use */
+}
+
+/* Frees e whole, its device buffers after the stream has finished with them. */
+static void entry_clear(struct cuda_ctx *c, struct plan_entry *e)
+{
+    if (e->coef || e->stats || e->cbn) cuda_counted_sync(c);
+    if (e->coef) cuda_counted_free(c, e->coef);
+    if (e->stats) cuda_counted_free(c, e->stats);
+    if (e->cbn) cuda_counted_free(c, e->cbn);
+    entry_clear_analysis(e);
     memset(e, 0, sizeof(*e));
 }
 
-/* Finds the fused steps of p into e, with the device buffer of the coefficients they keep. */
-static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *p, int conv_on)
+/* Makes device buffer *buf (*cap elements of size bytes) hold need elements: kept when it
+ * does; else freed once the stream has finished with it, allocated anew, and *moved set. */
+static int buffer_fit(struct cuda_ctx *c, void **buf, size_t *cap, size_t need, size_t size,
+                      int *moved)
 {
     int rc = DR_OK;
+    if (need <= *cap) return DR_OK;
+    *moved = 1;
+    if (*buf) {
+        CHECK_CUDA(cuda_counted_sync(c));   /* graphs and runs queued may still use it */
+        CHECK_CUDA(cuda_counted_free(c, *buf));
+    }
+    *buf = NULL;
+    *cap = 0;
+    CHECK_CUDA(cuda_counted_malloc(c, buf, size * need));
+    *cap = need;
+cleanup:
+    if (rc != DR_OK) *buf = NULL;
+    return rc;
+}
+
+/* Finds the fused steps of p into e (its analysis cleared), with the device buffers of the
+ * vectors, coefficients and partial sums they keep (grown when too small, which gives e a
+ * new generation from clock). */
+static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *p, int conv_on,
+                   uint64_t *clock)
+{
+    int rc = DR_OK;
+    int moved = 0;
     const size_t slots = (size_t)(p->count ? p->count : 1);
     e->p = p;
     e->conv_on = conv_on;
@@ -403,8 +446,7 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
         /* 16-byte aligned vectors */
         e->cbn_floats += (size_t)CBN_COUNT * (((size_t)p->nodes[i].u.bn_fwd_train.x->c + 3) / 4 * 4);
     }
-    if (e->cbn_floats)
-        CHECK_CUDA(cuda_counted_malloc(c, (void **)&e->cbn, sizeof(float) * e->cbn_floats));
+    TRY(buffer_fit(c, (void **)&e->cbn, &e->cbn_cap, e->cbn_floats, sizeof(float), &moved));
     e->coef_floats = 0;
     for (int i = 0; i < p->count; i++) {
         if (!e->steps[i].keeps_coef) continue;
@@ -414,8 +456,8 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
         /* 16-byte aligned pieces */
         e->coef_floats += ((size_t)COEF_FWD_COUNT * splits * n->u.bn_fwd_train.x->c + 3) / 4 * 4;
     }
-    if (e->coef_floats)
-        CHECK_CUDA(cuda_counted_malloc(c, (void **)&e->coef, sizeof(float) * e->coef_floats));
+    TRY(buffer_fit(c, (void **)&e->coef, &e->coef_cap, e->coef_floats, sizeof(float),
+                   &moved));
     e->stats_doubles = 0;
     for (int i = 0; i < p->count; i++) {
         if (e->steps[i].kind != PLAN_FUSE_ADD_STATS &&
@@ -427,10 +469,10 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
         e->stats_doubles +=
             (cuda_bn_partial_count(bn->u.bn_fwd_train.x, &bn->u.bn_fwd_train.a) + 1) / 2 * 2;
     }
-    if (e->stats_doubles)
-        CHECK_CUDA(
-            cuda_counted_malloc(c, (void **)&e->stats, sizeof(double) * e->stats_doubles));
+    TRY(buffer_fit(c, (void **)&e->stats, &e->stats_cap, e->stats_doubles, sizeof(double),
+                   &moved));
 cleanup:
+    if (moved || !e->gen) e->gen = ++*clock;
     return rc;
 }
 
@@ -448,10 +490,10 @@ static int plan_entry_for(struct cuda_ctx *c, const struct plan *p, struct plan_
     }
     for (int i = 0; i < pc->n && !e; i++)
         if (pc->e[i].p == p) e = &pc->e[i];
-    if (e && (e->sig != plan_signature(p) || e->count != p->count || e->conv_on != conv_on)) {
-        CHECK_CUDA(cuda_counted_sync(c));   /* the old coefficients may still be in use */
-        entry_clear(c, e);
-        TRY(analyse(c, e, p, conv_on));
+    if (e && (!e->steps || e->sig != plan_signature(p) || e->count != p->count ||
+              e->conv_on != conv_on)) {
+        entry_clear_analysis(e);
+        rc = analyse(c, e, p, conv_on, &pc->clock);
     }
     if (!e) {
         if (pc->n == pc->cap) {
@@ -464,7 +506,12 @@ static int plan_entry_for(struct cuda_ctx *c, const struct plan *p, struct plan_
         }
         e = &pc->e[pc->n++];
         memset(e, 0, sizeof(*e));
-        TRY(analyse(c, e, p, conv_on));
+        e->p = p;
+        rc = analyse(c, e, p, conv_on, &pc->clock);
+    }
+    if (rc != DR_OK) {   /* half an analysis is none */
+        entry_clear_analysis(e);
+        goto cleanup;
     }
     *out = e;
 cleanup:
@@ -709,9 +756,33 @@ cleanup:
     return rc;
 }
 
+/* The generation of p's device buffers (plan_entry.gen), 0 before its first analysis: a
+ * graph captured with another one addresses buffers that have moved since. */
+static uint64_t plan_state(const struct cuda_ctx *c, const struct plan *p)
+{
+    const struct plan_cache *pc = (const struct plan_cache *)c->plans;
+    for (int i = 0; pc && i < pc->n; i++)
+        if (pc->e[i].p == p) return pc->e[i].gen;
+    return 0;
+}
+
 int cuda_plan_compute(void *ctx, const struct plan *p)
 {
-    return cuda_graph_run((struct cuda_ctx *)ctx, p, cuda_plan_execute);
+    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    return cuda_graph_run(c, p, plan_state(c, p), cuda_plan_execute);
+}
+
+void cuda_plan_forget(void *ctx, const struct plan *p)
+{
+    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    struct plan_cache *pc = (struct plan_cache *)c->plans;
+    cuda_graph_forget(c, p);
+    for (int i = 0; pc && i < pc->n; i++)
+        if (pc->e[i].p == p) {
+            entry_clear(c, &pc->e[i]);
+            pc->e[i] = pc->e[--pc->n];
+            break;
+        }
 }
 
 void cuda_plan_release(struct cuda_ctx *c)

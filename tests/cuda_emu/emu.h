@@ -49,6 +49,17 @@ enum emu_node { EMU_NODE_KERNEL, EMU_NODE_MEMSET, EMU_NODE_MEMCPY, EMU_NODE_LIBR
  * a blocking stream is capturing; op is then neither run nor recorded. */
 cudaError_t emu_enqueue(cudaStream_t stream, enum emu_node kind, const std::function<void()> &op);
 
+/* Sets the error the next cudaGetLastError returns (and clears), as a kernel launch that
+ * failed inside cuDNN or cuBLAS leaves it in the runtime: the library stand-ins call it
+ * when they refuse an execution (emu_libs.cpp, emu_graph.cpp). */
+void emu_set_last_error(cudaError_t e);
+
+/* v moved by one fp32 ulp (of v as a float), up or down, with probability 1/2, from a
+ * generator seeded differently in every process: what the library stand-ins apply to each
+ * output sum of a cuDNN algorithm or engine documented as non-deterministic (its atomics
+ * add in another order each run), so that such a result's low bits vary from run to run. */
+double emu_atomic_noise(double v);
+
 /* 1 when DAWNRUN_EMU_COUNT_ONLY is set to anything but "" or "0": kernel bodies and the
  * cuDNN / cuBLAS executions are not computed (they are checked, enqueued and captured as
  * always, and return success), while memory, copies, memsets, events, streams and graphs

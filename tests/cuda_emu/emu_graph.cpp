@@ -38,21 +38,31 @@
  * documentation and frontend tell, also finalizes a well-formed graph no engine serves
  * and refuses it later, at heuristics or at plan finalize; a caller must treat a
  * heuristics failure, zero configurations and plans that all fail alike.) A supported
- * graph has two engines, and heuristics (every mode) list both, engine 0 first: engine
- * 0's execution plan fails to finalize (CUDNN_STATUS_NOT_SUPPORTED, as a runtime-compiled
- * kernel sometimes does), engine 1's finalizes with a workspace of EMU_GRAPH_WORKSPACE
- * bytes; so a caller's loop over the configurations and its workspace are exercised.
+ * graph has three engines, and heuristics (every mode) list them in order: engine 0's
+ * execution plan fails to finalize (CUDNN_STATUS_NOT_SUPPORTED, as a runtime-compiled
+ * kernel sometimes does); engines 1 and 2 finalize with a workspace of
+ * EMU_GRAPH_WORKSPACE bytes; so a caller's loop over the configurations and its workspace
+ * are exercised. An engine's numerical notes (CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, read on
+ * the engine a configuration's CUDNN_ATTR_ENGINECFG_ENGINE gives) are TENSOR_CORE, and
+ * for engine 1 NONDETERMINISTIC too: its executions move each convolution output's sum by
+ * one fp32 ulp up or down with probability 1/2 before rounding (emu_atomic_noise, emu.h),
+ * so that a caller wanting the same bits every run must skip it for engine 2.
+ * Engine 0's refused plan, like any refused execution, also leaves
+ * cudaErrorInvalidConfiguration as the runtime's last error, as a kernel launch cuDNN
+ * attempted and the GPU refused would (cuDNN's documentation does not promise a clean
+ * error state after a failed call; the caller clears it: emu_set_last_error, emu.h).
  * DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1 (any value but "" or "0", read at operation graph
  * finalize) gives every graph zero engines, for the caller's fallback to unfused
  * operations. DAWNRUN_EMU_CUDNN_FUSED_ENGINES=N (2 to 64, read at operation graph
- * finalize) gives a supported graph N engines instead of two, every plan but the last
- * one's refusing to finalize: for a caller's cap on the configurations it tries.
+ * finalize) gives a supported graph N engines instead of three, every plan but the last
+ * one's refusing to finalize (and none non-deterministic): for a caller's cap on the
+ * configurations it tries.
  *
  * Compile time. Real cuDNN compiles a runtime-fusion kernel when an execution plan is
  * finalized (about 1.5 s each). DAWNRUN_EMU_CUDNN_FINALIZE_MS=N (default 0, read at each
  * finalize) makes every execution-plan finalize sleep N ms (a real sleep, before it
- * succeeds or refuses), so that a caller's time limits can be rehearsed; both of a
- * supported graph's plans take it. emu_cudnn_plan_finalizes() (emu.h) counts the
+ * succeeds or refuses), so that a caller's time limits can be rehearsed; every one of a
+ * supported graph's plans tried takes it. emu_cudnn_plan_finalizes() (emu.h) counts the
  * execution-plan finalizes, and at exit, when the variable is set, one stderr line says
  * how many there were.
  *
@@ -91,8 +101,9 @@
 #include "include/cudnn.h"
 
 #define EMU_GRAPH_WORKSPACE 1024 /* bytes, every usable plan */
-#define EMU_GRAPH_ENGINES   2    /* per supported graph (DAWNRUN_EMU_CUDNN_FUSED_ENGINES
-                                    changes it); every engine's plan but the last's refuses */
+#define EMU_GRAPH_ENGINES   3    /* per supported graph: engine 0's plan refuses, engine 1
+                                    is non-deterministic, engine 2 deterministic (see
+                                    DAWNRUN_EMU_CUDNN_FUSED_ENGINES for other counts) */
 #define EMU_GRAPH_ENGINES_MAX 64
 #define EMU_MAX_DIMS        8
 
@@ -115,6 +126,7 @@ struct emu_bd {
     /* set by finalize */
     int pattern;            /* operation graph */
     int64_t engines;        /* operation graph: engine count */
+    int64_t refusing;       /* operation graph: its first engines whose plans refuse */
     std::vector<int> order; /* operation graph: ops in dependency order */
     int64_t workspace;      /* engine configuration, plan */
 };
@@ -232,6 +244,8 @@ static const emu_spec emu_specs[] = {
 
     DESC(D_ENGINE, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, D_GRAPH),
     SCALAR(D_ENGINE, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64),
+    SPEC(D_ENGINE, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, -1, 0,
+         CUDNN_NUMERICAL_NOTE_TYPE_COUNT, -1),
 
     SCALAR(D_PLAN, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE),
     DESC(D_PLAN, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, D_CFG),
@@ -247,7 +261,8 @@ static int emu_read_only(int attr)
 {
     return attr == CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT ||
            attr == CUDNN_ATTR_ENGINEHEUR_RESULTS || attr == CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE ||
-           attr == CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE;
+           attr == CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE ||
+           attr == CUDNN_ATTR_ENGINE_NUMERICAL_NOTE;
 }
 
 static const emu_spec *emu_find_spec(int desc, int attr)
@@ -273,6 +288,7 @@ static size_t emu_elem_size(int t)
     case CUDNN_TYPE_POINTWISE_MODE: return sizeof(cudnnPointwiseMode_t);
     case CUDNN_TYPE_GENSTATS_MODE: return sizeof(cudnnGenStatsMode_t);
     case CUDNN_TYPE_INT32: return sizeof(int32_t);
+    case CUDNN_TYPE_NUMERICAL_NOTE: return sizeof(cudnnBackendNumericalNote_t);
     default: return 0;
     }
 }
@@ -1183,6 +1199,9 @@ static cudnnStatus_t emu_finalize_graph(emu_bd *b)
     /* the support table decides, as cuDNN's documentation does for the real library */
     if (b->pattern != EMU_PAT_NONE && !fused_support_accepts(&q, NULL)) b->pattern = EMU_PAT_NONE;
     b->engines = b->pattern != EMU_PAT_NONE && !emu_fused_refused() ? emu_fused_engines() : 0;
+    /* by default engine 0 refuses; with DAWNRUN_EMU_CUDNN_FUSED_ENGINES every one but the
+     * last does */
+    b->refusing = getenv("DAWNRUN_EMU_CUDNN_FUSED_ENGINES") && b->engines > 0 ? b->engines - 1 : 1;
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -1375,9 +1394,11 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc)
         const emu_bd *e = emu_ref_of(cfg, CUDNN_ATTR_ENGINECFG_ENGINE);
         const emu_bd *g = emu_ref_of(e, CUDNN_ATTR_ENGINE_OPERATION_GRAPH);
         emu_plan_finalize_cost();
-        /* every engine but the last "fails to compile" (see the top of this file) */
-        if (emu_i64(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, 0) < g->engines - 1)
+        /* the first g->refusing engines "fail to compile" (see the top of this file) */
+        if (emu_i64(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, 0) < g->refusing) {
             s = CUDNN_STATUS_NOT_SUPPORTED;
+            emu_set_last_error(cudaErrorInvalidConfiguration);   /* see the top of this file */
+        }
         b->workspace = cfg->workspace;
         break;
     }
@@ -1394,6 +1415,16 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc)
     }
     if (s == CUDNN_STATUS_SUCCESS) b->finalized = true;
     return s;
+}
+
+/* The numerical notes of engine index i of supported graph g: the first engine after the
+ * refusing ones sums with atomics (non-deterministic) when another follows it, the others
+ * do not; all use tensor cores. */
+static std::vector<cudnnBackendNumericalNote_t> emu_engine_notes(const emu_bd *g, int64_t i)
+{
+    if (g && i == g->refusing && i < g->engines - 1)
+        return {CUDNN_NUMERICAL_NOTE_TENSOR_CORE, CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC};
+    return {CUDNN_NUMERICAL_NOTE_TENSOR_CORE};
 }
 
 /* Writes n int64 v into elements, checking the request. */
@@ -1434,6 +1465,19 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const desc,
     case CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE:
     case CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE:
         return emu_put_i64(s->name, type, requested, count, elements, b->workspace);
+    case CUDNN_ATTR_ENGINE_NUMERICAL_NOTE: {
+        if (type != CUDNN_TYPE_NUMERICAL_NOTE)
+            return emu_note(CUDNN_STATUS_BAD_PARAM, "get: wrong attribute type", s->name);
+        const std::vector<cudnnBackendNumericalNote_t> notes =
+            emu_engine_notes(emu_ref_of(b, CUDNN_ATTR_ENGINE_OPERATION_GRAPH),
+                             emu_i64(b, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, -1));
+        const int64_t n = (int64_t)notes.size(), k = requested < n ? requested : n;
+        if (k > 0 && !elements)
+            return emu_note(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "get: no elements", s->name);
+        if (k > 0) memcpy(elements, notes.data(), (size_t)k * sizeof(notes[0]));
+        if (count) *count = requested == 0 ? n : k;
+        return CUDNN_STATUS_SUCCESS;
+    }
     case CUDNN_ATTR_ENGINEHEUR_RESULTS: {
         if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR)
             return emu_note(CUDNN_STATUS_BAD_PARAM, "get: wrong attribute type", s->name);
@@ -1527,6 +1571,7 @@ static size_t emu_bcast(const emu_tensor &a, const emu_tensor &b, size_t i)
 struct emu_exec {
     emu_values val;
     std::map<int64_t, void *> ptr;
+    bool nondet; /* the engine is non-deterministic: convolution sums vary (emu_noisy) */
 
     const std::vector<float> &in(const emu_tensor &t)
     {
@@ -1589,6 +1634,14 @@ static std::vector<double> emu_conv_loops(int dir, const emu_geom &g, const emu_
     return acc;
 }
 
+/* A convolution's sums r as ex's engine leaves them: moved in their low bits by a
+ * non-deterministic one (emu_atomic_noise, emu.h), as they are otherwise. */
+static void emu_noisy(const emu_exec &ex, std::vector<double> &r)
+{
+    if (ex.nondet)
+        for (double &v : r) v = emu_atomic_noise(v);
+}
+
 static emu_tensor emu_t(const emu_bd *op, int attr)
 {
     return emu_tensor_of(emu_ref_of(op, attr));
@@ -1608,6 +1661,7 @@ static void emu_run_op(emu_exec &ex, const emu_bd *op)
         std::vector<double> r = emu_conv_loops(0, g, x, w, y, ex.in(x), ex.in(w), {});
         for (size_t i = 0; i < r.size(); i++)
             r[i] = a * r[i] + (be != 0.0 ? be * emu_load(y, ex.ptr[y.uid], i) : 0.0);
+        emu_noisy(ex, r);
         ex.out(y, r);
         break;
     }
@@ -1622,6 +1676,7 @@ static void emu_run_op(emu_exec &ex, const emu_bd *op)
         std::vector<double> r = emu_conv_loops(1, g, dx, w, dy, {}, ex.in(w), ex.in(dy));
         for (size_t i = 0; i < r.size(); i++)
             r[i] = a * r[i] + (be != 0.0 && !dx.virt ? be * emu_load(dx, ex.ptr[dx.uid], i) : 0.0);
+        emu_noisy(ex, r);
         ex.out(dx, r);
         break;
     }
@@ -1636,6 +1691,7 @@ static void emu_run_op(emu_exec &ex, const emu_bd *op)
         std::vector<double> r = emu_conv_loops(2, g, x, dw, dy, ex.in(x), {}, ex.in(dy));
         for (size_t i = 0; i < r.size(); i++)
             r[i] = a * r[i] + (be != 0.0 ? be * emu_load(dw, ex.ptr[dw.uid], i) : 0.0);
+        emu_noisy(ex, r);
         ex.out(dw, r);
         break;
     }
@@ -1721,8 +1777,9 @@ static void emu_run_op(emu_exec &ex, const emu_bd *op)
     }
 }
 
-cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
-                                  cudnnBackendDescriptor_t variant_pack)
+/* cudnnBackendExecute's checks and enqueueing. */
+static cudnnStatus_t emu_execute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
+                                 cudnnBackendDescriptor_t variant_pack)
 {
     const emu_bd *p = emu_desc(plan), *vp = emu_desc(variant_pack);
     if (!handle) return emu_note(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "execute: no handle", NULL);
@@ -1771,17 +1828,31 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
                         "CUDNN_ATTR_VARIANT_PACK_WORKSPACE");
     const std::vector<const emu_bd *> ops = v.ops;
     const cudaStream_t stream = emu_cudnn_stream(handle);
+    const std::vector<cudnnBackendNumericalNote_t> notes =
+        emu_engine_notes(emu_ref_of(eng, CUDNN_ATTR_ENGINE_OPERATION_GRAPH),
+                         emu_i64(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, -1));
+    const bool nondet = std::find(notes.begin(), notes.end(),
+                                  CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) != notes.end();
     cudaError_t e;
     if (emu_count_only()) {
         e = emu_enqueue(stream, EMU_NODE_LIBRARY, []() {});
     } else {
         /* graph keeps ops' descriptors alive in a recorded copy */
-        e = emu_enqueue(stream, EMU_NODE_LIBRARY, [graph, ops, order, ptr, ws, ws_bytes]() {
+        e = emu_enqueue(stream, EMU_NODE_LIBRARY, [graph, ops, order, ptr, ws, ws_bytes, nondet]() {
             emu_exec ex;
             ex.ptr = ptr;
+            ex.nondet = nondet;
             for (int i : order) emu_run_op(ex, ops[i]);
             if (ws) memset(ws, 0x5a, (size_t)ws_bytes);
         });
     }
     return e ? CUDNN_STATUS_EXECUTION_FAILED : CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
+                                  cudnnBackendDescriptor_t variant_pack)
+{
+    const cudnnStatus_t s = emu_execute(handle, plan, variant_pack);
+    if (s != CUDNN_STATUS_SUCCESS) emu_set_last_error(cudaErrorInvalidConfiguration);
+    return s;
 }

@@ -3,21 +3,48 @@
  * would silently compute the wrong thing: descriptors that do not describe one NHWC
  * convolution, mixed data types, a workspace smaller than the size reported, leading
  * dimensions too small for the operand. Output is read only when beta is not zero, as in
- * the libraries. The algorithm queries offer one unsupported candidate, then three usable
- * ones (0, 2, 3, all the same reference loop), so that the engine's selection loop is
- * exercised. DAWNRUN_EMU_CUDNN_REFUSE makes chosen executions fail as real cuDNN kernels
- * sometimes do for configurations its heuristics listed: rules separated by ';', each a
- * ','-separated list of conditions dir=fwd|bwd_data|bwd_filter, algo=N, c=N (input
- * channels), k=N (filter size), type=float|half|bfloat16; an execution matching every
- * condition of one rule returns CUDNN_STATUS_NOT_SUPPORTED. For example
- * "algo=0,c=3,type=half" refuses algorithm 0 for 3-channel half inputs, and
- * "dir=bwd_filter,c=3,k=2" every backward-filter algorithm of the 2x2 whitening shape.
+ * the libraries.
+ *
+ * The algorithm queries offer one unsupported candidate, then three usable ones (0, 2, 3,
+ * all the same reference loop), so that the engine's selection loop is exercised, each
+ * with the determinism cuDNN's API reference gives its number in its direction
+ * (emu_algo_nondet: backward-data 0, backward-filter 0 and 3 are non-deterministic).
+ * Executing a non-deterministic one moves each output's sum, before its rounding, by one
+ * fp32 ulp up or down with probability 1/2 (emu_atomic_noise, emu.h), a model of atomics
+ * adding in another order each run: its low bits vary from run to run, so a caller
+ * comparing runs bit for bit must not use it.
+ *
+ * DAWNRUN_EMU_CUDNN_REFUSE makes chosen executions fail as real cuDNN kernels sometimes do
+ * for configurations its heuristics listed: rules separated by ';', each a ','-separated
+ * list of conditions dir=fwd|bwd_data|bwd_filter, algo=N, c=N (input channels), k=N
+ * (filter size), type=float|half|bfloat16; an execution matching every condition of one
+ * rule returns CUDNN_STATUS_NOT_SUPPORTED. For example "algo=0,c=3,type=half" refuses
+ * algorithm 0 for 3-channel half inputs, and "dir=bwd_filter,c=3,k=2" every
+ * backward-filter algorithm of the 2x2 whitening shape. A refused execution (that, and an
+ * algorithm the heuristics do not offer) also leaves cudaErrorInvalidConfiguration as the
+ * runtime's last error, as a kernel launch the library attempted and the GPU refused
+ * would: cuDNN's documentation does not say that a failed call leaves the runtime's error
+ * state clean, so the caller must clear it before its own next launch check
+ * (emu_set_last_error, emu.h).
+ *
  * The handles remember their stream: an execution is checked when it is called and then
  * enqueued there (emu_enqueue), so that on a capturing stream it is recorded with its
  * alpha, beta and descriptors copied, as the real libraries' calls are captured when they
- * neither allocate nor synchronise. With DAWNRUN_EMU_COUNT_ONLY (emu_count_only, emu.h) an
- * execution is checked and enqueued or recorded as always, returns success, and computes
- * nothing (its output and workspace are left as they are). */
+ * neither allocate nor synchronise.
+ *
+ * cuBLAS's workspace, as its documentation (cublasSetWorkspace, CUDA graphs support) says:
+ * a handle without a workspace of its user's takes one from cuBLAS's own pool, which
+ * under stream capture can put memory allocation nodes into the graph; cublasSetWorkspace
+ * gives it one (256-byte aligned, else CUBLAS_STATUS_INVALID_VALUE), and cublasSetStream
+ * takes it back to the pool. Where real cuBLAS would silently allocate inside the graph,
+ * the emulation is strict: a GEMM enqueued on a capturing stream by a handle without a
+ * workspace of its own is refused with CUBLAS_STATUS_NOT_SUPPORTED and a line on stderr.
+ * An execution scribbles over the start of the handle's workspace.
+ *
+ * With DAWNRUN_EMU_COUNT_ONLY (emu_count_only, emu.h) an execution is checked and enqueued
+ * or recorded as always, returns success, and computes nothing (its output and workspace
+ * are left as they are). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,9 +200,21 @@ static cudnnStatus_t emu_consistent(const emu_tensor_desc *x, const emu_filter_d
     return CUDNN_STATUS_BAD_PARAM;
 }
 
-/* Candidate 1 (unsupported), then candidates 0, 2, 3, with the descriptor's math type. */
+/* Whether algorithm number algo of direction dir (0 fwd, 1 bwd_data, 2 bwd_filter) is
+ * non-deterministic, as cuDNN's API reference says of the algorithm enums: every forward
+ * algorithm is deterministic; of the backward-data ones ALGO_0 (a sum of matrix products
+ * done with atomic adds) is not, ALGO_1, FFT (2), FFT_TILING (3) and the Winograd ones
+ * are; of the backward-filter ones ALGO_0 and ALGO_3 (ALGO_0 with precomputed indices)
+ * are not, ALGO_1, FFT (2), FFT_TILING and WINOGRAD_NONFUSED are. */
+static int emu_algo_nondet(int dir, int algo)
+{
+    return (dir == 1 && algo == 0) || (dir == 2 && (algo == 0 || algo == 3));
+}
+
+/* Candidate 1 (unsupported), then candidates 0, 2, 3, with the descriptor's math type
+ * and each one's documented determinism (emu_algo_nondet) for direction dir. */
 template <typename P>
-static cudnnStatus_t emu_candidates(cudnnCD c, int requested, int *returned, P *perf)
+static cudnnStatus_t emu_candidates(cudnnCD c, int dir, int requested, int *returned, P *perf)
 {
     static const int algos[4] = {1, 0, 2, 3};
     if (requested < 4) return CUDNN_STATUS_BAD_PARAM;
@@ -183,6 +222,8 @@ static cudnnStatus_t emu_candidates(cudnnCD c, int requested, int *returned, P *
     for (int i = 0; i < 4; i++) {
         perf[i].algo = (decltype(perf[i].algo))algos[i];
         perf[i].status = algos[i] == 1 ? CUDNN_STATUS_NOT_SUPPORTED : CUDNN_STATUS_SUCCESS;
+        perf[i].determinism =
+            emu_algo_nondet(dir, algos[i]) ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC;
         perf[i].mathType = (cudnnMathType_t)c->math;
     }
     *returned = 4;
@@ -235,7 +276,7 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t, cudnnTD x, c
                                                      cudnnConvolutionFwdAlgoPerf_t *perf)
 {
     cudnnStatus_t s = emu_consistent(x, w, c, y);
-    return s ? s : emu_candidates(c, requested, returned, perf);
+    return s ? s : emu_candidates(c, 0, requested, returned, perf);
 }
 
 cudnnStatus_t cudnnFindConvolutionForwardAlgorithm(cudnnHandle_t h, cudnnTD x, cudnnFD w,
@@ -252,7 +293,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t, cudnnFD
                                                           cudnnConvolutionBwdDataAlgoPerf_t *p)
 {
     cudnnStatus_t s = emu_consistent(dx, w, c, dy);
-    return s ? s : emu_candidates(c, requested, returned, p);
+    return s ? s : emu_candidates(c, 1, requested, returned, p);
 }
 
 cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithm(cudnnHandle_t h, cudnnFD w, cudnnTD dy,
@@ -268,7 +309,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(
     cudnnConvolutionBwdFilterAlgoPerf_t *p)
 {
     cudnnStatus_t s = emu_consistent(x, dw, c, dy);
-    return s ? s : emu_candidates(c, requested, returned, p);
+    return s ? s : emu_candidates(c, 2, requested, returned, p);
 }
 
 cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithm(cudnnHandle_t h, cudnnTD x, cudnnTD dy,
@@ -313,10 +354,12 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t, cudn
 }
 
 /* dir 0: y = alpha conv(x, w) + beta y; 1: dx = alpha conv^T(dy, w) + beta dx;
- * 2: dw = alpha corr(x, dy) + beta dw; the descriptors already checked. */
+ * 2: dw = alpha corr(x, dy) + beta dw; the descriptors already checked. nondet: each
+ * output's sum moved as a non-deterministic algorithm's would be (emu_atomic_noise). */
 static void emu_conv_run(int dir, const emu_tensor_desc *xd, const emu_filter_desc *wd,
                          const emu_conv_desc *cd, const emu_tensor_desc *yd, const void *x,
-                         const void *w, const void *y, void *out, float a, float b, void *ws)
+                         const void *w, const void *y, void *out, float a, float b, void *ws,
+                         int nondet)
 {
     memset(ws, 0x5a, emu_ws(dir));
     const int dt = xd->dt;
@@ -347,16 +390,18 @@ static void emu_conv_run(int dir, const emu_tensor_desc *xd, const emu_filter_de
                                     acc[wi] += emu_get(dt, x, xi) * emu_get(dt, y, yi);
                             }
                         }
-    for (size_t i = 0; i < nout; i++)
-        emu_put(dt, out, i, a * acc[i] + (b != 0.0f ? b * emu_get(dt, out, i) : 0.0));
+    for (size_t i = 0; i < nout; i++) {
+        const double v = a * acc[i] + (b != 0.0f ? b * emu_get(dt, out, i) : 0.0);
+        emu_put(dt, out, i, nondet ? emu_atomic_noise(v) : v);
+    }
 }
 
 /* Checks one convolution, then runs it on h's stream or records it there, with alpha,
  * beta and copies of the descriptors. */
-static cudnnStatus_t emu_conv(cudnnHandle_t h, int dir, cudnnTD xd, cudnnFD wd, cudnnCD cd,
-                              cudnnTD yd, const void *x, const void *w, const void *y,
-                              void *out, const void *alpha, const void *beta, void *ws,
-                              size_t ws_bytes)
+static cudnnStatus_t emu_conv(cudnnHandle_t h, int dir, int algo, cudnnTD xd, cudnnFD wd,
+                              cudnnCD cd, cudnnTD yd, const void *x, const void *w,
+                              const void *y, void *out, const void *alpha, const void *beta,
+                              void *ws, size_t ws_bytes)
 {
     cudnnStatus_t s = emu_consistent(xd, wd, cd, yd);
     if (s) return s;
@@ -368,12 +413,22 @@ static cudnnStatus_t emu_conv(cudnnHandle_t h, int dir, cudnnTD xd, cudnnFD wd, 
     const emu_filter_desc wc = *wd;
     const emu_conv_desc cc = *cd;
     const float a = *(const float *)alpha, b = *(const float *)beta;
+    const int nondet = emu_algo_nondet(dir, algo);
     const cudaError_t e = emu_count_only()
                               ? emu_enqueue(h->stream, EMU_NODE_LIBRARY, []() {})
                               : emu_enqueue(h->stream, EMU_NODE_LIBRARY, [=]() {
-                                    emu_conv_run(dir, &xc, &wc, &cc, &yc, x, w, y, out, a, b, ws);
+                                    emu_conv_run(dir, &xc, &wc, &cc, &yc, x, w, y, out, a, b, ws,
+                                                 nondet);
                                 });
     return e ? CUDNN_STATUS_EXECUTION_FAILED : CUDNN_STATUS_SUCCESS;
+}
+
+/* A refused execution: NOT_SUPPORTED, with the runtime error a failed launch inside
+ * cuDNN would leave (see the top of this file). */
+static cudnnStatus_t emu_conv_refused(void)
+{
+    emu_set_last_error(cudaErrorInvalidConfiguration);
+    return CUDNN_STATUS_NOT_SUPPORTED;
 }
 
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha, cudnnTD xd,
@@ -381,8 +436,8 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha, cudnnT
                                       cudnnConvolutionFwdAlgo_t algo, void *ws, size_t ws_bytes,
                                       const void *beta, cudnnTD yd, void *y)
 {
-    if (algo == 1 || algo > 3 || emu_refused(0, algo, xd, wd)) return CUDNN_STATUS_NOT_SUPPORTED;
-    return emu_conv(h, 0, xd, wd, cd, yd, x, w, NULL, y, alpha, beta, ws, ws_bytes);
+    if (algo == 1 || algo > 3 || emu_refused(0, algo, xd, wd)) return emu_conv_refused();
+    return emu_conv(h, 0, algo, xd, wd, cd, yd, x, w, NULL, y, alpha, beta, ws, ws_bytes);
 }
 
 cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha, cudnnFD wd,
@@ -391,8 +446,8 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha, c
                                            size_t ws_bytes, const void *beta, cudnnTD dxd,
                                            void *dx)
 {
-    if (algo == 1 || algo > 3 || emu_refused(1, algo, dxd, wd)) return CUDNN_STATUS_NOT_SUPPORTED;
-    return emu_conv(h, 1, dxd, wd, cd, dyd, NULL, w, dy, dx, alpha, beta, ws, ws_bytes);
+    if (algo == 1 || algo > 3 || emu_refused(1, algo, dxd, wd)) return emu_conv_refused();
+    return emu_conv(h, 1, algo, dxd, wd, cd, dyd, NULL, w, dy, dx, alpha, beta, ws, ws_bytes);
 }
 
 cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha, cudnnTD xd,
@@ -401,26 +456,31 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
                                              void *ws, size_t ws_bytes, const void *beta,
                                              cudnnFD dwd, void *dw)
 {
-    if (algo == 1 || algo > 3 || emu_refused(2, algo, xd, dwd)) return CUDNN_STATUS_NOT_SUPPORTED;
-    return emu_conv(h, 2, xd, dwd, cd, dyd, x, NULL, dy, dw, alpha, beta, ws, ws_bytes);
+    if (algo == 1 || algo > 3 || emu_refused(2, algo, xd, dwd)) return emu_conv_refused();
+    return emu_conv(h, 2, algo, xd, dwd, cd, dyd, x, NULL, dy, dw, alpha, beta, ws, ws_bytes);
 }
 
 /* ------------------------------------------------------------------ cuBLAS */
 
 struct emu_cublas {
     cudaStream_t stream;
+    void *ws;       /* cublasSetWorkspace's since the last cublasSetStream, or NULL */
+    size_t ws_bytes;
+    int ws_set;     /* 0: cuBLAS's own pool */
 };
 
 const char *cublasGetStatusString(cublasStatus_t s)
 {
     return s == CUBLAS_STATUS_SUCCESS            ? "CUBLAS_STATUS_SUCCESS"
            : s == CUBLAS_STATUS_EXECUTION_FAILED ? "CUBLAS_STATUS_EXECUTION_FAILED"
+           : s == CUBLAS_STATUS_NOT_SUPPORTED    ? "CUBLAS_STATUS_NOT_SUPPORTED"
+           : s == CUBLAS_STATUS_INVALID_VALUE    ? "CUBLAS_STATUS_INVALID_VALUE"
                                                  : "emulated cuBLAS error";
 }
 
 cublasStatus_t cublasCreate(cublasHandle_t *h)
 {
-    *h = new emu_cublas{NULL};
+    *h = new emu_cublas{NULL, NULL, 0, 0};
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -430,9 +490,25 @@ cublasStatus_t cublasDestroy(cublasHandle_t h)
     return CUBLAS_STATUS_SUCCESS;
 }
 
+/* Resets the workspace to cuBLAS's own pool, as the real cublasSetStream does. */
 cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s)
 {
     h->stream = s;
+    h->ws = NULL;
+    h->ws_bytes = 0;
+    h->ws_set = 0;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetWorkspace(cublasHandle_t h, void *workspace, size_t bytes)
+{
+    if ((uintptr_t)workspace % 256) {
+        fprintf(stderr, "emu cuBLAS: workspace %p not 256-byte aligned\n", workspace);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    h->ws = workspace;
+    h->ws_bytes = bytes;
+    h->ws_set = 1;
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -482,13 +558,24 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                 lda, ldb, ldc);
         return CUBLAS_STATUS_INVALID_VALUE;
     }
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (!h->ws_set && cudaStreamIsCapturing(h->stream, &cap) == cudaSuccess &&
+        cap != cudaStreamCaptureStatusNone) {
+        fprintf(stderr, "emu cuBLAS: a GEMM on a capturing stream from a handle without a "
+                        "workspace of its own (cublasSetWorkspace): real cuBLAS would allocate "
+                        "its workspace inside the graph\n");
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
     const float a = *(const float *)alpha, b = *(const float *)beta;
     const int ta_t = emu_blas_type(at), tb_t = emu_blas_type(bt), tc_t = emu_blas_type(ct);
+    void *const ws = h->ws;
+    const size_t scribble = h->ws_bytes < 4096 ? h->ws_bytes : 4096;
     const cudaError_t e =
         emu_count_only()
             ? emu_enqueue(h->stream, EMU_NODE_LIBRARY, []() {})
             : emu_enqueue(h->stream, EMU_NODE_LIBRARY, [=]() {
                   emu_gemm_run(ta, tb, m, n, k, a, A, ta_t, lda, B, tb_t, ldb, b, C, tc_t, ldc);
+                  if (ws) memset(ws, 0x5a, scribble);
               });
     return e ? CUBLAS_STATUS_EXECUTION_FAILED : CUBLAS_STATUS_SUCCESS;
 }

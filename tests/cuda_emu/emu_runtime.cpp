@@ -2,21 +2,34 @@
  * engine calls. Each emulated thread is a coroutine (ucontext) so that __syncthreads can
  * suspend it; a block's threads run round-robin until all have finished, one block after
  * another. Device memory is host memory; fresh allocations are filled with 0xff bytes (NaN
- * in every float type) so that reading memory nobody wrote shows up as a mismatch. Streams
+ * in every float type) so that reading memory nobody wrote shows up as a mismatch, and
+ * freed addresses are handed out again (section "device memory"). Streams
  * are immediate: every call completes before it returns, except on a capturing stream
  * (stream capture, below), where kernel launches, memsets, async copies, event records,
  * graph launches and the cuDNN / cuBLAS stand-ins' executions are recorded, arguments by
  * value, into a graph that cudaGraphLaunch replays in order. With DAWNRUN_EMU_COUNT_ONLY
  * (emu_count_only, emu.h) a kernel launch is checked and enqueued or recorded, but its body
  * never runs. */
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <ucontext.h>
+#include <unistd.h>
 
+#include <list>
 #include <map>
 #include <memory>
 #include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#else
+#define ASAN_POISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
+#define ASAN_UNPOISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
+#endif
 
 #include "emu.h"
 #include "include/cuda_runtime.h"
@@ -112,7 +125,8 @@ static void emu_run_grid(dim3 g, dim3 b, const std::function<void()> &body)
  *  7. Invalidation: an invalid operation invalidates the capture(s) it concerns; further
  *     work on an invalidated stream returns cudaErrorStreamCaptureInvalidated and is dropped,
  *     and cudaStreamEndCapture returns cudaErrorStreamCaptureInvalidated and a NULL graph.
- * A refused kernel launch sets the error cudaGetLastError returns, as a real launch error. */
+ * A refused kernel launch sets the error cudaGetLastError returns, as a real launch error;
+ * so does a cuDNN execution the library stand-ins refuse (emu_set_last_error, emu.h). */
 
 struct emu_op {
     emu_node kind;
@@ -199,6 +213,26 @@ static cudaError_t emu_fail(cudaError_t e)
     return e;
 }
 
+double emu_atomic_noise(double v)
+{
+    static uint64_t state;
+    if (!state) state = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^ 0x9e3779b97f4a7c15ull;
+    state ^= state >> 12;   /* xorshift64* */
+    state ^= state << 25;
+    state ^= state >> 27;
+    const uint64_t r = state * 0x2545f4914f6cdd1dull;
+    if (!(r & 1)) return v;
+    const float f = (float)v;
+    if (!isfinite(f)) return v;
+    const float ulp = nextafterf(fabsf(f), INFINITY) - fabsf(f);
+    return (r & 2) ? v + ulp : v - ulp;
+}
+
+void emu_set_last_error(cudaError_t e)
+{
+    emu_last_error = e;
+}
+
 cudaError_t emu_enqueue(cudaStream_t stream, emu_node kind, const std::function<void()> &op)
 {
     if (emu_is_legacy(stream)) {
@@ -263,6 +297,7 @@ const char *cudaGetErrorString(cudaError_t e)
     case cudaErrorStreamCaptureImplicit: return "operation would make the legacy stream depend on a capturing blocking stream";
     case cudaErrorCapturedEvent: return "operation not permitted on an event last recorded in a capturing stream";
     case cudaErrorIllegalState: return "operation not permitted in the stream's capture state";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     default: return "emulated CUDA error";
     }
 }
@@ -285,19 +320,78 @@ cudaError_t cudaGetLastError(void)
     return e;
 }
 
+/* ------------------------------------------------------------------ device memory
+ *
+ * cudaMalloc hands out again the addresses cudaFree took back, as the real allocator does
+ * (a plan, a tensor or a buffer made after another was freed may sit where it sat): a
+ * freed block goes to the front of a free list, and an allocation of the same size takes
+ * the most recently freed such block. Any allocation, new or reused, is filled with 0xff
+ * bytes (NaN in every float type). Freed memory stays unreadable until it is reused: it is
+ * filled with 0xff and, under AddressSanitizer, poisoned (a read is reported, as a read of
+ * freed memory was when cudaFree released it). The free list keeps at most EMU_FREE_CAP
+ * bytes, releasing the least recently freed blocks beyond that.
+ * DAWNRUN_EMU_NO_REUSE=1 (any value but "" or "0") turns reuse off: cudaFree releases the
+ * memory and every allocation is new. cudaFree of an address cudaMalloc did not return
+ * (or returned and took back already) is cudaErrorInvalidValue. */
+
+#define EMU_FREE_CAP ((size_t)512 << 20)
+
+static std::map<void *, size_t> emu_allocs;                /* live: address -> bytes */
+static std::list<std::pair<void *, size_t>> emu_freed;     /* most recently freed first */
+static size_t emu_freed_bytes;
+
+static int emu_no_reuse(void)
+{
+    static int mode = -1;
+    if (mode < 0) {
+        const char *v = getenv("DAWNRUN_EMU_NO_REUSE");
+        mode = v && *v && strcmp(v, "0") != 0;
+    }
+    return mode;
+}
+
 cudaError_t cudaMalloc(void **p, size_t n)
 {
     if (emu_invalidate_captures(1)) return emu_fail(cudaErrorStreamCaptureUnsupported);
-    *p = malloc(n);
-    if (!*p) return cudaErrorMemoryAllocation;
+    *p = NULL;
+    for (auto it = emu_freed.begin(); it != emu_freed.end(); ++it)
+        if (it->second == n) {
+            *p = it->first;
+            emu_freed_bytes -= n;
+            emu_freed.erase(it);
+            ASAN_UNPOISON_MEMORY_REGION(*p, n);
+            break;
+        }
+    if (!*p) *p = malloc(n ? n : 1);
+    if (!*p) return emu_fail(cudaErrorMemoryAllocation);
     memset(*p, 0xff, n);
+    emu_allocs[*p] = n;
     return cudaSuccess;
 }
 
 cudaError_t cudaFree(void *p)
 {
     if (emu_invalidate_captures(1)) return emu_fail(cudaErrorStreamCaptureUnsupported);
-    free(p);
+    if (!p) return cudaSuccess;
+    auto live = emu_allocs.find(p);
+    if (live == emu_allocs.end()) return emu_fail(cudaErrorInvalidValue);
+    const size_t n = live->second;
+    emu_allocs.erase(live);
+    if (emu_no_reuse()) {
+        free(p);
+        return cudaSuccess;
+    }
+    memset(p, 0xff, n);
+    ASAN_POISON_MEMORY_REGION(p, n);
+    emu_freed.emplace_front(p, n);
+    emu_freed_bytes += n;
+    while (emu_freed_bytes > EMU_FREE_CAP) {   /* the least recently freed go */
+        const std::pair<void *, size_t> old = emu_freed.back();
+        emu_freed.pop_back();
+        emu_freed_bytes -= old.second;
+        ASAN_UNPOISON_MEMORY_REGION(old.first, old.second);
+        free(old.first);
+    }
     return cudaSuccess;
 }
 

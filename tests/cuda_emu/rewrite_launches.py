@@ -2,11 +2,16 @@
 """Host emulation (see run.sh): copies a CUDA source to stdout with every kernel launch
     kernel<T, ...><<<grid, block, shared, stream>>>(args)
 rewritten as
-    emu_launch(dim3(grid), dim3(block), (cudaStream_t)(stream), [=]() { kernel<T, ...>(args); })
-so that a host C++ compiler accepts it (stream 0 when the launch names none). The lambda
-copies the arguments by value at the launch, as CUDA copies kernel parameters, so that a
-launch recorded by stream capture (emu_runtime.cpp) replays with the values it was given.
-Launches may span lines; the kernel name may carry template arguments."""
+    emu_launch(dim3(grid), dim3(block), (cudaStream_t)(stream),
+               [=, emu_a0 = (arg0), emu_a1 = (arg1), ...]() { kernel<T, ...>(emu_a0, ...); })
+so that a host C++ compiler accepts it (stream 0 when the launch names none). Each
+argument expression is evaluated at the launch and its value kept in the lambda, as CUDA
+evaluates and copies kernel parameters at the launch, so that a launch recorded by stream
+capture (emu_runtime.cpp) replays with the values it was given, even when what an
+argument expression reads (a field behind a pointer, a tensor handle's data) has changed
+or been freed since. Launches may span lines; the kernel name may carry template
+arguments; comments inside the argument list are dropped."""
+import re
 import sys
 
 
@@ -65,8 +70,15 @@ def rewrite(src):
                     break
             q += 1
         stream = config[3] if len(config) >= 4 else "0"
-        call = "emu_launch(dim3(%s), dim3(%s), (cudaStream_t)(%s), [=]() { %s%s; })" % (
-            config[0], config[1], stream, src[start:end], src[p:q + 1])
+        text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", src[p + 1:q], flags=re.S)
+        # a bare NULL would be kept as an integer: nullptr converts to the pointer parameter
+        args = ["nullptr" if a == "NULL" else a for a in split_top(text)] if text.strip() else []
+        inits = "".join(", emu_a%d = (%s)" % (n, a) for n, a in enumerate(args))
+        names = ", ".join("emu_a%d" % n for n in range(len(args)))
+        call = "emu_launch(dim3(%s), dim3(%s), (cudaStream_t)(%s), [=%s]() { %s(%s); })" % (
+            config[0], config[1], stream, inits, src[start:end], names)
+        # keep the line count, so that compiler messages point at the source's lines
+        call += "\n" * (src[start:q + 1].count("\n") - call.count("\n"))
         src = src[:start] + call + src[q + 1:]
 
 

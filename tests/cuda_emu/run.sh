@@ -33,6 +33,12 @@
 # The selfcheck runs with DAWNRUN_CUDA_FUSED_BUILD_S=1000000 unless it is set: the fused
 # graphs' trial runs compute on the CPU, far slower than the GPU the engine's build budget
 # is sized for (docs/gpu.md), and a spent budget would leave graphs unchecked.
+# The emulated cuDNN reports each algorithm's (and fused engine's) determinism as cuDNN
+# documents it, and a non-deterministic one's results vary in their last bits from run to
+# run (emu_libs.cpp, emu_graph.cpp): a test comparing bits asks the engine for
+# determinism (backend_ops.set_deterministic; DAWNRUN_CUDA_DETERMINISTIC=1 for dawnrun).
+# The emulated cudaMalloc hands out freed addresses again, as the real one does
+# (emu_runtime.cpp); DAWNRUN_EMU_NO_REUSE=1 makes every allocation new memory.
 # DAWNRUN_EMU_COUNT_ONLY=1 runs the emulated dawnrun without computing kernels, cuDNN or
 # cuBLAS (emu.h): for `dawnrun bench`'s counts at real batch sizes (bench/count-structure.sh)
 # only, never for checking results; the selfcheck and --test modes refuse it.

@@ -9,11 +9,14 @@
  * as the frontend's wgrad sample has them, fp32 compute), in fp32, fp16 and bf16, with
  * stride 1 and 2, padding 0 and 1, 1x1 and 3x3 filters; runs each through heuristics,
  * execution plan and variant pack, directly and once replayed from a captured graph, and
- * compares every output with a direct host computation of the same math.
+ * compares every output with a direct host computation of the same math (on the first
+ * deterministic engine: a non-deterministic one's last bits vary from run to run).
  * Then the refusals: an unsupported graph (among them residuals the forward pattern does
  * not take) gets no engine configuration, and neither does a supported one under
- * DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1; under DAWNRUN_EMU_CUDNN_FUSED_ENGINES=5 one lists five,
- * the last alone finalizing its plan (every plan finalize is counted,
+ * DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1; a supported graph's three engines (engine 0's plan
+ * refused; engine 1's numerical notes, read through its configuration, say
+ * non-deterministic, engine 2's do not); under DAWNRUN_EMU_CUDNN_FUSED_ENGINES=5 one lists
+ * five, the last alone finalizing its plan (every plan finalize is counted,
  * emu_cudnn_plan_finalizes); an execution missing a pointer
  * or its workspace, or on another handle, fails; wrong attribute types, sets after
  * finalize, mismatched shapes and malformed graphs are refused. Exits 0 when every check
@@ -191,8 +194,25 @@ static cudnnStatus_t graph(cudnnHandle_t h, const bd *ops, int n, bd *g)
     return cudnnBackendFinalize(*g);
 }
 
-/* The number of engine configurations heuristics (mode) gives g; the first one whose
- * plan finalizes in *plan (NULL when none), the count of those that did not in *refused. */
+/* Whether configuration cfg's engine is noted non-deterministic (its results vary in their
+ * last bits from run to run: the cases compare them with exact host sums). */
+static bool nondeterministic(bd cfg)
+{
+    bd e = create(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+    int64_t got = -1, n = -1;
+    bool nondet = false;
+    OK(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                1, &got, &e));
+    OK(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes));
+    for (int64_t k = 0; k < n; k++) nondet |= notes[k] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC;
+    return nondet;
+}
+
+/* The number of engine configurations heuristics (mode) gives g; the first deterministic
+ * one whose plan finalizes in *plan (NULL when none), the count of those whose plans did
+ * not finalize in *refused. */
 static int64_t heuristics(cudnnHandle_t h, bd g, cudnnBackendHeurMode_t mode, bd *plan,
                           int *refused)
 {
@@ -212,6 +232,7 @@ static int64_t heuristics(cudnnHandle_t h, bd g, cudnnBackendHeurMode_t mode, bd
                                 count, &got, cfgs.data()));
     EXPECT(got == count);
     for (bd c : cfgs) {
+        if (nondeterministic(c)) continue;
         bd p = create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
         OK(cudnnBackendSetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
         OK(set_desc(p, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, c));
@@ -812,11 +833,40 @@ static void test_refusals(cudnnHandle_t h)
         if (pass == 0)
             EXPECT(n == 0 && plan == NULL);
         else if (pass == 1)
-            EXPECT(n == 2 && plan != NULL && refused == 1); /* engine 0 refuses */
+            EXPECT(n == 3 && plan != NULL && refused == 1); /* engine 0 refuses */
         else
             EXPECT(n == 5 && plan != NULL && refused == 4); /* all but the last refuse */
         EXPECT(emu_cudnn_plan_finalizes() - finalizes == refused + (plan ? 1 : 0));
         unsetenv("DAWNRUN_EMU_CUDNN_FUSED_ENGINES");
+        destroy_all();
+    }
+    /* the engines' numerical notes, read through a configuration's engine: engine 1 is
+     * non-deterministic, engines 0 and 2 are not */
+    {
+        bd x = tensor(X, F, 2, 4, 5, 5, false), w = tensor(W, F, 8, 4, 3, 3, false);
+        bd y = tensor(Y, F, 2, 8, 5, 5, false);
+        bd op = fwd_conv_op(x, w, y, conv_desc(1, 1));
+        OK(graph(h, &op, 1, &g));
+        bd heur = create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+        const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+        OK(set_desc(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, g));
+        OK(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1,
+                                    &mode));
+        OK(cudnnBackendFinalize(heur));
+        bd cfgs[3];
+        int64_t got = -1;
+        for (bd &c : cfgs) c = create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+        OK(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 3, &got, cfgs));
+        EXPECT(got == 3);
+        for (int i = 0; i < 3; i++) EXPECT(nondeterministic(cfgs[i]) == (i == 1));
+        bd e = create(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+        cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+        int64_t n = -1;
+        OK(cudnnBackendGetAttribute(cfgs[1], CUDNN_ATTR_ENGINECFG_ENGINE,
+                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got, &e));
+        EXPECT(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_INT64, 1,
+                                        &n, notes) == CUDNN_STATUS_BAD_PARAM);
         destroy_all();
     }
     /* attribute checks */

@@ -2,9 +2,9 @@
  * `tests/cuda_emu/run.sh --test BUILD_DIR tests/cuda_emu/test_graph_capture.cu`): a
  * captured sequence of kernels, a memset and a device-to-device copy replayed three times
  * equals running it three times; kernel arguments and library scalars are frozen at
- * capture; cuBLAS and cuDNN executions are captured; each call real CUDA forbids during
- * capture returns its error and invalidates the capture. Exits 0 when every check holds,
- * 1 otherwise (each failed check is printed). */
+ * capture; cuBLAS (with a workspace of its own) and cuDNN executions are captured; each
+ * call real CUDA forbids during capture returns its error and invalidates the capture.
+ * Exits 0 when every check holds, 1 otherwise (each failed check is printed). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,7 +283,9 @@ static void test_forbidden(cudaStream_t s, cudaStream_t blocking)
     OK(cudaFree(d));
 }
 
-/* C (4, 3) = alpha A (4, 2) B (2, 3) + C, column-major; captured once, replayed twice. */
+/* C (4, 3) = alpha A (4, 2) B (2, 3) + C, column-major; captured once, replayed twice.
+ * Without a workspace of its own (none set, or cublasSetStream since), the handle's GEMM
+ * is refused during capture: real cuBLAS would allocate its workspace inside the graph. */
 static void test_cublas(cudaStream_t s)
 {
     cublasHandle_t h = NULL;
@@ -292,8 +294,21 @@ static void test_cublas(cudaStream_t s)
     float alpha = 0.5f, beta = 1.0f;
     cudaGraph_t g = NULL;
     cudaGraphExec_t ge = NULL;
+    void *ws = NULL;
+    const size_t ws_bytes = (size_t)1 << 16;
+    OK(cudaMalloc(&ws, ws_bytes));
     EXPECT(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS);
-    EXPECT(cublasSetStream(h, s) == CUBLAS_STATUS_SUCCESS);
+    EXPECT(cublasSetWorkspace(h, (char *)ws + 8, 4096) == CUBLAS_STATUS_INVALID_VALUE);
+    EXPECT(cublasSetWorkspace(h, ws, ws_bytes) == CUBLAS_STATUS_SUCCESS);
+    EXPECT(cublasSetStream(h, s) == CUBLAS_STATUS_SUCCESS);   /* back to cuBLAS's pool */
+    OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    EXPECT(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 3, 2, &alpha, a, CUDA_R_32F, 4, b,
+                        CUDA_R_32F, 2, &beta, c1, CUDA_R_32F, 4, CUBLAS_COMPUTE_32F,
+                        CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_NOT_SUPPORTED);
+    OK(cudaStreamEndCapture(s, &g));
+    OK(cudaGraphDestroy(g));
+    g = NULL;
+    EXPECT(cublasSetWorkspace(h, ws, ws_bytes) == CUBLAS_STATUS_SUCCESS);
     for (int r = 0; r < 2; r++)
         EXPECT(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 3, 2, &alpha, a, CUDA_R_32F, 4, b,
                             CUDA_R_32F, 2, &beta, c0, CUDA_R_32F, 4, CUBLAS_COMPUTE_32F,
@@ -317,6 +332,7 @@ static void test_cublas(cudaStream_t s)
     EXPECT(cublasDestroy(h) == CUBLAS_STATUS_SUCCESS);
     float *all[4] = {a, b, c0, c1};
     for (float *p : all) OK(cudaFree(p));
+    OK(cudaFree(ws));
 }
 
 /* One NHWC forward convolution, x (1, 3, 3, 2), w (2, 2, 2, 2), y (1, 2, 2, 2): captured,

@@ -34,7 +34,7 @@ typedef enum {
 typedef int cudnnConvolutionFwdAlgo_t;
 typedef int cudnnConvolutionBwdDataAlgo_t;
 typedef int cudnnConvolutionBwdFilterAlgo_t;
-typedef int cudnnDeterminism_t;
+typedef enum { CUDNN_NON_DETERMINISTIC = 0, CUDNN_DETERMINISTIC = 1 } cudnnDeterminism_t;
 
 #define EMU_PERF(name, algo_t)                                                             \
     typedef struct {                                                                       \
@@ -138,6 +138,20 @@ typedef enum {
 typedef enum { CUDNN_GENSTATS_SUM_SQSUM = 0 } cudnnGenStatsMode_t;
 
 typedef enum {
+    CUDNN_NUMERICAL_NOTE_TENSOR_CORE = 0,
+    CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS = 1,
+    CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION = 2,
+    CUDNN_NUMERICAL_NOTE_FFT = 3,
+    CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC = 4,
+    CUDNN_NUMERICAL_NOTE_WINOGRAD = 5,
+    CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4 = 6,
+    CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6 = 7,
+    CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13 = 8,
+    CUDNN_NUMERICAL_NOTE_STRICT_NAN_PROP = 9,
+    CUDNN_NUMERICAL_NOTE_TYPE_COUNT = 10
+} cudnnBackendNumericalNote_t;
+
+typedef enum {
     CUDNN_HEUR_MODE_INSTANT = 0,
     CUDNN_HEUR_MODE_B = 1,
     CUDNN_HEUR_MODE_FALLBACK = 2,
@@ -220,6 +234,7 @@ typedef enum {
 
     CUDNN_ATTR_ENGINE_OPERATION_GRAPH = 1300,
     CUDNN_ATTR_ENGINE_GLOBAL_INDEX = 1301,
+    CUDNN_ATTR_ENGINE_NUMERICAL_NOTE = 1303,
 
     CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_MATH_PREC = 1620,
     CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_MEAN_DESC = 1621,
@@ -244,6 +259,7 @@ typedef enum {
     CUDNN_TYPE_VOID_PTR = 6,
     CUDNN_TYPE_CONVOLUTION_MODE = 7,
     CUDNN_TYPE_HEUR_MODE = 8,
+    CUDNN_TYPE_NUMERICAL_NOTE = 11,
     CUDNN_TYPE_POINTWISE_MODE = 14,
     CUDNN_TYPE_BACKEND_DESCRIPTOR = 15,
     CUDNN_TYPE_GENSTATS_MODE = 16,

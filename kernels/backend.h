@@ -188,8 +188,8 @@ struct backend_ops {
 
     /* Optional (NULL when the engine counts nothing, as the CPU engine): the counts since
      * the context was created or last reset (kernels/counters.h); reading them does not
-     * wait for the device. Async-signal-safe (a plain copy): `dawnrun bench`'s signal
-     * handler reads them. */
+     * wait for the device. A plain copy: `dawnrun bench`'s watching thread reads them
+     * while the engine runs (a count may then be a step behind). */
     int (*counters)(void *ctx, struct backend_counters *out);
     void (*counters_reset)(void *ctx);
 

@@ -7,11 +7,12 @@
  *
  * Stopped by SIGTERM or SIGINT (a `timeout`, Ctrl-C), it prints what it has so far before
  * it exits with 128 + the signal: which part it was in, the warm-up and timed steps done
- * with their ms/step, and the first-use line. The handler uses only async-signal-safe
- * calls (clock_gettime, write, _exit; the engine's counters are a plain copy,
- * kernels/backend.h), with the numbers formatted by hand (first_use.h). */
+ * with their ms/step, and the first-use line. The signals are blocked in every thread and
+ * taken by a thread of their own (sigwait), so that the line is said at once, even while
+ * the main thread waits inside cuDNN or the device, and nothing runs on another thread's
+ * stack at an arbitrary instant (cli.h says why that matters). */
+#include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,17 +47,21 @@ static const char *const part_names[PART_COUNT] = {
     "while setting up", "during the warm-up steps", "during the timed steps",
     "during the evaluation", "during the profiled steps"};
 
-/* The bench's progress, written by the main thread between steps and read by the signal
- * handler: the part under way, and per step loop (warm-up, timed) the steps asked for and
- * done, when it began and when its latest step was done (CLOCK_MONOTONIC seconds). */
+/* The bench's progress, written by the main thread between steps and read by the
+ * watching thread: the part under way, and per step loop (warm-up, timed) the steps asked
+ * for and done, when it began and when its latest step was done (CLOCK_MONOTONIC
+ * seconds); and the engine, whose counters are read when it counts (CUDA), under lock
+ * (the main thread clears it, under the lock, before destroying the engine). */
 static struct {
-    const struct backend *be;        /* its counters are read when it counts (CUDA) */
-    volatile sig_atomic_t part;
-    volatile sig_atomic_t asked[2], done[2];
-    volatile double began[2], last[2];
-} live;
+    pthread_mutex_t lock;
+    const struct backend *be;
+    _Atomic int part;
+    _Atomic int asked[2], done[2];
+    _Atomic double began[2], last[2];
+} live = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static atomic_flag stopping = ATOMIC_FLAG_INIT;
+/* The part after the last: the bench is ending, a signal now says nothing. */
+#define PART_DONE PART_COUNT
 
 /* Appends "warm-up 2 of 3 steps in 25.3 s (12650.0 ms/step)" for loop i (0 warm-up,
  * 1 timed), and how long its next step has run when one is under way. */
@@ -85,52 +90,63 @@ static void stop_loop_text(char *buf, size_t cap, int i, double now)
     }
 }
 
-/* SIGTERM / SIGINT: one line with the part and the steps so far, the first-use line when
- * the engine counts, then exit 128 + sig. Only async-signal-safe calls; a second signal
- * (on another thread) while the first is being said does nothing. */
-static void bench_on_signal(int sig)
+/* Says that signal sig stopped the bench: one line with the part and the steps so far,
+ * the first-use line when the engine counts; nothing once the bench is ending. */
+static void bench_say_stop(int sig)
 {
     static char line[1024];
     struct backend_counters d;
-    if (atomic_flag_test_and_set(&stopping)) return;
     const double now = bench_now();
+    const int part = live.part;
+    if (part >= PART_DONE) return;
     line[0] = '\0';
     first_use_cat(line, sizeof(line), "bench stopped by ");
     first_use_cat(line, sizeof(line), sig == SIGTERM ? "SIGTERM " : "SIGINT ");
-    first_use_cat(line, sizeof(line), part_names[live.part]);
-    if (live.part >= PART_WARMUP) {
+    first_use_cat(line, sizeof(line), part_names[part]);
+    if (part >= PART_WARMUP) {
         first_use_cat(line, sizeof(line), ": ");
         stop_loop_text(line, sizeof(line), 0, now);
     }
-    if (live.part >= PART_TIMED) {
+    if (part >= PART_TIMED) {
         first_use_cat(line, sizeof(line), "; ");
         stop_loop_text(line, sizeof(line), 1, now);
     }
     size_t len = first_use_cat(line, sizeof(line), "\n");
+    pthread_mutex_lock(&live.lock);
     if (live.be && live.be->ops->counters && live.be->ops->counters(live.be->ctx, &d) == DR_OK) {
         first_use_text(line + len, sizeof(line) - len, &d);
         len = first_use_cat(line, sizeof(line), " so far\n");
     }
+    pthread_mutex_unlock(&live.lock);
     for (size_t at = 0; at < len;) {
         const ssize_t n = write(STDOUT_FILENO, line + at, len - at);
         if (n <= 0) break;
         at += (size_t)n;
     }
+}
+
+/* The watching thread: waits for SIGTERM or SIGINT (set), says what the bench had, and
+ * ends the process with 128 + the signal. */
+static void *bench_watch(void *set)
+{
+    int sig = 0;
+    if (sigwait((const sigset_t *)set, &sig) != 0) return NULL;
+    bench_say_stop(sig);
     _exit(128 + sig);
 }
 
-/* The handler for SIGTERM and SIGINT, for the whole process: whichever thread the signal
- * lands on (OpenMP's, the CUDA runtime's) runs it. */
+/* Blocks SIGTERM and SIGINT in the calling thread, and so in every thread made after it
+ * (call it before the engine and OpenMP make theirs), and starts the thread that takes
+ * them. */
 static void bench_signals_install(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = bench_on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaddset(&sa.sa_mask, SIGTERM);
-    sigaddset(&sa.sa_mask, SIGINT);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
+    static sigset_t set;
+    pthread_t watcher;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    if (pthread_create(&watcher, NULL, bench_watch, &set) == 0) pthread_detach(watcher);
 }
 
 /* Enters part p; for a step loop (PART_WARMUP, PART_TIMED) of `asked` steps, starts its
@@ -139,7 +155,7 @@ static void live_enter(enum bench_part p, long asked)
 {
     const int i = p == PART_WARMUP ? 0 : p == PART_TIMED ? 1 : -1;
     if (i >= 0) {
-        live.asked[i] = (sig_atomic_t)asked;
+        live.asked[i] = (int)asked;
         live.done[i] = 0;
         live.began[i] = live.last[i] = bench_now();
     }
@@ -363,7 +379,9 @@ int cmd_bench(int argc, char **argv)
     TRY(experiment_plan(&full, &e, RUN_PLAN_CONFIG_IMAGES, RUN_PLAN_CONFIG_IMAGES));
     int b = full.batch, eb = full.eval_batch;
     TRY(cli_backend(&c, (int)e.train.precision, &be));
+    pthread_mutex_lock(&live.lock);
     live.be = &be;
+    pthread_mutex_unlock(&live.lock);
     if (steps == 0) steps = strcmp(be.ops->name, "cpu") ? 50 : 3;
     /* as many batches as one run of steps takes, up to BENCH_EPOCH_STEPS */
     long epoch_steps = warmup > steps ? warmup : steps;
@@ -449,7 +467,10 @@ int cmd_bench(int argc, char **argv)
     }
     TRY(print_first_use(&be, warmup, warmup_s, steps, steps_s));
 cleanup:
-    live.be = NULL;   /* the handler no longer reads the engine */
+    pthread_mutex_lock(&live.lock);   /* the watcher no longer reads the engine */
+    live.be = NULL;
+    live.part = PART_DONE;
+    pthread_mutex_unlock(&live.lock);
     trainer_free(&t);
     backend_destroy(&be);
     dataset_free(&train);

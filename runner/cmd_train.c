@@ -78,7 +78,7 @@ int cmd_train(int argc, char **argv)
     struct backend be = {0};
     struct trainer t = {0};
     struct train_progress prog;
-    struct backend_counters before = {0}, after, cost;
+    struct backend_counters before = {0};
     char first[512] = "";
     cli_signals_install(); /* before any OpenMP region: see cli.h */
     int rc = runner_load(&e, &g, c.config, c.sets, c.n_sets);
@@ -101,11 +101,8 @@ int cmd_train(int argc, char **argv)
     rc = trainer_run(&t, &hooks, &prog);
     progress_clear();   /* a run stopped mid-epoch leaves its line drawn */
     /* the table is done: what first use cost (nothing said where nothing is counted) */
-    if (be.ops->counters && be.ops->counters(be.ctx, &after) == DR_OK) {
-        backend_counters_diff(&cost, &after, &before);
-        first_use_run_text(first, sizeof(first), &cost, &view.first);
+    if (first_use_run_line(first, sizeof(first), &be, &before, &view.first))
         printf("%s\n", first);
-    }
     if (prog.epoch > 0)
         printf("final test acc %.4f after %d epochs; train time %.2f s, total %.2f s%s\n",
                prog.last_test_acc, prog.epoch, prog.train_time, prog.total_time,

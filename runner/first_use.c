@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "base/status.h"
+
 size_t first_use_cat(char *buf, size_t cap, const char *text)
 {
     size_t len = strlen(buf);
@@ -85,4 +87,15 @@ size_t first_use_run_text(char *buf, size_t cap, const struct backend_counters *
         len = first_use_cat(buf, cap, " s");
     }
     return len;
+}
+
+int first_use_run_line(char *buf, size_t cap, const struct backend *be,
+                       const struct backend_counters *before, const struct first_use_epochs *e)
+{
+    struct backend_counters now, cost;
+    buf[0] = '\0';
+    if (!be->ops->counters || be->ops->counters(be->ctx, &now) != DR_OK) return 0;
+    backend_counters_diff(&cost, &now, before);
+    first_use_run_text(buf, cap, &cost, e);
+    return 1;
 }

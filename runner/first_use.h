@@ -6,7 +6,8 @@
  * script finds it with one grep.
  *
  * Everything here is async-signal-safe (no stdio, no locale, no allocation; numbers are
- * formatted by hand), so that bench's signal handler builds its lines with it too. Each
+ * formatted by hand), so that bench's watching thread builds its stop line with it while
+ * the main thread may hold stdio's locks. Each
  * function appends to buf, a NUL-terminated string in cap bytes (cap > 0), cutting what
  * does not fit, and returns the string's new length. */
 #ifndef DAWNRUN_FIRST_USE_H
@@ -15,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/backend.h"
 #include "kernels/counters.h"
 
 #define FIRST_USE_PREFIX "first use: "
@@ -31,8 +33,8 @@ size_t first_use_cat_fixed(char *buf, size_t cap, double v, int decimals);
 
 /* Appends the line's first part, no newline: "first use: 12 fused graphs built, 3
  * refused, 9 not asked (support table), 18.2 s building fused graphs, 4.1 s searching
- * convolution algorithms (36 searches)", from d (counts since the engine was created, or the difference of two
- * readings). Callers append what they timed themselves ("; warm-up ...") and the newline. */
+ * convolution algorithms (36 searches)", from d (counts since the engine was created, or
+ * the difference of two readings). Callers append what they timed themselves ("; warm-up ...") and the newline. */
 size_t first_use_text(char *buf, size_t cap, const struct backend_counters *d);
 
 /* The first two epochs a run trained (their numbers, 0 = none yet) and their train
@@ -50,5 +52,11 @@ void first_use_epoch_seen(struct first_use_epochs *e, int epoch, double train_s)
  * 3.1 s" for the epochs e saw. */
 size_t first_use_run_text(char *buf, size_t cap, const struct backend_counters *d,
                           const struct first_use_epochs *e);
+
+/* Fills buf with a run's line (first_use_run_text of the engine's counts now less before,
+ * and the epochs e saw) and returns 1, when engine be counts its work; 0, buf empty, when
+ * it does not (the CPU engine). Not for a signal handler (it calls the engine). */
+int first_use_run_line(char *buf, size_t cap, const struct backend *be,
+                       const struct backend_counters *before, const struct first_use_epochs *e);
 
 #endif

@@ -391,7 +391,7 @@ static int run_one(struct run_ctx *c, const struct sched_experiment *x, struct s
     const uint64_t seed = c->lease.seed;
     struct trainer t;
     struct train_progress p;
-    struct backend_counters before = {0}, after, cost;
+    struct backend_counters before = {0};
     char ckpt[EXPERIMENT_PATH_MAX + 128], why[256] = "", first[512] = "";
     int rc = DR_OK, train_rc = DR_OK;
     enum results_run_status status = RUN_DONE;
@@ -427,11 +427,8 @@ static int run_one(struct run_ctx *c, const struct sched_experiment *x, struct s
     train_rc = trainer_run(&t, &hooks, &p);
     /* after the table: what first use cost this run (nothing where nothing is counted;
      * a later run on the same engine finds its graphs and algorithms made) */
-    if (be->ops->counters && be->ops->counters(be->ctx, &after) == DR_OK) {
-        backend_counters_diff(&cost, &after, &before);
-        first_use_run_text(first, sizeof(first), &cost, &c->first);
+    if (first_use_run_line(first, sizeof(first), be, &before, &c->first))
         say(o, "%s\n", first);
-    }
     if (c->fenced || c->store_rc != DR_OK) {
         rc = c->store_rc;
         goto drop;

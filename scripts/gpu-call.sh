@@ -166,7 +166,7 @@ EOF
 # process), so that the driver does not tear the GPU down between the call's processes
 # and each dawnrun starts on a ready device. Exit 77 without the CUDA driver.
 internal_hold() {
-    python3 - "$1" <<'PY'
+    exec python3 - "$1" <<'PY'
 import ctypes, sys, time
 try:
     cu = ctypes.CDLL("libcuda.so.1")
@@ -310,39 +310,54 @@ row_add() { [ -z "$1" ] || { ROWS[-1]="${ROWS[-1]}$1"; write_summary; }; }
 # A step that timed out (STEP_RC 124 or 137).
 timed_out() { [ "$STEP_RC" = 124 ] || [ "$STEP_RC" = 137 ]; }
 
+# row_add_precision NAME P: the selfcheck step NAME's "precision P: N checks, M failed" line
+# into the summary's last row.
+row_add_precision() {
+    row_add "$(step_output "$OUT/selfcheck.log" "$1" | grep "== precision $2:" | tail -1 |
+               sed 's/^== //')"
+}
+
+# note_lines PREFIX: each line of the input as a finding, PREFIX before it. Give it its
+# input by redirection (note_lines P < <(...)), not at the end of a pipeline, whose
+# subshell would lose the notes.
+note_lines() {
+    local l
+    while read -r l; do note "$1$l"; done
+}
+
 # selfcheck_step P LIMIT: the selfcheck of precision P in its own process (a sticky device
 # error in one cannot fail the others); timed out, it runs again with fusion and CUDA
 # graphs off; failed, its failed cases run again with CUDA_LAUNCH_BLOCKING=1 and cuDNN's
 # log, whose FAIL and error lines go into the findings.
 selfcheck_step() {
-    local p="$1" limit="$2" var="GPU_SELFCHECK_ARGS_$1" args name cases
+    local p="$1" limit="$2" var="GPU_SELFCHECK_ARGS_$1" args name cases pre=()
     args="${!var:-${GPU_SELFCHECK_ARGS:-}}"
     name="selfcheck-$p"
     # shellcheck disable=SC2086
     step "$name" "$limit" selfcheck.log "${DRC[@]}" selfcheck --engine cuda --precision "$p" $args
-    row_add "$(step_output "$OUT/selfcheck.log" "$name" | grep "== precision $p:" | tail -1 | sed 's/^== //')"
+    row_add_precision "$name" "$p"
     if timed_out; then
         note "$name timed out: run again with fusion and CUDA graphs off"
         name="selfcheck-$p-unfused"
+        pre=(DAWNRUN_CUDA_FUSE=0 DAWNRUN_CUDA_GRAPH=0)
         # shellcheck disable=SC2086
-        step "$name" 45 selfcheck.log env DAWNRUN_CUDA_FUSE=0 DAWNRUN_CUDA_GRAPH=0 \
-            LD_LIBRARY_PATH="$DR_LIBS" "$DR" selfcheck --engine cuda --precision "$p" $args
-        row_add "$(step_output "$OUT/selfcheck.log" "$name" | grep "== precision $p:" | tail -1 | sed 's/^== //')"
+        step "$name" 45 selfcheck.log env "${pre[@]}" LD_LIBRARY_PATH="$DR_LIBS" "$DR" \
+            selfcheck --engine cuda --precision "$p" $args
+        row_add_precision "$name" "$p"
     fi
     case "$STEP_RC" in 0 | 77 | 125 | 124 | 137) return ;; esac
-    # the cases the selfcheck named as failed; none named (it stopped before printing one):
-    # the same cases again
-    cases="$(step_output "$OUT/selfcheck.log" "$name" | awk '/ FAIL$/ { print $1 }' | paste -sd, -)"
+    # the cases the selfcheck named as failed (none named: it stopped before printing one,
+    # the same cases again), in the configuration that failed
+    cases="$(step_output "$OUT/selfcheck.log" "$name" | awk '/ FAIL$/ { print $1 }' |
+             paste -sd, -)"
     [ -z "$cases" ] || args="--only $cases"
     # shellcheck disable=SC2086
-    step "rerun-$p" 45 debug.log env CUDA_LAUNCH_BLOCKING=1 CUDNN_LOGLEVEL_DBG=2 \
-        CUDNN_LOGDEST_DBG=stderr LD_LIBRARY_PATH="$DR_LIBS" "$DR" selfcheck --engine cuda \
-        --precision "$p" $args
-    step_output "$OUT/debug.log" "rerun-$p" |
+    step "rerun-$p" 45 debug.log env ${pre[@]+"${pre[@]}"} CUDA_LAUNCH_BLOCKING=1 \
+        CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=stderr LD_LIBRARY_PATH="$DR_LIBS" "$DR" \
+        selfcheck --engine cuda --precision "$p" $args
+    note_lines "$p: " < <(step_output "$OUT/debug.log" "rerun-$p" |
         grep -E "FAIL|ERROR|works for|illegal|CUDNN_STATUS|rror:" |
-        grep -v -e "^====" -e "trying the next" | head -6 |
-        while read -r l; do echo "$p: $l"; done >"$GPU_STATE/findings.tmp"
-    while read -r l; do note "$l"; done <"$GPU_STATE/findings.tmp"
+        grep -v -e "^====" -e "trying the next" | head -6)
 }
 
 # bench_step NAME CONFIG LIMIT: dawnrun bench of CONFIG in fp16 at batch 512; the row gets
@@ -351,17 +366,16 @@ selfcheck_step() {
 # it had at the signal (its warm-up, the steps done) and runs again with fusion and CUDA
 # graphs off.
 bench_step() {
-    local name="bench-$1" config="$2" limit="$3" pre=() out
+    local name="bench-$1" config="$2" limit="$3" pre=() out pass
     for pass in fused unfused; do
         # shellcheck disable=SC2086
-        step "$name" "$limit" bench.log "${pre[@]}" "${DRC[@]}" bench "$config" --engine cuda \
-            --batch 512 --warmup 3 --steps 20 --set 'train.precision="fp16"' ${GPU_BENCH_ARGS:-}
+        step "$name" "$limit" bench.log ${pre[@]+"${pre[@]}"} "${DRC[@]}" bench "$config" \
+            --engine cuda --batch 512 --warmup 3 --steps 20 --set 'train.precision="fp16"' \
+            ${GPU_BENCH_ARGS:-}
         out="$(step_output "$OUT/bench.log" "$name")"
         row_add "$(grep -E "^train: .*ms/step" <<<"$out" | tail -1)"
         timed_out && row_add "$(grep -E "^(warm-up|bench stopped)" <<<"$out" | tail -1)"
-        grep -E "^first use" <<<"$out" | tail -1 | while read -r l; do echo "$name: $l"; done \
-            >"$GPU_STATE/findings.tmp"
-        while read -r l; do note "$l"; done <"$GPU_STATE/findings.tmp"
+        note_lines "$name: " < <(grep -E "^first use" <<<"$out" | tail -1)
         timed_out || return 0
         [ "$pass" = fused ] && note "$name timed out: run again with fusion and CUDA graphs off"
         name="bench-$1-unfused"
@@ -370,17 +384,20 @@ bench_step() {
     done
 }
 
-# Holds the GPU initialised until the call ends (a process of its own, not a step), and
-# asks for persistence mode where the driver allows it.
+# Holds the GPU initialised until the call ends (a process of its own, not a step; the
+# device's own settings, persistence mode among them, are left as they are).
 hold_gpu() {
-    if command -v nvidia-smi >/dev/null; then
-        nvidia-smi -pm 1 >>"$OUT/env.txt" 2>&1 || echo "persistence mode: refused" >>"$OUT/env.txt"
-    fi
+    local waited=0
     "$SELF" _hold "$BUDGET" >"$GPU_STATE/hold.log" 2>&1 &
     HOLDER=$!
     trap 'kill "$HOLDER" 2>/dev/null' EXIT
-    sleep 2
-    note "GPU held for the call: $(tail -1 "$GPU_STATE/hold.log" 2>/dev/null)"
+    # its first line says whether it holds the device (cuInit may take seconds on a cold GPU)
+    while [ ! -s "$GPU_STATE/hold.log" ] && [ "$waited" -lt 20 ] && kill -0 "$HOLDER" 2>/dev/null
+    do
+        sleep 0.5
+        waited=$((waited + 1))
+    done
+    note "GPU held for the call: $(head -1 "$GPU_STATE/hold.log" 2>/dev/null)"
 }
 
 if [ "$STAGE" = 1 ]; then
@@ -420,16 +437,20 @@ absent (need the GPU): nvidia-smi, the CUDA device itself (the engine runs emula
     selfcheck_step fp32 45
     selfcheck_step bf16 45
     # the fused cuDNN graphs this GPU refused that the support table had promised
-    refused="$(cat "$OUT/selfcheck.log" "$OUT/bench.log" 2>/dev/null | grep -c "no fused engine" || true)"
+    refused="$(cat "$OUT/selfcheck.log" "$OUT/bench.log" 2>/dev/null |
+               grep -c "no fused engine" || true)"
     note "fused cuDNN graphs refused though the support table accepts them: ${refused:-0}"
-    cat "$OUT/selfcheck.log" "$OUT/bench.log" 2>/dev/null | grep "no fused engine" | sort -u |
-        head -3 | while read -r l; do note "$l"; done
+    note_lines "" < <(cat "$OUT/selfcheck.log" "$OUT/bench.log" 2>/dev/null |
+        grep "no fused engine" | sort -u | head -3)
+    # the fused graphs' build budget spent: those graphs ran unfused
+    note_lines "" < <(cat "$OUT/selfcheck.log" "$OUT/bench.log" 2>/dev/null |
+        grep "build budget of the fused" | head -3)
     # CUDA graphs: a plan whose capture failed runs without graphs (one line names its node)
     uncaptured="$(cat "$OUT/selfcheck.log" "$OUT/bench.log" 2>/dev/null |
                   grep -c "cannot be captured" || true)"
     note "plans that could not be captured into CUDA graphs (selfcheck, bench): ${uncaptured:-0}"
-    cat "$OUT/selfcheck.log" "$OUT/bench.log" 2>/dev/null | grep -m3 "cannot be captured" |
-        while read -r l; do note "$l"; done
+    note_lines "" < <(cat "$OUT/selfcheck.log" "$OUT/bench.log" 2>/dev/null |
+        grep -m3 "cannot be captured")
     for tool in memcheck racecheck; do
         var="GPU_SANITIZER_ARGS_$tool"
         def="--precision fp16 --only conv,ops,augment"

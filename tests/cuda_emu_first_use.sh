@@ -53,16 +53,19 @@ bench() {
     fi
     grep '^first use: ' "$DIR/$name.out" >"$DIR/$name.first"
     [ "$(wc -l <"$DIR/$name.first")" = 2 ] ||
-        fail "$name: $(wc -l <"$DIR/$name.first") first-use lines, expected 2 (after the warm-up, at the end)"
+        fail "$name: $(wc -l <"$DIR/$name.first") first-use lines, expected 2" \
+             "(after the warm-up, at the end)"
     sed -n 1p "$DIR/$name.first" | grep -q '; warm-up 1 steps [0-9.]* s$' ||
         fail "$name: the first first-use line does not end with the warm-up"
-    sed -n 2p "$DIR/$name.first" | grep -q '; warm-up 1 steps [0-9.]* s; timed 1 steps [0-9.]* s$' ||
+    sed -n 2p "$DIR/$name.first" |
+        grep -q '; warm-up 1 steps [0-9.]* s; timed 1 steps [0-9.]* s$' ||
         fail "$name: the last first-use line does not end with the warm-up and the timed steps"
     grep -q '^warm-up: 1 steps in [0-9.]* s ([0-9.]* ms/step)$' "$DIR/$name.out" ||
         fail "$name: no warm-up line"
     read -r built refused unasked build_s _ searches <<<"$(tail -1 "$DIR/$name.first" |
         sed -n "s/$LINE.*/\1 \2 \3 \4 \5 \6/p")"
-    [ -n "$searches" ] || fail "$name: the first-use line is not as expected: $(tail -1 "$DIR/$name.first")"
+    [ -n "$searches" ] ||
+        fail "$name: the first-use line is not as expected: $(tail -1 "$DIR/$name.first")"
     finalizes="$(sed -n 's/^emu cuDNN backend: \([0-9]*\) execution-plan finalizes.*/\1/p' \
         "$DIR/$name.err")"
     [ -n "$finalizes" ] || fail "$name: the emulator did not count its plan finalizes"
@@ -91,14 +94,17 @@ bench none DAWNRUN_CUDA_FUSED_BUILD_S=0
 [ "$built" = 0 ] || fail "budget 0: $built fused graphs built"
 [ "${refused:-0}" -gt 0 ] || fail "budget 0: no fused graph counted as refused"
 [ "$refused" = "$all_refused" ] ||
-    fail "budget 0: $refused refused, not every graph (as many as cuDNN refusing them all: $all_refused)"
+    fail "budget 0: $refused refused, not every graph" \
+         "(as many as cuDNN refusing them all: $all_refused)"
 [ "$finalizes" = 0 ] || fail "budget 0: $finalizes plans finalized"
-[ "$(budget_lines none)" = 1 ] || fail "budget 0: $(budget_lines none) lines saying the budget is spent"
+[ "$(budget_lines none)" = 1 ] ||
+    fail "budget 0: $(budget_lines none) lines saying the budget is spent"
 grep -q 'no fused engine' "$DIR/none.err" && fail "budget 0: a refusal said as cuDNN's"
 
 bench short DAWNRUN_CUDA_FUSED_BUILD_S=1
 [ "${refused:-0}" -gt 0 ] || fail "budget 1 s: no fused graph refused once it was spent"
-[ "$(budget_lines short)" = 1 ] || fail "budget 1 s: $(budget_lines short) lines saying the budget is spent"
+[ "$(budget_lines short)" = 1 ] ||
+    fail "budget 1 s: $(budget_lines short) lines saying the budget is spent"
 
 FINALIZE_MS=0 bench capped DAWNRUN_EMU_CUDNN_FUSED_ENGINES=10
 [ "$built" = 0 ] || fail "10 engines: $built fused graphs built (the engine tried past 4 per mode)"

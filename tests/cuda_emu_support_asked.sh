@@ -3,8 +3,9 @@
 # (docs/cudnn-graphs.md, "Support table"; kernels/cuda/fused_support.h): `dawnrun bench
 # --engine cuda` of DAWN_net, ResNet-9 and airbench94 in fp16 and in bf16, under the
 # emulated cuDNN that serves exactly the table's graphs (count-only emulation,
-# tests/cuda_emu/emu.h), says no "cuDNN has no fused engine" line: every graph it asked for
-# was served. With the emulated cuDNN refusing every fused graph the line does appear (the
+# tests/cuda_emu/emu.h), with no build budget spent, says no "cuDNN has no fused engine"
+# line and counts 0 refused graphs on its first-use line: every graph it asked for was
+# served. With the emulated cuDNN refusing every fused graph the line does appear (the
 # check can see a refusal).
 #   tests/cuda_emu_support_asked.sh BUILD_DIR
 set -uo pipefail
@@ -15,7 +16,8 @@ DIR="$(mktemp -d)"
 trap 'rm -rf "$DIR"' EXIT
 export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
 export DAWNRUN_EMU_COUNT_ONLY=1
-unset DAWNRUN_CUDA_FUSE DAWNRUN_CUDA_FUSE_CONV DAWNRUN_EMU_CUDNN_FUSED_REFUSE DAWNRUN_CUDA_GRAPH
+unset DAWNRUN_CUDA_FUSE DAWNRUN_CUDA_FUSE_CONV DAWNRUN_EMU_CUDNN_FUSED_REFUSE DAWNRUN_CUDA_GRAPH \
+    DAWNRUN_CUDA_FUSED_BUILD_S DAWNRUN_EMU_CUDNN_FINALIZE_MS DAWNRUN_EMU_CUDNN_FUSED_ENGINES
 errors=0
 bench() {   # bench NAME CONFIG PRECISION [env assignments]
     local name="$1" config="$2" precision="$3"
@@ -34,11 +36,16 @@ for precision in fp16 bf16; do
                   configs/airbench94.cfg; do
         name="$(basename "$config" .cfg)-$precision"
         bench "$name" "$config" "$precision"
-        if grep 'no fused engine' "$DIR/$name.err"; then
-            echo "FAIL: $name: the engine asked cuDNN for a graph the support table refuses"
+        # the last first-use line: "first use: B fused graphs built, R refused, ..."
+        line="$(grep '^first use: ' "$DIR/$name.out" | tail -1)"
+        if grep 'no fused engine\|build budget' "$DIR/$name.err"; then
+            echo "FAIL: $name: a fused graph asked for was refused"
+            errors=$((errors + 1))
+        elif ! grep -q '^first use: [0-9]* fused graphs built, 0 refused, ' <<<"$line"; then
+            echo "FAIL: $name: the first-use line counts refusals: $line"
             errors=$((errors + 1))
         else
-            echo "ok: $name: every fused graph asked for was served"
+            echo "ok: $name: every fused graph asked for was served: $line"
         fi
     done
 done

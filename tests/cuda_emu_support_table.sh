@@ -18,4 +18,5 @@ if ! diff -u "$DIR/docs.md" "$DIR/code.md"; then
          "(the lines above: - the docs, + the code)"
     exit 1
 fi
-echo "ok: the support table of docs/cudnn-graphs.md is the code's ($(($(wc -l <"$DIR/code.md") - 2)) rows)"
+echo "ok: the support table of docs/cudnn-graphs.md is the code's" \
+     "($(($(wc -l <"$DIR/code.md") - 2)) rows)"

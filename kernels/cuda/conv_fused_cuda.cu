@@ -55,7 +55,7 @@
 #define FUSED_BUILD_S_DEFAULT 20.0 /* seconds of building per context, unless
                                       DAWNRUN_CUDA_FUSED_BUILD_S says otherwise: with the
                                       algorithm search, a bench of the GPU protocol fits
-                                      its 30 s (docs/gpu.md) */
+                                      its 45 s (docs/gpu.md) */
 #define FUSED_MAX_PACKS 64      /* variant packs kept per graph (then the oldest is reused) */
 #define FUSED_ALIGN 16          /* bytes: the alignment every tensor is declared with */
 #define FUSED_KEY_LEN 13
@@ -842,7 +842,7 @@ cleanup:
 /* *det = 1 when the engine of configuration cfg does not carry cuDNN's
  * CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC (read on the engine CUDNN_ATTR_ENGINECFG_ENGINE
  * gives), 0 when it does or its notes cannot be read. */
-static int fused_cfg_deterministic(struct cuda_ctx *c, cudnnBackendDescriptor_t cfg, int *det)
+static int fused_cfg_deterministic(int *det, struct cuda_ctx *c, cudnnBackendDescriptor_t cfg)
 {
     int rc = DR_OK;
     cudnnBackendDescriptor_t engine = NULL;
@@ -882,7 +882,7 @@ static int fused_try_config(struct cuda_ctx *c, struct fused_state *s, struct fu
     struct fused_outputs out;
     int count = 0, det = 1;
     cudnnStatus_t probe = CUDNN_STATUS_SUCCESS;
-    if (c->deterministic) TRY(fused_cfg_deterministic(c, cfg, &det));
+    if (c->deterministic) TRY(fused_cfg_deterministic(&det, c, cfg));
     if (!det) {
         *why = "every configuration cuDNN lists is non-deterministic";
         goto cleanup;
@@ -1054,7 +1054,8 @@ static int fused_build(struct cuda_ctx *c, struct fused_state *s,
     int attempts = 1;
     const struct fused_support_query q = fused_query(key);
     /* a graph the documentation gives no engine for is not asked for at all (no cuDNN
-     * call, no message, no time from the budget: docs/cudnn-graphs.md, "Support table") */
+     * call, no message, no cuDNN time spent from the budget: docs/cudnn-graphs.md,
+     * "Support table") */
     const int unsupported = !fused_support_accepts(&q, NULL);
     s->build_t0 = cuda_now_ns();
     s->listed = s->tried = 0;
@@ -1241,52 +1242,46 @@ static int fused_args_aligned(const struct cuda_ctx *c, const struct cuda_conv_f
     return fused_aligned(ptrs, count);
 }
 
-/* The rc of an error is returned negated (dr_status values are positive), so that it
- * cannot be read as 1. */
-int cuda_conv_fused_usable(struct cuda_ctx *c, const struct cuda_conv_fused_args *args)
+/* What cuda_conv_fused_usable (build 1) and cuda_conv_fused_plausible (build 0) answer
+ * for args, as they say; build 0 builds nothing and calls no cuDNN function. The rc of an
+ * error is returned negated (dr_status values are positive), so that it cannot be read as
+ * 1. */
+static int fused_answer(struct cuda_ctx *c, const struct cuda_conv_fused_args *args, int build)
 {
-    int rc = DR_OK, usable = 0;
-    int ho = 0, wo = 0, key[FUSED_KEY_LEN], index = -1;
-    struct fused_state *s = NULL;
-    TRY(fused_check(args, &ho, &wo));
-    if (args->x->n == 0) {   /* nothing to build: run() writes the zeros */
-        usable = 1;
-        goto cleanup;
-    }
-    TRY(cuda_enter(c));
-    fused_key(key, c, args);
-    /* cuDNN's tensors are declared 16-byte aligned: other addresses run unfused */
-    if (!fused_args_aligned(c, args, key)) goto cleanup;
-    TRY(fused_lookup(c, args, key, &s, &index));
-    usable = s->graphs[index].plan != NULL;
-cleanup:
-    return rc != DR_OK ? -rc : usable;
-}
-
-int cuda_conv_fused_plausible(struct cuda_ctx *c, const struct cuda_conv_fused_args *args)
-{
-    int rc = DR_OK, plausible = 0;
+    int rc = DR_OK, yes = 0;
     int ho = 0, wo = 0, key[FUSED_KEY_LEN], index = -1;
     struct fused_support_query q;
     struct fused_state *s = NULL;
     TRY(fused_check(args, &ho, &wo));
-    if (args->x->n == 0) {
-        plausible = 1;
+    if (args->x->n == 0) {   /* nothing to build: run() writes the zeros */
+        yes = 1;
         goto cleanup;
     }
     fused_key(key, c, args);
+    /* cuDNN's tensors are declared 16-byte aligned: other addresses run unfused */
     if (!fused_args_aligned(c, args, key)) goto cleanup;
     q = fused_query(key);
     TRY(fused_state_of(c, &s));
     index = fused_find(s, key);
-    if (!fused_support_accepts(&q, NULL)) {
-        /* remembered and counted once, without a cuDNN call (fused_build) */
-        if (index < 0) TRY(fused_lookup(c, args, key, &s, &index));
-        goto cleanup;
+    if (build || (index < 0 && !fused_support_accepts(&q, NULL))) {
+        /* built now when new (a graph the support table refuses is only remembered as
+         * such and counted, without a cuDNN call: fused_build) */
+        if (build) TRY(cuda_enter(c));
+        TRY(fused_lookup(c, args, key, &s, &index));
     }
-    plausible = index < 0 || s->graphs[index].plan != NULL;
+    yes = index < 0 || s->graphs[index].plan != NULL;
 cleanup:
-    return rc != DR_OK ? -rc : plausible;
+    return rc != DR_OK ? -rc : yes;
+}
+
+int cuda_conv_fused_usable(struct cuda_ctx *c, const struct cuda_conv_fused_args *args)
+{
+    return fused_answer(c, args, 1);
+}
+
+int cuda_conv_fused_plausible(struct cuda_ctx *c, const struct cuda_conv_fused_args *args)
+{
+    return fused_answer(c, args, 0);
 }
 
 int cuda_conv_fused_run(struct cuda_ctx *c, const struct cuda_conv_fused_args *args)

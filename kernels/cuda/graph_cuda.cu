@@ -223,12 +223,19 @@ cleanup:
     return ok;
 }
 
-/* After a failed capture of entry e's plan: its graphs go, and it runs eagerly for good. */
-static void graph_entry_eager(struct graph_entry *e)
+/* Destroys entry e's executable graphs and empties its slots (an exec still running is
+ * freed when it completes: cudaGraphExecDestroy). */
+static void graph_entry_drop(struct graph_entry *e)
 {
     for (int k = 0; k < GRAPH_SLOTS; k++)
         if (e->slots[k].exec) cudaGraphExecDestroy(e->slots[k].exec);
     memset(e->slots, 0, sizeof(e->slots));
+}
+
+/* After a failed capture of entry e's plan: its graphs go, and it runs eagerly for good. */
+static void graph_entry_eager(struct graph_entry *e)
+{
+    graph_entry_drop(e);
     e->eager = 1;
 }
 
@@ -273,9 +280,7 @@ void cuda_graph_forget(struct cuda_ctx *c, const struct plan *p)
     struct graph_cache *g = (struct graph_cache *)c->graphs;
     for (int i = 0; g && i < g->count; i++)
         if (g->entries[i].plan == p) {
-            /* an exec still running is freed when it completes (cudaGraphExecDestroy) */
-            for (int k = 0; k < GRAPH_SLOTS; k++)
-                if (g->entries[i].slots[k].exec) cudaGraphExecDestroy(g->entries[i].slots[k].exec);
+            graph_entry_drop(&g->entries[i]);
             g->entries[i] = g->entries[--g->count];
             return;
         }
@@ -285,9 +290,7 @@ void cuda_graph_release(struct cuda_ctx *c)
 {
     struct graph_cache *g = (struct graph_cache *)c->graphs;
     if (!g) return;
-    for (int i = 0; i < g->count; i++)
-        for (int k = 0; k < GRAPH_SLOTS; k++)
-            if (g->entries[i].slots[k].exec) cudaGraphExecDestroy(g->entries[i].slots[k].exec);
+    for (int i = 0; i < g->count; i++) graph_entry_drop(&g->entries[i]);
     free(g->entries);
     free(g);
     c->graphs = NULL;

@@ -215,19 +215,21 @@ static int probe_vectors(struct cuda_ctx *c, int channels, float **out)
  * graph (cuDNN's heuristics, plan finalizes where it compiles, a trial) or only say
  * whether the graph may be used (the support table, alignment, an earlier refusal). The
  * analysis asks without building; the graphs of the steps it then chose are built, and
- * a graph cuDNN refuses sends the plan back to the analysis without it (analyse), so
- * that nothing is built that the plan does not run. */
+ * a graph cuDNN refuses sends the plan back to the analysis without it (analyse). failed
+ * is set when an answer met an error (said on stderr) rather than a refusal. */
 struct fuse_asker {
     struct cuda_ctx *c;
     int build;
+    int failed;
 };
 
 /* The batch norm inside a convolution is a choice, not a need: an error while asking
- * (an allocation) is said and the convolution runs as it is. */
-static int usable_or_not(const struct fuse_asker *a, const struct cuda_conv_fused_args *args)
+ * (an allocation) is said, noted in a->failed, and the convolution runs as it is. */
+static int usable_or_not(struct fuse_asker *a, const struct cuda_conv_fused_args *args)
 {
     const int r = a->build ? cuda_conv_fused_usable(a->c, args)
                            : cuda_conv_fused_plausible(a->c, args);
+    if (r < 0) a->failed = 1;
     return r > 0;
 }
 
@@ -239,7 +241,7 @@ static int conv_add_ok(void *user, const struct plan_node *conv, const struct pl
                        const struct plan_node *add, const struct plan_node *res_bn,
                        const struct plan_node *stats)
 {
-    const struct fuse_asker *asker = (const struct fuse_asker *)user;
+    struct fuse_asker *asker = (struct fuse_asker *)user;
     struct cuda_ctx *c = asker ? asker->c : NULL;
     float *probe = NULL;
     const int width = conv->u.conv_fwd.x->c > conv->u.conv_fwd.w->n ? conv->u.conv_fwd.x->c
@@ -272,7 +274,7 @@ static int conv_fwd_ok(void *user, const struct plan_node *conv, const struct pl
  * gradients after the data gradient (plus what dx holds, when conv accumulates). */
 static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct plan_node *bn)
 {
-    const struct fuse_asker *asker = (const struct fuse_asker *)user;
+    struct fuse_asker *asker = (struct fuse_asker *)user;
     struct cuda_ctx *c = asker ? asker->c : NULL;
     float *probe = NULL;
     const struct tensor *x = bn->u.bn_fwd_train.x;
@@ -313,7 +315,7 @@ static int has_cbn(const struct plan *p, const struct plan_fuse_step *steps, int
  * weight gradient with the apply of batch norm bn on x (its data gradient runs as it is). */
 static int conv_wgrad_ok(void *user, const struct plan_node *conv, const struct plan_node *bn)
 {
-    const struct fuse_asker *asker = (const struct fuse_asker *)user;
+    struct fuse_asker *asker = (struct fuse_asker *)user;
     struct cuda_ctx *c = asker ? asker->c : NULL;
     float *probe = NULL;
     const struct tensor *x = bn->u.bn_fwd_train.x;
@@ -330,12 +332,12 @@ static int conv_wgrad_ok(void *user, const struct plan_node *conv, const struct 
 
 /* Builds the fused cuDNN graphs that steps (of plan p) run, through the caps' own
  * questions asked of builder (which builds): 1 when every one is usable, 0 at the first
- * that is not (cuDNN refused it, or the build budget is spent; it is remembered as
- * refused, and nothing after it is built). */
-static int steps_built(const struct fuse_asker *builder, const struct plan *p,
+ * that is not (cuDNN refused it, or the build budget is spent: it is remembered as
+ * refused; or building it met an error: builder->failed; nothing after it is built). */
+static int steps_built(struct fuse_asker *builder, const struct plan *p,
                        const struct plan_fuse_step *steps)
 {
-    void *user = (void *)builder;
+    void *user = builder;
     for (int i = 0; i < p->count; i++) {
         const struct plan_fuse_step *s = &steps[i];
         const struct plan_node *n = &p->nodes[i];
@@ -379,22 +381,22 @@ static void entry_clear(struct cuda_ctx *c, struct plan_entry *e)
 
 /* Makes device buffer *buf (*cap elements of size bytes) hold need elements: kept when it
  * does; else freed once the stream has finished with it, allocated anew, and *moved set. */
-static int buffer_fit(struct cuda_ctx *c, void **buf, size_t *cap, size_t need, size_t size,
-                      int *moved)
+static int buffer_fit(struct cuda_ctx *c, void **buf, size_t *cap, int *moved, size_t need,
+                      size_t size)
 {
     int rc = DR_OK;
     if (need <= *cap) return DR_OK;
     *moved = 1;
-    if (*buf) {
+    if (*buf) {   /* kept as it was (buffer and capacity) when this fails */
         CHECK_CUDA(cuda_counted_sync(c));   /* graphs and runs queued may still use it */
         CHECK_CUDA(cuda_counted_free(c, *buf));
+        *buf = NULL;
+        *cap = 0;
     }
-    *buf = NULL;
-    *cap = 0;
     CHECK_CUDA(cuda_counted_malloc(c, buf, size * need));
     *cap = need;
 cleanup:
-    if (rc != DR_OK) *buf = NULL;
+    if (rc != DR_OK && *cap == 0) *buf = NULL;   /* a failed allocation leaves nothing */
     return rc;
 }
 
@@ -421,15 +423,16 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
     CHECK_ALLOC(e->cbn_at, "the CUDA plan analysis");
     {
         struct plan_fuse_caps caps = CUDA_FUSE_CAPS;
-        const struct fuse_asker ask = {c, 0}, build = {c, 1};
-        caps.user = (void *)&ask;
-        for (int round = 0; conv_on; round++) {
+        struct fuse_asker ask = {c, 0, 0}, build = {c, 1, 0};
+        caps.user = &ask;
+        for (int round = 1; conv_on; round++) {
             plan_fuse_analyse(e->steps, p, &caps);
             if (steps_built(&build, p, e->steps)) break;
             /* a graph cuDNN refused is remembered as refused: the next round's analysis
-             * does without it; each round refuses a graph, so this ends, and past
-             * FUSE_ROUNDS the plan does without cuDNN's fused graphs altogether */
-            if (round == FUSE_ROUNDS) conv_on = 0;
+             * does without it. After an error (not remembered: it could recur each
+             * round), or after FUSE_ROUNDS rounds, the plan does without cuDNN's fused
+             * graphs altogether. */
+            if (build.failed || ask.failed || round == FUSE_ROUNDS) conv_on = 0;
         }
         if (!conv_on) {
             caps.conv_fwd_ok = NULL;
@@ -446,7 +449,7 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
         /* 16-byte aligned vectors */
         e->cbn_floats += (size_t)CBN_COUNT * (((size_t)p->nodes[i].u.bn_fwd_train.x->c + 3) / 4 * 4);
     }
-    TRY(buffer_fit(c, (void **)&e->cbn, &e->cbn_cap, e->cbn_floats, sizeof(float), &moved));
+    TRY(buffer_fit(c, (void **)&e->cbn, &e->cbn_cap, &moved, e->cbn_floats, sizeof(float)));
     e->coef_floats = 0;
     for (int i = 0; i < p->count; i++) {
         if (!e->steps[i].keeps_coef) continue;
@@ -456,8 +459,7 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
         /* 16-byte aligned pieces */
         e->coef_floats += ((size_t)COEF_FWD_COUNT * splits * n->u.bn_fwd_train.x->c + 3) / 4 * 4;
     }
-    TRY(buffer_fit(c, (void **)&e->coef, &e->coef_cap, e->coef_floats, sizeof(float),
-                   &moved));
+    TRY(buffer_fit(c, (void **)&e->coef, &e->coef_cap, &moved, e->coef_floats, sizeof(float)));
     e->stats_doubles = 0;
     for (int i = 0; i < p->count; i++) {
         if (e->steps[i].kind != PLAN_FUSE_ADD_STATS &&
@@ -469,11 +471,18 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
         e->stats_doubles +=
             (cuda_bn_partial_count(bn->u.bn_fwd_train.x, &bn->u.bn_fwd_train.a) + 1) / 2 * 2;
     }
-    TRY(buffer_fit(c, (void **)&e->stats, &e->stats_cap, e->stats_doubles, sizeof(double),
-                   &moved));
+    TRY(buffer_fit(c, (void **)&e->stats, &e->stats_cap, &moved, e->stats_doubles, sizeof(double)));
 cleanup:
     if (moved || !e->gen) e->gen = ++*clock;
     return rc;
+}
+
+/* p's entry in cache pc (NULL for none, or no cache). */
+static struct plan_entry *plan_entry_find(const struct plan_cache *pc, const struct plan *p)
+{
+    for (int i = 0; pc && i < pc->n; i++)
+        if (pc->e[i].p == p) return &pc->e[i];
+    return NULL;
 }
 
 /* The entry of p in c's cache, analysed for its current signature. */
@@ -488,8 +497,7 @@ static int plan_entry_for(struct cuda_ctx *c, const struct plan *p, struct plan_
         CHECK_ALLOC(pc, "the CUDA plan cache");
         c->plans = pc;
     }
-    for (int i = 0; i < pc->n && !e; i++)
-        if (pc->e[i].p == p) e = &pc->e[i];
+    e = plan_entry_find(pc, p);
     if (e && (!e->steps || e->sig != plan_signature(p) || e->count != p->count ||
               e->conv_on != conv_on)) {
         entry_clear_analysis(e);
@@ -760,10 +768,8 @@ cleanup:
  * graph captured with another one addresses buffers that have moved since. */
 static uint64_t plan_state(const struct cuda_ctx *c, const struct plan *p)
 {
-    const struct plan_cache *pc = (const struct plan_cache *)c->plans;
-    for (int i = 0; pc && i < pc->n; i++)
-        if (pc->e[i].p == p) return pc->e[i].gen;
-    return 0;
+    const struct plan_entry *e = plan_entry_find((const struct plan_cache *)c->plans, p);
+    return e ? e->gen : 0;
 }
 
 int cuda_plan_compute(void *ctx, const struct plan *p)
@@ -776,13 +782,12 @@ void cuda_plan_forget(void *ctx, const struct plan *p)
 {
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
     struct plan_cache *pc = (struct plan_cache *)c->plans;
+    struct plan_entry *e = plan_entry_find(pc, p);
     cuda_graph_forget(c, p);
-    for (int i = 0; pc && i < pc->n; i++)
-        if (pc->e[i].p == p) {
-            entry_clear(c, &pc->e[i]);
-            pc->e[i] = pc->e[--pc->n];
-            break;
-        }
+    if (e) {
+        entry_clear(c, e);
+        *e = pc->e[--pc->n];
+    }
 }
 
 void cuda_plan_release(struct cuda_ctx *c)

@@ -1162,11 +1162,11 @@ static int emu_classify(const emu_graph_view &v, fused_support_query *q)
     if (m.used.size() != v.ops.size()) return EMU_PAT_NONE;
     q->dtype = emu_support_dtype(src.dt);
     {
-        const emu_geom g = emu_geom_of(emu_ref_of(op, op->type == D_FWD
-                                                          ? CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC
-                                                      : op->type == D_BWD_FILTER
-                                                          ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC
-                                                          : CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC));
+        const int conv_desc = op->type == D_FWD ? CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC
+                              : op->type == D_BWD_FILTER
+                                  ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC
+                                  : CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC;
+        const emu_geom g = emu_geom_of(emu_ref_of(op, conv_desc));
         q->stride = g.stride[0] == g.stride[1] ? (int)g.stride[0] : -1;
         if (g.dil[0] != 1 || g.dil[1] != 1) return EMU_PAT_NONE;   /* no dilation documented */
     }
@@ -1179,14 +1179,15 @@ static int emu_fused_refused(void)
     return e && *e && strcmp(e, "0") != 0;
 }
 
-/* The engines of a supported graph: DAWNRUN_EMU_CUDNN_FUSED_ENGINES, else
- * EMU_GRAPH_ENGINES. */
-static int emu_fused_engines(void)
+/* The engine count DAWNRUN_EMU_CUDNN_FUSED_ENGINES asks for (2 to EMU_GRAPH_ENGINES_MAX),
+ * or 0 when it is unset or not such a number (then the default engines serve). */
+static int emu_fused_engines_asked(void)
 {
     const char *e = getenv("DAWNRUN_EMU_CUDNN_FUSED_ENGINES");
-    if (!e || !*e) return EMU_GRAPH_ENGINES;
-    const long n = strtol(e, NULL, 10);
-    return n >= 2 && n <= EMU_GRAPH_ENGINES_MAX ? (int)n : EMU_GRAPH_ENGINES;
+    char *end = NULL;
+    if (!e || !*e) return 0;
+    const long n = strtol(e, &end, 10);
+    return *end == '\0' && n >= 2 && n <= EMU_GRAPH_ENGINES_MAX ? (int)n : 0;
 }
 
 static cudnnStatus_t emu_finalize_graph(emu_bd *b)
@@ -1198,10 +1199,13 @@ static cudnnStatus_t emu_finalize_graph(emu_bd *b)
     b->pattern = emu_classify(v, &q);
     /* the support table decides, as cuDNN's documentation does for the real library */
     if (b->pattern != EMU_PAT_NONE && !fused_support_accepts(&q, NULL)) b->pattern = EMU_PAT_NONE;
-    b->engines = b->pattern != EMU_PAT_NONE && !emu_fused_refused() ? emu_fused_engines() : 0;
-    /* by default engine 0 refuses; with DAWNRUN_EMU_CUDNN_FUSED_ENGINES every one but the
-     * last does */
-    b->refusing = getenv("DAWNRUN_EMU_CUDNN_FUSED_ENGINES") && b->engines > 0 ? b->engines - 1 : 1;
+    /* by default EMU_GRAPH_ENGINES, engine 0 refusing; with DAWNRUN_EMU_CUDNN_FUSED_ENGINES
+     * every one but the last refuses */
+    const int asked = emu_fused_engines_asked();
+    b->engines = b->pattern == EMU_PAT_NONE || emu_fused_refused() ? 0
+                 : asked                                         ? asked
+                                                                 : EMU_GRAPH_ENGINES;
+    b->refusing = asked ? asked - 1 : 1;
     return CUDNN_STATUS_SUCCESS;
 }
 

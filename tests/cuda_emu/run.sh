@@ -26,8 +26,8 @@
 # time (a lock). DAWNRUN_EMU_CUDNN_REFUSE makes chosen cuDNN executions fail (emu_libs.cpp);
 # DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1 makes cuDNN's heuristics list no engine for any fused
 # graph, so the engine runs those convolutions unfused (emu_graph.cpp);
-# DAWNRUN_EMU_CUDNN_FUSED_ENGINES=N lists N engines per fused graph instead of two, only the
-# last one's plan finalizing. DAWNRUN_EMU_CUDNN_FINALIZE_MS=N makes every execution-plan
+# DAWNRUN_EMU_CUDNN_FUSED_ENGINES=N lists N engines per fused graph instead of three, only
+# the last one's plan finalizing. DAWNRUN_EMU_CUDNN_FINALIZE_MS=N makes every execution-plan
 # finalize of a fused graph sleep N ms (default 0), as real cuDNN spends compiling there,
 # to rehearse the engine's time limits; at exit a stderr line counts the finalizes.
 # The selfcheck runs with DAWNRUN_CUDA_FUSED_BUILD_S=1000000 unless it is set: the fused

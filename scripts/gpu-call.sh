@@ -18,9 +18,11 @@
 #                              dataset, runs a multi-seed batch of the seed table's config
 #                              and of airbench94, and writes the report and the curves
 #
-# Every step runs under its own timeout; a call's timeouts add up to at most its budget
+# Every step runs under its own timeout, so a call ends within its budget of wall time
 # (GPU_CALL_BUDGET: 420 s for call 1, 240 s for batch): a step gets the smaller of its
-# own limit and what the budget has left, and is skipped with less than 5 s left. The
+# own limit and what the budget has left (less the 5 s a killed step may take to end),
+# and is skipped with less than 5 s for it; time a step did not use is left to the next
+# ones. The
 # summary, $OUT/summary.txt, is rewritten after every step, so a killed call still leaves
 # what it found. $OUT (default gpu-out/) gets at most 8 files, each under 16 MiB.
 # State kept between calls on a warm machine: build-state/ (GPU_STATE).
@@ -212,7 +214,6 @@ T0=$(date +%s)
 SUMMARY="$OUT/summary.txt"
 ROWS=()
 NOTES=()
-ALLOCATED=0     # the step timeouts given so far
 FAILED=0
 STEP_RC=0
 STEP_NOTE=""
@@ -224,7 +225,7 @@ write_summary() {
             echo "REHEARSAL against the emulated CUDA engine (no GPU figures)" || echo "on the GPU")"
         echo "machine $(uname -n), started $(date -u -d "@$T0" +%Y-%m-%dT%H:%M:%SZ), elapsed" \
              "$(($(date +%s) - T0)) s"
-        echo "step timeouts in all: $ALLOCATED s (budget $BUDGET s)"
+        echo "budget $BUDGET s of wall time; each step's limit within what was left"
         echo
         printf '%-18s %-9s %6s %7s  %s\n' step status wall_s limit_s note
         printf '%s\n' "${ROWS[@]}"
@@ -260,7 +261,7 @@ step() {
     for over in ${GPU_STEP_LIMITS:-}; do   # NAME=SECONDS overrides
         [ "${over%%=*}" = "$name" ] && limit="${over#*=}"
     done
-    left=$((BUDGET - ALLOCATED))
+    left=$((BUDGET - ($(date +%s) - T0) - 5))   # a killed step's 5 s grace kept
     t=$((limit < left ? limit : left))
     if [ "$t" -lt 5 ]; then
         ROWS+=("$(printf '%-18s %-9s %6s %7s  %s' "$name" skipped - - "the call's budget is spent")")
@@ -268,7 +269,6 @@ step() {
         STEP_RC=125
         return
     fi
-    ALLOCATED=$((ALLOCATED + t))
     echo "==== $name: $* (limit $t s, $(date -u +%H:%M:%S))" >>"$log"
     start=$(date +%s)
     timeout -k 5 "$t" "$@" >>"$log" 2>&1

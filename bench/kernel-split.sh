@@ -71,7 +71,8 @@ timeout 600 gdb -q -batch -x "$T/split.gdb" --args "$DR" bench "$CONFIG" --engin
     --batch "$BATCH" --warmup 0 --steps 1 --set "train.precision=\"$PRECISION\"" \
     >"$T/gdb.txt" 2>&1 || true
 # the bench's own error (a bad config, no data) comes before its first step
-grep -q '^Breakpoint 1, cuda_plan_execute' "$T/gdb.txt" ||
+# (gdb names the thread in a process with several: "Thread 1 "dawnrun" hit Breakpoint 1, ...")
+grep -qE '^(Thread .* hit )?Breakpoint 1, cuda_plan_execute' "$T/gdb.txt" ||
     { echo "kernel-split.sh: the bench stopped before its first step:" >&2
       grep -v -e '^\[' -e '^Breakpoint 1 at' -e 'libthread_db' -e '^/.*split.gdb:' \
           -e '^No symbol' "$T/gdb.txt" >&2; exit 1; }

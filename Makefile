@@ -1,5 +1,6 @@
 # dawnrun quick start. `make demo` installs what is missing (Debian, as root), builds and
-# runs the demo experiment; `make test` builds with warnings as errors and runs ctest.
+# runs the demo experiment; `make test` builds with warnings as errors and runs ctest, all but
+# the long emulated CUDA runs, which `make test-long` runs.
 # Data: $DAWNRUN_DATA, else data/cifar-10-batches-bin (fetched by scripts/get-cifar10.sh).
 
 BUILD ?= build
@@ -12,8 +13,8 @@ SANITIZE_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps test-deps fuzz-deps build build-werror demo test test-sanitize fuzz data \
-        data-if-possible clean
+.PHONY: all deps test-deps fuzz-deps build build-werror demo test test-long test-sanitize fuzz \
+        data data-if-possible clean
 
 all: build
 
@@ -69,8 +70,14 @@ demo: build data
 	$(BUILD)/dawnrun plot configs/demo.cfg $(DEMO_SETS) --db $(DEMO_DB) -o results/demo-curves.svg
 	@echo "open results/demo-curves.svg in a browser: test accuracy, train loss and lr per epoch" 
 
+# The suite without the tests labelled `long` (the CUDA engine's full selfchecks and benches
+# under the emulator, many minutes each on 2 cores); `make test-long` runs those alone.
 test: build-werror test-deps data-if-possible
-	cd $(BUILD) && DAWNRUN_DATA=$(DATA_ABS) ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && DAWNRUN_DATA=$(DATA_ABS) ctest --output-on-failure -j $(JOBS) -LE long
+	@echo "dawnrun: the long emulated CUDA tests are left to 'make test-long'"
+
+test-long: build-werror test-deps data-if-possible
+	cd $(BUILD) && DAWNRUN_DATA=$(DATA_ABS) ctest --output-on-failure -j $(JOBS) -L long
 
 # The suite again, built with gcc's AddressSanitizer, LeakSanitizer and UBSan (CPU engine;
 # see docs/testing.md): fails on any test failure or sanitizer report.

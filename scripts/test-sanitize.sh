@@ -31,7 +31,7 @@ export ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
 rc=0
 # SANITIZE_CTEST_ARGS: more ctest arguments (e.g. -R NAME to run a few cases)
 # shellcheck disable=SC2086
-(cd "$build" && ctest --output-on-failure -j "$jobs" -E '^cuda_emulated_selfcheck$' \
+(cd "$build" && ctest --output-on-failure -j "$jobs" -LE long \
     ${SANITIZE_CTEST_ARGS:-}) || rc=$?
 # A log holding only "failed to allocate" warnings comes from tests/run_failed.sh, which
 # makes allocations fail on purpose (allocator_may_return_null=1; elsewhere a failed

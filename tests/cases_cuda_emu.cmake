@@ -32,14 +32,15 @@ if(NOT DAWNRUN_HAVE_CUDA)
 endif()
   add_test(NAME cuda_emulated_selfcheck
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu/run.sh ${CMAKE_BINARY_DIR} --precision fp32)
-  set_tests_properties(cuda_emulated_selfcheck PROPERTIES TIMEOUT 1800 SKIP_RETURN_CODE 77)
+  set_tests_properties(cuda_emulated_selfcheck PROPERTIES LABELS long TIMEOUT 1800
+                       SKIP_RETURN_CODE 77)
   # the cases that run whole steps, with fusion and CUDA graphs off: every plan node by
   # node from the host gives the same results (the plan group compares fused with unfused
   # itself, and the run above has both on)
   add_test(NAME cuda_emulated_selfcheck_unfused
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu/run.sh ${CMAKE_BINARY_DIR} --precision fp32
                    --only train,toolbox,augment_step,sgd_multi,lerp_multi,cursor_advance)
-  set_tests_properties(cuda_emulated_selfcheck_unfused PROPERTIES TIMEOUT 1800
+  set_tests_properties(cuda_emulated_selfcheck_unfused PROPERTIES LABELS long TIMEOUT 1800
                        SKIP_RETURN_CODE 77 ENVIRONMENT "DAWNRUN_CUDA_FUSE=0;DAWNRUN_CUDA_GRAPH=0")
   # cuDNN refusing a listed algorithm at execution: fall-through, and the final message
   foreach(mode fallthrough none)
@@ -50,7 +51,8 @@ endif()
   # the engine's counts as `dawnrun bench` prints them: present, above 0, deterministic
   add_test(NAME cuda_emulated_bench_counts
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_bench_counts.sh ${CMAKE_BINARY_DIR})
-  set_tests_properties(cuda_emulated_bench_counts PROPERTIES TIMEOUT 1200 SKIP_RETURN_CODE 77)
+  set_tests_properties(cuda_emulated_bench_counts PROPERTIES LABELS long TIMEOUT 1200
+                       SKIP_RETURN_CODE 77)
   # what first use costs (fused graphs built and refused, their build time, algorithm
   # searches), with cuDNN's compile time rehearsed, the engine's cap on the configurations
   # tried per graph and its build budget (DAWNRUN_CUDA_FUSED_BUILD_S)
@@ -105,7 +107,15 @@ endif()
   add_test(NAME cuda_emulated_selfcheck_fp16
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu/run.sh ${CMAKE_BINARY_DIR} --precision fp16
                    --only train,plan)
-  set_tests_properties(cuda_emulated_selfcheck_fp16 PROPERTIES TIMEOUT 1800 SKIP_RETURN_CODE 77)
+  set_tests_properties(cuda_emulated_selfcheck_fp16 PROPERTIES LABELS long TIMEOUT 1800
+                       SKIP_RETURN_CODE 77)
+  # the same in bf16, where the support table leaves the batch norm to the engine's own
+  # passes: the training run and the plan cases agree with the CPU twin
+  add_test(NAME cuda_emulated_selfcheck_bf16
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu/run.sh ${CMAKE_BINARY_DIR} --precision bf16
+                   --only train,plan)
+  set_tests_properties(cuda_emulated_selfcheck_bf16 PROPERTIES LABELS long TIMEOUT 1800
+                       SKIP_RETURN_CODE 77)
   add_test(NAME cuda_emulated_selfcheck_fused_refused
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu/run.sh ${CMAKE_BINARY_DIR} --precision fp16
                    --only plan)
@@ -113,7 +123,7 @@ endif()
                        SKIP_RETURN_CODE 77 ENVIRONMENT "DAWNRUN_EMU_CUDNN_FUSED_REFUSE=1")
   add_test(NAME cuda_emulated_count_only_same_counts
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cuda_emu_count_only.sh ${CMAKE_BINARY_DIR})
-  set_tests_properties(cuda_emulated_count_only_same_counts PROPERTIES TIMEOUT 1200
+  set_tests_properties(cuda_emulated_count_only_same_counts PROPERTIES LABELS long TIMEOUT 1200
                        SKIP_RETURN_CODE 77)
   # DAWNRUN_CUDA_FUSE_CONV=0 keeps everything out of cuDNN's fused graphs: DAWN_net's counts
   # as with every fused graph refused, and more than with them taken
@@ -133,5 +143,6 @@ endif()
   # the GPU protocol end to end against the emulated engine (docs/gpu.md)
   add_test(NAME gpu_protocol_rehearsal
            COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu_rehearsal.sh ${CMAKE_BINARY_DIR})
-  set_tests_properties(gpu_protocol_rehearsal PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77)
+  set_tests_properties(gpu_protocol_rehearsal PROPERTIES LABELS long TIMEOUT 1500
+                       SKIP_RETURN_CODE 77)
 set(dawnrun_cuda_skip_reason "")

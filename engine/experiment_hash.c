@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "experiment.h"
-#include "sha256.h"
+#include "base/sha256.h"
 
 void experiment_hash(const struct experiment *e, char hex[65])
 {

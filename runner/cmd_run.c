@@ -18,7 +18,7 @@
 #include "decide.h"
 #include "engine/data.h"
 #include "engine/run_plan.h"
-#include "engine/sha256.h"
+#include "base/sha256.h"
 #include "base/status.h"
 #include "load.h"
 #include "report.h"

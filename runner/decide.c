@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "engine/sha256.h"
+#include "base/sha256.h"
 #include "results/sequential.h"
 
 int decide_key(char key[65], const struct sched_batch *b, const struct decide_design *d)

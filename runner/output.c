@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "base/status.h"
-#include "engine/utf8.h"
+#include "base/utf8.h"
 
 void output_exact(char *buf, size_t size, double v)
 {

@@ -2,7 +2,7 @@
  * RFC 4180 CSV fields, JSON strings and numbers, the shortest exact decimal of a double,
  * formatted text, and an output file that replaces its destination only when complete.
  * Every text writer emits valid UTF-8: invalid bytes in names or messages become U+FFFD
- * (engine/utf8.h). */
+ * (base/utf8.h). */
 #ifndef DAWNRUN_RUNNER_OUTPUT_H
 #define DAWNRUN_RUNNER_OUTPUT_H
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/status.h"
-#include "engine/utf8.h"
+#include "base/utf8.h"
 #include "plot_series.h"
 
 /* ---- layout (SVG user units = CSS pixels) --------------------------------------------- */

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "base/status.h"
-#include "engine/utf8.h"
+#include "base/utf8.h"
 #include "output.h"
 
 /* The names of a batch's members (malloc'd array of malloc'd names; "?" when unknown). */

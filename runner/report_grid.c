@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/status.h"
-#include "engine/utf8.h"
+#include "base/utf8.h"
 
 int report_grid_init(struct report_grid *g, int rows, int cols)
 {

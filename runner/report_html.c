@@ -13,7 +13,7 @@
 
 #include "base/status.h"
 #include "engine/experiment.h"
-#include "engine/utf8.h"
+#include "base/utf8.h"
 #include "plot_svg.h"
 
 /* ---- escaping ------------------------------------------------------------------------ */

@@ -197,7 +197,7 @@ struct report_grid {
 
 /* Allocates an empty rows x cols grid. DR_OK or DR_ERR_NOMEM. */
 int report_grid_init(struct report_grid *g, int rows, int cols);
-/* Sets one cell from a printf format, invalid UTF-8 repaired (engine/utf8.h), so that
+/* Sets one cell from a printf format, invalid UTF-8 repaired (base/utf8.h), so that
  * every table and Markdown output is valid UTF-8. DR_OK or DR_ERR_NOMEM. */
 int report_grid_set(struct report_grid *g, int row, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

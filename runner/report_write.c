@@ -12,7 +12,7 @@
 
 #include "base/status.h"
 #include "engine/experiment.h"
-#include "engine/utf8.h"
+#include "base/utf8.h"
 #include "output.h"
 
 /* ---- number formats ------------------------------------------------------------------ */

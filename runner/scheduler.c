@@ -16,7 +16,7 @@
 #include "cli.h"
 #include "engine/checkpoint.h"
 #include "base/crashpoint.h"
-#include "engine/sha256.h"
+#include "base/sha256.h"
 #include "base/status.h"
 #include "engine/train.h"
 #include "first_use.h"

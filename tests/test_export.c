@@ -20,7 +20,7 @@
 #include "support.h"
 #include "report_check.h"
 #include "results/results.h"
-#include "engine/utf8.h"
+#include "base/utf8.h"
 #include "runner/output.h"
 
 extern const char schema_results_v1_sql[];   /* the frozen version-1 schema */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "base/status.h"
 
 static volatile sig_atomic_t stop_signal;

@@ -8,7 +8,7 @@
 
 #include "cli_flags.h"
 #include "kernels/backend.h"
-#include "engine/train.h"
+#include "engine/core/train.h"
 
 /* Exit codes of the dawnrun executable (documented in the README). */
 enum cli_exit {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli_doc.h"
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 
 static const char exit_codes[] =
     "exit codes: 0 ok, 1 other error, 2 bad flag, 3 config error, 4 data error,\n"

@@ -21,12 +21,12 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "engine/data.h"
+#include "engine/core/data.h"
 #include "first_use.h"
 #include "kernels/rng.h"
 #include "base/status.h"
-#include "engine/run_plan.h"
-#include "engine/train.h"
+#include "engine/core/run_plan.h"
+#include "engine/core/train.h"
 #include "kernels/counters.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "load.h"

@@ -7,7 +7,7 @@
 #include "base/status.h"
 #include "cli.h"
 #include "diff_args.h"
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "output.h"
 #include "report_internal.h"
 

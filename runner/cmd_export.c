@@ -11,7 +11,7 @@
 
 #include "cli.h"
 #include "base/status.h"
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "output.h"
 #include "report_internal.h"
 

@@ -10,7 +10,7 @@
 
 #include "cli.h"
 #include "base/status.h"
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "output.h"
 #include "plot_lr.h"
 #include "plot_svg.h"

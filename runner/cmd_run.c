@@ -16,8 +16,8 @@
 
 #include "cli.h"
 #include "decide.h"
-#include "engine/data.h"
-#include "engine/run_plan.h"
+#include "engine/core/data.h"
+#include "engine/core/run_plan.h"
 #include "base/sha256.h"
 #include "base/status.h"
 #include "load.h"

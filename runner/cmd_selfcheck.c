@@ -1,6 +1,6 @@
 /* `dawnrun selfcheck [--engine cuda] [--device N] [--precision P] [--threads N]
  * [--only LIST] [--list]`: checks the CUDA engine against the CPU reference engine on
- * this machine, case by case, with the harness and table of engine/selfcheck.h (every op
+ * this machine, case by case, with the harness and table of engine/selfcheck/selfcheck.h (every op
  * of the backend table forward and backward, the augmentation, short training runs;
  * docs/testing.md lists them). --only chooses cases by name, prefix or group, --list
  * prints the chosen cases' names without running them.
@@ -12,7 +12,7 @@
 
 #include "cli.h"
 #include "base/status.h"
-#include "engine/selfcheck.h"
+#include "engine/selfcheck/selfcheck.h"
 #include "kernels/backend.h"
 
 /* CLI_CALL for --only: any text (selfcheck_open says what it names), "" too. */

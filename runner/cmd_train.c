@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "engine/data.h"
+#include "engine/core/data.h"
 #include "base/status.h"
-#include "engine/train.h"
+#include "engine/core/train.h"
 #include "first_use.h"
 #include "load.h"
 #include "progress.h"

@@ -6,8 +6,8 @@
 
 #include "cli.h"
 #include "base/status.h"
-#include "engine/run_plan.h"
-#include "engine/train.h"
+#include "engine/core/run_plan.h"
+#include "engine/core/train.h"
 #include "load.h"
 
 /* Prints n with thousands separators. */

@@ -3,8 +3,8 @@
 #ifndef DAWNRUN_RUNNER_LOAD_H
 #define DAWNRUN_RUNNER_LOAD_H
 
-#include "engine/experiment.h"
-#include "engine/graph.h"
+#include "engine/core/experiment.h"
+#include "engine/core/graph.h"
 
 /* experiment_load then graph_build for 3×32×32 images; prints every error. Returns a
  * dr_status; on failure nothing needs freeing. */

@@ -9,7 +9,7 @@
 #include "cli.h"
 #include "cli_doc.h"
 #include "diff_args.h"
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "progress.h"
 
 /* Every command, in the order `dawnrun --help` lists them. */

@@ -1,5 +1,5 @@
 /* The params of the selected experiments (the params table, or their resolved configs
- * flattened by engine/experiment.h) and the keys that tell them apart: what report,
+ * flattened by engine/core/experiment.h) and the keys that tell them apart: what report,
  * export, plot and diff show, and what legends are built from; --where matching; and
  * the params written at registration and back-filled into older databases. */
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/status.h"
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "output.h"
 #include "report_internal.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/status.h"
-#include "engine/train.h"
+#include "engine/core/train.h"
 
 /* The number of param key, or NaN when it is missing or not a number. */
 static double param_num(const struct param_list *p, const char *key)

@@ -5,7 +5,7 @@
 #ifndef DAWNRUN_RUNNER_PLOT_LR_H
 #define DAWNRUN_RUNNER_PLOT_LR_H
 
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 
 /* The schedule's value s at each step, as points (epoch[i], lr[i]) ascending: step j of
  * epoch k (0-based, n_k steps in that epoch, the last epoch possibly partial) sits at

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/status.h"
-#include "engine/train.h"
+#include "engine/core/train.h"
 
 int report_format_parse(enum report_format *out, const char *name)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "base/status.h"
 #include "sweep.h"
 

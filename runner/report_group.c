@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/status.h"
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 
 #define GROUP_NONE "(none)"
 

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "base/status.h"
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "base/utf8.h"
 #include "plot_svg.h"
 

@@ -217,11 +217,10 @@ int report_grid_build(struct report_grid *g, int *first_cmp_row, const struct re
 struct param_list;
 
 /* Loads the params of each experiment in ids, out[i] for ids[i], in the resolved config's
- * order: its rows
- * of the params table, or (an experiment registered before they were kept) the
- * flattening (engine/experiment.h) of its stored resolved config. DR_OK, DR_ERR_DB when an id is not there,
- * DR_ERR_CONFIG for a stored text that does not parse, DR_ERR_NOMEM; *out NULL after a
- * failure. Free with report_params_free(out, n). */
+ * order: its rows of the params table, or (an experiment registered before they were
+ * kept) the flattening (engine/core/experiment.h) of its stored resolved config. DR_OK,
+ * DR_ERR_DB when an id is not there, DR_ERR_CONFIG for a stored text that does not parse,
+ * DR_ERR_NOMEM; *out NULL after a failure. Free with report_params_free(out, n). */
 int report_params_load(struct param_list **out, struct results *db, const int64_t *ids,
                        int n);
 void report_params_free(struct param_list *p, int n);

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "base/status.h"
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "base/utf8.h"
 #include "output.h"
 

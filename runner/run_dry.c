@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 
 #include "base/status.h"
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "report_internal.h"
 
 /* The store's id of x (registered under its identity), 0 when it is not there. */

@@ -14,11 +14,11 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "engine/checkpoint.h"
+#include "engine/core/checkpoint.h"
 #include "base/crashpoint.h"
 #include "base/sha256.h"
 #include "base/status.h"
-#include "engine/train.h"
+#include "engine/core/train.h"
 #include "first_use.h"
 #include "progress.h"
 #include "report_internal.h"

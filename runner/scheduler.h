@@ -9,9 +9,9 @@
 
 #include "cli.h"
 #include "kernels/backend.h"
-#include "engine/data.h"
-#include "engine/experiment.h"
-#include "engine/graph.h"
+#include "engine/core/data.h"
+#include "engine/core/experiment.h"
+#include "engine/core/graph.h"
 #include "results/results.h"
 
 #define SCHED_LABEL_MAX 512

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "base/status.h"
 
 static void dim_free(struct sweep_dim *d)

@@ -101,7 +101,7 @@ signal)
     no_location "run" "$tmp/run.txt"
     interrupt train-debug 1 "$dr" train "$cfg" --engine cpu --set train.epochs=50
     check "train, DAWNRUN_DEBUG=1" "$tmp/train-debug.txt" \
-        "^dawnrun: [^ ]*engine/train\.c:[0-9]+: stopped by a signal at epoch 1"
+        "^dawnrun: [^ ]*engine/core/train\.c:[0-9]+: stopped by a signal at epoch 1"
     ;;
 *)
     echo "usage: messages.sh errors|signal DAWNRUN SOURCE_DIR" >&2

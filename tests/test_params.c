@@ -1,4 +1,4 @@
-/* The resolved config as params: engine/config_params.c's flattening (keys, values,
+/* The resolved config as params: engine/config/config_params.c's flattening (keys, values,
  * types, numbers, layers keyed by name, lists as one value) and runner/params.c's
  * differing keys and labels. */
 #include <math.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "runner/report_internal.h"
 
 static const char *value_of(const struct param_list *p, const char *key)

@@ -17,8 +17,8 @@
 
 #include "check.h"
 #include "support.h"
-#include "engine/experiment.h"
-#include "engine/train.h"
+#include "engine/core/experiment.h"
+#include "engine/core/train.h"
 #include "results/results.h"
 #include "runner/plot_lr.h"
 #include "runner/plot_svg.h"

@@ -15,7 +15,7 @@
 
 #include "check.h"
 #include "support.h"
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "report_check.h"
 #include "results/results.h"
 #include "runner/cli.h"

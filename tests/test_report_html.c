@@ -20,7 +20,7 @@
 
 #include "check.h"
 #include "support.h"
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "results/results.h"
 #include "runner/report.h"
 

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/experiment.h"
-#include "engine/graph.h"
+#include "engine/core/experiment.h"
+#include "engine/core/graph.h"
 #include "base/status.h"
 #include "runner/load.h"
 #include "runner/sweep.h"

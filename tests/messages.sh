@@ -60,7 +60,7 @@ errors)
     check "damaged db, DAWNRUN_DEBUG=1" "$tmp/db-1.txt" \
         "^dawnrun: [^ ]*results/results_[a-z]+\.c:[0-9]+: sqlite: "
     check "unwritable output, DAWNRUN_DEBUG=1" "$tmp/export-1.txt" \
-        "^dawnrun: [^ ]*runner/output\.c:[0-9]+: .*cannot write"
+        "^dawnrun: [^ ]*runner/cli/output\.c:[0-9]+: .*cannot write"
     ;;
 signal)
     [ -d "${DAWNRUN_DATA:-/nonexistent}" ] || { echo "DAWNRUN_DATA not set: skipped"; exit 77; }

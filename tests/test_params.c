@@ -1,5 +1,5 @@
 /* The resolved config as params: engine/config/config_params.c's flattening (keys, values,
- * types, numbers, layers keyed by name, lists as one value) and runner/params.c's
+ * types, numbers, layers keyed by name, lists as one value) and runner/report/params.c's
  * differing keys and labels. */
 #include <math.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 
 #include "check.h"
 #include "engine/core/experiment.h"
-#include "runner/report_internal.h"
+#include "runner/report/report_internal.h"
 
 static const char *value_of(const struct param_list *p, const char *key)
 {

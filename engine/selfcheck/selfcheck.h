@@ -1,6 +1,6 @@
 /* The selfcheck harness: runs the table of cases (engine/selfcheck/selfcheck_case.h) on a reference
  * engine and an engine under test, compares their outputs case by case, and reports one
- * line per case and a count per precision. `dawnrun selfcheck` (runner/cmd_selfcheck.c)
+ * line per case and a count per precision. `dawnrun selfcheck` (runner/cli/cmd_selfcheck.c)
  * runs it with the CPU engine as the reference and the CUDA engine under test, once per
  * precision; docs/testing.md describes the cases, metrics and tolerances.
  *

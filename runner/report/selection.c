@@ -7,7 +7,7 @@
 
 #include "base/status.h"
 #include "report_internal.h"
-#include "sweep.h"
+#include "runner/sched/sweep.h"
 #include "sweep_select.h"
 
 /* Appends v to list (n entries, room for cap); DR_ERR_USAGE if full (cannot happen when

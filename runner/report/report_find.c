@@ -10,7 +10,7 @@
 
 #include "engine/core/experiment.h"
 #include "base/status.h"
-#include "sweep.h"
+#include "runner/sched/sweep.h"
 
 const char *report_db_path(const char *flag)
 {

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "cli.h"
+#include "runner/cli/cli.h"
 #include "kernels/backend.h"
 #include "engine/core/data.h"
 #include "engine/core/experiment.h"

@@ -7,7 +7,7 @@
 #include "cli.h"
 #include "base/status.h"
 #include "output.h"
-#include "report_internal.h"
+#include "runner/report/report_internal.h"
 
 /* What `dawnrun report` reads from its command line. */
 struct report_args {

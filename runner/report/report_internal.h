@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "cli_flags.h"
+#include "runner/cli/cli_flags.h"
 #include "report.h"
 #include "results/results.h"
 #include "results/stats.h"

@@ -5,7 +5,7 @@
  * docs/testing.md lists them). --only chooses cases by name, prefix or group, --list
  * prints the chosen cases' names without running them.
  * Exit status: 0 all passed, 1 a check failed, 2 a bad flag, 6 a device error, 77 no
- * usable device. Entry point: cmd_selfcheck (runner/cli.h). */
+ * usable device. Entry point: cmd_selfcheck (runner/cli/cli.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

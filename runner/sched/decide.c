@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "runner/cli/cli.h"
 #include "base/sha256.h"
 #include "results/sequential.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "base/status.h"
-#include "sweep.h"
+#include "runner/sched/sweep.h"
 
 int sweep_select_join(int64_t **ids, int *n, const int64_t *add, int n_add)
 {

@@ -8,7 +8,7 @@
 
 #include "cli.h"
 #include "base/status.h"
-#include "report_internal.h"
+#include "runner/report/report_internal.h"
 #include "results/results.h"
 
 const struct cli_command cli_merge = {

@@ -15,18 +15,18 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "decide.h"
+#include "runner/sched/decide.h"
 #include "engine/core/data.h"
 #include "engine/core/run_plan.h"
 #include "base/sha256.h"
 #include "base/status.h"
 #include "load.h"
-#include "report.h"
+#include "runner/report/report.h"
 #include "results/results.h"
 #include "run_dry.h"
-#include "scheduler.h"
-#include "sweep.h"
-#include "workers.h"
+#include "runner/sched/scheduler.h"
+#include "runner/sched/sweep.h"
+#include "runner/sched/workers.h"
 
 #ifndef DAWNRUN_GIT_REV
 #define DAWNRUN_GIT_REV "unknown"

@@ -8,7 +8,7 @@
 
 #include "base/status.h"
 #include "cli.h"
-#include "report_internal.h"
+#include "runner/report/report_internal.h"
 
 /* What `dawnrun sweeps` reads from its command line. */
 struct sweeps_args {

@@ -13,7 +13,7 @@
 #include "base/status.h"
 #include "engine/core/experiment.h"
 #include "base/utf8.h"
-#include "output.h"
+#include "runner/cli/output.h"
 
 /* ---- number formats ------------------------------------------------------------------ */
 

@@ -9,7 +9,7 @@
 
 #include "base/status.h"
 #include "engine/core/experiment.h"
-#include "output.h"
+#include "runner/cli/output.h"
 #include "report_internal.h"
 
 /* The enum param_type of a params.type name; PARAM_STRING for an unknown one. */

@@ -13,7 +13,7 @@
 #include "base/status.h"
 #include "engine/core/experiment.h"
 #include "output.h"
-#include "report_internal.h"
+#include "runner/report/report_internal.h"
 
 enum export_format { EXPORT_CSV, EXPORT_JSON };
 enum export_table { TABLE_EPOCHS, TABLE_RUNS };

@@ -13,7 +13,7 @@
 #include "cli.h"
 #include "base/status.h"
 #include "output.h"
-#include "report_internal.h"
+#include "runner/report/report_internal.h"
 
 /* "2024-05-01 12:00:03" (UTC), or "-" for an unknown time. */
 static void fmt_time(char *buf, size_t size, double unix_seconds)

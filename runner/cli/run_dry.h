@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "scheduler.h"
+#include "runner/sched/scheduler.h"
 
 /* Prints to f one line per experiment of b (resolved, its sweep expanded): its name, the
  * first 12 characters of its identity, the values of the keys that differ between b's

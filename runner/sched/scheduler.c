@@ -13,15 +13,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "runner/cli/cli.h"
 #include "engine/core/checkpoint.h"
 #include "base/crashpoint.h"
 #include "base/sha256.h"
 #include "base/status.h"
 #include "engine/core/train.h"
-#include "first_use.h"
-#include "progress.h"
-#include "report_internal.h"
+#include "runner/cli/first_use.h"
+#include "runner/cli/progress.h"
+#include "runner/report/report_internal.h"
 
 #define SCHED_FAILS_IN_A_ROW 3
 

@@ -12,9 +12,9 @@
 #include "base/status.h"
 #include "engine/core/experiment.h"
 #include "output.h"
-#include "plot_lr.h"
-#include "plot_svg.h"
-#include "report_internal.h"
+#include "runner/report/plot_lr.h"
+#include "runner/report/plot_svg.h"
+#include "runner/report/report_internal.h"
 
 #define PLOT_DEFAULT_OUT "curves.svg"
 #define PLOT_LABEL_MAX 160     /* a longer settings label: the legend uses names instead */

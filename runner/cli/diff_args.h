@@ -12,7 +12,7 @@ struct diff_args {
 };
 
 /* The flags of `dawnrun diff` (--db, --all), DIFF_N_FLAGS of them, for its table cli_diff
- * (runner/cmd_diff.c). */
+ * (runner/cli/cmd_diff.c). */
 #define DIFF_N_FLAGS 2
 extern const struct cli_flag diff_flags[DIFF_N_FLAGS];
 extern const struct cli_command cli_diff;

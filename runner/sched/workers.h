@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "cli.h"
+#include "runner/cli/cli.h"
 #include "scheduler.h"
 
 #define WORKERS_MAX 256

@@ -12,7 +12,7 @@
 
 #include "base/status.h"
 #include "base/utf8.h"
-#include "output.h"
+#include "runner/cli/output.h"
 
 /* The names of a batch's members (malloc'd array of malloc'd names; "?" when unknown). */
 static int member_names(char ***out, struct results *db, const struct results_seq_batch *b)

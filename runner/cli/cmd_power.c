@@ -11,7 +11,7 @@
 #include "cli.h"
 #include "base/status.h"
 #include "output.h"
-#include "report_internal.h"
+#include "runner/report/report_internal.h"
 #include "results/sequential.h"
 
 #define POWER_SIMS 2000          /* simulated batches per figure of the sequential design */

@@ -9,7 +9,7 @@
 #include "diff_args.h"
 #include "engine/core/experiment.h"
 #include "output.h"
-#include "report_internal.h"
+#include "runner/report/report_internal.h"
 
 /* The one experiment `arg` selects; several or none is reported, DR_ERR_USAGE. */
 static int diff_one(struct results *db, struct results_experiment *x, const char *arg)

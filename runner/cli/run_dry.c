@@ -8,7 +8,7 @@
 
 #include "base/status.h"
 #include "engine/core/experiment.h"
-#include "report_internal.h"
+#include "runner/report/report_internal.h"
 
 /* The store's id of x (registered under its identity), 0 when it is not there. */
 static int registered_id(struct results *db, int64_t *id, const struct sched_experiment *x)

@@ -6,7 +6,7 @@
 # kernel, convolution or matrix product is computed, so a batch-512 step takes a second);
 # the engine counts in its own code, so the counts are those a GPU run prints. The FLOPs
 # come from the engine as well, from `dawnrun validate` with the same settings: "train
-# FLOPs/image" (graph_train_flops, engine/graph.h: every layer, the convolutions and linear
+# FLOPs/image" (graph_train_flops, engine/core/graph.h: every layer, the convolutions and linear
 # layers being nearly all of it) and "forward FLOPs/image" (convolutions and linear layers),
 # with the run's steps, epochs, test images and test-time views.
 #

@@ -39,7 +39,7 @@ enum { CURSOR_STEP = 0,    /* global training step (indexes the learning-rate ta
        CURSOR_INDEX = 2,   /* batch index: within the epoch, or within the evaluation pass */
        PLAN_CURSOR_LEN = 4 };
 
-/* Most inputs of a concat node (engine/graph.h GRAPH_MAX_INPUTS). */
+/* Most inputs of a concat node (engine/core/graph.h GRAPH_MAX_INPUTS). */
 #define PLAN_MAX_CONCAT 8
 
 /* One trainable parameter in a multi-tensor SGD step. It is stepped with

@@ -23,7 +23,7 @@
  *   - the learning-rate table, one fp32 value per global step, written once per run.
  *
  * Aliases: a plan has no node that only moves bytes. Where one tensor's contents would be
- * an exact copy of another's, the builder (engine/model_plan.c) hands every node that
+ * an exact copy of another's, the builder (engine/core/model_plan.c) hands every node that
  * reads the copy the original's handle instead, and the copying node is left out:
  *   - a flatten of a 1x1 plane ((n, c, 1, 1) is the same bytes in every layout): its
  *     readers read its input;
@@ -81,7 +81,7 @@ enum plan_phase { PLAN_PHASE_BATCH, PLAN_PHASE_FORWARD, PLAN_PHASE_LOSS, PLAN_PH
 struct plan_node {
     enum plan_op op;
     enum plan_phase phase;
-    int layer;                    /* graph layer id (engine/graph.h), -1 = none */
+    int layer;                    /* graph layer id (engine/core/graph.h), -1 = none */
     union {
         struct {
             struct tensor *x, *labels;

@@ -3,7 +3,7 @@
 -- Embedded at build time and executed by results_open() inside one BEGIN IMMEDIATE
 -- transaction when a database has user_version 0 and no tables; an older database is
 -- brought to this version by schemas/results-migrate-N.sql (run by results_open; versions
--- 1 to 4 are kept as schemas/results-v1.sql ... results-v4.sql).
+-- 1 to 4 are kept as tests/fixtures/schemas/results-v1.sql ... results-v4.sql).
 -- Every timestamp is Unix seconds (REAL) read from the database's clock:
 --     (julianday('now') - 2440587.5) * 86400.0
 -- and every unknown number (not measured, not reached, NaN) is NULL.

@@ -14,7 +14,7 @@ src=$(pwd)
 build=${1:-build-asan}
 jobs=${2:-$(nproc)}
 # No -Werror here: gcc warns falsely on some instrumented code (-Wformat-truncation "null
-# destination pointer" in runner/output.c); the normal build keeps warnings as errors.
+# destination pointer" in runner/cli/output.c); the normal build keeps warnings as errors.
 cmake -S . -B "$build" -DDAWNRUN_CUDA=OFF -DDAWNRUN_SANITIZE=address,undefined \
     -DDAWNRUN_FUZZ=OFF -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j "$jobs"

@@ -84,6 +84,6 @@ add_test(NAME cli_man_page COMMAND ${CMAKE_SOURCE_DIR}/tests/cli_man.sh ${DR} ${
 add_test(NAME cli_completion COMMAND ${CMAKE_SOURCE_DIR}/tests/cli_completion.sh ${DR}
          ${CMAKE_SOURCE_DIR})
 # test_cli_parse (tests.cmake) also compiles the parser and the diff command's table.
-target_sources(test_cli_parse PRIVATE ${CMAKE_SOURCE_DIR}/runner/cli_flags.c
-               ${CMAKE_SOURCE_DIR}/runner/diff_args.c)
+target_sources(test_cli_parse PRIVATE ${CMAKE_SOURCE_DIR}/runner/cli/cli_flags.c
+               ${CMAKE_SOURCE_DIR}/runner/cli/diff_args.c)
 target_include_directories(test_cli_parse PRIVATE ${CMAKE_SOURCE_DIR})

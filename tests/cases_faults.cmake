@@ -6,14 +6,14 @@
 # tests/run_faults.sh (read-only, full, corrupt, foreign and locked databases, SIGKILL
 # in a batch) is registered with the other tests/run_*.sh by cases_run.cmake, as
 # cli_run_faults.
-target_sources(test_plot PRIVATE ${CMAKE_SOURCE_DIR}/runner/plot_svg.c
-  ${CMAKE_SOURCE_DIR}/runner/plot_series.c ${CMAKE_SOURCE_DIR}/runner/plot_lr.c)
+target_sources(test_plot PRIVATE ${CMAKE_SOURCE_DIR}/runner/report/plot_svg.c
+  ${CMAKE_SOURCE_DIR}/runner/report/plot_series.c ${CMAKE_SOURCE_DIR}/runner/report/plot_lr.c)
 add_test(NAME plot_command COMMAND test_plot $<TARGET_FILE:dawnrun>)
 set_tests_properties(plot_command PROPERTIES
   ENVIRONMENT "DAWNRUN_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
 
 target_sources(test_export PRIVATE
-  ${CMAKE_SOURCE_DIR}/runner/output.c
+  ${CMAKE_SOURCE_DIR}/runner/cli/output.c
   ${CMAKE_SOURCE_DIR}/tests/report_check.c)
 add_test(NAME export_command COMMAND test_export $<TARGET_FILE:dawnrun>)
 set_tests_properties(export_command PROPERTIES

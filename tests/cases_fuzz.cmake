@@ -5,7 +5,8 @@
 # also linked with libFuzzer into fuzz_NAME; the target `fuzz` builds them all.
 set(FUZZ_DIR ${CMAKE_SOURCE_DIR}/tests/fuzz)
 set(FUZZ_NAMES config cifar checkpoint results)
-set(FUZZ_EXTRA_config ${CMAKE_SOURCE_DIR}/runner/load.c ${CMAKE_SOURCE_DIR}/runner/sweep.c)
+set(FUZZ_EXTRA_config ${CMAKE_SOURCE_DIR}/runner/cli/load.c
+  ${CMAKE_SOURCE_DIR}/runner/sched/sweep.c)
 # Seed corpora: the committed seeds of each target, and for the config loader the golden
 # test configs and the shipped configs themselves.
 set(FUZZ_SEEDS_config ${FUZZ_DIR}/seeds/config ${CMAKE_SOURCE_DIR}/tests/configs

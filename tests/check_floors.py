@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """The house rules of the source tree, checked on every quoted #include:
 
-1. Floors point one way. From top to bottom: runner/ (CLI, scheduler); results/ and
-   engine/ (two rooms on one floor that do not see each other); kernels/ (the backend
-   contract at its root, and the two engine twins kernels/cpu/ and kernels/cuda/);
-   base/ (status codes and messages, allocation, test crash points). A file may include
-   its own floor or any floor below it, never one above.
+1. Floors point one way. From top to bottom: runner/ (cli/, report/, sched/); results/
+   and engine/ (config/, core/, selfcheck/), two rooms on one floor that do not see each
+   other; kernels/ (the backend contract at its root, and the two engine twins
+   kernels/cpu/ and kernels/cuda/); base/ (status codes and messages, allocation, test
+   crash points, UTF-8, SHA-256), the lowest. A file's floor and room are its top
+   directory however deep it lies (engine/core/train.c is in engine), so the folders of
+   one room see each other. A file may include its own floor or any floor below it,
+   never one above.
 2. The twins do not see each other, and the contract at kernels/ does not see either.
 3. No loops among modules. A module is a source file with its headers (name.c, name.cu,
    name.h and name_internal.h in one directory). Module A depends on module B when a file
@@ -30,7 +33,8 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
 def room(path):
-    """'kernels/cpu', 'kernels/cuda', 'kernels' (the contract) or a top directory."""
+    """'kernels/cpu', 'kernels/cuda', 'kernels' (the contract) or a top directory (the
+    room of every file below it, in any folder)."""
     parts = path.split("/")
     if parts[0] == "kernels" and len(parts) > 2:
         return "kernels/" + parts[1]

@@ -60,7 +60,7 @@ errors)
     check "damaged db, DAWNRUN_DEBUG=1" "$tmp/db-1.txt" \
         "^dawnrun: [^ ]*results/results_[a-z]+\.c:[0-9]+: sqlite: "
     check "unwritable output, DAWNRUN_DEBUG=1" "$tmp/export-1.txt" \
-        "^dawnrun: [^ ]*runner/output\.c:[0-9]+: .*cannot write"
+        "^dawnrun: [^ ]*runner/cli/output\.c:[0-9]+: .*cannot write"
     ;;
 signal)
     [ -d "${DAWNRUN_DATA:-/nonexistent}" ] || { echo "DAWNRUN_DATA not set: skipped"; exit 77; }
@@ -101,7 +101,7 @@ signal)
     no_location "run" "$tmp/run.txt"
     interrupt train-debug 1 "$dr" train "$cfg" --engine cpu --set train.epochs=50
     check "train, DAWNRUN_DEBUG=1" "$tmp/train-debug.txt" \
-        "^dawnrun: [^ ]*engine/train\.c:[0-9]+: stopped by a signal at epoch 1"
+        "^dawnrun: [^ ]*engine/core/train\.c:[0-9]+: stopped by a signal at epoch 1"
     ;;
 *)
     echo "usage: messages.sh errors|signal DAWNRUN SOURCE_DIR" >&2

@@ -70,7 +70,7 @@ q "$old" "DROP VIEW experiment_params; DROP VIEW experiment_overrides; DROP TABL
           DROP TABLE sequential_batches; DROP VIEW experiment_summary; DROP TABLE binomial_ci;
           PRAGMA user_version = 3" >/dev/null
 # ... with version 3's summary view, taken from the frozen version-3 schema
-sqlite3 "$TMP/v3-schema.db" <"$SRC/schemas/results-v3.sql" >/dev/null
+sqlite3 "$TMP/v3-schema.db" <"$SRC/tests/fixtures/schemas/results-v3.sql" >/dev/null
 q "$old" "$(q "$TMP/v3-schema.db" "SELECT sql FROM sqlite_master WHERE name = 'experiment_summary'")" \
     >/dev/null
 "$DR" report --db "$old" >"$TMP/old.out" 2>&1 || fail "report of a version-3 file"

@@ -1,4 +1,4 @@
-/* Tests of engine/checkpoint: a run trained 3 epochs straight and one checkpointed after
+/* Tests of engine/core/checkpoint: a run trained 3 epochs straight and one checkpointed after
  * its first epoch and resumed by a fresh trainer give bit-identical epoch records and
  * parameters on the CPU engine (also with an EMA or Lookahead weight average, whose
  * state the checkpoint carries, test-time augmentation and alternating flips); damaged, truncated, foreign (other config, other seed)
@@ -15,11 +15,11 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "engine/checkpoint.h"
-#include "engine/experiment.h"
-#include "engine/graph.h"
+#include "engine/core/checkpoint.h"
+#include "engine/core/experiment.h"
+#include "engine/core/graph.h"
 #include "base/status.h"
-#include "engine/train.h"
+#include "engine/core/train.h"
 
 #define EPOCHS 3
 

@@ -1,14 +1,14 @@
-/* The command-line parser of runner/cli_flags.c on a table of every kind of flag: values
+/* The command-line parser of runner/cli/cli_flags.c on a table of every kind of flag: values
  * stored by kind, `--flag=value` and `--flag value`, short flags, positionals in their
  * order wherever the flags are, `--`, the usage errors (unknown, abbreviated, missing or
  * bad value, a value given to a switch) and help; several parses in one process (the
- * parser resets getopt's state); and the table of `dawnrun diff` (runner/diff_args.c). */
+ * parser resets getopt's state); and the table of `dawnrun diff` (runner/cli/diff_args.c). */
 #include <stdio.h>
 #include <string.h>
 
 #include "check.h"
-#include "runner/cli_flags.h"
-#include "runner/diff_args.h"
+#include "runner/cli/cli_flags.h"
+#include "runner/cli/diff_args.h"
 
 struct opts {
     int on;

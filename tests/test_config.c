@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "engine/config_schema.h"
-#include "engine/experiment.h"
-#include "engine/graph.h"
+#include "engine/config/config_schema.h"
+#include "engine/core/experiment.h"
+#include "engine/core/graph.h"
 #include "base/status.h"
 
 static const char *source_dir(void)

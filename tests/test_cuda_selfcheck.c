@@ -1,6 +1,6 @@
 /* The CUDA engine against the CPU engine: runs `dawnrun selfcheck --engine cuda` (every
  * op, the augmentation and short training runs, in fp32, fp16 and bf16: the cases of
- * engine/selfcheck_cases_*.c, described in docs/testing.md) from the build folder and
+ * engine/selfcheck/selfcheck_cases_*.c, described in docs/testing.md) from the build folder and
  * passes its verdict on. Skipped (77) when this machine has no usable CUDA device or the
  * build has no CUDA engine. */
 #include <libgen.h>

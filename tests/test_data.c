@@ -1,4 +1,4 @@
-/* The CIFAR-10 loader (engine/data.h): small synthetic batch files, valid and broken,
+/* The CIFAR-10 loader (engine/core/data.h): small synthetic batch files, valid and broken,
  * checking return codes and that each message names the file; then, when DAWNRUN_DATA
  * is set, the real data set (counts, labels, class balance, source_index.tsv). */
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "engine/data.h"
+#include "engine/core/data.h"
 #include "base/status.h"
 
 #define MSG_MAX 8192

@@ -1,5 +1,5 @@
 /* Tests of `dawnrun export` and of the writers it shares with the report
- * (runner/output.c). In process: exact decimals, CSV fields and JSON strings parsed back
+ * (runner/cli/output.c). In process: exact decimals, CSV fields and JSON strings parsed back
  * with the strict readers of tests/report_check.c, and the all-or-nothing output file.
  * Given the dawnrun executable as argv[1]: a fixture database built through the results
  * API (a name with a comma, quotes and a line break; notes; done, diverged, failed and
@@ -20,8 +20,8 @@
 #include "support.h"
 #include "report_check.h"
 #include "results/results.h"
-#include "engine/utf8.h"
-#include "runner/output.h"
+#include "base/utf8.h"
+#include "runner/cli/output.h"
 
 extern const char schema_results_v1_sql[];   /* the frozen version-1 schema */
 

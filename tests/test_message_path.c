@@ -9,8 +9,8 @@
 #include "check.h"
 #include "support.h"
 #include "base/status.h"
-#include "engine/checkpoint.h"
-#include "engine/data.h"
+#include "engine/core/checkpoint.h"
+#include "engine/core/data.h"
 
 #define HOOK_MARK "<hook>"
 

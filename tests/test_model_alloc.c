@@ -10,8 +10,8 @@
 #include "check.h"
 #include "base/alloc.h"
 #include "kernels/backend.h"
-#include "engine/graph.h"
-#include "engine/model.h"
+#include "engine/core/graph.h"
+#include "engine/core/model.h"
 #include "base/status.h"
 
 static struct layer_spec *add(struct net_spec *s, const char *name, enum layer_type t)

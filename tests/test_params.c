@@ -1,13 +1,13 @@
-/* The resolved config as params: engine/config_params.c's flattening (keys, values,
- * types, numbers, layers keyed by name, lists as one value) and runner/params.c's
+/* The resolved config as params: engine/config/config_params.c's flattening (keys, values,
+ * types, numbers, layers keyed by name, lists as one value) and runner/report/params.c's
  * differing keys and labels. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "check.h"
-#include "engine/experiment.h"
-#include "runner/report_internal.h"
+#include "engine/core/experiment.h"
+#include "runner/report/report_internal.h"
 
 static const char *value_of(const struct param_list *p, const char *key)
 {

@@ -1,4 +1,4 @@
-/* The step as a plan (kernels/plan.h, engine/model_plan.c) on the CPU engine:
+/* The step as a plan (kernels/plan.h, engine/core/model_plan.c) on the CPU engine:
  * plan_node_tensors names every op kind's outputs as written and the outputs it adds to
  * also as read; plan_signature follows tensor handles' data pointers and sizes and
  * nothing else; the backward pass the plan's builders describe matches central
@@ -16,12 +16,12 @@
 
 #include "check.h"
 #include "base/status.h"
-#include "engine/data.h"
-#include "engine/experiment.h"
-#include "engine/graph.h"
-#include "engine/model.h"
-#include "engine/shuffle.h"
-#include "engine/train.h"
+#include "engine/core/data.h"
+#include "engine/core/experiment.h"
+#include "engine/core/graph.h"
+#include "engine/core/model.h"
+#include "engine/core/shuffle.h"
+#include "engine/core/train.h"
 #include "kernels/backend.h"
 #include "kernels/plan.h"
 #include "kernels/rng.h"

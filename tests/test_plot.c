@@ -1,4 +1,4 @@
-/* Tests of the SVG training curves (runner/plot_svg.c) and of `dawnrun plot`. A fixture
+/* Tests of the SVG training curves (runner/report/plot_svg.c) and of `dawnrun plot`. A fixture
  * database is built through the results API: two experiments whose names need escaping
  * (markup characters, a control character, a byte that is not UTF-8, a name too long for
  * the legend), done, diverged, failed and pending runs, NaN values and a seed of 2^64 - 1.
@@ -17,11 +17,11 @@
 
 #include "check.h"
 #include "support.h"
-#include "engine/experiment.h"
-#include "engine/train.h"
+#include "engine/core/experiment.h"
+#include "engine/core/train.h"
 #include "results/results.h"
-#include "runner/plot_lr.h"
-#include "runner/plot_svg.h"
+#include "runner/report/plot_lr.h"
+#include "runner/report/plot_svg.h"
 
 /* ---- a small XML well-formedness checker ------------------------------------------------ */
 

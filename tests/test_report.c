@@ -15,12 +15,12 @@
 
 #include "check.h"
 #include "support.h"
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "report_check.h"
 #include "results/results.h"
-#include "runner/cli.h"
-#include "runner/report.h"
-#include "runner/report_internal.h"
+#include "runner/cli/cli.h"
+#include "runner/report/report.h"
+#include "runner/report/report_internal.h"
 
 /* ---- the fixture ------------------------------------------------------------------------ */
 

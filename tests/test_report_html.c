@@ -20,9 +20,9 @@
 
 #include "check.h"
 #include "support.h"
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "results/results.h"
-#include "runner/report.h"
+#include "runner/report/report.h"
 
 /* A plain name, one that needs escaping in HTML, and a long one with no break (which
  * must wrap, not widen the page on a phone). */

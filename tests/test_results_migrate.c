@@ -1,15 +1,15 @@
 /* Schema versioning of the results store: a version-1 database, built from the frozen
- * version-1 schema text (schemas/results-v1.sql) with data in it, is read as it is by a
- * read-only opener, then migrated by results_open to the current version: every row
- * survives, the new columns and views are in place and match a database created fresh
+ * version-1 schema text (tests/fixtures/schemas/results-v1.sql) with data in it, is read as
+ * it is by a read-only opener, then migrated by results_open to the current version: every
+ * row survives, the new columns and views are in place and match a database created fresh
  * (columns, indexes, view columns and the experiment_summary rows for the same data); a
- * version-2 database (schemas/results-v2.sql) is migrated to the same shape, its runs
- * starting with no recorded progress and no stalls, and its stale run is claimable; a
- * version-4 one (schemas/results-v4.sql) gets the hit-rate intervals of its finished
- * counts, and a run finishing afterwards adds those of its new count;
- * reopening changes nothing, five processes opening one old file at once migrate it
- * exactly once, a migration that fails changes nothing, and a file from a newer dawnrun
- * is refused with a message naming it. */
+ * version-2 database (tests/fixtures/schemas/results-v2.sql) is migrated to the same shape,
+ * its runs starting with no recorded progress and no stalls, and its stale run is
+ * claimable; a version-4 one (tests/fixtures/schemas/results-v4.sql) gets the hit-rate
+ * intervals of its finished counts, and a run finishing afterwards adds those of its new
+ * count; reopening changes nothing, five processes opening one old file at once migrate it
+ * exactly once, a migration that fails changes nothing, and a file from a newer dawnrun is
+ * refused with a message naming it. */
 #include <errno.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -371,9 +371,9 @@ static void check_hit_rates(const char *path)
           == 544);
 }
 
-/* A version-4 file (schemas/results-v4.sql) is migrated to the shape of a fresh one, its
- * rows kept; binomial_ci gets the intervals of the finished counts it holds as the
- * migrating open ends; a run finishing later adds those of its new count (in its own
+/* A version-4 file (tests/fixtures/schemas/results-v4.sql) is migrated to the shape of a
+ * fresh one, its rows kept; binomial_ci gets the intervals of the finished counts it holds
+ * as the migrating open ends; a run finishing later adds those of its new count (in its own
  * transaction, without another open) and leaves the rows already there as they were. */
 static void test_migrate_v4(void)
 {

@@ -1,5 +1,5 @@
 /* The params and overrides tables (results/results_params.c) and the runner's back-fill
- * (runner/params.c): an experiment registered with its params and overrides reads them
+ * (runner/report/params.c): an experiment registered with its params and overrides reads them
  * back; re-registering its hash changes nothing; one registered without them is listed
  * as lacking them and filled once; a merge copies them (and fills an experiment that has
  * none, keeps one's own otherwise); a version-3 database migrated to version 4 gets its
@@ -13,9 +13,9 @@
 
 #include "check.h"
 #include "support.h"
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "results/results.h"
-#include "runner/report_internal.h"
+#include "runner/report/report_internal.h"
 
 extern const char schema_results_v3_sql[];
 

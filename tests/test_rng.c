@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine/init.h"
+#include "engine/core/init.h"
 #include "kernels/rng.h"
-#include "engine/shuffle.h"
+#include "engine/core/shuffle.h"
 #include "vectors/augment_vectors.h"
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))

@@ -8,8 +8,8 @@
 
 #include "check.h"
 #include "base/status.h"
-#include "engine/run_plan.h"
-#include "engine/train.h"
+#include "engine/core/run_plan.h"
+#include "engine/core/train.h"
 
 static void experiment_init(struct experiment *e, int batch, int eval_batch, double epochs)
 {

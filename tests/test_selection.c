@@ -14,10 +14,10 @@
 
 #include "check.h"
 #include "support.h"
-#include "engine/experiment.h"
+#include "engine/core/experiment.h"
 #include "report_check.h"
 #include "results/results.h"
-#include "runner/report_internal.h"
+#include "runner/report/report_internal.h"
 
 #define H1 "abcdef0111111111111111111111111111111111111111111111111111111111"
 #define H2 "abcdef0222222222222222222222222222222222222222222222222222222222"

@@ -1,4 +1,4 @@
-/* The selfcheck harness (engine/selfcheck.h) and its table, without a GPU: the table's
+/* The selfcheck harness (engine/selfcheck/selfcheck.h) and its table, without a GPU: the table's
  * rows are well formed (unique names that --only can give, every activation kind, the
  * conv group of 14 cases the algorithm tests count on); --only chooses by prefix and
  * group and refuses what chooses nothing; the metrics say what they promise; the CPU
@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "../base/status.h"
-#include "../engine/selfcheck.h"
-#include "../engine/selfcheck_case.h"
+#include "engine/selfcheck/selfcheck.h"
+#include "engine/selfcheck/selfcheck_case.h"
 #include "../kernels/backend.h"
 #include "check.h"
 

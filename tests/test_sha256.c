@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine/sha256.h"
+#include "base/sha256.h"
 
 int main(void)
 {

@@ -8,11 +8,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine/data.h"
-#include "engine/experiment.h"
-#include "engine/graph.h"
+#include "engine/core/data.h"
+#include "engine/core/experiment.h"
+#include "engine/core/graph.h"
 #include "base/status.h"
-#include "engine/train.h"
+#include "engine/core/train.h"
 
 #define MAX_EPOCHS 16
 

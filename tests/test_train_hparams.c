@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine/train.h"
+#include "engine/core/train.h"
 
 int main(void)
 {

@@ -1,5 +1,5 @@
-/* The patch-whitening maths (engine/whiten.h) and the dirac start of a conv
- * (engine/init.h): the Jacobi eigen-solver on known and random matrices, the patch
+/* The patch-whitening maths (engine/core/whiten.h) and the dirac start of a conv
+ * (engine/core/init.h): the Jacobi eigen-solver on known and random matrices, the patch
  * covariance against a direct computation and against numpy (tests/vectors/gen_whiten.py),
  * the whitening property of the filters, and, when DAWNRUN_DATA is set, the filters of
  * real training images. */
@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine/data.h"
-#include "engine/init.h"
+#include "engine/core/data.h"
+#include "engine/core/init.h"
 #include "base/status.h"
-#include "engine/whiten.h"
+#include "engine/core/whiten.h"
 #include "kernels/augment.h"
 #include "vectors/whiten_vectors.h"
 

@@ -145,7 +145,7 @@ done
 for f in "$ROOT"/kernels/cuda/*.c; do
     compile c "$f" "$WORK/obj/cuda_$(basename "$f" .c).o"
 done
-for f in "$ROOT"/runner/*.c; do
+for f in "$ROOT"/runner/*/*.c; do
     compile c "$f" "$WORK/obj/runner_$(basename "$f" .c).o"
 done
 failed=0

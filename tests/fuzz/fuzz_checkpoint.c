@@ -13,11 +13,11 @@
 #include <string.h>
 
 #include "kernels/backend.h"
-#include "engine/checkpoint.h"
-#include "engine/experiment.h"
-#include "engine/graph.h"
+#include "engine/core/checkpoint.h"
+#include "engine/core/experiment.h"
+#include "engine/core/graph.h"
 #include "base/status.h"
-#include "engine/train.h"
+#include "engine/core/train.h"
 #include "fuzz.h"
 
 #define TRAILER_BYTES 24

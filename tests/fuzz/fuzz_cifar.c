@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/data.h"
+#include "engine/core/data.h"
 #include "base/status.h"
 #include "fuzz.h"
 

@@ -15,11 +15,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/experiment.h"
-#include "engine/graph.h"
+#include "engine/core/experiment.h"
+#include "engine/core/graph.h"
 #include "base/status.h"
-#include "runner/load.h"
-#include "runner/sweep.h"
+#include "runner/cli/load.h"
+#include "runner/sched/sweep.h"
 #include "fuzz.h"
 
 #define MAX_SETS 16

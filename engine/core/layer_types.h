@@ -1,0 +1,110 @@
+/* The layer types as data: one row per type in one table (engine/core/layer_types.c) says
+ * what the type is called in a config, which kind of layer it is to the graph and the
+ * model (every activation is one kind, told apart by its activation), which attributes
+ * graph_build checks, how many inputs it takes and how its FLOPs are counted. graph_build,
+ * the model and the printers read the row; they switch over the kind, never the type,
+ * and their switches have no default, so that a new kind is named by the compiler
+ * wherever it needs code. docs/adding-an-op.md walks through adding a type. */
+#ifndef DAWNRUN_ENGINE_LAYER_TYPES_H
+#define DAWNRUN_ENGINE_LAYER_TYPES_H
+
+#include "kernels/activation.h"
+#include "kernels/pool.h"
+
+enum layer_type {
+    LAYER_INPUT,     /* the image batch; created by graph_build, never in a spec */
+    LAYER_CONV,      /* out, k, stride, pad, bias */
+    LAYER_BN,        /* eps, momentum, freeze_weight, freeze_bias */
+    LAYER_RELU,
+    LAYER_CELU,      /* alpha */
+    LAYER_GELU,
+    LAYER_SILU,
+    LAYER_MAXPOOL,   /* k, stride (default k; 0 in a spec also means k) */
+    LAYER_AVGPOOL,   /* k, stride (default k; 0 in a spec also means k) */
+    LAYER_GMAXPOOL,  /* global max pool */
+    LAYER_GAVGPOOL,  /* global average pool */
+    LAYER_CONCAT,    /* 2+ inputs, channels */
+    LAYER_ADD,       /* 2 inputs, same shape */
+    LAYER_FLATTEN,
+    LAYER_LINEAR,    /* out, bias */
+    LAYER_SCALE,     /* scale */
+    LAYER_SHORTCUT,  /* spec only: identity when in == out channels and stride 1, else a
+                        bias-free 1×1 conv (out, stride); graph_build resolves it */
+    LAYER_WHITEN,    /* k, pad, eps, whiten_images, negate, bias, bias_epochs: a fixed conv
+                        of the image whose filters are the patch-covariance eigenvectors
+                        (engine/core/whiten.h); out = 3*k*k, twice that with negate */
+    LAYER_TYPE_COUNT
+};
+
+/* How the graph shapes a layer and the model runs it. */
+enum layer_kind {
+    LAYER_KIND_INPUT,        /* the image */
+    LAYER_KIND_CONV,         /* a convolution with weight (out, in, k, k) [and bias] */
+    LAYER_KIND_WHITEN,       /* a fixed convolution of the image (runs as KIND_CONV) */
+    LAYER_KIND_SHORTCUT,     /* spec only: graph_build makes it a conv or nothing */
+    LAYER_KIND_BN,           /* batch norm, weight and bias per channel */
+    LAYER_KIND_ACT,          /* an elementwise activation: the row's act */
+    LAYER_KIND_POOL,         /* k x k windows: the row's pool */
+    LAYER_KIND_GLOBAL_POOL,  /* the whole plane: the row's pool */
+    LAYER_KIND_CONCAT,
+    LAYER_KIND_ADD,
+    LAYER_KIND_FLATTEN,
+    LAYER_KIND_LINEAR,       /* weight (out, in) [and bias] */
+    LAYER_KIND_SCALE
+};
+
+/* Attribute rules graph_build checks before shaping (a spec built in code has not been
+ * through the config schema's limits), in this order; the first broken one is reported. */
+enum layer_rule {
+    LAYER_RULE_OUT = 1 << 0,          /* out >= 1 */
+    LAYER_RULE_K = 1 << 1,            /* k >= 1 */
+    LAYER_RULE_K_UPTO_7 = 1 << 2,     /* k in 1..7 */
+    LAYER_RULE_PAD = 1 << 3,          /* pad >= 0, or -1 for k/2 */
+    LAYER_RULE_STRIDE = 1 << 4,       /* stride >= 1 */
+    LAYER_RULE_POOL_STRIDE = 1 << 5,  /* stride >= 1, or 0 for k */
+    LAYER_RULE_SPLITS = 1 << 6,       /* splits >= 0 (0 and 1: plain batch norm) */
+    LAYER_RULE_IMAGES = 1 << 7,       /* whiten_images >= 1 */
+    LAYER_RULE_BIAS_EPOCHS = 1 << 8,  /* bias_epochs >= 0 */
+    LAYER_RULE_EPS = 1 << 9,          /* eps > 0 */
+    LAYER_RULE_MOMENTUM = 1 << 10,    /* momentum in [0, 1] */
+    LAYER_RULE_ALPHA = 1 << 11,       /* alpha finite and non-zero */
+    LAYER_RULE_SCALE = 1 << 12,       /* scale finite */
+    LAYER_RULE_IN_CHANNELS = 1 << 13  /* expect_in, when > 0, is the input's channels
+                                         (checked once the input's shape is known) */
+};
+
+/* How a layer's forward FLOPs per image are counted (the convention in graph.h). */
+enum layer_flops {
+    LAYER_FLOPS_NONE,        /* data movement: 0 */
+    LAYER_FLOPS_CONV,        /* 2 co ci k k ho wo, + co ho wo with a bias */
+    LAYER_FLOPS_LINEAR,      /* 2 in out, + out with a bias */
+    LAYER_FLOPS_PER_OUTPUT,  /* flops_per_output for each output element */
+    LAYER_FLOPS_ADD,         /* inputs - 1 for each output element */
+    LAYER_FLOPS_WINDOW,      /* k k for each output element */
+    LAYER_FLOPS_PER_INPUT    /* 1 for each element of the input */
+};
+
+/* One row of the table. */
+struct layer_info {
+    const char *name;          /* the config name ("conv", "relu", ...) */
+    enum layer_kind kind;
+    enum act_kind act;         /* LAYER_KIND_ACT only */
+    enum pool_kind pool;       /* LAYER_KIND_POOL and LAYER_KIND_GLOBAL_POOL only */
+    int min_inputs;            /* resolved inputs the layer takes */
+    int max_inputs;            /* 0: as many as a layer can name (GRAPH_MAX_INPUTS) */
+    unsigned rules;            /* enum layer_rule bits */
+    enum layer_flops flops;
+    int flops_per_output;      /* LAYER_FLOPS_PER_OUTPUT only */
+    int matmul;                /* 1: a convolution or matrix product, counted in
+                                  graph.flops_forward and 3x its forward when trained */
+};
+
+/* The row of type t, or NULL when t is not a layer type (or the table lacks its row). */
+const struct layer_info *layer_info(enum layer_type t);
+
+/* Config name of a layer type ("conv", "bn", ...; "unknown" when t is not a type), and
+ * the reverse (-1 if unknown). */
+const char *layer_type_name(enum layer_type t);
+int layer_type_from_name(const char *name);
+
+#endif

@@ -1,0 +1,692 @@
+/* The model as plans (kernels/plan.h): the node builders that describe every layer's
+ * forward and backward call, the loss and the optimiser step; from them the training
+ * step's plan, an evaluation batch's plan, and the single-part runs model_forward,
+ * model_loss, model_backward and model_sgd. The model is described here once: every
+ * way of running it goes through these builders. */
+#include "model.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/alloc.h"
+#include "base/status.h"
+
+/* Appends a node of kind op to p in phase ph for layer `layer` into n; out of memory
+ * fails the builder. */
+#define APPEND(n, p, op, ph, layer)                                                       \
+    do {                                                                                  \
+        (n) = plan_append((p), (op), (ph), (layer));                                      \
+        CHECK_ALLOC((n), "a plan node");                                                  \
+    } while (0)
+
+/* The optional bias parameter of a conv/linear layer, or NULL. */
+static struct tensor *layer_bias(const struct layer *l, struct tensor *set)
+{
+    return (l->spec.bias && l->param_count > 1) ? &set[l->param_first + 1] : NULL;
+}
+
+/* The convolution attributes of a conv or whiten layer, for its forward and backward. */
+static struct conv_attr layer_conv_attr(const struct layer *l)
+{
+    return (struct conv_attr){l->spec.k, l->spec.stride, l->spec.pad};
+}
+
+/* The window of a pool layer, or the whole input plane of a global pool. */
+static struct pool_attr layer_pool_attr(const struct layer *l, const struct layer_info *info)
+{
+    if (info->kind == LAYER_KIND_POOL)
+        return (struct pool_attr){info->pool, l->spec.k, l->spec.k, l->spec.stride,
+                                  l->spec.stride};
+    return (struct pool_attr){info->pool, l->in_h, l->in_w, l->in_h, l->in_w};
+}
+
+/* Says which op of the table is missing for a plan of the given kinds, or NULL. */
+static const char *missing_op(const struct backend *be, int want_batch, int want_sgd)
+{
+    const struct backend_ops *o = be->ops;
+    if (want_batch && !o->augment_step) return "augment_step";
+    if (want_batch && !o->cursor_advance) return "cursor_advance";
+    if (want_sgd && !o->sgd_multi) return "sgd_multi";
+    return NULL;
+}
+
+/* A plan of a step or batch needs the plan's own ops: an engine without them cannot run
+ * one (DR_ERR_INTERNAL, naming the op), rather than failing on a missing function. */
+static int check_ops(const struct backend *be, int want_batch, int want_sgd)
+{
+    const char *op = missing_op(be, want_batch, want_sgd);
+    if (!op) return DR_OK;
+    return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL,
+                     "the %s engine has no %s operation: it cannot run a step as a plan",
+                     be->ops->name, op);
+}
+
+/* The handles the nodes of a plan use for every layer's output and output gradient, after
+ * the plan's aliases (kernels/plan.h, "Aliases"): a layer whose result is the bytes of
+ * another tensor gets no node, and its readers are handed that tensor's handle.
+ *   - forward: a flatten of a 1x1 plane (n, c, 1, 1) is its input's bytes in any layout;
+ *   - backward: an input of an add (or of a 1x1 flatten) whose gradient the add writes
+ *     first (accumulate flag 0) is the add's output gradient itself, when no later write
+ *     to that shared buffer on behalf of one gradient comes before a read of another.
+ * The copies they replace are exact (1 x dy), so the results are bit-identical. */
+struct plan_handles {
+    struct tensor **y;          /* [g->count] each layer's output as its readers see it */
+    struct tensor **dy;         /* [g->count] its gradient (NULL for the image) */
+    unsigned char *fwd_alias;   /* [g->count] 1: the forward node is left out */
+    unsigned char *bwd_alias;   /* [g->count * GRAPH_MAX_INPUTS] 1: that input's gradient
+                                   is this layer's, its node left out */
+};
+
+static void handles_free(struct plan_handles *h)
+{
+    free(h->y);
+    free(h->dy);
+    free(h->fwd_alias);
+    free(h->bwd_alias);
+    memset(h, 0, sizeof(*h));
+}
+
+/* Whether layer i of kind `kind` is a flatten of a 1x1 plane. */
+static int flat_1x1(const struct layer *l, enum layer_kind kind)
+{
+    return kind == LAYER_KIND_FLATTEN && l->in_h == 1 && l->in_w == 1 && l->c == l->in_c;
+}
+
+static enum layer_kind kind_of(const struct layer *l)
+{
+    const struct layer_info *info = layer_info(l->spec.type);
+    return info ? info->kind : LAYER_KIND_INPUT;
+}
+
+/* The latest backward write to layer u's gradient after the backward of layer `at`: the
+ * highest live consumer j of u below `at` (the backward runs in reverse graph order), or
+ * 0 when there is none. */
+static int last_pending_write(const struct model *m, int u, int at)
+{
+    const struct graph *g = m->g;
+    for (int j = at - 1; j > u; j--) {
+        if (!m->live[j]) continue;
+        for (int s = 0; s < g->layers[j].n_inputs; s++)
+            if (g->layers[j].inputs[s] == u) return j;
+    }
+    return 0;
+}
+
+/* Whether layer u's gradient may become buffer b (shared by the layers with h->dy[v] ==
+ * b) at the backward of layer `at`: every pending member's read (its own backward, at
+ * graph index v < at) comes before any pending write to another member's gradient. */
+static int alias_safe(const struct model *m, const struct plan_handles *h, int u, int at,
+                      const struct tensor *b)
+{
+    const int wu = last_pending_write(m, u, at);
+    for (int v = at - 1; v > 0; v--) {
+        if (v == u || !m->live[v] || h->dy[v] != b) continue;
+        if (v <= wu) return 0;                           /* u written before v is read */
+        if (u <= last_pending_write(m, v, at)) return 0; /* v written before u is read */
+    }
+    return 1;
+}
+
+/* The handles of every layer of m, with the aliases described above. */
+static int handles_make(struct plan_handles *h, struct model *m)
+{
+    int rc = DR_OK;
+    const struct graph *g = m->g;
+    const size_t nl = (size_t)g->count;
+    memset(h, 0, sizeof(*h));
+    h->y = dr_calloc(nl, sizeof(*h->y));
+    h->dy = dr_calloc(nl, sizeof(*h->dy));
+    h->fwd_alias = dr_calloc(nl, 1);
+    h->bwd_alias = dr_calloc(nl * GRAPH_MAX_INPUTS, 1);
+    if (!h->y || !h->dy || !h->fwd_alias || !h->bwd_alias)
+        FAIL(DR_ERR_NOMEM, "out of memory allocating the plan's tensor handles");
+    for (int i = 0; i < g->count; i++) {
+        const struct layer *l = &g->layers[i];
+        h->y[i] = &m->y[i];
+        h->dy[i] = i > 0 ? &m->dy[i] : NULL;
+        if (i > 0 && i != g->output && flat_1x1(l, kind_of(l))) {
+            h->y[i] = h->y[l->inputs[0]];
+            h->fwd_alias[i] = 1;
+        }
+    }
+    for (int i = g->count - 1; i > 0; i--) {
+        const struct layer *l = &g->layers[i];
+        const enum layer_kind kind = kind_of(l);
+        if (!m->live[i] || (kind != LAYER_KIND_ADD && !flat_1x1(l, kind))) continue;
+        if (kind == LAYER_KIND_ADD && l->inputs[0] == l->inputs[1]) continue;
+        for (int s = 0; s < l->n_inputs; s++) {
+            const int u = l->inputs[s];
+            const struct layer *lu = &g->layers[u];
+            if (u == 0 || m->accum[i * GRAPH_MAX_INPUTS + s] || h->dy[u] != &m->dy[u] ||
+                lu->c != l->c || lu->h != l->h || lu->w != l->w ||
+                !alias_safe(m, h, u, i, h->dy[i]))
+                continue;
+            h->dy[u] = h->dy[i];
+            h->bwd_alias[i * GRAPH_MAX_INPUTS + s] = 1;
+        }
+    }
+cleanup:
+    if (rc != DR_OK) handles_free(h);
+    return rc;
+}
+
+/* The node of layer i's forward pass, in train (batch statistics) or eval mode. */
+static int add_layer_forward(struct plan *p, struct model *m, const struct plan_handles *h,
+                             int i, int train)
+{
+    int rc = DR_OK;
+    const struct layer *l = &m->g->layers[i];
+    const struct layer_info *info = layer_info(l->spec.type);
+    struct tensor *y = &m->y[i];
+    const struct tensor *x = h->y[l->inputs[0]];
+    struct tensor *w = &m->p[l->param_first];
+    struct plan_node *n = NULL;
+    const enum plan_phase ph = PLAN_PHASE_FORWARD;
+    switch (info ? info->kind : LAYER_KIND_INPUT) {
+    case LAYER_KIND_CONV:
+    case LAYER_KIND_WHITEN:
+        APPEND(n, p, PLAN_CONV_FWD, ph, i);
+        n->u.conv_fwd.y = y;
+        n->u.conv_fwd.x = x;
+        n->u.conv_fwd.w = w;
+        n->u.conv_fwd.b = layer_bias(l, m->p);
+        n->u.conv_fwd.a = layer_conv_attr(l);
+        break;
+    case LAYER_KIND_BN: {
+        struct bn_attr a = {l->spec.eps, l->spec.momentum, l->spec.splits};
+        if (train) {
+            APPEND(n, p, PLAN_BN_FWD_TRAIN, ph, i);
+            n->u.bn_fwd_train.y = y;
+            n->u.bn_fwd_train.save_mean = &m->bn_mean[i];
+            n->u.bn_fwd_train.save_invstd = &m->bn_invstd[i];
+            n->u.bn_fwd_train.running_mean = &m->bn_rmean[i];
+            n->u.bn_fwd_train.running_var = &m->bn_rvar[i];
+            n->u.bn_fwd_train.x = x;
+            n->u.bn_fwd_train.gamma = &w[0];
+            n->u.bn_fwd_train.beta = &w[1];
+            n->u.bn_fwd_train.a = a;
+        } else {
+            APPEND(n, p, PLAN_BN_FWD_EVAL, ph, i);
+            n->u.bn_fwd_eval.y = y;
+            n->u.bn_fwd_eval.x = x;
+            n->u.bn_fwd_eval.gamma = &w[0];
+            n->u.bn_fwd_eval.beta = &w[1];
+            n->u.bn_fwd_eval.running_mean = &m->bn_rmean[i];
+            n->u.bn_fwd_eval.running_var = &m->bn_rvar[i];
+            n->u.bn_fwd_eval.a = a;
+        }
+        break;
+    }
+    case LAYER_KIND_ACT:
+        APPEND(n, p, PLAN_ACT_FWD, ph, i);
+        n->u.act_fwd.y = y;
+        n->u.act_fwd.x = x;
+        n->u.act_fwd.kind = info->act;
+        n->u.act_fwd.alpha = l->spec.alpha;
+        break;
+    case LAYER_KIND_POOL:
+    case LAYER_KIND_GLOBAL_POOL:
+        APPEND(n, p, PLAN_POOL_FWD, ph, i);
+        n->u.pool_fwd.y = y;
+        n->u.pool_fwd.x = x;
+        n->u.pool_fwd.a = layer_pool_attr(l, info);
+        break;
+    case LAYER_KIND_CONCAT:
+        EXPECT(l->n_inputs <= PLAN_MAX_CONCAT, "layer '%s': %d inputs to a concat node",
+               l->spec.name, l->n_inputs);
+        APPEND(n, p, PLAN_CONCAT_FWD, ph, i);
+        n->u.concat_fwd.y = y;
+        for (int s = 0; s < l->n_inputs; s++) n->u.concat_fwd.xs[s] = h->y[l->inputs[s]];
+        n->u.concat_fwd.count = l->n_inputs;
+        break;
+    case LAYER_KIND_ADD:
+        APPEND(n, p, PLAN_ADD_FWD, ph, i);
+        n->u.add_fwd.y = y;
+        n->u.add_fwd.a = x;
+        n->u.add_fwd.b = h->y[l->inputs[1]];
+        break;
+    case LAYER_KIND_FLATTEN:
+        if (h->fwd_alias[i]) break;   /* its readers read x */
+        APPEND(n, p, PLAN_FLATTEN_FWD, ph, i);
+        n->u.flatten_fwd.y = y;
+        n->u.flatten_fwd.x = x;
+        break;
+    case LAYER_KIND_LINEAR:
+        APPEND(n, p, PLAN_LINEAR_FWD, ph, i);
+        n->u.linear_fwd.y = y;
+        n->u.linear_fwd.x = x;
+        n->u.linear_fwd.w = w;
+        n->u.linear_fwd.b = layer_bias(l, m->p);
+        break;
+    case LAYER_KIND_SCALE:
+        APPEND(n, p, PLAN_SCALE_FWD, ph, i);
+        n->u.scale_fwd.y = y;
+        n->u.scale_fwd.x = x;
+        n->u.scale_fwd.s = l->spec.scale;
+        break;
+    case LAYER_KIND_INPUT:
+    case LAYER_KIND_SHORTCUT:   /* graph_build resolves it */
+        FAIL(DR_ERR_INTERNAL, "layer '%s': no forward for type %d", l->spec.name,
+             (int)l->spec.type);
+    }
+cleanup:
+    return rc;
+}
+
+/* Gradient tensor for input slot s of layer l, or NULL when the input is the image. */
+static struct tensor *input_grad(const struct plan_handles *h, const struct layer *l, int s)
+{
+    return l->inputs[s] == 0 ? NULL : h->dy[l->inputs[s]];
+}
+
+/* The nodes of layer i's backward pass (none where no input gradient is wanted and the
+ * layer has no parameters), with the model's accumulate flags. */
+static int add_layer_backward(struct plan *p, struct model *m, const struct plan_handles *h,
+                              int i)
+{
+    int rc = DR_OK;
+    const struct layer *l = &m->g->layers[i];
+    const struct layer_info *info = layer_info(l->spec.type);
+    const unsigned char *acc = &m->accum[i * GRAPH_MAX_INPUTS];
+    const unsigned char *alias = &h->bwd_alias[i * GRAPH_MAX_INPUTS];
+    const struct tensor *dy = h->dy[i];
+    const struct tensor *x = h->y[l->inputs[0]];
+    struct tensor *dx = input_grad(h, l, 0);
+    struct tensor *w = &m->p[l->param_first], *dw = &m->dp[l->param_first];
+    struct plan_node *n = NULL;
+    const enum plan_phase ph = PLAN_PHASE_BACKWARD;
+    switch (info ? info->kind : LAYER_KIND_INPUT) {
+    case LAYER_KIND_CONV:
+    case LAYER_KIND_WHITEN:
+        APPEND(n, p, PLAN_CONV_BWD, ph, i);
+        n->u.conv_bwd.dx = dx;
+        n->u.conv_bwd.dw = dw;
+        n->u.conv_bwd.db = layer_bias(l, m->dp);
+        n->u.conv_bwd.dy = dy;
+        n->u.conv_bwd.x = x;
+        n->u.conv_bwd.w = w;
+        n->u.conv_bwd.a = layer_conv_attr(l);
+        n->u.conv_bwd.accumulate = acc[0];
+        break;
+    case LAYER_KIND_BN: /* dx may be NULL: the parameter gradients are still needed */
+        APPEND(n, p, PLAN_BN_BWD, ph, i);
+        n->u.bn_bwd.dx = dx;
+        n->u.bn_bwd.dgamma = &dw[0];
+        n->u.bn_bwd.dbeta = &dw[1];
+        n->u.bn_bwd.dy = dy;
+        n->u.bn_bwd.x = x;
+        n->u.bn_bwd.gamma = &w[0];
+        n->u.bn_bwd.save_mean = &m->bn_mean[i];
+        n->u.bn_bwd.save_invstd = &m->bn_invstd[i];
+        n->u.bn_bwd.accumulate = acc[0];
+        break;
+    case LAYER_KIND_ACT:
+        if (!dx) break;
+        APPEND(n, p, PLAN_ACT_BWD, ph, i);
+        n->u.act_bwd.dx = dx;
+        n->u.act_bwd.dy = dy;
+        n->u.act_bwd.x = x;
+        n->u.act_bwd.kind = info->act;
+        n->u.act_bwd.alpha = l->spec.alpha;
+        n->u.act_bwd.accumulate = acc[0];
+        break;
+    case LAYER_KIND_POOL:
+    case LAYER_KIND_GLOBAL_POOL:
+        if (!dx) break;
+        APPEND(n, p, PLAN_POOL_BWD, ph, i);
+        n->u.pool_bwd.dx = dx;
+        n->u.pool_bwd.dy = dy;
+        n->u.pool_bwd.x = x;
+        n->u.pool_bwd.y = h->y[i];
+        n->u.pool_bwd.a = layer_pool_attr(l, info);
+        n->u.pool_bwd.accumulate = acc[0];
+        break;
+    case LAYER_KIND_CONCAT:
+        EXPECT(l->n_inputs <= PLAN_MAX_CONCAT, "layer '%s': %d inputs to a concat node",
+               l->spec.name, l->n_inputs);
+        APPEND(n, p, PLAN_CONCAT_BWD, ph, i);
+        for (int s = 0; s < l->n_inputs; s++) {
+            n->u.concat_bwd.dxs[s] = input_grad(h, l, s);
+            n->u.concat_bwd.accumulate[s] = acc[s];
+        }
+        n->u.concat_bwd.dy = dy;
+        n->u.concat_bwd.count = l->n_inputs;
+        break;
+    case LAYER_KIND_ADD:
+        for (int s = 0; s < 2; s++) {
+            struct tensor *d = input_grad(h, l, s);
+            if (!d || alias[s]) continue;   /* an alias: d is dy already */
+            APPEND(n, p, PLAN_SCALED_COPY, ph, i);
+            n->u.scaled_copy.dx = d;
+            n->u.scaled_copy.dy = dy;
+            n->u.scaled_copy.s = 1.0f;
+            n->u.scaled_copy.accumulate = acc[s];
+        }
+        break;
+    case LAYER_KIND_FLATTEN:
+        if (!dx || alias[0]) break;
+        APPEND(n, p, PLAN_FLATTEN_BWD, ph, i);
+        n->u.flatten_bwd.dx = dx;
+        n->u.flatten_bwd.dy = dy;
+        n->u.flatten_bwd.accumulate = acc[0];
+        break;
+    case LAYER_KIND_LINEAR:
+        APPEND(n, p, PLAN_LINEAR_BWD, ph, i);
+        n->u.linear_bwd.dx = dx;
+        n->u.linear_bwd.dw = dw;
+        n->u.linear_bwd.db = layer_bias(l, m->dp);
+        n->u.linear_bwd.dy = dy;
+        n->u.linear_bwd.x = x;
+        n->u.linear_bwd.w = w;
+        n->u.linear_bwd.accumulate = acc[0];
+        break;
+    case LAYER_KIND_SCALE:
+        if (!dx) break;
+        APPEND(n, p, PLAN_SCALED_COPY, ph, i);
+        n->u.scaled_copy.dx = dx;
+        n->u.scaled_copy.dy = dy;
+        n->u.scaled_copy.s = l->spec.scale;
+        n->u.scaled_copy.accumulate = acc[0];
+        break;
+    case LAYER_KIND_INPUT:
+    case LAYER_KIND_SHORTCUT:   /* graph_build resolves it */
+        FAIL(DR_ERR_INTERNAL, "layer '%s': no backward for type %d", l->spec.name,
+             (int)l->spec.type);
+    }
+cleanup:
+    return rc;
+}
+
+/* Every live layer's forward node, in graph order. */
+static int add_forward(struct plan *p, struct model *m, int train)
+{
+    int rc = DR_OK;
+    struct plan_handles h;
+    TRY(handles_make(&h, m));
+    for (int i = 1; i < m->g->count; i++)
+        if (m->live[i]) TRY(add_layer_forward(p, m, &h, i, train));
+cleanup:
+    handles_free(&h);
+    return rc;
+}
+
+/* Softmax cross-entropy of `logits` against m->labels, added to m->stats. */
+static int add_loss(struct plan *p, struct model *m, const struct tensor *logits,
+                    float smoothing)
+{
+    int rc = DR_OK;
+    struct plan_node *n = NULL;
+    APPEND(n, p, PLAN_XENT_FWD, PLAN_PHASE_LOSS, -1);
+    n->u.xent_fwd.stats = &m->stats;
+    n->u.xent_fwd.probs = &m->probs;
+    n->u.xent_fwd.logits = logits;
+    n->u.xent_fwd.labels = &m->labels;
+    n->u.xent_fwd.smoothing = smoothing;
+cleanup:
+    return rc;
+}
+
+/* The loss gradient, then every live layer's backward nodes in reverse graph order. */
+static int add_backward(struct plan *p, struct model *m, float smoothing, float scale)
+{
+    int rc = DR_OK;
+    struct plan_node *n = NULL;
+    struct plan_handles h;
+    TRY(handles_make(&h, m));
+    APPEND(n, p, PLAN_XENT_BWD, PLAN_PHASE_LOSS, -1);
+    n->u.xent_bwd.dlogits = h.dy[m->g->output];
+    n->u.xent_bwd.probs = &m->probs;
+    n->u.xent_bwd.labels = &m->labels;
+    n->u.xent_bwd.smoothing = smoothing;
+    n->u.xent_bwd.scale = scale;
+    for (int i = m->g->count - 1; i > 0; i--)
+        if (m->live[i]) TRY(add_layer_backward(p, m, &h, i));
+cleanup:
+    handles_free(&h);
+    return rc;
+}
+
+/* The batch node: images of src at the cursor's batch index, augmented by aug (NULL =
+ * the test batch). */
+static int add_batch(struct plan *p, struct model *m, const struct model_batch_src *src,
+                     const struct augment_params *aug)
+{
+    int rc = DR_OK;
+    struct plan_node *n = NULL;
+    APPEND(n, p, PLAN_BATCH, PLAN_PHASE_BATCH, -1);
+    n->u.batch.x = &m->y[0];
+    n->u.batch.labels = &m->labels;
+    n->u.batch.images = src->images;
+    n->u.batch.image_labels = src->labels;
+    n->u.batch.rows = src->rows;
+    n->u.batch.cursor = src->cursor;
+    n->u.batch.aug = aug;
+    n->u.batch.stride = src->stride;
+    n->u.batch.seed = src->seed;
+cleanup:
+    return rc;
+}
+
+static int add_cursor_advance(struct plan *p, struct tensor *cursor)
+{
+    int rc = DR_OK;
+    struct plan_node *n = NULL;
+    APPEND(n, p, PLAN_CURSOR_ADVANCE, PLAN_PHASE_BATCH, -1);
+    n->u.cursor_advance.cursor = cursor;
+cleanup:
+    return rc;
+}
+
+/* The optimiser's items: every trainable parameter, with lr_scale[kind] and
+ * (float)(wd * wd_scale[kind]) (NULL scales = 1), into a new array *out of *count. */
+static int sgd_items(struct sgd_item **out, int *count, struct model *m, float wd,
+                     const double *lr_scale, const double *wd_scale)
+{
+    int rc = DR_OK;
+    const struct graph *g = m->g;
+    struct sgd_item *items = dr_calloc((size_t)(g->n_params > 0 ? g->n_params : 1),
+                                       sizeof(*items));
+    int n = 0;
+    CHECK_ALLOC(items, "the optimiser's parameter list");
+    for (int k = 0; k < g->n_params; k++) {
+        const struct param_desc *d = &g->params[k];
+        if (!d->trainable) continue;
+        items[n].w = &m->p[k];
+        items[n].v = &m->v[k];
+        items[n].dw = &m->dp[k];
+        items[n].lr_scale = lr_scale ? lr_scale[d->kind] : 1.0;
+        items[n].wd = wd_scale ? (float)((double)wd * wd_scale[d->kind]) : wd;
+        items[n].train_epochs = d->train_epochs;
+        n++;
+    }
+cleanup:
+    *out = items;
+    *count = n;
+    return rc;
+}
+
+static int add_sgd(struct plan *p, const struct sgd_item *items, int count,
+                   const struct tensor *lr_table, const struct tensor *cursor, float momentum,
+                   int nesterov)
+{
+    int rc = DR_OK;
+    struct plan_node *n = NULL;
+    APPEND(n, p, PLAN_SGD, PLAN_PHASE_OPTIMIZER, -1);
+    n->u.sgd.items = items;
+    n->u.sgd.count = count;
+    n->u.sgd.lr_table = lr_table;
+    n->u.sgd.cursor = cursor;
+    n->u.sgd.momentum = momentum;
+    n->u.sgd.nesterov = nesterov;
+cleanup:
+    return rc;
+}
+
+int model_plan_train(struct plan *p, struct model *m, const struct model_batch_src *src,
+                     const struct model_step_opts *o)
+{
+    int rc = DR_OK;
+    plan_free(p);
+    free(m->sgd_items);
+    m->sgd_items = NULL;
+    m->sgd_count = 0;
+    TRY(check_ops(m->be, 1, 1));
+    TRY(sgd_items(&m->sgd_items, &m->sgd_count, m, o->wd, o->lr_scale, o->wd_scale));
+    TRY(add_batch(p, m, src, o->aug));
+    TRY(add_forward(p, m, 1));
+    TRY(add_loss(p, m, model_logits(m), o->smoothing));
+    TRY(add_backward(p, m, o->smoothing, o->grad_scale));
+    TRY(add_sgd(p, m->sgd_items, m->sgd_count, o->lr_table, src->cursor, o->momentum,
+                o->nesterov));
+    TRY(add_cursor_advance(p, src->cursor));
+    p->replayable = 1;
+cleanup:
+    if (rc != DR_OK) plan_free(p);
+    return rc;
+}
+
+int model_plan_eval(struct plan *p, struct model *m, const struct model_batch_src *src,
+                    const struct augment_params *views, const float *weights, int nviews,
+                    struct tensor *view_sum)
+{
+    int rc = DR_OK;
+    plan_free(p);
+    TRY(check_ops(m->be, 1, 0));
+    if (nviews <= 0) {
+        TRY(add_batch(p, m, src, NULL));
+        TRY(add_forward(p, m, 0));
+        TRY(add_loss(p, m, model_logits(m), 0.0f));
+    } else {
+        for (int v = 0; v < nviews; v++) {
+            struct plan_node *n = NULL;
+            TRY(add_batch(p, m, src, &views[v]));
+            TRY(add_forward(p, m, 0));
+            APPEND(n, p, PLAN_SCALED_COPY, PLAN_PHASE_LOSS, -1);
+            n->u.scaled_copy.dx = view_sum;
+            n->u.scaled_copy.dy = model_logits(m);
+            n->u.scaled_copy.s = weights[v];
+            n->u.scaled_copy.accumulate = v > 0;
+        }
+        TRY(add_loss(p, m, view_sum, 0.0f));
+    }
+    TRY(add_cursor_advance(p, src->cursor));
+    p->replayable = 1;
+cleanup:
+    if (rc != DR_OK) plan_free(p);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ running */
+
+static double plan_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+struct prof_state {
+    struct model *m;
+    double t0;
+};
+
+/* plan_run_each's hook when profiling: waits for the device around each node and adds
+ * its time to the profile's bucket (layer type and direction, loss, optimiser, batch). */
+static int prof_hook(void *user, const struct plan_node *n, int after)
+{
+    struct prof_state *s = user;
+    struct model *m = s->m;
+    int rc = m->be->ops->synchronize(m->be->ctx);
+    if (rc != DR_OK) return rc;
+    if (!after) {
+        s->t0 = plan_now();
+        return DR_OK;
+    }
+    double dt = plan_now() - s->t0;
+    struct model_profile *pr = m->prof;
+    int type = n->layer >= 0 ? (int)m->g->layers[n->layer].spec.type : -1;
+    switch (n->phase) {
+    case PLAN_PHASE_FORWARD:
+        if (type >= 0) pr->forward_s[type] += dt;
+        else pr->loss_s += dt;
+        break;
+    case PLAN_PHASE_BACKWARD:
+        if (type >= 0) pr->backward_s[type] += dt;
+        else pr->loss_s += dt;
+        break;
+    case PLAN_PHASE_LOSS: pr->loss_s += dt; break;
+    case PLAN_PHASE_OPTIMIZER: pr->optimizer_s += dt; break;
+    case PLAN_PHASE_BATCH:
+    case PLAN_PHASE_COUNT: pr->augment_s += dt; break;
+    }
+    return DR_OK;
+}
+
+int model_run_plan(struct model *m, struct plan *p)
+{
+    if (!m->prof)
+        return p->replayable ? plan_compute(m->be, p) : plan_run_each(m->be, p, NULL, NULL);
+    struct prof_state s = {m, 0.0};
+    return plan_run_each(m->be, p, prof_hook, &s);
+}
+
+int model_forward(struct model *m, int train)
+{
+    int rc = DR_OK;
+    struct plan p = {0};
+    TRY(add_forward(&p, m, train));
+    TRY(model_run_plan(m, &p));
+cleanup:
+    plan_free(&p);
+    return rc;
+}
+
+int model_loss(struct model *m, float smoothing)
+{
+    int rc = DR_OK;
+    struct plan p = {0};
+    TRY(add_loss(&p, m, model_logits(m), smoothing));
+    TRY(model_run_plan(m, &p));
+cleanup:
+    plan_free(&p);
+    return rc;
+}
+
+int model_backward(struct model *m, float smoothing, float scale)
+{
+    int rc = DR_OK;
+    struct plan p = {0};
+    TRY(add_backward(&p, m, smoothing, scale));
+    TRY(model_run_plan(m, &p));
+cleanup:
+    plan_free(&p);
+    return rc;
+}
+
+int model_sgd(struct model *m, float lr, float wd, float momentum, int nesterov,
+              const double *lr_scale, const double *wd_scale, int epoch)
+{
+    int rc = DR_OK;
+    const struct backend_ops *ops = m->be->ops;
+    struct plan p = {0};
+    struct sgd_item *items = NULL;
+    int count = 0;
+    struct tensor table = {NULL, TENSOR_F32, 1, 1, 1, 1};
+    struct tensor cursor = {NULL, TENSOR_I32, PLAN_CURSOR_LEN, 1, 1, 1};
+    const int32_t at[PLAN_CURSOR_LEN] = {[CURSOR_STEP] = 0, [CURSOR_EPOCH] = epoch};
+    TRY(check_ops(m->be, 0, 1));
+    TRY(sgd_items(&items, &count, m, wd, lr_scale, wd_scale));
+    TRY(ops->tensor_alloc(m->be->ctx, &table));
+    TRY(ops->tensor_alloc(m->be->ctx, &cursor));
+    TRY(ops->tensor_write(m->be->ctx, &table, &lr));
+    TRY(ops->tensor_write(m->be->ctx, &cursor, at));
+    TRY(add_sgd(&p, items, count, &table, &cursor, momentum, nesterov));
+    TRY(model_run_plan(m, &p));
+cleanup:
+    plan_free(&p);
+    free(items);
+    if (table.data) ops->tensor_free(m->be->ctx, &table);
+    if (cursor.data) ops->tensor_free(m->be->ctx, &cursor);
+    return rc;
+}

@@ -1,0 +1,528 @@
+/* The selfcheck's cases of our own kernels (group ops): batch norm (plain and ghost, a
+ * large mean), every activation kind, max and average pools (ties, global, overlapping
+ * windows), concat, add, scale, scaled copy, flatten and the cross-entropy loss, each
+ * forward, backward and backward accumulating where the op has them. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "selfcheck_case.h"
+
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ------------------------------------------------------------------ batch norm */
+
+struct bn_shape {
+    int n, c, hw;
+    float offset;               /* the inputs' mean */
+    int splits;                 /* ghost batch norm: statistics over each of that many parts */
+};
+
+static const struct bn_shape BN_SHAPES[] = {
+    {16, 64, 32, 0.0f, 0},
+    {32, 256, 4, 30.0f, 0},     /* large mean */
+    {16, 64, 32, 0.0f, 4},      /* ghost */
+    {32, 256, 4, 30.0f, 16},
+};
+
+/* slots: S0 save_mean, S1 save_invstd, S2 running_mean, S3 running_var */
+static int bn_build(struct sc_env *e, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    const struct bn_shape *s = c->attr;
+    const int parts = s->splits > 1 ? s->splits : 1;
+    TRY(sc_tensor(e, SC_X, "x", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_Y, "y", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_DY, "dy", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_DX, "dx", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_W, "gamma", TENSOR_PARAM, s->c, 1, 1, 1));
+    TRY(sc_tensor(e, SC_B, "beta", TENSOR_PARAM, s->c, 1, 1, 1));
+    TRY(sc_tensor(e, SC_DW, "dgamma", TENSOR_PARAM, s->c, 1, 1, 1));
+    TRY(sc_tensor(e, SC_DB, "dbeta", TENSOR_PARAM, s->c, 1, 1, 1));
+    TRY(sc_tensor(e, SC_S0, "mean", TENSOR_F32, parts * s->c, 1, 1, 1));
+    TRY(sc_tensor(e, SC_S1, "invstd", TENSOR_F32, parts * s->c, 1, 1, 1));
+    TRY(sc_tensor(e, SC_S2, "rmean", TENSOR_F32, s->c, 1, 1, 1));
+    TRY(sc_tensor(e, SC_S3, "rvar", TENSOR_F32, s->c, 1, 1, 1));
+    TRY(sc_random(e, SC_X, s->offset - 2.0f, s->offset + 2.0f));
+    TRY(sc_random(e, SC_W, 0.5f, 1.5f));
+    TRY(sc_random(e, SC_B, -0.5f, 0.5f));
+    TRY(sc_random(e, SC_S2, -0.5f, 0.5f));
+    TRY(sc_random(e, SC_S3, 0.5f, 2.0f));
+    TRY(sc_random(e, SC_DY, -1.0f, 1.0f));
+    TRY(sc_random(e, SC_DX, -1.0f, 1.0f));
+cleanup:
+    return rc;
+}
+
+static int bn_forward_train_run(struct sc_side *t, const struct sc_case *c)
+{
+    const struct bn_shape *s = c->attr;
+    const struct bn_attr a = {1e-5f, 0.1f, s->splits};
+    return t->be->ops->bn_forward_train(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_S0), SC_T(t, SC_S1),
+                                        SC_T(t, SC_S2), SC_T(t, SC_S3), SC_T(t, SC_X),
+                                        SC_T(t, SC_W), SC_T(t, SC_B), &a);
+}
+
+static int bn_forward_eval_run(struct sc_side *t, const struct sc_case *c)
+{
+    const struct bn_shape *s = c->attr;
+    const struct bn_attr a = {1e-5f, 0.1f, s->splits};
+    return t->be->ops->bn_forward_eval(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), SC_T(t, SC_W),
+                                       SC_T(t, SC_B), SC_T(t, SC_S2), SC_T(t, SC_S3), &a);
+}
+
+/* the saved statistics from each engine's own forward pass, then the backward */
+static int bn_backward_run(struct sc_side *t, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    TRY(bn_forward_train_run(t, c));
+    TRY(t->be->ops->bn_backward(t->be->ctx, SC_T(t, SC_DX), SC_T(t, SC_DW), SC_T(t, SC_DB),
+                                SC_T(t, SC_DY), SC_T(t, SC_X), SC_T(t, SC_W), SC_T(t, SC_S0),
+                                SC_T(t, SC_S1), c->acc));
+cleanup:
+    return rc;
+}
+
+static int add_bn(struct sc_table *t, const struct bn_shape *s)
+{
+    int rc = DR_OK;
+    char v[48];
+    snprintf(v, sizeof(v), "%dx%dx%dx%d_mean%.0f", s->n, s->c, s->hw, s->hw, s->offset);
+    if (s->splits > 1) snprintf(v + strlen(v), sizeof(v) - strlen(v), "_ghost%d", s->splits);
+    struct sc_case c = {.group = "ops", .build = bn_build, .metric = SC_MAX_REL,
+                        .tol = SC_TOL_OP, .attr = s};
+    sc_name(&c, "bn_forward_train", "%s", v);
+    c.run = bn_forward_train_run;
+    c.n_outputs = 5;
+    memcpy(c.outputs, (int[]){SC_Y, SC_S0, SC_S1, SC_S2, SC_S3}, 5 * sizeof(int));
+    TRY(sc_table_add(t, &c));
+    sc_name(&c, "bn_forward_eval", "%s", v);
+    c.run = bn_forward_eval_run;
+    c.n_outputs = 1;
+    c.outputs[0] = SC_Y;
+    TRY(sc_table_add(t, &c));
+    sc_name(&c, "bn_backward", "%s", v);
+    c.run = bn_backward_run;
+    c.n_outputs = 3;
+    memcpy(c.outputs, (int[]){SC_DX, SC_DW, SC_DB}, 3 * sizeof(int));
+    TRY(sc_table_add(t, &c));
+    sc_name(&c, "bn_backward_acc", "%s", v);
+    c.acc = 1;
+    c.n_outputs = 1;
+    c.outputs[0] = SC_DX;
+    TRY(sc_table_add(t, &c));
+cleanup:
+    return rc;
+}
+
+/* ------------------------------------------------------------------ activations */
+
+#define ACT_N 8
+#define ACT_C 64
+#define ACT_HW 16
+#define ACT_ALPHA 0.3f          /* celu's alpha; the other kinds do not read it */
+
+static int act_build(struct sc_env *e, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    (void)c;
+    TRY(sc_tensor(e, SC_X, "x", TENSOR_ACT, ACT_N, ACT_C, ACT_HW, ACT_HW));
+    TRY(sc_tensor(e, SC_Y, "y", TENSOR_ACT, ACT_N, ACT_C, ACT_HW, ACT_HW));
+    TRY(sc_tensor(e, SC_DY, "dy", TENSOR_ACT, ACT_N, ACT_C, ACT_HW, ACT_HW));
+    TRY(sc_tensor(e, SC_DX, "dx", TENSOR_ACT, ACT_N, ACT_C, ACT_HW, ACT_HW));
+    TRY(sc_random(e, SC_X, -3.0f, 3.0f));
+    TRY(sc_random(e, SC_DY, -1.0f, 1.0f));
+    TRY(sc_random(e, SC_DX, -1.0f, 1.0f));
+cleanup:
+    return rc;
+}
+
+static int act_forward_run(struct sc_side *t, const struct sc_case *c)
+{
+    return t->be->ops->act_forward(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X),
+                                   (enum act_kind)c->arg, ACT_ALPHA);
+}
+
+static int act_backward_run(struct sc_side *t, const struct sc_case *c)
+{
+    return t->be->ops->act_backward(t->be->ctx, SC_T(t, SC_DX), SC_T(t, SC_DY), SC_T(t, SC_X),
+                                    (enum act_kind)c->arg, ACT_ALPHA, c->acc);
+}
+
+/* Every kind of kernels/activation.h, 0 .. ACT_KIND_COUNT - 1. */
+static int add_acts(struct sc_table *t)
+{
+    int rc = DR_OK;
+    for (int kind = 0; kind < ACT_KIND_COUNT; kind++) {
+        const char *name = act_kind_name((enum act_kind)kind);
+        struct sc_case c = {.group = "ops", .build = act_build, .metric = SC_MAX_REL,
+                            .tol = SC_TOL_OP, .arg = kind};
+        sc_name(&c, "act_forward", "%s_%dx%dx%dx%d", name, ACT_N, ACT_C, ACT_HW, ACT_HW);
+        c.run = act_forward_run;
+        c.n_outputs = 1;
+        c.outputs[0] = SC_Y;
+        TRY(sc_table_add(t, &c));
+        for (int acc = 0; acc < 2; acc++) {
+            sc_name(&c, acc ? "act_backward_acc" : "act_backward", "%s_%dx%dx%dx%d", name, ACT_N,
+                    ACT_C, ACT_HW, ACT_HW);
+            c.run = act_backward_run;
+            c.acc = acc;
+            c.outputs[0] = SC_DX;
+            TRY(sc_table_add(t, &c));
+        }
+    }
+cleanup:
+    return rc;
+}
+
+/* ------------------------------------------------------------------ pools */
+
+struct pool_shape {
+    enum pool_kind kind;
+    int n, c, hw, k, stride;
+    int levels;                 /* > 0: inputs take that many distinct values (ties) */
+};
+
+static const struct pool_shape POOL_SHAPES[] = {
+    {POOL_MAX, 8, 64, 16, 2, 2, 0},
+    {POOL_MAX, 8, 64, 16, 2, 2, 3},     /* ties */
+    {POOL_MAX, 4, 16, 9, 2, 2, 4},      /* stride = window, an edge no window covers */
+    {POOL_AVG, 8, 64, 16, 2, 2, 0},
+    {POOL_MAX, 8, 256, 4, 4, 4, 0},     /* global */
+    {POOL_AVG, 8, 256, 4, 4, 4, 0},
+    {POOL_MAX, 4, 16, 9, 3, 2, 4},      /* overlapping */
+    {POOL_AVG, 4, 16, 9, 3, 2, 0},
+};
+
+static int pool_build(struct sc_env *e, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    const struct pool_shape *s = c->attr;
+    const int ho = (s->hw - s->k) / s->stride + 1;
+    const size_t count = (size_t)s->n * s->c * s->hw * s->hw;
+    float *host = NULL;
+    TRY(sc_tensor(e, SC_X, "x", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_DX, "dx", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_Y, "y", TENSOR_ACT, s->n, s->c, ho, ho));
+    TRY(sc_tensor(e, SC_DY, "dy", TENSOR_ACT, s->n, s->c, ho, ho));
+    host = malloc(count * sizeof(float));
+    CHECK_ALLOC(host, "selfcheck pool input");
+    sc_uniform(e, host, count, -2.0f, 2.0f);
+    if (s->levels)
+        for (size_t i = 0; i < count; i++) host[i] = floorf((host[i] + 2.0f) * s->levels / 4.0f);
+    TRY(sc_write(e, SC_X, host));
+    TRY(sc_random(e, SC_DY, -1.0f, 1.0f));
+    TRY(sc_random(e, SC_DX, -1.0f, 1.0f));
+cleanup:
+    free(host);
+    return rc;
+}
+
+static struct pool_attr pool_attr_of(const struct pool_shape *s)
+{
+    return (struct pool_attr){s->kind, s->k, s->k, s->stride, s->stride};
+}
+
+static int pool_forward_run(struct sc_side *t, const struct sc_case *c)
+{
+    const struct pool_attr a = pool_attr_of(c->attr);
+    return t->be->ops->pool_forward(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), &a);
+}
+
+/* the forward output from each engine's own forward pass, then the backward */
+static int pool_backward_run(struct sc_side *t, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    const struct pool_attr a = pool_attr_of(c->attr);
+    TRY(pool_forward_run(t, c));
+    TRY(t->be->ops->pool_backward(t->be->ctx, SC_T(t, SC_DX), SC_T(t, SC_DY), SC_T(t, SC_X),
+                                  SC_T(t, SC_Y), &a, c->acc));
+cleanup:
+    return rc;
+}
+
+static int add_pool(struct sc_table *t, const struct pool_shape *s)
+{
+    int rc = DR_OK;
+    char v[48];
+    snprintf(v, sizeof(v), "%s_k%ds%d_%dx%dx%dx%d%s", s->kind == POOL_MAX ? "max" : "avg", s->k,
+             s->stride, s->n, s->c, s->hw, s->hw, s->levels ? "_ties" : "");
+    struct sc_case c = {.group = "ops", .build = pool_build, .metric = SC_MAX_REL,
+                        .tol = SC_TOL_OP, .attr = s, .n_outputs = 1};
+    sc_name(&c, "pool_forward", "%s", v);
+    c.run = pool_forward_run;
+    c.outputs[0] = SC_Y;
+    TRY(sc_table_add(t, &c));
+    for (int acc = 0; acc < 2; acc++) {
+        sc_name(&c, acc ? "pool_backward_acc" : "pool_backward", "%s", v);
+        c.run = pool_backward_run;
+        c.acc = acc;
+        c.outputs[0] = SC_DX;
+        TRY(sc_table_add(t, &c));
+    }
+cleanup:
+    return rc;
+}
+
+/* ------------------------------------------------------------------ concat */
+
+struct concat_shape {
+    int n, c0, c1, hw;
+    int skip_first;             /* the first input has no gradient */
+};
+
+static const struct concat_shape CONCAT_SHAPES[] = {
+    {8, 256, 256, 1, 0},
+    {4, 16, 48, 8, 1},
+};
+
+static int concat_build(struct sc_env *e, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    const struct concat_shape *s = c->attr;
+    TRY(sc_tensor(e, SC_X, "x0", TENSOR_ACT, s->n, s->c0, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_X2, "x1", TENSOR_ACT, s->n, s->c1, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_DX, "dx0", TENSOR_ACT, s->n, s->c0, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_DX2, "dx1+=", TENSOR_ACT, s->n, s->c1, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_Y, "y", TENSOR_ACT, s->n, s->c0 + s->c1, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_DY, "dy", TENSOR_ACT, s->n, s->c0 + s->c1, s->hw, s->hw));
+    TRY(sc_random(e, SC_X, -1.0f, 1.0f));
+    TRY(sc_random(e, SC_X2, -1.0f, 1.0f));
+    TRY(sc_random(e, SC_DY, -1.0f, 1.0f));
+    TRY(sc_random(e, SC_DX, -1.0f, 1.0f));
+    TRY(sc_random(e, SC_DX2, -1.0f, 1.0f));    /* accumulated into */
+cleanup:
+    return rc;
+}
+
+static int concat_forward_run(struct sc_side *t, const struct sc_case *c)
+{
+    (void)c;
+    return t->be->ops->concat_forward(t->be->ctx, SC_T(t, SC_Y),
+                                      (const struct tensor *const[]){SC_T(t, SC_X),
+                                                                     SC_T(t, SC_X2)}, 2);
+}
+
+/* dx0 overwritten (unless skipped), dx1 accumulated */
+static int concat_backward_run(struct sc_side *t, const struct sc_case *c)
+{
+    const struct concat_shape *s = c->attr;
+    return t->be->ops->concat_backward(
+        t->be->ctx, (struct tensor *const[]){s->skip_first ? NULL : SC_T(t, SC_DX), SC_T(t, SC_DX2)},
+        SC_T(t, SC_DY), 2, (const int[]){0, 1});
+}
+
+static int add_concat(struct sc_table *t, const struct concat_shape *s)
+{
+    int rc = DR_OK;
+    char v[48];
+    snprintf(v, sizeof(v), "%d+%d_%dx%dx%d%s", s->c0, s->c1, s->n, s->hw, s->hw,
+             s->skip_first ? "_nodx0" : "");
+    struct sc_case c = {.group = "ops", .build = concat_build, .metric = SC_MAX_REL,
+                        .tol = SC_TOL_OP, .attr = s, .n_outputs = 1};
+    sc_name(&c, "concat_forward", "%s", v);
+    c.run = concat_forward_run;
+    c.outputs[0] = SC_Y;
+    TRY(sc_table_add(t, &c));
+    sc_name(&c, "concat_backward", "%s", v);
+    c.run = concat_backward_run;
+    c.n_outputs = 0;
+    if (!s->skip_first) c.outputs[c.n_outputs++] = SC_DX;
+    c.outputs[c.n_outputs++] = SC_DX2;
+    TRY(sc_table_add(t, &c));
+cleanup:
+    return rc;
+}
+
+/* ------------------------------------------------------------------ add, scale, flatten */
+
+struct plain_shape {
+    int n, c, hw;
+};
+
+static const struct plain_shape PLAIN_SHAPES[] = {
+    {8, 64, 16},
+    {4, 32, 1},
+};
+
+/* a, b: SC_X, SC_X2; flattened: SC_S0 (y), SC_S1 (dy) */
+static int plain_build(struct sc_env *e, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    const struct plain_shape *s = c->attr;
+    TRY(sc_tensor(e, SC_X, "a", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_X2, "b", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_Y, "y", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_Y2, "y2", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_S0, "yflat", TENSOR_ACT, s->n, s->c * s->hw * s->hw, 1, 1));
+    TRY(sc_tensor(e, SC_S1, "dyflat", TENSOR_ACT, s->n, s->c * s->hw * s->hw, 1, 1));
+    TRY(sc_random(e, SC_X, -2.0f, 2.0f));
+    TRY(sc_random(e, SC_X2, -2.0f, 2.0f));
+    TRY(sc_random(e, SC_Y, -1.0f, 1.0f));
+    TRY(sc_random(e, SC_Y2, -1.0f, 1.0f));
+    TRY(sc_random(e, SC_S1, -1.0f, 1.0f));
+cleanup:
+    return rc;
+}
+
+static int add_forward_run(struct sc_side *t, const struct sc_case *c)
+{
+    (void)c;
+    return t->be->ops->add_forward(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), SC_T(t, SC_X2));
+}
+
+static int scale_forward_run(struct sc_side *t, const struct sc_case *c)
+{
+    (void)c;
+    return t->be->ops->scale_forward(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), 0.125f);
+}
+
+/* overwriting: y = a (add's backward), y2 = b / 2 (scale's); accumulating: y += a / 4 */
+static int scaled_copy_run(struct sc_side *t, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    if (c->acc) return t->be->ops->scaled_copy(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), 0.25f, 1);
+    TRY(t->be->ops->scaled_copy(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), 1.0f, 0));
+    TRY(t->be->ops->scaled_copy(t->be->ctx, SC_T(t, SC_Y2), SC_T(t, SC_X2), 0.5f, 0));
+cleanup:
+    return rc;
+}
+
+static int flatten_forward_run(struct sc_side *t, const struct sc_case *c)
+{
+    (void)c;
+    return t->be->ops->flatten_forward(t->be->ctx, SC_T(t, SC_S0), SC_T(t, SC_X));
+}
+
+/* y = dyflat unflattened; b += dyflat */
+static int flatten_backward_run(struct sc_side *t, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    (void)c;
+    TRY(t->be->ops->flatten_backward(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_S1), 0));
+    TRY(t->be->ops->flatten_backward(t->be->ctx, SC_T(t, SC_X2), SC_T(t, SC_S1), 1));
+cleanup:
+    return rc;
+}
+
+static int add_plain(struct sc_table *t, const struct plain_shape *s)
+{
+    int rc = DR_OK;
+    static const struct {
+        const char *op;
+        sc_run_fn run;
+        int acc, outputs[2], n_outputs;
+    } OPS[] = {
+        {"add_forward", add_forward_run, 0, {SC_Y}, 1},
+        {"scale_forward", scale_forward_run, 0, {SC_Y}, 1},
+        {"scaled_copy", scaled_copy_run, 0, {SC_Y, SC_Y2}, 2},
+        {"scaled_copy_acc", scaled_copy_run, 1, {SC_Y}, 1},
+        {"flatten_forward", flatten_forward_run, 0, {SC_S0}, 1},
+        {"flatten_backward", flatten_backward_run, 0, {SC_Y, SC_X2}, 2},
+    };
+    for (size_t i = 0; i < COUNT_OF(OPS); i++) {
+        struct sc_case c = {.group = "ops", .build = plain_build, .run = OPS[i].run,
+                            .metric = SC_MAX_REL, .tol = SC_TOL_OP, .attr = s, .acc = OPS[i].acc,
+                            .n_outputs = OPS[i].n_outputs};
+        memcpy(c.outputs, OPS[i].outputs, sizeof(OPS[i].outputs));
+        sc_name(&c, OPS[i].op, "%dx%dx%dx%d", s->n, s->c, s->hw, s->hw);
+        TRY(sc_table_add(t, &c));
+    }
+cleanup:
+    return rc;
+}
+
+/* ------------------------------------------------------------------ the loss */
+
+struct xent_shape {
+    int n, k;
+    float smoothing, scale;
+};
+
+static const struct xent_shape XENT_SHAPES[] = {
+    {32, 10, 0.0f, 1.0f},
+    {32, 10, 0.2f, 1.0f / 32.0f},
+};
+
+/* logits SC_X, probs SC_Y, dlogits SC_DX, labels SC_S0, stats SC_S1 */
+static int xent_build(struct sc_env *e, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    const struct xent_shape *s = c->attr;
+    int32_t *lab = NULL;
+    float *u = NULL;
+    const float start[2] = {1.5f, 2.0f};   /* the loss adds to what is there */
+    TRY(sc_tensor(e, SC_X, "logits", TENSOR_ACT, s->n, s->k, 1, 1));
+    TRY(sc_tensor(e, SC_Y, "probs", TENSOR_ACT, s->n, s->k, 1, 1));
+    TRY(sc_tensor(e, SC_DX, "dlogits", TENSOR_ACT, s->n, s->k, 1, 1));
+    TRY(sc_tensor(e, SC_S0, "labels", TENSOR_I32, s->n, 1, 1, 1));
+    TRY(sc_tensor(e, SC_S1, "stats", TENSOR_F32, 2, 1, 1, 1));
+    lab = malloc(sizeof(int32_t) * (size_t)s->n);
+    u = malloc(sizeof(float) * (size_t)s->n);
+    CHECK_ALLOC(lab, "selfcheck labels");
+    CHECK_ALLOC(u, "selfcheck labels");
+    sc_uniform(e, u, (size_t)s->n, 0.0f, (float)s->k);
+    for (int i = 0; i < s->n; i++) lab[i] = (int32_t)u[i] < s->k ? (int32_t)u[i] : s->k - 1;
+    TRY(sc_write_raw(e, SC_S0, lab));
+    TRY(sc_write_raw(e, SC_S1, start));
+    TRY(sc_random(e, SC_X, -4.0f, 4.0f));
+    TRY(sc_random(e, SC_DX, -1.0f, 1.0f));
+cleanup:
+    free(lab);
+    free(u);
+    return rc;
+}
+
+static int xent_forward_run(struct sc_side *t, const struct sc_case *c)
+{
+    const struct xent_shape *s = c->attr;
+    return t->be->ops->xent_forward(t->be->ctx, SC_T(t, SC_S1), SC_T(t, SC_Y), SC_T(t, SC_X),
+                                    SC_T(t, SC_S0), s->smoothing);
+}
+
+/* the probabilities from each engine's own forward pass, then the backward */
+static int xent_backward_run(struct sc_side *t, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    const struct xent_shape *s = c->attr;
+    TRY(xent_forward_run(t, c));
+    TRY(t->be->ops->xent_backward(t->be->ctx, SC_T(t, SC_DX), SC_T(t, SC_Y), SC_T(t, SC_S0),
+                                  s->smoothing, s->scale));
+cleanup:
+    return rc;
+}
+
+static int add_xent(struct sc_table *t, const struct xent_shape *s)
+{
+    int rc = DR_OK;
+    struct sc_case c = {.group = "ops", .build = xent_build, .metric = SC_MAX_REL,
+                        .tol = SC_TOL_OP, .attr = s};
+    sc_name(&c, "xent_forward", "%dx%d_smooth%.1f_scale%.3g", s->n, s->k, s->smoothing, s->scale);
+    c.run = xent_forward_run;
+    c.n_outputs = 2;
+    c.outputs[0] = SC_Y;
+    c.outputs[1] = SC_S1;
+    TRY(sc_table_add(t, &c));
+    sc_name(&c, "xent_backward", "%dx%d_smooth%.1f_scale%.3g", s->n, s->k, s->smoothing, s->scale);
+    c.run = xent_backward_run;
+    c.n_outputs = 1;
+    c.outputs[0] = SC_DX;
+    TRY(sc_table_add(t, &c));
+cleanup:
+    return rc;
+}
+
+int sc_cases_ops(struct sc_table *t)
+{
+    int rc = DR_OK;
+    for (size_t i = 0; i < COUNT_OF(BN_SHAPES); i++) TRY(add_bn(t, &BN_SHAPES[i]));
+    TRY(add_acts(t));
+    for (size_t i = 0; i < COUNT_OF(POOL_SHAPES); i++) TRY(add_pool(t, &POOL_SHAPES[i]));
+    for (size_t i = 0; i < COUNT_OF(CONCAT_SHAPES); i++) TRY(add_concat(t, &CONCAT_SHAPES[i]));
+    for (size_t i = 0; i < COUNT_OF(PLAIN_SHAPES); i++) TRY(add_plain(t, &PLAIN_SHAPES[i]));
+    for (size_t i = 0; i < COUNT_OF(XENT_SHAPES); i++) TRY(add_xent(t, &XENT_SHAPES[i]));
+cleanup:
+    return rc;
+}

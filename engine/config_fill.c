@@ -146,7 +146,7 @@ int cfg_fill_experiment(struct experiment *e, const config_t *res,
     e->augment.alternate_flip = read_bool(&r, "augment.alternate_flip");
 
     e->eval.batch_size = read_int(&r, "eval.batch_size");
-    if (e->eval.batch_size == 0) e->eval.batch_size = e->train.batch_size;
+    e->eval.batch_size = experiment_eval_batch(e);   /* 0: the training batch size */
     e->eval.tta = (enum tta_kind)pick(read_string(&r, "eval.tta"), ttas);
     e->seeds = read_int(&r, "seeds");
     e->target_accuracy = read_float(&r, "target_accuracy");

@@ -126,9 +126,9 @@ int cfg_fill_experiment(struct experiment *e, const config_t *res,
     e->train.loss = strcmp(read_string(&r, "train.loss"), "mean") == 0 ? LOSS_MEAN : LOSS_SUM;
     e->train.label_smoothing = read_float(&r, "train.label_smoothing");
     s = read_string(&r, "train.precision");
-    e->train.precision = !strcmp(s, "fp16")   ? PRECISION_FP16
-                         : !strcmp(s, "bf16") ? PRECISION_BF16
-                                              : PRECISION_FP32;
+    e->train.precision = PRECISION_FP32;
+    for (int p = 0; precision_name(p); p++)
+        if (!strcmp(s, precision_name(p))) e->train.precision = (enum precision)p;
     read_scales(&r, "train.lr_scale", e->train.lr_scale);
     read_scales(&r, "train.wd_scale", e->train.wd_scale);
     s = read_string(&r, "train.average.kind");

@@ -37,6 +37,11 @@ void *dr_aligned_alloc(size_t alignment, size_t size)
     return fault_now() ? NULL : aligned_alloc(alignment, size);
 }
 
+void *dr_realloc(void *ptr, size_t size)
+{
+    return fault_now() ? NULL : realloc(ptr, size);
+}
+
 void dr_alloc_fail_at(long n)
 {
     atomic_store(&countdown, n > 0 ? n : 0);

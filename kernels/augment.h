@@ -19,6 +19,11 @@
 #define AUGMENT_IMAGE 32   /* CIFAR-10 images are 3×32×32 */
 #define AUGMENT_CHANNELS 3
 
+/* The largest augment.pad and augment.cutout; the schema's limits of those keys are these
+ * (tests/test_config.c checks it). */
+#define AUGMENT_MAX_PAD 16
+#define AUGMENT_MAX_CUTOUT AUGMENT_IMAGE
+
 /* Channel means and standard deviations on the 0-255 scale (R, G, B). */
 #define AUGMENT_MEAN_R 125.31f
 #define AUGMENT_MEAN_G 122.95f
@@ -30,11 +35,11 @@
 enum pad_mode { PAD_REFLECT, PAD_ZERO };
 
 struct augment_params {
-    int pad;                /* pixels of padding on each side, 0..16 */
+    int pad;                /* pixels of padding on each side, 0..AUGMENT_MAX_PAD */
     enum pad_mode pad_mode;
     int crop;               /* 1: random 32×32 crop of the padded image; 0: centre */
     int flip;               /* 1: random horizontal flip with p = 0.5 */
-    int cutout;             /* side of the cutout square, 0 = none */
+    int cutout;             /* side of the cutout square, 0 = none, <= AUGMENT_MAX_CUTOUT */
     int alternate_flip;     /* with flip: image `row` is mirrored in epoch e when its epoch-0
                                coin (drawn as for flip with epoch 0) XOR (e odd) is 1 */
     int view;               /* 1: a fixed view for test-time augmentation, no randomness:

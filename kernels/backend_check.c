@@ -116,8 +116,8 @@ int backend_check_augment(size_t *dataset_rows, const struct tensor *x,
            tensor_count(labels), x->n);
     EXPECT(tensor_count(image_labels) >= *dataset_rows, "augment: %zu labels for %zu images",
            tensor_count(image_labels), *dataset_rows);
-    EXPECT(!aug || (aug->pad >= 0 && aug->pad <= 16 && aug->cutout >= 0 &&
-                    aug->cutout <= AUGMENT_IMAGE),
+    EXPECT(!aug || (aug->pad >= 0 && aug->pad <= AUGMENT_MAX_PAD && aug->cutout >= 0 &&
+                    aug->cutout <= AUGMENT_MAX_CUTOUT),
            "augment: pad %d or cutout %d out of range", aug ? aug->pad : 0,
            aug ? aug->cutout : 0);
 cleanup:

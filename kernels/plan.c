@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../base/alloc.h"
+#include "../base/grow.h"
 #include "../base/status.h"
 
 static const char *const plan_op_names[PLAN_OP_COUNT] = {
@@ -41,15 +42,8 @@ const char *plan_op_name(enum plan_op op)
 
 struct plan_node *plan_append(struct plan *p, enum plan_op op, enum plan_phase phase, int layer)
 {
-    if (p->count == p->cap) {
-        int cap = p->cap ? 2 * p->cap : 64;
-        struct plan_node *nodes = dr_malloc((size_t)cap * sizeof(*nodes));
-        if (!nodes) return NULL;
-        if (p->count) memcpy(nodes, p->nodes, (size_t)p->count * sizeof(*nodes));
-        free(p->nodes);
-        p->nodes = nodes;
-        p->cap = cap;
-    }
+    if (grow_reserve(&p->nodes, &p->cap, p->count + 1, 64, sizeof(*p->nodes)) != DR_OK)
+        return NULL;
     struct plan_node *n = &p->nodes[p->count++];
     memset(n, 0, sizeof(*n));
     n->op = op;

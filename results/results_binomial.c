@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 
+#include "../base/grow.h"
 #include "stats.h"
 
 #define BINOMIAL_LEVEL 0.95
@@ -54,13 +55,8 @@ static int missing_counts(struct results *db, int **counts, int *n)
     for (;;) {
         CHECK_SQLITE(db, step = sqlite3_step(st));
         if (step != SQLITE_ROW) break;
-        if (count == cap) {
-            int ncap = cap ? 2 * cap : 8;
-            int *grown = realloc(arr, (size_t)ncap * sizeof *arr);
-            CHECK_ALLOC(grown, "binomial interval counts");
-            arr = grown;
-            cap = ncap;
-        }
+        if (grow_reserve(&arr, &cap, count + 1, 8, sizeof *arr) != DR_OK)
+            FAIL(DR_ERR_NOMEM, "out of memory allocating binomial interval counts");
         arr[count++] = sqlite3_column_int(st, 0);
     }
     *counts = arr;

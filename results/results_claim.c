@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../base/grow.h"
+
 void results_claim_init(struct results_claim *c)
 {
     memset(c, 0, sizeof *c);
@@ -110,12 +112,8 @@ static int scan_candidates(struct results *db, struct candidate **out, int *n,
     for (;;) {
         CHECK_SQLITE(db, step = sqlite3_step(st));
         if (step != SQLITE_ROW) break;
-        if (count == cap) {
-            cap = cap ? 2 * cap : 16;
-            struct candidate *grown = realloc(c, (size_t)cap * sizeof *c);
-            CHECK_ALLOC(grown, "claim candidates");
-            c = grown;
-        }
+        if (grow_reserve(&c, &cap, count + 1, 16, sizeof *c) != DR_OK)
+            FAIL(DR_ERR_NOMEM, "out of memory allocating claim candidates");
         struct candidate *k = &c[count++];
         int64_t seed = sqlite3_column_int64(st, 2);
         const char *status = (const char *)sqlite3_column_text(st, 3);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/grow.h"
+
 int results_params_insert(struct results *db, int64_t id, const struct results_param *p, int n)
 {
     int rc = DR_OK;
@@ -122,13 +124,8 @@ int results_params_get(struct results *db, struct results_param **out, int *n, i
     for (;;) {
         CHECK_SQLITE(db, step = sqlite3_step(st));
         if (step != SQLITE_ROW) break;
-        if (count == cap) {
-            int ncap = cap ? 2 * cap : 64;
-            struct results_param *grown = realloc(arr, (size_t)ncap * sizeof *grown);
-            CHECK_ALLOC(grown, "the params");
-            arr = grown;
-            cap = ncap;
-        }
+        if (grow_reserve(&arr, &cap, count + 1, 64, sizeof *arr) != DR_OK)
+            FAIL(DR_ERR_NOMEM, "out of memory allocating the params");
         struct results_param *p = &arr[count++];
         p->key = results_col_text(st, 0, &oom);
         p->value = results_col_text(st, 1, &oom);
@@ -162,13 +159,8 @@ int results_overrides_get(struct results *db, char ***out, int *n, int64_t id)
     for (;;) {
         CHECK_SQLITE(db, step = sqlite3_step(st));
         if (step != SQLITE_ROW) break;
-        if (count == cap) {
-            int ncap = cap ? 2 * cap : 8;
-            char **grown = realloc(arr, (size_t)ncap * sizeof *grown);
-            CHECK_ALLOC(grown, "the overrides");
-            arr = grown;
-            cap = ncap;
-        }
+        if (grow_reserve(&arr, &cap, count + 1, 8, sizeof *arr) != DR_OK)
+            FAIL(DR_ERR_NOMEM, "out of memory allocating the overrides");
         arr[count] = results_col_text(st, 0, &oom);
         count++;
         if (oom) FAIL(DR_ERR_NOMEM, "%s: out of memory reading overrides", db->path);
@@ -197,13 +189,8 @@ int results_experiments_without_params(struct results *db, int64_t **ids, int *n
     for (;;) {
         CHECK_SQLITE(db, step = sqlite3_step(st));
         if (step != SQLITE_ROW) break;
-        if (count == cap) {
-            int ncap = cap ? 2 * cap : 16;
-            int64_t *grown = realloc(arr, (size_t)ncap * sizeof *grown);
-            CHECK_ALLOC(grown, "experiment ids");
-            arr = grown;
-            cap = ncap;
-        }
+        if (grow_reserve(&arr, &cap, count + 1, 16, sizeof *arr) != DR_OK)
+            FAIL(DR_ERR_NOMEM, "out of memory allocating experiment ids");
         arr[count++] = sqlite3_column_int64(st, 0);
     }
     *ids = arr;

@@ -8,17 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/grow.h"
+
 /* Returns arr (capacity *cap) with room for element `count` of `size` bytes, new slots
  * zeroed; NULL, with arr untouched, when out of memory. */
 static void *grow(void *arr, int *cap, int count, size_t size)
 {
-    if (count < *cap) return arr;
-    int ncap = *cap ? 2 * *cap : 16;
-    char *p = realloc(arr, (size_t)ncap * size);
-    if (!p) return NULL;
-    memset(p + (size_t)*cap * size, 0, (size_t)(ncap - *cap) * size);
-    *cap = ncap;
-    return p;
+    const int old = *cap;
+    if (grow_reserve(&arr, cap, count + 1, 16, size) != DR_OK) return NULL;
+    memset((char *)arr + (size_t)old * size, 0, (size_t)(*cap - old) * size);
+    return arr;
 }
 
 /* Grows `arr` (a typed pointer variable) or fails with DR_ERR_NOMEM. */

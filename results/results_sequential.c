@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/grow.h"
+
 /* Copies a decision or status text into a fixed field ("" for NULL). */
 static void copy_word(char *dst, size_t size, const unsigned char *src)
 {
@@ -218,12 +220,8 @@ static int read_members(struct results *db, struct results_seq_batch *b)
         " ORDER BY look DESC LIMIT 1"));
     CHECK_SQLITE(db, sqlite3_bind_int64(mem, 1, b->id));
     while ((step = sqlite3_step(mem)) == SQLITE_ROW) {
-        if (b->n_members == cap) {
-            cap = cap ? 2 * cap : 4;
-            struct results_seq_member *grown = realloc(b->members, (size_t)cap * sizeof *grown);
-            CHECK_ALLOC(grown, "the members of a sequential batch");
-            b->members = grown;
-        }
+        if (grow_reserve(&b->members, &cap, b->n_members + 1, 4, sizeof *b->members) != DR_OK)
+            FAIL(DR_ERR_NOMEM, "out of memory allocating the members of a sequential batch");
         struct results_seq_member *m = &b->members[b->n_members++];
         memset(m, 0, sizeof *m);
         m->position = sqlite3_column_int(mem, 0);
@@ -256,12 +254,8 @@ static int collect(struct results *db, sqlite3_stmt *st, struct results_seq_batc
     int rc = DR_OK, step, cap = 0, count = 0, oom = 0;
     struct results_seq_batch *arr = NULL;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (count == cap) {
-            cap = cap ? 2 * cap : 4;
-            struct results_seq_batch *grown = realloc(arr, (size_t)cap * sizeof *grown);
-            CHECK_ALLOC(grown, "the sequential batches");
-            arr = grown;
-        }
+        if (grow_reserve(&arr, &cap, count + 1, 4, sizeof *arr) != DR_OK)
+            FAIL(DR_ERR_NOMEM, "out of memory allocating the sequential batches");
         struct results_seq_batch *b = &arr[count++];
         memset(b, 0, sizeof *b);
         b->id = sqlite3_column_int64(st, 0);
@@ -379,12 +373,8 @@ int results_seq_looks_list(struct results *db, struct results_seq_look **out, in
         " ORDER BY look, position"));
     CHECK_SQLITE(db, sqlite3_bind_int64(st, 1, batch_id));
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (count == cap) {
-            cap = cap ? 2 * cap : 8;
-            struct results_seq_look *grown = realloc(arr, (size_t)cap * sizeof *grown);
-            CHECK_ALLOC(grown, "the looks of a sequential batch");
-            arr = grown;
-        }
+        if (grow_reserve(&arr, &cap, count + 1, 8, sizeof *arr) != DR_OK)
+            FAIL(DR_ERR_NOMEM, "out of memory allocating the looks of a sequential batch");
         read_look(&arr[count++], st);
     }
     CHECK_SQLITE(db, step);

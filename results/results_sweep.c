@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/grow.h"
+
 int results_sweep_record(struct results *db, int64_t *id, const struct results_sweep *s)
 {
     int rc = DR_OK, step;
@@ -93,12 +95,8 @@ static int read_parts(struct results *db, struct results_sweep *s)
         "SELECT key, vals FROM sweep_axes WHERE sweep_id = ?1 ORDER BY position"));
     CHECK_SQLITE(db, sqlite3_bind_int64(ax, 1, s->id));
     while ((step = sqlite3_step(ax)) == SQLITE_ROW) {
-        if (s->n_axes == cap) {
-            cap = cap ? 2 * cap : 4;
-            struct results_sweep_axis *grown = realloc(s->axes, (size_t)cap * sizeof *grown);
-            CHECK_ALLOC(grown, "sweep axes");
-            s->axes = grown;
-        }
+        if (grow_reserve(&s->axes, &cap, s->n_axes + 1, 4, sizeof *s->axes) != DR_OK)
+            FAIL(DR_ERR_NOMEM, "out of memory allocating sweep axes");
         struct results_sweep_axis *a = &s->axes[s->n_axes++];
         a->key = results_col_text(ax, 0, &oom);
         a->vals = results_col_text(ax, 1, &oom);
@@ -110,12 +108,8 @@ static int read_parts(struct results *db, struct results_sweep *s)
         "SELECT experiment_id FROM sweep_members WHERE sweep_id = ?1 ORDER BY position"));
     CHECK_SQLITE(db, sqlite3_bind_int64(mem, 1, s->id));
     while ((step = sqlite3_step(mem)) == SQLITE_ROW) {
-        if (s->n_members == cap) {
-            cap = cap ? 2 * cap : 8;
-            int64_t *grown = realloc(s->members, (size_t)cap * sizeof *grown);
-            CHECK_ALLOC(grown, "sweep members");
-            s->members = grown;
-        }
+        if (grow_reserve(&s->members, &cap, s->n_members + 1, 8, sizeof *s->members) != DR_OK)
+            FAIL(DR_ERR_NOMEM, "out of memory allocating sweep members");
         s->members[s->n_members++] = sqlite3_column_int64(mem, 0);
     }
     CHECK_SQLITE(db, step);
@@ -131,12 +125,8 @@ static int collect(struct results *db, sqlite3_stmt *st, struct results_sweep **
     int rc = DR_OK, step, cap = 0, count = 0, oom = 0;
     struct results_sweep *arr = NULL;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (count == cap) {
-            cap = cap ? 2 * cap : 8;
-            struct results_sweep *grown = realloc(arr, (size_t)cap * sizeof *grown);
-            CHECK_ALLOC(grown, "the sweep list");
-            arr = grown;
-        }
+        if (grow_reserve(&arr, &cap, count + 1, 8, sizeof *arr) != DR_OK)
+            FAIL(DR_ERR_NOMEM, "out of memory allocating the sweep list");
         struct results_sweep *s = &arr[count++];
         memset(s, 0, sizeof *s);
         s->id = sqlite3_column_int64(st, 0);

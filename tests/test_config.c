@@ -4,6 +4,7 @@
  * left out at their defaults), the one precedence of model.vars and model_vars, layer
  * defaults shared with code-built networks, schedule_at,
  * the expression evaluator, did-you-mean, the schema's consistency with the graph and
+ * with the limits and names the code states (image counts, precisions, augmentation),
  * docs/config.md, and failures that leave nothing behind. */
 #include <glob.h>
 #include <math.h>
@@ -17,6 +18,8 @@
 #include "engine/core/experiment.h"
 #include "engine/core/graph.h"
 #include "base/status.h"
+#include "kernels/augment.h"
+#include "kernels/precision.h"
 
 static const char *source_dir(void)
 {
@@ -891,6 +894,61 @@ static void test_schema(void)
     config_destroy(&schema);
 }
 
+/* The number `key` of the schema entry at `path` (an experiment key, or a full path such
+ * as "layer_types.whiten.attrs.images"), or -1 when it has none. */
+static long long schema_number(const config_t *schema, const char *path, const char *key)
+{
+    const config_setting_t *e = !strncmp(path, "layer_types.", 12)
+                                    ? config_lookup(schema, path)
+                                    : cfg_schema_entry(config_root_setting(schema), path, NULL);
+    long long v = -1;
+    if (!e || !config_setting_lookup_int64(e, key, &v)) return -1;
+    return v;
+}
+
+/* The schema states limits and names that the code states too; each has its source in the
+ * code, and the schema must say the same. */
+static void test_schema_states_code_facts(void)
+{
+    config_t schema;
+    CHECK(cfg_schema_load(&schema) == DR_OK);
+    /* the training and test images of CIFAR-10, which data.*_subset = 0 means */
+    CHECK(schema_number(&schema, "data.train_subset", "max") == EXPERIMENT_TRAIN_IMAGES);
+    CHECK(schema_number(&schema, "train.batch_size", "max") == EXPERIMENT_TRAIN_IMAGES);
+    CHECK(schema_number(&schema, "layer_types.whiten.attrs.images", "max") ==
+          EXPERIMENT_TRAIN_IMAGES);
+    CHECK(schema_number(&schema, "data.test_subset", "max") == EXPERIMENT_TEST_IMAGES);
+    CHECK(schema_number(&schema, "eval.batch_size", "max") == EXPERIMENT_TEST_IMAGES);
+    /* the docs' "the 50,000 training images": the same number, with its thousands comma */
+    char train[32], test[32];
+    snprintf(train, sizeof train, "%d,%03d", EXPERIMENT_TRAIN_IMAGES / 1000,
+             EXPERIMENT_TRAIN_IMAGES % 1000);
+    snprintf(test, sizeof test, "%d,%03d", EXPERIMENT_TEST_IMAGES / 1000,
+             EXPERIMENT_TEST_IMAGES % 1000);
+    const config_setting_t *root = config_root_setting(&schema);
+    const char *doc = cfg_entry_str(cfg_schema_entry(root, "data.train_subset", NULL), "doc");
+    CHECK(doc && strstr(doc, train));
+    doc = cfg_entry_str(cfg_schema_entry(root, "train.batch_size", NULL), "doc");
+    CHECK(doc && strstr(doc, train));
+    doc = cfg_entry_str(cfg_schema_entry(root, "data.test_subset", NULL), "doc");
+    CHECK(doc && strstr(doc, test));
+    /* augmentation limits (kernels/augment.h, checked by the backends) */
+    CHECK(schema_number(&schema, "augment.pad", "max") == AUGMENT_MAX_PAD);
+    CHECK(schema_number(&schema, "augment.pad", "min") == 0);
+    CHECK(schema_number(&schema, "augment.cutout", "max") == AUGMENT_MAX_CUTOUT);
+    CHECK(schema_number(&schema, "augment.cutout", "min") == 0);
+    /* train.precision's names, in the order of enum precision (kernels/precision.h) */
+    const config_setting_t *values =
+        config_setting_get_member(cfg_schema_entry(root, "train.precision", NULL), "values");
+    CHECK(values && config_setting_length(values) == PRECISION_COUNT);
+    for (int p = 0; values && p < config_setting_length(values); p++) {
+        const char *name = config_setting_get_string_elem(values, p);
+        CHECK(name && precision_name(p) && !strcmp(name, precision_name(p)));
+    }
+    CHECK(precision_name(PRECISION_COUNT) == NULL && precision_name(-1) == NULL);
+    config_destroy(&schema);
+}
+
 /* docs/config.md carries config_schema_print's output after its marker line. */
 static void test_docs(void)
 {
@@ -916,6 +974,10 @@ static void test_docs(void)
                              "do not edit below -->\n";
         const char *gen = strstr(doc, marker);
         CHECK(gen != NULL);
+        char all[40];   /* the prose above the reference states the training images too */
+        snprintf(all, sizeof all, "or all %d,%03d", EXPERIMENT_TRAIN_IMAGES / 1000,
+                 EXPERIMENT_TRAIN_IMAGES % 1000);
+        CHECK(strstr(doc, all) != NULL);
         if (gen) {
             gen += strlen(marker);
             while (*gen == '\n') gen++;
@@ -948,6 +1010,7 @@ int main(void)
     test_expr();
     test_suggest();
     test_schema();
+    test_schema_states_code_facts();
     test_docs();
     return check_finish("test_config");
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "config_tree.h"
+#include "base/grow.h"
+#include "base/status.h"
 
 const char *cfg_diag_file_name(struct cfg_diag *d, const char *file)
 {
@@ -43,15 +45,9 @@ static int file_rank(struct cfg_diag *d, const char *file)
     file = cfg_diag_file_name(d, file);
     for (int i = 0; i < d->n_files; i++)
         if (strcmp(d->files[i], file) == 0) return i;
-    if (d->n_files == d->cap_files) {
-        int cap = d->cap_files ? 2 * d->cap_files : 8;
-        const char **grown = realloc(d->files, (size_t)cap * sizeof(*grown));
-        if (!grown) {
-            d->nomem = 1;
-            return -1;
-        }
-        d->files = grown;
-        d->cap_files = cap;
+    if (grow_reserve(&d->files, &d->cap_files, d->n_files + 1, 8, sizeof(*d->files)) != DR_OK) {
+        d->nomem = 1;
+        return -1;
     }
     d->files[d->n_files] = file;
     return d->n_files++;
@@ -87,16 +83,10 @@ static void record(struct cfg_diag *d, int rank, int line, const char *prefix, c
     }
     memcpy(text, prefix, plen);
     vsnprintf(text + plen, (size_t)body + 1, fmt, ap);
-    if (d->count == d->cap) {
-        int cap = d->cap ? 2 * d->cap : 16;
-        struct cfg_msg *grown = realloc(d->msgs, (size_t)cap * sizeof(*grown));
-        if (!grown) {
-            free(text);
-            d->nomem = 1;
-            return;
-        }
-        d->msgs = grown;
-        d->cap = cap;
+    if (grow_reserve(&d->msgs, &d->cap, d->count + 1, 16, sizeof(*d->msgs)) != DR_OK) {
+        free(text);
+        d->nomem = 1;
+        return;
     }
     d->msgs[d->count] = (struct cfg_msg){rank, line, d->count, text};
     d->count++;

@@ -9,6 +9,7 @@
 
 #include "config_resolve.h"
 #include "config_lookup.h"
+#include "base/grow.h"
 #include "base/status.h"
 
 #define QNAME 1024
@@ -42,13 +43,8 @@ const char *cfg_files_intern(struct cfg_files *f, const char *name)
 {
     for (int i = 0; i < f->count; i++)
         if (strcmp(f->names[i], name) == 0) return f->names[i];
-    if (f->count == f->cap) {
-        int cap = f->cap ? 2 * f->cap : 4;
-        char **grown = realloc(f->names, (size_t)cap * sizeof(*grown));
-        if (!grown) return NULL;
-        f->names = grown;
-        f->cap = cap;
-    }
+    if (grow_reserve(&f->names, &f->cap, f->count + 1, 4, sizeof(*f->names)) != DR_OK)
+        return NULL;
     size_t n = strlen(name) + 1;
     char *copy = malloc(n);
     if (!copy) return NULL;

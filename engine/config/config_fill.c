@@ -126,9 +126,9 @@ int cfg_fill_experiment(struct experiment *e, const config_t *res,
     e->train.loss = strcmp(read_string(&r, "train.loss"), "mean") == 0 ? LOSS_MEAN : LOSS_SUM;
     e->train.label_smoothing = read_float(&r, "train.label_smoothing");
     s = read_string(&r, "train.precision");
-    e->train.precision = !strcmp(s, "fp16")   ? PRECISION_FP16
-                         : !strcmp(s, "bf16") ? PRECISION_BF16
-                                              : PRECISION_FP32;
+    e->train.precision = PRECISION_FP32;
+    for (int p = 0; precision_name(p); p++)
+        if (!strcmp(s, precision_name(p))) e->train.precision = (enum precision)p;
     read_scales(&r, "train.lr_scale", e->train.lr_scale);
     read_scales(&r, "train.wd_scale", e->train.wd_scale);
     s = read_string(&r, "train.average.kind");
@@ -146,7 +146,7 @@ int cfg_fill_experiment(struct experiment *e, const config_t *res,
     e->augment.alternate_flip = read_bool(&r, "augment.alternate_flip");
 
     e->eval.batch_size = read_int(&r, "eval.batch_size");
-    if (e->eval.batch_size == 0) e->eval.batch_size = e->train.batch_size;
+    e->eval.batch_size = experiment_eval_batch(e);   /* 0: the training batch size */
     e->eval.tta = (enum tta_kind)pick(read_string(&r, "eval.tta"), ttas);
     e->seeds = read_int(&r, "seeds");
     e->target_accuracy = read_float(&r, "target_accuracy");

@@ -36,8 +36,7 @@ static void check_experiment(struct cfg_diag *d, const config_t *cfg, const stru
     cfg_diag_at(d, at,
                 "'train.batch_size' %d is larger than the %d training images ('data.train_subset'): "
                 "an epoch would have no step",
-                e->train.batch_size,
-                e->data.train_subset ? e->data.train_subset : EXPERIMENT_TRAIN_IMAGES);
+                e->train.batch_size, experiment_train_images(e));
 }
 
 /* ---- the resolved text ----------------------------------------------------------------- */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine/core/experiment.h"
+#include "base/grow.h"
 #include "base/status.h"
 
 const char *param_type_name(enum param_type t)
@@ -137,13 +138,8 @@ static int push(struct param_list *out, const char *key, struct sbuf *value,
                 enum param_type type, double num)
 {
     if (value->nomem) return DR_ERR_NOMEM;
-    if (out->n == out->cap) {
-        int cap = out->cap ? 2 * out->cap : 64;
-        struct param *items = realloc(out->items, (size_t)cap * sizeof *items);
-        if (!items) return DR_ERR_NOMEM;
-        out->items = items;
-        out->cap = cap;
-    }
+    if (grow_reserve(&out->items, &out->cap, out->n + 1, 64, sizeof *out->items) != DR_OK)
+        return DR_ERR_NOMEM;
     struct param *p = &out->items[out->n];
     p->key = strdup(key);
     p->value = strdup(value->s ? value->s : "");

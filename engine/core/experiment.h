@@ -93,6 +93,14 @@ int config_key_canonical(char *out, size_t n, const char *key);
 #define EXPERIMENT_TRAIN_IMAGES 50000 /* CIFAR-10's training set (data.train_subset = 0) */
 #define EXPERIMENT_TEST_IMAGES 10000  /* CIFAR-10's test set (data.test_subset = 0) */
 
+/* The training images e asks for: data.train_subset, or EXPERIMENT_TRAIN_IMAGES when it
+ * is 0 (all of CIFAR-10's). */
+int experiment_train_images(const struct experiment *e);
+
+/* The test images per evaluation batch: eval.batch_size, or train.batch_size when it is
+ * 0 (or less). */
+int experiment_eval_batch(const struct experiment *e);
+
 /* The length of training: full batches per epoch, the steps of the whole run
  * (train.epochs times per_epoch rounded to the nearest step, at least one) and the epochs
  * they span (the last may be partial). */

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
+#include "base/status.h"
+
 static const char *const kind_names[] = {
     [PARAM_CONV_W] = "conv_weight",     [PARAM_CONV_B] = "conv_bias",
     [PARAM_BN_W] = "bn_weight",         [PARAM_BN_B] = "bn_bias",
@@ -26,13 +29,8 @@ const char *param_kind_name(enum param_kind k)
 
 struct layer_spec *net_spec_append(struct net_spec *s)
 {
-    if (s->count == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 32;
-        struct layer_spec *grown = realloc(s->layers, (size_t)cap * sizeof *grown);
-        if (!grown) return NULL;
-        s->layers = grown;
-        s->cap = cap;
-    }
+    if (grow_reserve(&s->layers, &s->cap, s->count + 1, 32, sizeof *s->layers) != DR_OK)
+        return NULL;
     struct layer_spec *l = &s->layers[s->count++];
     memset(l, 0, sizeof *l);
     return l;

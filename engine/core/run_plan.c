@@ -12,12 +12,11 @@ int experiment_plan(struct run_plan *out, const struct experiment *e, int train_
     int rc = DR_OK;
     struct experiment_steps st;
     memset(out, 0, sizeof(*out));
-    if (train_count < 0)
-        train_count = e->data.train_subset ? e->data.train_subset : EXPERIMENT_TRAIN_IMAGES;
+    if (train_count < 0) train_count = experiment_train_images(e);
     if (test_count < 0)
         test_count = e->data.test_subset ? e->data.test_subset : EXPERIMENT_TEST_IMAGES;
     out->batch = e->train.batch_size;
-    out->eval_batch = e->eval.batch_size > 0 ? e->eval.batch_size : out->batch;
+    out->eval_batch = experiment_eval_batch(e);
     out->train_count = train_count;
     out->test_count = test_count;
     if (train_count < out->batch || experiment_steps(e, train_count, &st) != DR_OK)

@@ -10,9 +10,10 @@
 #include <string.h>
 
 #include "base/status.h"
+#include "kernels/precision.h"
 #include "selfcheck_case.h"
 
-static const char *const PRECISION_NAMES[SC_PRECISIONS] = {"fp32", "fp16", "bf16"};
+_Static_assert(SC_PRECISIONS == PRECISION_COUNT, "a tolerance per precision of precision.h");
 
 /* The groups --only knows (the old parts of the check), each with its heading. */
 static const struct {
@@ -30,7 +31,7 @@ static const struct {
 
 const char *selfcheck_precision_name(int precision)
 {
-    return precision >= 0 && precision < SC_PRECISIONS ? PRECISION_NAMES[precision] : NULL;
+    return precision_name(precision);
 }
 
 /* FNV-1a of the name: the key of a case's input stream. */

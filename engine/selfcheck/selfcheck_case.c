@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
 #include "kernels/precision.h"
 #include "kernels/rng.h"
@@ -18,13 +19,8 @@
 
 int sc_table_add(struct sc_table *t, const struct sc_case *c)
 {
-    if (t->count == t->cap) {
-        int cap = t->cap ? 2 * t->cap : 64;
-        struct sc_case *grown = realloc(t->cases, (size_t)cap * sizeof(*grown));
-        if (!grown) return DR_ERR_NOMEM;
-        t->cases = grown;
-        t->cap = cap;
-    }
+    if (grow_reserve(&t->cases, &t->cap, t->count + 1, 64, sizeof(*t->cases)) != DR_OK)
+        return DR_ERR_NOMEM;
     t->cases[t->count++] = *c;
     return DR_OK;
 }

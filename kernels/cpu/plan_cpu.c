@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../base/grow.h"
 #include "../../base/status.h"
 #include "../backend_check.h"
 #include "../plan_fuse.h"
@@ -127,13 +128,8 @@ static int entry_for(struct cpu_plan_cache **cache, const struct plan *p,
         TRY(analyse(e, p));
     }
     if (!e) {
-        if (pc->n == pc->cap) {
-            const int cap = pc->cap ? 2 * pc->cap : 4;
-            struct plan_entry *grown = realloc(pc->e, (size_t)cap * sizeof(*grown));
-            CHECK_ALLOC(grown, "the CPU plan cache");
-            pc->e = grown;
-            pc->cap = cap;
-        }
+        if (grow_reserve(&pc->e, &pc->cap, pc->n + 1, 4, sizeof(*pc->e)) != DR_OK)
+            FAIL(DR_ERR_NOMEM, "out of memory allocating the CPU plan cache");
         e = &pc->e[pc->n++];
         memset(e, 0, sizeof(*e));
         TRY(analyse(e, p));

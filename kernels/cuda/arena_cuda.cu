@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "../../base/grow.h"
 
 #define ARENA_SLAB ((size_t)64 << 20)    /* bytes of a slab */
 #define ARENA_SMALL ((size_t)1 << 20)    /* F32 and I32 tensors up to this size go here */
@@ -41,14 +42,8 @@ int cuda_arena_holds(enum tensor_kind kind, size_t bytes)
 static int slab_insert(struct arena_slab *s, int i, struct arena_block b)
 {
     int rc = DR_OK;
-    if (s->n_live == s->cap_live) {
-        int cap = s->cap_live ? 2 * s->cap_live : 64;
-        struct arena_block *grown =
-            (struct arena_block *)realloc(s->live, sizeof(*grown) * (size_t)cap);
-        CHECK_ALLOC(grown, "the parameter arena's block list");
-        s->live = grown;
-        s->cap_live = cap;
-    }
+    if (grow_reserve(&s->live, &s->cap_live, s->n_live + 1, 64, sizeof(*s->live)) != DR_OK)
+        FAIL(DR_ERR_NOMEM, "out of memory allocating the parameter arena's block list");
     memmove(s->live + i + 1, s->live + i, sizeof(*s->live) * (size_t)(s->n_live - i));
     s->live[i] = b;
     s->n_live++;
@@ -95,14 +90,8 @@ int cuda_arena_alloc(struct cuda_ctx *c, void **ptr, size_t bytes)
         struct arena_slab fresh;
         memset(&fresh, 0, sizeof(fresh));
         fresh.bytes = bytes > ARENA_SLAB ? bytes : ARENA_SLAB;
-        if (a->n_slabs == a->cap_slabs) {
-            int cap = a->cap_slabs ? 2 * a->cap_slabs : 8;
-            struct arena_slab *grown =
-                (struct arena_slab *)realloc(a->slabs, sizeof(*grown) * (size_t)cap);
-            CHECK_ALLOC(grown, "the parameter arena's slab list");
-            a->slabs = grown;
-            a->cap_slabs = cap;
-        }
+        if (grow_reserve(&a->slabs, &a->cap_slabs, a->n_slabs + 1, 8, sizeof(*a->slabs)) != DR_OK)
+            FAIL(DR_ERR_NOMEM, "out of memory allocating the parameter arena's slab list");
         e = cuda_counted_malloc(c, (void **)&fresh.base, fresh.bytes);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();

@@ -16,7 +16,9 @@ extern "C" {
 
 static const char *dtype_name(enum cuda_dtype dt)
 {
-    return dt == CUDA_F32 ? "fp32" : dt == CUDA_F16 ? "fp16" : "bf16";
+    return precision_name(dt == CUDA_F16    ? PRECISION_FP16
+                          : dt == CUDA_BF16 ? PRECISION_BF16
+                                            : PRECISION_FP32);
 }
 
 /* Reports and clears the device-side error flags. Call only after the stream is idle. */

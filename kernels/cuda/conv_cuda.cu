@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "cuda_internal.h"
+#include "../../base/grow.h"
 
 #define CONV_WORKSPACE_CAP ((size_t)2 << 30)   /* ignore algorithms wanting more */
 #define CONV_MAX_ALGOS CUDA_CONV_MAX_ALGOS
@@ -335,14 +336,8 @@ static int conv_run(struct cuda_ctx *c, const int key[10], int dir, const struct
     for (int i = 0; i < c->n_algos && !e; i++)
         if (!memcmp(c->algos[i].key, key, sizeof(c->algos[i].key))) e = &c->algos[i];
     if (!e) {
-        if (c->n_algos == c->cap_algos) {
-            int cap = c->cap_algos ? 2 * c->cap_algos : 32;
-            struct cuda_conv_algo *grown =
-                (struct cuda_conv_algo *)realloc(c->algos, sizeof(*grown) * (size_t)cap);
-            CHECK_ALLOC(grown, "the convolution algorithm cache");
-            c->algos = grown;
-            c->cap_algos = cap;
-        }
+        if (grow_reserve(&c->algos, &c->cap_algos, c->n_algos + 1, 32, sizeof(*c->algos)) != DR_OK)
+            FAIL(DR_ERR_NOMEM, "out of memory allocating the convolution algorithm cache");
         e = &c->algos[c->n_algos];
         memset(e, 0, sizeof(*e));
         memcpy(e->key, key, sizeof(e->key));

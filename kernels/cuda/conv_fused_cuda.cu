@@ -42,6 +42,7 @@
 
 #include "conv_fused_cuda.h"
 #include "fused_support.h"
+#include "../../base/grow.h"
 
 #define FUSED_WORKSPACE_CAP ((int64_t)2 << 30)   /* configurations wanting more are skipped */
 #define FUSED_MAX_DESCS 48      /* descriptors of one graph: the largest (DGRAD_DBN with its
@@ -1062,14 +1063,8 @@ static int fused_build(struct cuda_ctx *c, struct fused_state *s,
     s->cut = !unsupported && fused_budget_spent(s);   /* spent before: nothing is tried */
     memset(&g, 0, sizeof(g));
     memcpy(g.key, key, sizeof(g.key));
-    if (s->n_graphs == s->cap_graphs) {
-        const int cap = s->cap_graphs ? 2 * s->cap_graphs : 16;
-        struct fused_graph *grown =
-            (struct fused_graph *)realloc(s->graphs, sizeof(*grown) * (size_t)cap);
-        CHECK_ALLOC(grown, "the fused convolution cache");
-        s->graphs = grown;
-        s->cap_graphs = cap;
-    }
+    if (grow_reserve(&s->graphs, &s->cap_graphs, s->n_graphs + 1, 16, sizeof(*s->graphs)) != DR_OK)
+        FAIL(DR_ERR_NOMEM, "out of memory allocating the fused convolution cache");
     /* the prologue's intermediates in fp32 first; a half-precision WGRAD then tries them
      * in the compute type, as cuDNN's own scale-bias-relu-wgrad sample declares them */
     if (key[K_KIND] == CUDA_CONV_FUSED_WGRAD && key[K_PRO] && key[K_DT] != CUDA_F32)
@@ -1163,14 +1158,9 @@ static int fused_pack(struct cuda_ctx *c, struct fused_graph *g, const int64_t *
         if (g->packs[i].ws == ws && !memcmp(g->packs[i].ptrs, ptrs, sizeof(void *) * count))
             *vp = g->packs[i].vp;
     if (*vp) goto cleanup;
-    if (g->n_packs == g->cap_packs && g->cap_packs < FUSED_MAX_PACKS) {
-        const int cap = g->cap_packs ? 2 * g->cap_packs : 4;
-        struct fused_pack *grown =
-            (struct fused_pack *)realloc(g->packs, sizeof(*grown) * (size_t)cap);
-        CHECK_ALLOC(grown, "the fused convolution's variant packs");
-        g->packs = grown;
-        g->cap_packs = cap;
-    }
+    if (g->n_packs == g->cap_packs && g->cap_packs < FUSED_MAX_PACKS &&
+        grow_reserve(&g->packs, &g->cap_packs, g->n_packs + 1, 4, sizeof(*g->packs)) != DR_OK)
+        FAIL(DR_ERR_NOMEM, "out of memory allocating the fused convolution's variant packs");
     if (g->n_packs < g->cap_packs) {
         p = &g->packs[g->n_packs++];
     } else {   /* full: the oldest goes (its executions, already queued, do not need it) */

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "../precision.h"
+
 /* The sections the verdicts rest on. */
 #define S_SINGLE "Pre-Compiled Single Operation Engines (ConvolutionFwd, ConvolutionBwFilter)"
 #define S_CBNF                                                                             \
@@ -163,5 +165,7 @@ int fused_support_accepts(const struct fused_support_query *q, const char **why)
 
 const char *fused_support_dtype_name(enum fused_support_dtype dt)
 {
-    return dt == FUSED_SUPPORT_F32 ? "fp32" : dt == FUSED_SUPPORT_F16 ? "fp16" : "bf16";
+    return precision_name(dt == FUSED_SUPPORT_F16    ? PRECISION_FP16
+                          : dt == FUSED_SUPPORT_BF16 ? PRECISION_BF16
+                                                     : PRECISION_FP32);
 }

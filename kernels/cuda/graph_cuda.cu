@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "../../base/grow.h"
 
 #define GRAPH_SLOTS 4   /* graphs kept per plan, one per signature */
 
@@ -76,14 +77,8 @@ static int graph_entry_get(struct graph_cache *g, const struct plan *p, struct g
             *out = &g->entries[i];
             return DR_OK;
         }
-    if (g->count == g->cap) {
-        int cap = g->cap ? 2 * g->cap : 8;
-        struct graph_entry *grown =
-            (struct graph_entry *)realloc(g->entries, sizeof(*grown) * (size_t)cap);
-        CHECK_ALLOC(grown, "the CUDA graph cache");
-        g->entries = grown;
-        g->cap = cap;
-    }
+    if (grow_reserve(&g->entries, &g->cap, g->count + 1, 8, sizeof(*g->entries)) != DR_OK)
+        FAIL(DR_ERR_NOMEM, "out of memory allocating the CUDA graph cache");
     *out = &g->entries[g->count++];
     memset(*out, 0, sizeof(**out));
     (*out)->plan = p;

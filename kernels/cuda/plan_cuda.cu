@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "../../base/grow.h"
 
 #include "conv_bn_cuda.h"
 #include "conv_fused_cuda.h"
@@ -504,14 +505,8 @@ static int plan_entry_for(struct cuda_ctx *c, const struct plan *p, struct plan_
         rc = analyse(c, e, p, conv_on, &pc->clock);
     }
     if (!e) {
-        if (pc->n == pc->cap) {
-            const int cap = pc->cap ? 2 * pc->cap : 4;
-            struct plan_entry *grown =
-                (struct plan_entry *)realloc(pc->e, (size_t)cap * sizeof(*grown));
-            CHECK_ALLOC(grown, "the CUDA plan cache");
-            pc->e = grown;
-            pc->cap = cap;
-        }
+        if (grow_reserve(&pc->e, &pc->cap, pc->n + 1, 4, sizeof(*pc->e)) != DR_OK)
+            FAIL(DR_ERR_NOMEM, "out of memory allocating the CUDA plan cache");
         e = &pc->e[pc->n++];
         memset(e, 0, sizeof(*e));
         e->p = p;

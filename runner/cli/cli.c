@@ -10,6 +10,7 @@
 
 #include "engine/core/experiment.h"
 #include "base/status.h"
+#include "kernels/precision.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -96,7 +97,7 @@ static int cpu_backend(const struct cli_common *c, int precision, struct backend
         dr_eprintf("dawnrun: train.precision = \"%s\": the cpu engine computes in fp32 only; "
                    "use --engine cuda, or --set train.precision='\"fp32\"' (another "
                    "experiment)\n",
-                   precision == PRECISION_FP16 ? "fp16" : "bf16");
+                   precision_name(precision));
         return DR_ERR_CONFIG;
     }
     return backend_cpu_create(be, c->threads);

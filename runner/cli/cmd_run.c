@@ -19,6 +19,7 @@
 #include "engine/core/data.h"
 #include "engine/core/run_plan.h"
 #include "base/sha256.h"
+#include "base/grow.h"
 #include "base/status.h"
 #include "load.h"
 #include "runner/report/report.h"
@@ -384,13 +385,8 @@ static int batch_add(struct sched_batch *b, int *cap, int *index, struct experim
     CHECK_ALLOC(x.seeds, "a seed list");
     for (int i = 0; i < n; i++) x.seeds[i] = a->n_seed_list ? a->seed_list[i] : (uint64_t)i;
     x.n_seeds = n;
-    if (b->n == *cap) {
-        int ncap = *cap ? 2 * *cap : 8;
-        struct sched_experiment *grown = realloc(b->x, (size_t)ncap * sizeof(*grown));
-        CHECK_ALLOC(grown, "the batch");
-        b->x = grown;
-        *cap = ncap;
-    }
+    if (grow_reserve(&b->x, cap, b->n + 1, 8, sizeof(*b->x)) != DR_OK)
+        FAIL(DR_ERR_NOMEM, "out of memory allocating the batch");
     *index = b->n;
     b->x[b->n++] = x;
     x.seeds = NULL;

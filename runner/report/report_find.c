@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "engine/core/experiment.h"
+#include "base/grow.h"
 #include "base/status.h"
 #include "runner/sched/sweep.h"
 
@@ -43,13 +44,8 @@ static int add_id(struct id_list *l, int64_t id)
     int rc = DR_OK;
     for (int k = 0; k < l->n; k++)
         if (l->ids[k] == id) return DR_OK;
-    if (l->n == l->cap) {
-        int ncap = l->cap ? 2 * l->cap : 8;
-        int64_t *grown = realloc(l->ids, sizeof *grown * (size_t)ncap);
-        CHECK_ALLOC(grown, "experiment ids");
-        l->ids = grown;
-        l->cap = ncap;
-    }
+    if (grow_reserve(&l->ids, &l->cap, l->n + 1, 8, sizeof *l->ids) != DR_OK)
+        FAIL(DR_ERR_NOMEM, "out of memory allocating experiment ids");
     l->ids[l->n++] = id;
 cleanup:
     return rc;

@@ -133,12 +133,13 @@ def augment(images, idx, gen):
 
 
 def main():
+    dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=os.environ.get("DAWNRUN_DATA", "data/cifar-10-batches-bin"))
     ap.add_argument("--net", choices=sorted(RECIPES), default="dawn")
     ap.add_argument("--epochs", type=int, default=0, help="0: the recipe's")
     ap.add_argument("--batch", type=int, default=512)
-    ap.add_argument("--precision", choices=["fp16", "bf16", "fp32"], default="fp16")
+    ap.add_argument("--precision", choices=sorted(dtypes), default="fp16")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--compile", action="store_true", help="torch.compile the model")
     ap.add_argument("--device", default="cuda", help="cuda, or cpu for a quick test of this script")
@@ -152,7 +153,7 @@ def main():
     recipe = RECIPES[args.net]
     epochs = args.epochs or recipe["epochs"]
     stretch = recipe["epochs"] / epochs
-    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[args.precision]
+    dtype = dtypes[args.precision]
 
     train_x, train_y = load_split(args.data, ["data_batch_%d.bin" % i for i in range(1, 6)])
     if args.subset:

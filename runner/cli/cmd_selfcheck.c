@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "engine/selfcheck/selfcheck.h"
 #include "kernels/backend.h"
+#include "kernels/precision.h"
 
 /* CLI_CALL for --only: any text (selfcheck_open says what it names), "" too. */
 static int selfcheck_take_only(void *dst, const char *value, const char *cmd)
@@ -54,7 +55,7 @@ static const struct cli_flag selfcheck_flags[] = {
     {.name = "precision", .kind = CLI_CHOICE,
      .offset = offsetof(struct selfcheck_args, precision), .meta = "P",
      .help = "check in fp32, fp16, bf16 or all of them (the default)",
-     .choices = "fp32|fp16|bf16|all"},
+     .choices = PRECISION_CHOICES "all"},
     {.name = "threads", .kind = CLI_INT,
      .offset = offsetof(struct selfcheck_args, threads), .meta = "N",
      .help = "CPU threads of the reference engine (0: all cores)", .max = 1024},

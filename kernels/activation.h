@@ -1,7 +1,10 @@
 /* Elementwise activations: relu, celu(alpha), gelu (exact: x Phi(x), Phi the normal
- * distribution function), silu (x sigmoid(x) = x / (1 + exp(-x))). Layout-free. NaN
- * passes through; at +-inf every engine gives the limits (gelu and silu: -0 with slope 0
- * at -inf, +inf with slope 1 at +inf).
+ * distribution function), silu (x sigmoid(x) = x / (1 + exp(-x))), hardswish
+ * (x relu6(x + 3) / 6: -0 for x <= -3, x for x >= 3, x (x + 3) / 6 between; its slope 0
+ * below -3, 1 above 3 and (2x + 3) / 6 from -3 to 3 inclusive, so -1/2 at -3 and 3/2 at 3,
+ * as PyTorch's hardswish_backward gives them). Layout-free. NaN passes through; at +-inf
+ * every engine gives the limits (gelu, silu and hardswish: -0 with slope 0 at -inf, +inf
+ * with slope 1 at +inf).
  *
  * The kinds are stated once, in ACT_KINDS below: the enum, the config names, the layer
  * types (engine/core/layer_types.h) and every engine's dispatch switch are generated from
@@ -23,7 +26,8 @@
     X(RELU, relu, 0, P)                                                                    \
     X(CELU, celu, 1, P)                                                                    \
     X(GELU, gelu, 0, P)                                                                    \
-    X(SILU, silu, 0, P)
+    X(SILU, silu, 0, P)                                                                    \
+    X(HARDSWISH, hardswish, 0, P)
 
 #define ACT_ENUM_ROW_(ID, NAME, READS_ALPHA, P) ACT_##ID,
 enum act_kind {

@@ -1,10 +1,10 @@
-/* CPU activations: relu, celu, gelu (erf form), silu and their derivatives, elementwise
- * over static OpenMP blocks. Each kind of kernels/activation.h (ACT_KINDS) is two functions
- * here, act_<name>(x, alpha, inv) and act_<name>_grad(x, dy, alpha, inv) (inv = 1 / alpha
- * for a kind that reads alpha, else 0), applied by the loops that the list generates in
- * activation_forward_cpu and activation_backward_cpu. exp, expm1 and erfc come from
- * vmath.h, branch-free, so every loop here vectorises; each element's bits depend on
- * nothing but its inputs. Compiled once per instruction set (cpu_isa.h). */
+/* CPU activations: relu, celu, gelu (erf form), silu, hardswish and their derivatives,
+ * elementwise over static OpenMP blocks. Each kind of kernels/activation.h (ACT_KINDS) is
+ * two functions here, act_<name>(x, alpha, inv) and act_<name>_grad(x, dy, alpha, inv)
+ * (inv = 1 / alpha for a kind that reads alpha, else 0), applied by the loops that the
+ * list generates in activation_forward_cpu and activation_backward_cpu. exp, expm1 and
+ * erfc come from vmath.h, branch-free, so every loop here vectorises; each element's bits
+ * depend on nothing but its inputs. Compiled once per instruction set (cpu_isa.h). */
 #include "../activation.h"
 #include "cpu_isa.h"
 
@@ -158,6 +158,29 @@ static inline float act_silu_grad(float x, float dy, float alpha, float inv)
     const float m = (d + xc) / (d * d);
     const float neg = fmaf(m, u, m) * s1 * s2;
     return act_keep_nan(x, dy * vm_select(x < 0.0f, neg, pos));
+}
+
+/* hardswish(x) = x relu6(x + 3) / 6: x itself for x >= 3, else xc (xc + 3) / 6 with xc = x
+ * clamped to -3 from below, so that x <= -3 (-inf included) gives -3 * 0 / 6 = -0, never
+ * inf * 0. Three roundings at most (x + 3 is exact near -3); NaN stays NaN. */
+static inline float act_hardswish(float x, float alpha, float inv)
+{
+    (void)alpha;
+    (void)inv;
+    const float xc = vm_at_least(x, -3.0f);
+    const float mid = xc * (xc + 3.0f) / 6.0f;
+    return act_keep_nan(x, vm_select(x >= 3.0f, x, mid));
+}
+
+/* dy * hardswish'(x): 0 for x < -3, dy for x > 3, dy ((2x + 3) / 6) from -3 to 3 inclusive
+ * (PyTorch's values at the kinks: -dy / 2 at -3, 3 dy / 2 at 3). 2x + 3 is exact where the
+ * slope crosses zero (x near -1.5). NaN x gives NaN. */
+static inline float act_hardswish_grad(float x, float dy, float alpha, float inv)
+{
+    (void)alpha;
+    (void)inv;
+    const float mid = dy * ((2.0f * x + 3.0f) / 6.0f);
+    return act_keep_nan(x, vm_select(x < -3.0f, 0.0f, vm_select(x <= 3.0f, mid, dy)));
 }
 
 /* One loop over count elements, on static OpenMP blocks above ACT_PARALLEL_MIN. */

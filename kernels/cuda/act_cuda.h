@@ -97,6 +97,24 @@ template <> struct act_fn<ACT_SILU> {
     }
 };
 
+template <> struct act_fn<ACT_HARDSWISH> {
+    /* x for x >= 3 (NaN passes through), else xc (xc + 3) / 6, xc = max(x, -3): -0 for
+     * x <= -3, -inf included; the CPU twin's operations in its order */
+    static __device__ float value(float v, float, float)
+    {
+        if (!(v < 3.0f)) return v;
+        const float c = v < -3.0f ? -3.0f : v;
+        return __fdiv_rn(__fmul_rn(c, __fadd_rn(c, 3.0f)), 6.0f);
+    }
+    /* 0 below -3, dy above 3, dy ((2x + 3) / 6) from -3 to 3 inclusive (NaN x included) */
+    static __device__ float grad(float v, float d, float, float)
+    {
+        if (v < -3.0f) return 0.0f;
+        if (v > 3.0f) return d;
+        return __fmul_rn(d, __fdiv_rn(__fadd_rn(__fmul_rn(2.0f, v), 3.0f), 6.0f));
+    }
+};
+
 /* Not a kind: the identity, for fused kernels whose batch norm has no activation after it. */
 #define ACT_NONE ACT_KIND_COUNT
 template <> struct act_fn<ACT_NONE> {

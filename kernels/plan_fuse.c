@@ -350,7 +350,9 @@ static int fused_backward_of(const struct plan_fuse_step *s, const struct plan *
 
 /* Whether BN_FWD_TRAIN node i is a fused BN_TRAIN with a ReLU and its backward fused, one
  * part, no add folded, its output not kept, gamma and beta given: what the batch norm
- * inside or around the convolutions starts from. */
+ * inside or around the convolutions starts from. A ReLU only: the convolutions' fused
+ * graphs (kernels/cuda/conv_fused_cuda.cu) apply it as cuDNN's RELU_FWD / RELU_BWD
+ * pointwise modes, so a batch norm with any other kind keeps its own fused passes. */
 static int relu_bn_fused(const struct plan_fuse_step *s, const struct plan *p, int i)
 {
     const struct plan_node *bn = &p->nodes[i];

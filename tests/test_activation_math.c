@@ -7,10 +7,11 @@
  * values +-0, +-inf, NaN. The bounds sit just above the maxima of exhaustive runs over all
  * 2^32 inputs (exp 1.01, expm1 1.46, erf 1.64, erfc 2.45 ulp) and over every fp32 x in
  * [-112, 112] with dy = 1 (celu alpha 0.3: 1.89 forward, 1.00 backward; gelu 2.82 forward,
- * 2.71 backward in the unit below; silu 2.67 forward, 3.78 backward in that unit). Also,
- * for every kind: NaN passes through, infinities and the largest floats give the limits,
- * the accumulate flag adds exactly what the plain call writes, and the bits depend
- * neither on the thread count nor on an element's position in the array. A new kind
+ * 2.71 backward in the unit below; silu 2.67 forward, 3.78 backward in that unit;
+ * hardswish 1.91 forward, 1.00 backward). Also, for every kind: NaN passes through,
+ * infinities and the largest floats give the limits, the accumulate flag adds exactly
+ * what the plain call writes, and the bits depend neither on the thread count nor on an
+ * element's position in the array. A new kind
  * needs one row in `refs` (the length check fails to compile without it) and nothing
  * else here. */
 #include <float.h>
@@ -34,6 +35,8 @@
 #define BOUND_GELU_GRAD 3.5    /* in ulp of |dy| (|Phi| + |x phi|), see ref_gelu_grad */
 #define BOUND_SILU 3.0         /* x / (1 + e) or x e / (1 + e), e = exp(-|x|) */
 #define BOUND_SILU_GRAD 4.0    /* in ulp of |dy| (s + |x s (1 - s)|), see ref_silu_grad */
+#define BOUND_HARDSWISH 2.0    /* x (x + 3) / 6: three roundings, the sum exact near -3 */
+#define BOUND_HARDSWISH_GRAD 1.5   /* dy ((2x + 3) / 6), in ulp of the result */
 
 #define SWEEP_STEP (1.0 / 1024.0)
 #define SWEEP_N 204801         /* -100 .. 100 */
@@ -216,6 +219,24 @@ static double ref_silu_grad(double *scale, double x, double alpha)
     return s + x * s * t;
 }
 
+/* x relu6(x + 3) / 6: 0 for x <= -3, x for x >= 3. */
+static double ref_hardswish(double x, double alpha)
+{
+    (void)alpha;
+    return x <= -3 ? 0.0 : x >= 3 ? x : x * (x + 3) / 6;
+}
+
+/* 0 for x < -3, 1 for x > 3, (2x + 3) / 6 between and at the kinks (-1/2 at -3, 3/2 at
+ * 3). One term: the kernel's 2x + 3 is exact where it crosses zero (x near -1.5), so the
+ * error is counted in ulp of the result. */
+static double ref_hardswish_grad(double *scale, double x, double alpha)
+{
+    (void)alpha;
+    const double g = x < -3 ? 0.0 : x > 3 ? 1.0 : (2 * x + 3) / 6;
+    *scale = fabs(g);
+    return g;
+}
+
 /* One row per kind, indexed by it: a kind added to kernels/activation.h fails the length
  * check below until it has its row. */
 static const struct act_ref refs[] = {
@@ -227,6 +248,9 @@ static const struct act_ref refs[] = {
                   {INFINITY, 0.0f, 0.0f, FLT_MAX}, {1.0f, 0.0f, 0.0f, 1.0f}},
     [ACT_SILU] = {ref_silu, ref_silu_grad, {0.0f}, 1, BOUND_SILU, BOUND_SILU_GRAD,
                   {INFINITY, 0.0f, 0.0f, FLT_MAX}, {1.0f, 0.0f, 0.0f, 1.0f}},
+    [ACT_HARDSWISH] = {ref_hardswish, ref_hardswish_grad, {0.0f}, 1, BOUND_HARDSWISH,
+                       BOUND_HARDSWISH_GRAD, {INFINITY, 0.0f, 0.0f, FLT_MAX},
+                       {1.0f, 0.0f, 0.0f, 1.0f}},
 };
 _Static_assert(sizeof refs / sizeof refs[0] == ACT_KIND_COUNT,
                "tests/test_activation_math.c: every enum act_kind needs its row in refs");

@@ -735,6 +735,39 @@ static void test_layer_defaults(void)
     rmdir(dir);
 }
 
+/* A hardswish layer from a config: its layer type and activation kind, and its name in the
+ * resolved text; alpha is refused on it (only celu reads alpha). */
+static void test_hardswish_layer(void)
+{
+    char dir[] = "/tmp/dawnrun_test_hardswish_XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    const char *fmt = "name = \"hs\";\nmodel = { layers = (\n  { type = \"conv\"; out = 8; },\n"
+                      "  { name = \"act\"; type = \"hardswish\";%s }\n); };\n"
+                      "train = { epochs = 1; lr_schedule = { knots = [0, 1]; "
+                      "values = (0.4, 0); }; };\n";
+    char text[512], good[512], bad[512];
+    snprintf(text, sizeof(text), fmt, "");
+    CHECK(write_file(dir, "good.cfg", text, good, sizeof(good)));
+    snprintf(text, sizeof(text), fmt, " alpha = 0.5;");
+    CHECK(write_file(dir, "bad.cfg", text, bad, sizeof(bad)));
+    struct experiment e;
+    CHECK(experiment_load(&e, good, NULL, 0) == DR_OK);
+    const struct layer_spec *act = find_layer(&e, "act");
+    CHECK(act && act->type == LAYER_HARDSWISH);
+    const struct layer_info *info = act ? layer_info(act->type) : NULL;
+    CHECK(info && info->kind == LAYER_KIND_ACT && info->act == ACT_HARDSWISH);
+    CHECK(layer_type_from_name("hardswish") == LAYER_HARDSWISH);
+    CHECK(e.resolved && strstr(e.resolved, "\"hardswish\"") != NULL);
+    experiment_free(&e);
+    CHECK(experiment_load(&e, bad, NULL, 0) == DR_ERR_CONFIG);
+    unlink(good);
+    unlink(bad);
+    rmdir(dir);
+}
+
 /* ---- data directory, failures ---------------------------------------------------------- */
 
 static void test_data_dir_and_failures(void)
@@ -1005,6 +1038,7 @@ int main(void)
     test_canonical();
     test_model_vars();
     test_layer_defaults();
+    test_hardswish_layer();
     test_data_dir_and_failures();
     test_schedule_at();
     test_expr();

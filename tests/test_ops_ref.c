@@ -341,7 +341,26 @@ static void test_activations(void)
     activation_forward_cpu(y, x, ACT_GELU, 0.0f, n);
     for (size_t i = 0; i < n; i++) ref[i] = 0.5 * x[i] * (1.0 + erf(x[i] / sqrt(2.0)));
     compare("gelu", y, ref, NULL, n, 1e-6, 1e-7);
-    free(x); free(y); free(ref);
+    /* hardswish as PyTorch writes it: x relu6(x + 3) / 6, and its backward dy (x / 3 + 1/2)
+     * from -3 to 3 inclusive, 0 below, dy above */
+    activation_forward_cpu(y, x, ACT_HARDSWISH, 0.0f, n);
+    for (size_t i = 0; i < n; i++) ref[i] = x[i] * fmin(fmax(x[i] + 3.0, 0.0), 6.0) / 6.0;
+    compare("hardswish", y, ref, NULL, n, 1e-6, 1e-7);
+    float *dy = support_rand_buf(&rng, -1, 1, n), *dx = malloc(sizeof(float) * n);
+    activation_backward_cpu(dx, dy, x, ACT_HARDSWISH, 0.0f, n, 0);
+    for (size_t i = 0; i < n; i++)
+        ref[i] = x[i] < -3 ? 0.0 : x[i] <= 3 ? dy[i] * (x[i] / 3.0 + 0.5) : dy[i];
+    compare("hardswish backward", dx, ref, NULL, n, 1e-6, 1e-7);
+    /* the kinks and the flat parts, exactly */
+    const float xk[6] = {-4.0f, -3.0f, -1.5f, 0.0f, 3.0f, 4.0f}, dyk[6] = {2, 2, 2, 2, 2, 2};
+    float yk[6], dxk[6];
+    activation_forward_cpu(yk, xk, ACT_HARDSWISH, 0.0f, 6);
+    activation_backward_cpu(dxk, dyk, xk, ACT_HARDSWISH, 0.0f, 6, 0);
+    CHECK(yk[0] == 0.0f && yk[1] == 0.0f && yk[2] == -0.375f && yk[3] == 0.0f &&
+          yk[4] == 3.0f && yk[5] == 4.0f);
+    CHECK(dxk[0] == 0.0f && dxk[1] == -1.0f && dxk[2] == 0.0f && dxk[3] == 1.0f &&
+          dxk[4] == 3.0f && dxk[5] == 2.0f);
+    free(x); free(y); free(ref); free(dy); free(dx);
 }
 
 /* ------------------------------------------------------------------ pooling */

@@ -602,9 +602,9 @@ static void conv_bn_plan(struct plan *p, int second_reader, int bias, int accumu
 }
 
 /* The batch norm inside the convolutions: found with an engine that takes it, and not
- * when the engine refuses, the relu's output has another reader, the convolution has a
- * bias or accumulates its dx, or the engine has no such path (CPU, CUDA caps without
- * the callbacks). */
+ * when the engine refuses, the activation is not a ReLU (hardswish), the relu's output has
+ * another reader, the convolution has a bias or accumulates its dx, or the engine has no
+ * such path (CPU, CUDA caps without the callbacks). */
 static void test_conv_bn(void)
 {
     struct plan p = {0};
@@ -639,6 +639,17 @@ static void test_conv_bn(void)
                  {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1, -1},
                  {7, PLAN_FUSE_BN_BWD, 6, -1, 1, 0, 0, -1, -1});
     conv_answer.answer = 1;
+
+    /* hardswish: the convolutions' graphs apply ReLU only (cuDNN has no pointwise mode
+     * for hardswish), so the batch norm stays out of them and its fused passes (our own
+     * kernels) take the activation; the convolution still sums for the batch norm */
+    p.nodes[2].u.act_fwd.kind = ACT_HARDSWISH;
+    p.nodes[6].u.act_bwd.kind = ACT_HARDSWISH;
+    conv_answer.fwd_asked = conv_answer.bwd_asked = 0;
+    expect_steps("hardswish: not inside the convolutions", &p, &CONV_CAPS, stats_fusion, 5);
+    CHECK(conv_answer.bwd_asked == 0);
+    expect_steps("hardswish (cuda caps)", &p, &CUDA_CAPS, old_fusion, 4);
+    expect_unfused("hardswish (cpu)", &p, cpu_plan_fuse_caps());
     plan_free(&p);
 
     /* not inside the convolutions: conv0 still sums its output for the batch norm */

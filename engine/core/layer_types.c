@@ -1,13 +1,21 @@
 /* The table of layer types (engine/core/layer_types.h): one row per enum layer_type, indexed
- * by it. A type added last to the enum without a row fails to compile (the length check);
- * one added in between without a row leaves that row empty, which layer_info treats as no
- * type and tests/test_graph.c reports. */
+ * by it, the activations' rows generated from ACT_KINDS. A type added last to the enum
+ * without a row fails to compile (the length check); one added in between without a row
+ * leaves that row empty, which layer_info treats as no type and tests/test_graph.c
+ * reports. */
 #include "layer_types.h"
 
 #include <string.h>
 
 /* Most types read one input. */
 #define ONE_INPUT .min_inputs = 1, .max_inputs = 1
+
+/* The row of each activation kind's type (kernels/activation.h, ACT_KINDS): its config name,
+ * one FLOP per output, and alpha checked when the kind reads it. */
+#define ACT_ROW(ID, NAME, READS_ALPHA, P)                                                  \
+    [LAYER_##ID] = {.name = #NAME, .kind = LAYER_KIND_ACT, .act = ACT_##ID, ONE_INPUT,     \
+                    .rules = (READS_ALPHA) ? LAYER_RULE_ALPHA : 0u,                        \
+                    .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 1},
 
 static const struct layer_info layer_table[] = {
     [LAYER_INPUT] = {.name = "input", .kind = LAYER_KIND_INPUT, .flops = LAYER_FLOPS_NONE},
@@ -19,15 +27,7 @@ static const struct layer_info layer_table[] = {
                   .rules = LAYER_RULE_SPLITS | LAYER_RULE_EPS | LAYER_RULE_MOMENTUM |
                            LAYER_RULE_IN_CHANNELS,
                   .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 4},
-    [LAYER_RELU] = {.name = "relu", .kind = LAYER_KIND_ACT, .act = ACT_RELU, ONE_INPUT,
-                    .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 1},
-    [LAYER_CELU] = {.name = "celu", .kind = LAYER_KIND_ACT, .act = ACT_CELU, ONE_INPUT,
-                    .rules = LAYER_RULE_ALPHA,
-                    .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 1},
-    [LAYER_GELU] = {.name = "gelu", .kind = LAYER_KIND_ACT, .act = ACT_GELU, ONE_INPUT,
-                    .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 1},
-    [LAYER_SILU] = {.name = "silu", .kind = LAYER_KIND_ACT, .act = ACT_SILU, ONE_INPUT,
-                    .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 1},
+    ACT_KINDS(ACT_ROW, ~)
     [LAYER_MAXPOOL] = {.name = "maxpool", .kind = LAYER_KIND_POOL, .pool = POOL_MAX, ONE_INPUT,
                        .rules = LAYER_RULE_K | LAYER_RULE_POOL_STRIDE,
                        .flops = LAYER_FLOPS_WINDOW},

@@ -4,7 +4,9 @@
  * graph_build checks, how many inputs it takes and how its FLOPs are counted. graph_build,
  * the model and the printers read the row; they switch over the kind, never the type,
  * and their switches have no default, so that a new kind is named by the compiler
- * wherever it needs code. docs/adding-an-op.md walks through adding a type. */
+ * wherever it needs code. The activations' types and rows are generated from the list of
+ * activation kinds (kernels/activation.h, ACT_KINDS). docs/adding-an-op.md walks through
+ * adding a type. */
 #ifndef DAWNRUN_ENGINE_LAYER_TYPES_H
 #define DAWNRUN_ENGINE_LAYER_TYPES_H
 
@@ -15,10 +17,11 @@ enum layer_type {
     LAYER_INPUT,     /* the image batch; created by graph_build, never in a spec */
     LAYER_CONV,      /* out, k, stride, pad, bias */
     LAYER_BN,        /* eps, momentum, freeze_weight, freeze_bias */
-    LAYER_RELU,
-    LAYER_CELU,      /* alpha */
-    LAYER_GELU,
-    LAYER_SILU,
+    /* one type per activation kind, LAYER_<ID> for ACT_<ID> of ACT_KINDS
+       (kernels/activation.h), in its order: LAYER_RELU, LAYER_CELU (alpha), ... */
+#define LAYER_ACT_TYPE_ROW_(ID, NAME, READS_ALPHA, P) LAYER_##ID,
+    ACT_KINDS(LAYER_ACT_TYPE_ROW_, ~)
+#undef LAYER_ACT_TYPE_ROW_
     LAYER_MAXPOOL,   /* k, stride (default k; 0 in a spec also means k) */
     LAYER_AVGPOOL,   /* k, stride (default k; 0 in a spec also means k) */
     LAYER_GMAXPOOL,  /* global max pool */

@@ -67,6 +67,7 @@ static const struct plan_row PLAN_ROWS[] = {
     {"residual_gelu", TOPO_RESIDUAL, ACT_GELU, 1, 8},
     {"residual_celu", TOPO_RESIDUAL, ACT_CELU, 1, 8},
     {"residual_silu_c6", TOPO_RESIDUAL, ACT_SILU, 1, 6},
+    {"residual_hardswish", TOPO_RESIDUAL, ACT_HARDSWISH, 1, 8},
     {"ghost2_relu", TOPO_RESIDUAL, ACT_RELU, 2, 8},
     {"ghost4_celu_c6", TOPO_RESIDUAL, ACT_CELU, 4, 6},
     {"acc_relu", TOPO_ACC, ACT_RELU, 1, 8},
@@ -80,6 +81,7 @@ static const struct plan_row PLAN_ROWS[] = {
     {"eval_views_gelu_c6", TOPO_EVAL_VIEWS, ACT_GELU, 1, 6},
     {"pool_relu", TOPO_POOL, ACT_RELU, 1, 8},
     {"pool_gelu_c6", TOPO_POOL, ACT_GELU, 1, 6},
+    {"pool_hardswish_c6", TOPO_POOL, ACT_HARDSWISH, 1, 6},
     {"eval_pool_celu", TOPO_EVAL_POOL, ACT_CELU, 1, 8},
 };
 #define PLAN_ROW_COUNT ((int)(sizeof(PLAN_ROWS) / sizeof(PLAN_ROWS[0])))

@@ -1,7 +1,10 @@
-/* CPU activations: relu, celu, gelu (erf form), silu and their derivatives, elementwise
- * over static OpenMP blocks. exp, expm1 and erfc come from vmath.h, branch-free, so every loop
- * here vectorises; each element's bits depend on nothing but its inputs. Compiled once per
- * instruction set (cpu_isa.h). */
+/* CPU activations: relu, celu, gelu (erf form), silu, hardswish and their derivatives,
+ * elementwise over static OpenMP blocks. Each kind of kernels/activation.h (ACT_KINDS) is
+ * two functions here, act_<name>(x, alpha, inv) and act_<name>_grad(x, dy, alpha, inv)
+ * (inv = 1 / alpha for a kind that reads alpha, else 0), applied by the loops that the
+ * list generates in activation_forward_cpu and activation_backward_cpu. exp, expm1 and
+ * erfc come from vmath.h, branch-free, so every loop here vectorises; each element's bits
+ * depend on nothing but its inputs. Compiled once per instruction set (cpu_isa.h). */
 #include "../activation.h"
 #include "cpu_isa.h"
 
@@ -65,6 +68,22 @@ static inline float act_keep_nan(float x, float r)
     return vm_select(x != x, x, r);
 }
 
+/* relu(x) = max(x, 0); NaN passes through. */
+static inline float act_relu(float x, float alpha, float inv)
+{
+    (void)alpha;
+    (void)inv;
+    return x < 0.0f ? 0.0f : x;
+}
+
+/* dy * relu'(x): dy for x > 0, else 0 (0 at x = 0). */
+static inline float act_relu_grad(float x, float dy, float alpha, float inv)
+{
+    (void)alpha;
+    (void)inv;
+    return x > 0.0f ? dy : 0.0f;
+}
+
 /* celu(x) = x > 0 ? x : alpha expm1(x / alpha), inv = 1 / alpha. */
 static inline float act_celu(float x, float alpha, float inv)
 {
@@ -82,15 +101,19 @@ static inline float act_celu_grad(float x, float dy, float alpha, float inv)
 }
 
 /* gelu(x) = x Phi(x). */
-static inline float act_gelu(float x)
+static inline float act_gelu(float x, float alpha, float inv)
 {
+    (void)alpha;
+    (void)inv;
     float cdf, xpdf;
     return act_keep_nan(x, act_gelu_parts(&cdf, &xpdf, x));
 }
 
 /* dy * gelu'(x) = dy (Phi(x) + x phi(x)). */
-static inline float act_gelu_grad(float x, float dy)
+static inline float act_gelu_grad(float x, float dy, float alpha, float inv)
 {
+    (void)alpha;
+    (void)inv;
     float cdf, xpdf;
     act_gelu_parts(&cdf, &xpdf, x);
     return act_keep_nan(x, dy * (cdf + xpdf));
@@ -112,8 +135,10 @@ static inline float act_silu_parts(float *u, float *s1, float *s2, float *xe, fl
 
 /* silu(x) = x sigmoid(x). x = -inf gives -0 (xe with the clamped x), +inf gives inf,
  * NaN stays NaN. */
-static inline float act_silu(float x)
+static inline float act_silu(float x, float alpha, float inv)
 {
+    (void)alpha;
+    (void)inv;
     float u, s1, s2, xe, xc;
     const float d = act_silu_parts(&u, &s1, &s2, &xe, &xc, x);
     return act_keep_nan(x, vm_select(x < 0.0f, xe, x) / d);
@@ -123,8 +148,10 @@ static inline float act_silu(float x)
  * for x < 0 e (d + x) / d^2 with e applied last (vm_exp_parts' scaling, so that a
  * subnormal slope rounds once). It crosses zero near x = -1.28, where d + x cancels; the
  * limits are slope 1 at +inf and 0 at -inf. */
-static inline float act_silu_grad(float x, float dy)
+static inline float act_silu_grad(float x, float dy, float alpha, float inv)
 {
+    (void)alpha;
+    (void)inv;
     float u, s1, s2, xe, xc;
     const float d = act_silu_parts(&u, &s1, &s2, &xe, &xc, x);
     const float pos = (1.0f + xe / d) / d;
@@ -133,29 +160,57 @@ static inline float act_silu_grad(float x, float dy)
     return act_keep_nan(x, dy * vm_select(x < 0.0f, neg, pos));
 }
 
+/* hardswish(x) = x relu6(x + 3) / 6: x itself for x >= 3, else xc (xc + 3) / 6 with xc = x
+ * clamped to -3 from below, so that x <= -3 (-inf included) gives -3 * 0 / 6 = -0, never
+ * inf * 0. Three roundings at most (x + 3 is exact near -3); NaN stays NaN. */
+static inline float act_hardswish(float x, float alpha, float inv)
+{
+    (void)alpha;
+    (void)inv;
+    const float xc = vm_at_least(x, -3.0f);
+    const float mid = xc * (xc + 3.0f) / 6.0f;
+    return act_keep_nan(x, vm_select(x >= 3.0f, x, mid));
+}
+
+/* dy * hardswish'(x): 0 for x < -3, dy for x > 3, dy ((2x + 3) / 6) from -3 to 3 inclusive
+ * (PyTorch's values at the kinks: -dy / 2 at -3, 3 dy / 2 at 3). 2x + 3 is exact where the
+ * slope crosses zero (x near -1.5). NaN x gives NaN. */
+static inline float act_hardswish_grad(float x, float dy, float alpha, float inv)
+{
+    (void)alpha;
+    (void)inv;
+    const float mid = dy * ((2.0f * x + 3.0f) / 6.0f);
+    return act_keep_nan(x, vm_select(x < -3.0f, 0.0f, vm_select(x <= 3.0f, mid, dy)));
+}
+
+/* One loop over count elements, on static OpenMP blocks above ACT_PARALLEL_MIN. */
+#define ACT_PARALLEL_FOR                                                                   \
+    _Pragma("omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)")            \
+    for (long i = 0; i < cnt; i++)
+
+/* The forward's case for one row of ACT_KINDS. */
+#define ACT_FORWARD_ROW_(ID, NAME, READS_ALPHA, P)                                         \
+    case ACT_##ID:                                                                         \
+        ACT_PARALLEL_FOR y[i] = act_##NAME(x[i], alpha, inv);                              \
+        return DR_OK;
+
+/* The backward's case for one row of ACT_KINDS: overwrite or accumulate. */
+#define ACT_BACKWARD_ROW_(ID, NAME, READS_ALPHA, P)                                        \
+    case ACT_##ID:                                                                         \
+        if (accumulate_dx) {                                                               \
+            ACT_PARALLEL_FOR dx[i] += act_##NAME##_grad(x[i], dy[i], alpha, inv);          \
+        } else {                                                                           \
+            ACT_PARALLEL_FOR dx[i] = act_##NAME##_grad(x[i], dy[i], alpha, inv);           \
+        }                                                                                  \
+        return DR_OK;
+
 int CPU_ISA_FN(activation_forward_cpu)(float *y, const float *x, enum act_kind kind, float alpha,
-                           size_t count)
+                                       size_t count)
 {
     const long cnt = (long)count;
+    const float inv = act_reads_alpha(kind) ? 1.0f / alpha : 0.0f;
     switch (kind) {
-    case ACT_RELU:
-#pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
-        for (long i = 0; i < cnt; i++) y[i] = x[i] < 0.0f ? 0.0f : x[i];   /* NaN passes through */
-        return DR_OK;
-    case ACT_CELU: {
-        const float inv = 1.0f / alpha;
-#pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
-        for (long i = 0; i < cnt; i++) y[i] = act_celu(x[i], alpha, inv);
-        return DR_OK;
-    }
-    case ACT_GELU:
-#pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
-        for (long i = 0; i < cnt; i++) y[i] = act_gelu(x[i]);
-        return DR_OK;
-    case ACT_SILU:
-#pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
-        for (long i = 0; i < cnt; i++) y[i] = act_silu(x[i]);
-        return DR_OK;
+    ACT_KINDS(ACT_FORWARD_ROW_, ~)
     case ACT_KIND_COUNT:
         break;
     }
@@ -163,49 +218,13 @@ int CPU_ISA_FN(activation_forward_cpu)(float *y, const float *x, enum act_kind k
 }
 
 int CPU_ISA_FN(activation_backward_cpu)(float *dx, const float *dy, const float *x,
-                                        enum act_kind kind,
-                            float alpha, size_t count, int accumulate_dx)
+                                        enum act_kind kind, float alpha, size_t count,
+                                        int accumulate_dx)
 {
     const long cnt = (long)count;
+    const float inv = act_reads_alpha(kind) ? 1.0f / alpha : 0.0f;
     switch (kind) {
-    case ACT_RELU:
-        if (accumulate_dx) {
-#pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
-            for (long i = 0; i < cnt; i++) dx[i] += x[i] > 0.0f ? dy[i] : 0.0f;
-        } else {
-#pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
-            for (long i = 0; i < cnt; i++) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
-        }
-        return DR_OK;
-    case ACT_CELU: {
-        const float inv = 1.0f / alpha;
-        if (accumulate_dx) {
-#pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
-            for (long i = 0; i < cnt; i++) dx[i] += act_celu_grad(x[i], dy[i], alpha, inv);
-        } else {
-#pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
-            for (long i = 0; i < cnt; i++) dx[i] = act_celu_grad(x[i], dy[i], alpha, inv);
-        }
-        return DR_OK;
-    }
-    case ACT_GELU:
-        if (accumulate_dx) {
-#pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
-            for (long i = 0; i < cnt; i++) dx[i] += act_gelu_grad(x[i], dy[i]);
-        } else {
-#pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
-            for (long i = 0; i < cnt; i++) dx[i] = act_gelu_grad(x[i], dy[i]);
-        }
-        return DR_OK;
-    case ACT_SILU:
-        if (accumulate_dx) {
-#pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
-            for (long i = 0; i < cnt; i++) dx[i] += act_silu_grad(x[i], dy[i]);
-        } else {
-#pragma omp parallel for schedule(static) if (count >= ACT_PARALLEL_MIN)
-            for (long i = 0; i < cnt; i++) dx[i] = act_silu_grad(x[i], dy[i]);
-        }
-        return DR_OK;
+    ACT_KINDS(ACT_BACKWARD_ROW_, ~)
     case ACT_KIND_COUNT:
         break;
     }

@@ -298,17 +298,9 @@ static int backward_pool(struct cuda_ctx *c, T *dx, const T *gy, const T *x, con
     return backward_pool_launch<T, 1, K>(c, dx, gy, x, coef, fcoef, g, accumulate, alpha);
 }
 
-/* Calls F<T, kind>(args...) for the context's type and the activation's kind. */
+/* Returns F<T, kind>(args...) for the context's type and the activation's kind. */
 #define BN_POOL_DISPATCH(c, kind, F, ...)                                                  \
-    CUDA_DISPATCH((c)->dt, T, {                                                            \
-        switch (kind) {                                                                    \
-        case ACT_RELU: return F<T, ACT_RELU>(__VA_ARGS__);                                 \
-        case ACT_CELU: return F<T, ACT_CELU>(__VA_ARGS__);                                 \
-        case ACT_GELU: return F<T, ACT_GELU>(__VA_ARGS__);                                 \
-        case ACT_SILU: return F<T, ACT_SILU>(__VA_ARGS__);                                 \
-        case ACT_KIND_COUNT: break;                                                        \
-        }                                                                                  \
-    })
+    CUDA_DISPATCH((c)->dt, T, { ACT_DISPATCH(kind, K, F<T, K>(__VA_ARGS__)); })
 
 int cuda_bn_apply_pool(struct cuda_ctx *c, struct tensor *out, const struct cuda_bn_act *act,
                        const struct cuda_bn_pool *pool, const struct tensor *x,

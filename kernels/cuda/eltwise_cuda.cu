@@ -1,5 +1,6 @@
-/* Elementwise and data-movement ops on NHWC activations: relu / celu / gelu / silu and
- * their gradients, add, scale, scaled copy, channel concat and flatten. The CUDA twins of
+/* Elementwise and data-movement ops on NHWC activations: the activations of
+ * kernels/activation.h and their gradients, add, scale, scaled copy, channel concat and
+ * flatten. The CUDA twins of
  * kernels/cpu/activation.c and kernels/cpu/tensor_ops.c; every value is computed in fp32
  * and rounded once to the activation type, products and sums with explicit rounding so
  * that none is fused into a multiply-add the CPU twin does not make. */
@@ -126,13 +127,7 @@ int cuda_act_forward(void *ctx, struct tensor *y, const struct tensor *x, enum a
            count);
     if (count == 0) goto cleanup;
     TRY(cuda_enter(c));
-    switch (kind) {
-    case ACT_RELU: return act_forward_launch<ACT_RELU>(c, y, x, alpha, count);
-    case ACT_CELU: return act_forward_launch<ACT_CELU>(c, y, x, alpha, count);
-    case ACT_GELU: return act_forward_launch<ACT_GELU>(c, y, x, alpha, count);
-    case ACT_SILU: return act_forward_launch<ACT_SILU>(c, y, x, alpha, count);
-    case ACT_KIND_COUNT: break;
-    }
+    ACT_DISPATCH(kind, K, act_forward_launch<K>(c, y, x, alpha, count));
     FAIL(DR_ERR_INTERNAL, "activation: no CUDA kernel for kind %d", (int)kind);
 cleanup:
     return rc;
@@ -149,13 +144,7 @@ int cuda_act_backward(void *ctx, struct tensor *dx, const struct tensor *dy,
            "activation backward: sizes differ");
     if (count == 0) goto cleanup;
     TRY(cuda_enter(c));
-    switch (kind) {
-    case ACT_RELU: return act_backward_launch<ACT_RELU>(c, dx, dy, x, alpha, count, accumulate);
-    case ACT_CELU: return act_backward_launch<ACT_CELU>(c, dx, dy, x, alpha, count, accumulate);
-    case ACT_GELU: return act_backward_launch<ACT_GELU>(c, dx, dy, x, alpha, count, accumulate);
-    case ACT_SILU: return act_backward_launch<ACT_SILU>(c, dx, dy, x, alpha, count, accumulate);
-    case ACT_KIND_COUNT: break;
-    }
+    ACT_DISPATCH(kind, K, act_backward_launch<K>(c, dx, dy, x, alpha, count, accumulate));
     FAIL(DR_ERR_INTERNAL, "activation backward: no CUDA kernel for kind %d", (int)kind);
 cleanup:
     return rc;

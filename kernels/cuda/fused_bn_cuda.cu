@@ -38,21 +38,8 @@ int cuda_reduce_partial_act(struct cuda_ctx *c, double *partial, const void *a, 
            "reduce: %d channels, %d parts, %ld rows, %d groups", channels, parts, rows, groups);
     CUDA_DISPATCH(c->dt, T, {
         const T *ta = (const T *)a, *td = (const T *)d;
-        switch (kind) {
-        case ACT_RELU:
-            return reduce_partial_act<T, ACT_RELU>(c, partial, ta, td, fcoef, rows, channels,
-                                                   parts, groups, alpha);
-        case ACT_CELU:
-            return reduce_partial_act<T, ACT_CELU>(c, partial, ta, td, fcoef, rows, channels,
-                                                   parts, groups, alpha);
-        case ACT_GELU:
-            return reduce_partial_act<T, ACT_GELU>(c, partial, ta, td, fcoef, rows, channels,
-                                                   parts, groups, alpha);
-        case ACT_SILU:
-            return reduce_partial_act<T, ACT_SILU>(c, partial, ta, td, fcoef, rows, channels,
-                                                   parts, groups, alpha);
-        case ACT_KIND_COUNT: break;
-        }
+        ACT_DISPATCH(kind, K, reduce_partial_act<T, K>(c, partial, ta, td, fcoef, rows,
+                                                       channels, parts, groups, alpha));
     });
     FAIL(DR_ERR_INTERNAL, "reduce: no fused kernel for activation kind %d", (int)kind);
 cleanup:
@@ -69,21 +56,8 @@ int cuda_bn_apply_act(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
     CUDA_DISPATCH(c->dt, T, {
         T *ty = y ? (T *)y->data : NULL, *to = (T *)out->data;
         const T *tx = (const T *)x->data, *tr = res ? (const T *)res->data : NULL;
-        switch (act->kind) {
-        case ACT_RELU:
-            return bn_apply_width<T, ACT_RELU>(c, ty, to, tx, tr, coef, split_rows, ch, splits,
-                                               alpha);
-        case ACT_CELU:
-            return bn_apply_width<T, ACT_CELU>(c, ty, to, tx, tr, coef, split_rows, ch, splits,
-                                               alpha);
-        case ACT_GELU:
-            return bn_apply_width<T, ACT_GELU>(c, ty, to, tx, tr, coef, split_rows, ch, splits,
-                                               alpha);
-        case ACT_SILU:
-            return bn_apply_width<T, ACT_SILU>(c, ty, to, tx, tr, coef, split_rows, ch, splits,
-                                               alpha);
-        case ACT_KIND_COUNT: break;
-        }
+        ACT_DISPATCH(act->kind, K, bn_apply_width<T, K>(c, ty, to, tx, tr, coef, split_rows, ch,
+                                                        splits, alpha));
     });
     FAIL(DR_ERR_INTERNAL, "bn: no fused kernel for activation kind %d", (int)act->kind);
 cleanup:
@@ -100,25 +74,9 @@ int cuda_bn_backward_apply_act(struct cuda_ctx *c, struct tensor *dx, const stru
     CUDA_DISPATCH(c->dt, T, {
         T *tdx = (T *)dx->data;
         const T *tdy = (const T *)dy->data, *tx = (const T *)x->data;
-        switch (act->kind) {
-        case ACT_RELU:
-            return bn_backward_apply_width<T, ACT_RELU>(c, tdx, tdy, tx, coef, fcoef,
-                                                        split_rows, ch, splits, accumulate,
-                                                        alpha);
-        case ACT_CELU:
-            return bn_backward_apply_width<T, ACT_CELU>(c, tdx, tdy, tx, coef, fcoef,
-                                                        split_rows, ch, splits, accumulate,
-                                                        alpha);
-        case ACT_GELU:
-            return bn_backward_apply_width<T, ACT_GELU>(c, tdx, tdy, tx, coef, fcoef,
-                                                        split_rows, ch, splits, accumulate,
-                                                        alpha);
-        case ACT_SILU:
-            return bn_backward_apply_width<T, ACT_SILU>(c, tdx, tdy, tx, coef, fcoef,
-                                                        split_rows, ch, splits, accumulate,
-                                                        alpha);
-        case ACT_KIND_COUNT: break;
-        }
+        ACT_DISPATCH(act->kind, K, bn_backward_apply_width<T, K>(c, tdx, tdy, tx, coef, fcoef,
+                                                                 split_rows, ch, splits,
+                                                                 accumulate, alpha));
     });
     FAIL(DR_ERR_INTERNAL, "bn backward: no fused kernel for activation kind %d",
          (int)act->kind);

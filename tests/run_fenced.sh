@@ -16,6 +16,17 @@ wait_for "$db" "SELECT count(*) >= 1 FROM epochs" 1 || fail "worker A recorded n
 i=0
 while [ -z "$(ls "$db-checkpoints" 2>/dev/null)" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
 kill -STOP $a
+# A stopped inside one of its short write transactions (the epoch's row right after the
+# checkpoint, a lease renewal) would hold the database's write lock while stopped, and B
+# would rightly give up waiting for it: let A finish the transaction and stop it again.
+i=0
+while ! sqlite3 -cmd ".timeout 0" "$db" "BEGIN IMMEDIATE; ROLLBACK;" >/dev/null 2>&1; do
+    i=$((i + 1))
+    if [ $i -gt 200 ]; then fail "worker A holds the write lock whenever it is stopped"; break; fi
+    kill -CONT $a
+    sleep 0.05
+    kill -STOP $a
+done
 stopped_at=$(q "$db" "SELECT max(epoch) FROM epochs")
 sleep 3   # A's lease (2 s) runs out while it is stopped
 

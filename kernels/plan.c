@@ -158,6 +158,9 @@ static int run_cursor_advance(const struct backend *b, const struct plan_node *n
     return b->ops->cursor_advance(b->ctx, n->dst[PLAN_CURSOR]);
 }
 
+_Static_assert(PLAN_NODE_MAX_DST <= 32 && PLAN_NODE_MAX_SRC <= 32,
+               "a slot mask (unsigned) has a bit for every slot");
+
 #define VAR PLAN_VARIADIC
 #define ALL ((1u << PLAN_NODE_MAX_DST) - 1u)   /* every slot of a variadic op */
 
@@ -240,7 +243,7 @@ static int count_fits(int count, int row)
 
 int plan_node_check(const struct plan_node *n)
 {
-    int rc = DR_OK;
+    int rc = DR_OK, writes = 0;
     const struct plan_op_desc *d = plan_op_desc(n->op);
     EXPECT(d, "a plan node of unknown kind %d", (int)n->op);
     EXPECT(count_fits(n->n_dst, d->n_dst) && count_fits(n->n_src, d->n_src),
@@ -249,7 +252,10 @@ int plan_node_check(const struct plan_node *n)
         const int in = i < n->n_dst;
         EXPECT(in ? n->dst[i] || ((d->opt_dst >> i) & 1u) : !n->dst[i],
                "plan node %s: output %d %s", d->name, i, in ? "missing" : "past the count");
+        writes += in && n->dst[i];
     }
+    EXPECT(n->n_dst == 0 || writes > 0, "plan node %s: none of its %d outputs given", d->name,
+           n->n_dst);
     for (int i = 0; i < PLAN_NODE_MAX_SRC; i++) {
         const int in = i < n->n_src;
         EXPECT(in ? n->src[i] || ((d->opt_src >> i) & 1u) : !n->src[i],

@@ -93,9 +93,10 @@ enum plan_phase { PLAN_PHASE_BATCH, PLAN_PHASE_FORWARD, PLAN_PHASE_LOSS, PLAN_PH
  * the reads and writes (plan_node_tensors), the signature, the checks (plan_node_check)
  * and the dispatch (plan_run_node) are loops over that shape and that table.
  *
- * A variadic op (concat) has n_src (CONCAT_FWD) or n_dst (CONCAT_BWD) inputs, up to
- * PLAN_MAX_CONCAT; every other op has exactly its row's counts, set by plan_append and
- * plan_node_init. Slots from the count on are NULL. */
+ * A variadic op has as many slots as its node says, 1 .. PLAN_MAX_CONCAT: CONCAT_FWD's
+ * n_src inputs, CONCAT_BWD's n_dst input gradients (any of which may be added to). Every
+ * other op has exactly its row's counts, set by plan_append and plan_node_init. Slots
+ * from the count on are NULL. */
 #define PLAN_NODE_MAX_DST PLAN_MAX_CONCAT
 #define PLAN_NODE_MAX_SRC PLAN_MAX_CONCAT
 
@@ -208,9 +209,19 @@ void plan_node_init(struct plan_node *n, enum plan_op op);
 void plan_node_set_tensors(struct plan_node *n, struct tensor *const *dst, int nd,
                            const struct tensor *const *src, int ns);
 
+/* The arguments of plan_node_set_tensors from lists of handles (C only: compound
+ * literals): plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x, w, b)). */
+#define PLAN_DSTS(...)                                                                     \
+    (struct tensor *const[]){__VA_ARGS__},                                                 \
+        (int)(sizeof((struct tensor *const[]){__VA_ARGS__}) / sizeof(struct tensor *))
+#define PLAN_SRCS(...)                                                                     \
+    (const struct tensor *const[]){__VA_ARGS__},                                           \
+        (int)(sizeof((const struct tensor *const[]){__VA_ARGS__}) /                        \
+              sizeof(const struct tensor *))
+
 /* Checks node n against its op's row: a known op, the counts (a variadic one within
- * 1 .. PLAN_MAX_CONCAT), every slot not allowed NULL set, nothing past the counts, acc
- * only on the outputs the op may add to. DR_OK, or DR_ERR_INTERNAL reported with the
+ * 1 .. PLAN_MAX_CONCAT), every slot not allowed NULL set and at least one output (of an
+ * op that has any), nothing past the counts, acc only on the outputs the op may add to. DR_OK, or DR_ERR_INTERNAL reported with the
  * op's name and the slot. */
 int plan_node_check(const struct plan_node *n);
 

@@ -106,6 +106,9 @@ static void test_check(void)
     CHECK(plan_node_check(&n) == DR_OK);
     n.acc = 8;
     CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    n.acc = 0;
+    n.dst[0] = n.dst[2] = NULL;   /* a node that writes nothing */
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
 
     /* not an op */
     memset(&n, 0, sizeof(n));

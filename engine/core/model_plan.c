@@ -187,82 +187,63 @@ static int add_layer_forward(struct plan *p, struct model *m, const struct plan_
     case LAYER_KIND_CONV:
     case LAYER_KIND_WHITEN:
         APPEND(n, p, PLAN_CONV_FWD, ph, i);
-        n->dst[PLAN_Y] = y;
-        n->src[PLAN_X] = x;
-        n->src[PLAN_W] = w;
-        n->src[PLAN_B] = layer_bias(l, m->p);
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x, w, layer_bias(l, m->p)));
         n->par.conv = layer_conv_attr(l);
         break;
     case LAYER_KIND_BN: {
         struct bn_attr a = {l->spec.eps, l->spec.momentum, l->spec.splits};
         if (train) {
             APPEND(n, p, PLAN_BN_FWD_TRAIN, ph, i);
-            n->dst[PLAN_Y] = y;
-            n->dst[PLAN_SAVE_MEAN] = &m->bn_mean[i];
-            n->dst[PLAN_SAVE_INVSTD] = &m->bn_invstd[i];
-            n->dst[PLAN_RUNNING_MEAN] = &m->bn_rmean[i];
-            n->dst[PLAN_RUNNING_VAR] = &m->bn_rvar[i];
-            n->src[PLAN_X] = x;
-            n->src[PLAN_GAMMA] = &w[0];
-            n->src[PLAN_BETA] = &w[1];
+            plan_node_set_tensors(n,
+                                  PLAN_DSTS(y, &m->bn_mean[i], &m->bn_invstd[i],
+                                            &m->bn_rmean[i], &m->bn_rvar[i]),
+                                  PLAN_SRCS(x, &w[0], &w[1]));
             n->par.bn = a;
         } else {
             APPEND(n, p, PLAN_BN_FWD_EVAL, ph, i);
-            n->dst[PLAN_Y] = y;
-            n->src[PLAN_X] = x;
-            n->src[PLAN_GAMMA] = &w[0];
-            n->src[PLAN_BETA] = &w[1];
-            n->src[PLAN_RUNNING_MEAN] = &m->bn_rmean[i];
-            n->src[PLAN_RUNNING_VAR] = &m->bn_rvar[i];
+            plan_node_set_tensors(n, PLAN_DSTS(y),
+                                  PLAN_SRCS(x, &w[0], &w[1], &m->bn_rmean[i], &m->bn_rvar[i]));
             n->par.bn = a;
         }
         break;
     }
     case LAYER_KIND_ACT:
         APPEND(n, p, PLAN_ACT_FWD, ph, i);
-        n->dst[PLAN_Y] = y;
-        n->src[PLAN_X] = x;
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x));
         n->par.act.kind = info->act;
         n->par.act.alpha = l->spec.alpha;
         break;
     case LAYER_KIND_POOL:
     case LAYER_KIND_GLOBAL_POOL:
         APPEND(n, p, PLAN_POOL_FWD, ph, i);
-        n->dst[PLAN_Y] = y;
-        n->src[PLAN_X] = x;
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x));
         n->par.pool = layer_pool_attr(l, info);
         break;
-    case LAYER_KIND_CONCAT:
+    case LAYER_KIND_CONCAT: {
+        const struct tensor *xs[PLAN_MAX_CONCAT];
         EXPECT(l->n_inputs <= PLAN_MAX_CONCAT, "layer '%s': %d inputs to a concat node",
                l->spec.name, l->n_inputs);
         APPEND(n, p, PLAN_CONCAT_FWD, ph, i);
-        n->dst[PLAN_Y] = y;
-        for (int s = 0; s < l->n_inputs; s++) n->src[s] = h->y[l->inputs[s]];
-        n->n_src = l->n_inputs;
+        for (int s = 0; s < l->n_inputs; s++) xs[s] = h->y[l->inputs[s]];
+        plan_node_set_tensors(n, PLAN_DSTS(y), xs, l->n_inputs);
         break;
+    }
     case LAYER_KIND_ADD:
         APPEND(n, p, PLAN_ADD_FWD, ph, i);
-        n->dst[PLAN_Y] = y;
-        n->src[PLAN_ADD_A] = x;
-        n->src[PLAN_ADD_B] = h->y[l->inputs[1]];
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x, h->y[l->inputs[1]]));
         break;
     case LAYER_KIND_FLATTEN:
         if (h->fwd_alias[i]) break;   /* its readers read x */
         APPEND(n, p, PLAN_FLATTEN_FWD, ph, i);
-        n->dst[PLAN_Y] = y;
-        n->src[PLAN_X] = x;
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x));
         break;
     case LAYER_KIND_LINEAR:
         APPEND(n, p, PLAN_LINEAR_FWD, ph, i);
-        n->dst[PLAN_Y] = y;
-        n->src[PLAN_X] = x;
-        n->src[PLAN_W] = w;
-        n->src[PLAN_B] = layer_bias(l, m->p);
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x, w, layer_bias(l, m->p)));
         break;
     case LAYER_KIND_SCALE:
         APPEND(n, p, PLAN_SCALE_FWD, ph, i);
-        n->dst[PLAN_Y] = y;
-        n->src[PLAN_X] = x;
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x));
         n->par.scale.s = l->spec.scale;
         break;
     case LAYER_KIND_INPUT:
@@ -300,33 +281,20 @@ static int add_layer_backward(struct plan *p, struct model *m, const struct plan
     case LAYER_KIND_CONV:
     case LAYER_KIND_WHITEN:
         APPEND(n, p, PLAN_CONV_BWD, ph, i);
-        n->dst[PLAN_DX] = dx;
-        n->dst[PLAN_DW] = dw;
-        n->dst[PLAN_DB] = layer_bias(l, m->dp);
-        n->src[PLAN_DY] = dy;
-        n->src[PLAN_BWD_X] = x;
-        n->src[PLAN_BWD_W] = w;
+        plan_node_set_tensors(n, PLAN_DSTS(dx, dw, layer_bias(l, m->dp)), PLAN_SRCS(dy, x, w));
         n->par.conv = layer_conv_attr(l);
         n->acc = acc[0] != 0;
         break;
     case LAYER_KIND_BN: /* dx may be NULL: the parameter gradients are still needed */
         APPEND(n, p, PLAN_BN_BWD, ph, i);
-        n->dst[PLAN_DX] = dx;
-        n->dst[PLAN_DGAMMA] = &dw[0];
-        n->dst[PLAN_DBETA] = &dw[1];
-        n->src[PLAN_DY] = dy;
-        n->src[PLAN_BWD_X] = x;
-        n->src[PLAN_BWD_GAMMA] = &w[0];
-        n->src[PLAN_BWD_SAVE_MEAN] = &m->bn_mean[i];
-        n->src[PLAN_BWD_SAVE_INVSTD] = &m->bn_invstd[i];
+        plan_node_set_tensors(n, PLAN_DSTS(dx, &dw[0], &dw[1]),
+                              PLAN_SRCS(dy, x, &w[0], &m->bn_mean[i], &m->bn_invstd[i]));
         n->acc = acc[0] != 0;
         break;
     case LAYER_KIND_ACT:
         if (!dx) break;
         APPEND(n, p, PLAN_ACT_BWD, ph, i);
-        n->dst[PLAN_DX] = dx;
-        n->src[PLAN_DY] = dy;
-        n->src[PLAN_BWD_X] = x;
+        plan_node_set_tensors(n, PLAN_DSTS(dx), PLAN_SRCS(dy, x));
         n->par.act.kind = info->act;
         n->par.act.alpha = l->spec.alpha;
         n->acc = acc[0] != 0;
@@ -335,31 +303,28 @@ static int add_layer_backward(struct plan *p, struct model *m, const struct plan
     case LAYER_KIND_GLOBAL_POOL:
         if (!dx) break;
         APPEND(n, p, PLAN_POOL_BWD, ph, i);
-        n->dst[PLAN_DX] = dx;
-        n->src[PLAN_DY] = dy;
-        n->src[PLAN_BWD_X] = x;
-        n->src[PLAN_BWD_Y] = h->y[i];
+        plan_node_set_tensors(n, PLAN_DSTS(dx), PLAN_SRCS(dy, x, h->y[i]));
         n->par.pool = layer_pool_attr(l, info);
         n->acc = acc[0] != 0;
         break;
-    case LAYER_KIND_CONCAT:
+    case LAYER_KIND_CONCAT: {
+        struct tensor *dxs[PLAN_MAX_CONCAT];
         EXPECT(l->n_inputs <= PLAN_MAX_CONCAT, "layer '%s': %d inputs to a concat node",
                l->spec.name, l->n_inputs);
         APPEND(n, p, PLAN_CONCAT_BWD, ph, i);
         for (int s = 0; s < l->n_inputs; s++) {
-            n->dst[s] = input_grad(h, l, s);
+            dxs[s] = input_grad(h, l, s);
             if (acc[s]) n->acc |= 1u << s;
         }
-        n->src[PLAN_DY] = dy;
-        n->n_dst = l->n_inputs;
+        plan_node_set_tensors(n, dxs, l->n_inputs, PLAN_SRCS(dy));
         break;
+    }
     case LAYER_KIND_ADD:
         for (int s = 0; s < 2; s++) {
             struct tensor *d = input_grad(h, l, s);
             if (!d || alias[s]) continue;   /* an alias: d is dy already */
             APPEND(n, p, PLAN_SCALED_COPY, ph, i);
-            n->dst[PLAN_DX] = d;
-            n->src[PLAN_DY] = dy;
+            plan_node_set_tensors(n, PLAN_DSTS(d), PLAN_SRCS(dy));
             n->par.scale.s = 1.0f;
             n->acc = acc[s] != 0;
         }
@@ -367,25 +332,18 @@ static int add_layer_backward(struct plan *p, struct model *m, const struct plan
     case LAYER_KIND_FLATTEN:
         if (!dx || alias[0]) break;
         APPEND(n, p, PLAN_FLATTEN_BWD, ph, i);
-        n->dst[PLAN_DX] = dx;
-        n->src[PLAN_DY] = dy;
+        plan_node_set_tensors(n, PLAN_DSTS(dx), PLAN_SRCS(dy));
         n->acc = acc[0] != 0;
         break;
     case LAYER_KIND_LINEAR:
         APPEND(n, p, PLAN_LINEAR_BWD, ph, i);
-        n->dst[PLAN_DX] = dx;
-        n->dst[PLAN_DW] = dw;
-        n->dst[PLAN_DB] = layer_bias(l, m->dp);
-        n->src[PLAN_DY] = dy;
-        n->src[PLAN_BWD_X] = x;
-        n->src[PLAN_BWD_W] = w;
+        plan_node_set_tensors(n, PLAN_DSTS(dx, dw, layer_bias(l, m->dp)), PLAN_SRCS(dy, x, w));
         n->acc = acc[0] != 0;
         break;
     case LAYER_KIND_SCALE:
         if (!dx) break;
         APPEND(n, p, PLAN_SCALED_COPY, ph, i);
-        n->dst[PLAN_DX] = dx;
-        n->src[PLAN_DY] = dy;
+        plan_node_set_tensors(n, PLAN_DSTS(dx), PLAN_SRCS(dy));
         n->par.scale.s = l->spec.scale;
         n->acc = acc[0] != 0;
         break;
@@ -418,10 +376,7 @@ static int add_loss(struct plan *p, struct model *m, const struct tensor *logits
     int rc = DR_OK;
     struct plan_node *n = NULL;
     APPEND(n, p, PLAN_XENT_FWD, PLAN_PHASE_LOSS, -1);
-    n->dst[PLAN_XENT_STATS] = &m->stats;
-    n->dst[PLAN_XENT_PROBS] = &m->probs;
-    n->src[PLAN_XENT_LOGITS] = logits;
-    n->src[PLAN_XENT_LABELS] = &m->labels;
+    plan_node_set_tensors(n, PLAN_DSTS(&m->stats, &m->probs), PLAN_SRCS(logits, &m->labels));
     n->par.xent.smoothing = smoothing;
 cleanup:
     return rc;
@@ -435,9 +390,7 @@ static int add_backward(struct plan *p, struct model *m, float smoothing, float 
     struct plan_handles h;
     TRY(handles_make(&h, m));
     APPEND(n, p, PLAN_XENT_BWD, PLAN_PHASE_LOSS, -1);
-    n->dst[PLAN_XENT_DLOGITS] = h.dy[m->g->output];
-    n->src[PLAN_XENT_BWD_PROBS] = &m->probs;
-    n->src[PLAN_XENT_LABELS] = &m->labels;
+    plan_node_set_tensors(n, PLAN_DSTS(h.dy[m->g->output]), PLAN_SRCS(&m->probs, &m->labels));
     n->par.xent.smoothing = smoothing;
     n->par.xent.scale = scale;
     for (int i = m->g->count - 1; i > 0; i--)
@@ -455,12 +408,8 @@ static int add_batch(struct plan *p, struct model *m, const struct model_batch_s
     int rc = DR_OK;
     struct plan_node *n = NULL;
     APPEND(n, p, PLAN_BATCH, PLAN_PHASE_BATCH, -1);
-    n->dst[PLAN_BATCH_X] = &m->y[0];
-    n->dst[PLAN_BATCH_LABELS] = &m->labels;
-    n->src[PLAN_BATCH_IMAGES] = src->images;
-    n->src[PLAN_BATCH_IMAGE_LABELS] = src->labels;
-    n->src[PLAN_BATCH_ROWS] = src->rows;
-    n->src[PLAN_BATCH_CURSOR] = src->cursor;
+    plan_node_set_tensors(n, PLAN_DSTS(&m->y[0], &m->labels),
+                          PLAN_SRCS(src->images, src->labels, src->rows, src->cursor));
     n->par.batch.aug = aug;
     n->par.batch.stride = src->stride;
     n->par.batch.seed = src->seed;
@@ -513,10 +462,9 @@ static int add_sgd(struct plan *p, const struct sgd_item *items, int count,
     int rc = DR_OK;
     struct plan_node *n = NULL;
     APPEND(n, p, PLAN_SGD, PLAN_PHASE_OPTIMIZER, -1);
+    plan_node_set_tensors(n, NULL, 0, PLAN_SRCS(lr_table, cursor));
     n->par.sgd.items = items;
     n->par.sgd.count = count;
-    n->src[PLAN_SGD_LR_TABLE] = lr_table;
-    n->src[PLAN_SGD_CURSOR] = cursor;
     n->par.sgd.momentum = momentum;
     n->par.sgd.nesterov = nesterov;
 cleanup:
@@ -563,8 +511,7 @@ int model_plan_eval(struct plan *p, struct model *m, const struct model_batch_sr
             TRY(add_batch(p, m, src, &views[v]));
             TRY(add_forward(p, m, 0));
             APPEND(n, p, PLAN_SCALED_COPY, PLAN_PHASE_LOSS, -1);
-            n->dst[PLAN_DX] = view_sum;
-            n->src[PLAN_DY] = model_logits(m);
+            plan_node_set_tensors(n, PLAN_DSTS(view_sum), PLAN_SRCS(model_logits(m)));
             n->par.scale.s = weights[v];
             n->acc = v > 0;
         }

@@ -286,13 +286,8 @@ static int build_plan(struct plan *p, struct pl_net *net, const struct plan_row 
     const int train = is_train(r), conv1 = has_conv1(r);
     const float alpha = 0.75f;
 /* Sets n's slots: SLOTS(DST(outputs...), SRC(inputs...)). */
-#define DST(...)                                                                           \
-    (struct tensor *const[]){__VA_ARGS__},                                                 \
-        (int)(sizeof((struct tensor *const[]){__VA_ARGS__}) / sizeof(struct tensor *))
-#define SRC(...)                                                                           \
-    (const struct tensor *const[]){__VA_ARGS__},                                           \
-        (int)(sizeof((const struct tensor *const[]){__VA_ARGS__}) /                        \
-              sizeof(const struct tensor *))
+#define DST PLAN_DSTS
+#define SRC PLAN_SRCS
 #define SLOTS(dsts, srcs) plan_node_set_tensors(n, dsts, srcs)
 #define NODE(op, phase)                                                                    \
     do {                                                                                   \

@@ -6,6 +6,14 @@
  * are those of running the nodes one by one, in order, within the precision's tolerance
  * (the fp32 bounds of the selfcheck).
  *
+ * Every node has one shape, as a ggml tensor has: an op code, the tensors it writes (dst)
+ * and reads (src), each a small array with a count, the outputs it adds to (acc) and its
+ * scalar parameters (struct plan_node, below). What differs between ops is stated once,
+ * in the op table (plan_op_desc: the name, the counts, which slots may be NULL, which
+ * outputs are added to or updated, the backend call); what a node reads and writes, the
+ * signature, the checks and the node-by-node dispatch are loops over the shape and the
+ * table, and an analysis (kernels/plan_fuse.c) names a node's tensors by slot.
+ *
  * A plan does not own its tensors: nodes point at the engine's struct tensor handles,
  * whose data and n may change between runs (a smaller last eval batch; weight averaging
  * swaps handles). A backend that keeps anything between runs of a plan (an analysis, a
@@ -76,136 +84,146 @@ enum plan_op {
 enum plan_phase { PLAN_PHASE_BATCH, PLAN_PHASE_FORWARD, PLAN_PHASE_LOSS, PLAN_PHASE_BACKWARD,
                   PLAN_PHASE_OPTIMIZER, PLAN_PHASE_COUNT };
 
-/* One node: one call of the backend op its kind names, with that op's arguments (the
- * fields mirror the op's parameters in kernels/backend.h, outputs first). */
+/* The node's shape, as a ggml tensor's: an op code, the op's destination tensors (dst,
+ * what it writes) and source tensors (src, what it reads), each a fixed array with a count,
+ * and its scalar parameters. Every op's slots follow its parameters in kernels/backend.h,
+ * outputs as dst, inputs as src, in order; the slot names below say which is which. One
+ * table (plan_op_desc) states each op once: its name, how many dsts and srcs it has, which
+ * may be NULL, which it adds to or always reads back, and which backend call runs it;
+ * the reads and writes (plan_node_tensors), the signature, the checks (plan_node_check)
+ * and the dispatch (plan_run_node) are loops over that shape and that table.
+ *
+ * A variadic op has as many slots as its node says, 1 .. PLAN_MAX_CONCAT: CONCAT_FWD's
+ * n_src inputs, CONCAT_BWD's n_dst input gradients (any of which may be added to). Every
+ * other op has exactly its row's counts, set by plan_append and plan_node_init. Slots
+ * from the count on are NULL. */
+#define PLAN_NODE_MAX_DST PLAN_MAX_CONCAT
+#define PLAN_NODE_MAX_SRC PLAN_MAX_CONCAT
+
+/* Slot names (indices into dst[] and src[]), shared by the ops whose slots agree. */
+enum plan_slot {
+    /* forward ops (conv, bn, act, pool, concat, add, scale, flatten, linear): dst */
+    PLAN_Y = 0,
+    PLAN_SAVE_MEAN = 1, PLAN_SAVE_INVSTD = 2,    /* BN_FWD_TRAIN */
+    PLAN_RUNNING_MEAN = 3, PLAN_RUNNING_VAR = 4, /* BN_FWD_TRAIN dst, BN_FWD_EVAL src */
+    /* forward ops: src (CONCAT_FWD: src[0 .. n_src) its inputs) */
+    PLAN_X = 0,
+    PLAN_W = 1, PLAN_B = 2,                      /* CONV_FWD, LINEAR_FWD (b may be NULL) */
+    PLAN_GAMMA = 1, PLAN_BETA = 2,               /* BN_FWD_TRAIN, BN_FWD_EVAL */
+    PLAN_ADD_A = 0, PLAN_ADD_B = 1,              /* ADD_FWD */
+    /* backward ops (CONCAT_BWD: dst[0 .. n_dst) its input gradients): dst */
+    PLAN_DX = 0,
+    PLAN_DW = 1, PLAN_DB = 2,                    /* CONV_BWD, LINEAR_BWD (db may be NULL) */
+    PLAN_DGAMMA = 1, PLAN_DBETA = 2,             /* BN_BWD */
+    /* backward ops: src */
+    PLAN_DY = 0,
+    PLAN_BWD_X = 1,                              /* CONV, BN, ACT, POOL, LINEAR _BWD */
+    PLAN_BWD_W = 2,                              /* CONV_BWD, LINEAR_BWD */
+    PLAN_BWD_GAMMA = 2, PLAN_BWD_SAVE_MEAN = 3, PLAN_BWD_SAVE_INVSTD = 4,   /* BN_BWD */
+    PLAN_BWD_Y = 2,                              /* POOL_BWD: the forward's output */
+    /* the loss */
+    PLAN_XENT_STATS = 0, PLAN_XENT_PROBS = 1,    /* XENT_FWD dst */
+    PLAN_XENT_LOGITS = 0, PLAN_XENT_LABELS = 1,  /* XENT_FWD src; XENT_BWD src labels */
+    PLAN_XENT_DLOGITS = 0,                       /* XENT_BWD dst */
+    PLAN_XENT_BWD_PROBS = 0,                     /* XENT_BWD src */
+    /* the plan's own ops */
+    PLAN_BATCH_X = 0, PLAN_BATCH_LABELS = 1,     /* BATCH dst */
+    PLAN_BATCH_IMAGES = 0, PLAN_BATCH_IMAGE_LABELS = 1, PLAN_BATCH_ROWS = 2,
+    PLAN_BATCH_CURSOR = 3,                       /* BATCH src */
+    PLAN_SGD_LR_TABLE = 0, PLAN_SGD_CURSOR = 1,  /* SGD src */
+    PLAN_CURSOR = 0                              /* CURSOR_ADVANCE dst */
+};
+
+/* A node's scalar parameters, one member per op family (the op says which is valid).
+ * Two members hold a pointer, to data the plan's builder owns: the batch's augmentation
+ * (NULL = the test batch) and the SGD node's parameter list, whose tensors (w, v, dw of
+ * every item) the node reads and writes besides its srcs (too many for the slots). */
+union plan_params {
+    struct conv_attr conv;   /* CONV_FWD, CONV_BWD */
+    struct bn_attr bn;       /* BN_FWD_TRAIN, BN_FWD_EVAL */
+    struct pool_attr pool;   /* POOL_FWD, POOL_BWD */
+    struct {
+        enum act_kind kind;
+        float alpha;
+    } act;                   /* ACT_FWD, ACT_BWD */
+    struct {
+        float s;
+    } scale;                 /* SCALE_FWD, SCALED_COPY */
+    struct {
+        float smoothing, scale;   /* scale: XENT_BWD only */
+    } xent;                  /* XENT_FWD, XENT_BWD */
+    struct {
+        const struct augment_params *aug;   /* NULL = test batch */
+        int stride;
+        uint64_t seed;
+    } batch;                 /* BATCH */
+    struct {
+        const struct sgd_item *items;       /* owned by the plan's builder */
+        int count;
+        float momentum;
+        int nesterov;
+    } sgd;                   /* SGD */
+};
+
+/* One node: one call of the backend op its kind names. */
 struct plan_node {
     enum plan_op op;
     enum plan_phase phase;
     int layer;                    /* graph layer id (engine/core/graph.h), -1 = none */
-    union {
-        struct {
-            struct tensor *x, *labels;
-            const struct tensor *images, *image_labels, *rows, *cursor;
-            const struct augment_params *aug;   /* NULL = test batch */
-            int stride;
-            uint64_t seed;
-        } batch;
-        struct {
-            struct tensor *y;
-            const struct tensor *x, *w, *b;
-            struct conv_attr a;
-        } conv_fwd;
-        struct {
-            struct tensor *dx, *dw, *db;
-            const struct tensor *dy, *x, *w;
-            struct conv_attr a;
-            int accumulate;
-        } conv_bwd;
-        struct {
-            struct tensor *y, *save_mean, *save_invstd, *running_mean, *running_var;
-            const struct tensor *x, *gamma, *beta;
-            struct bn_attr a;
-        } bn_fwd_train;
-        struct {
-            struct tensor *y;
-            const struct tensor *x, *gamma, *beta, *running_mean, *running_var;
-            struct bn_attr a;
-        } bn_fwd_eval;
-        struct {
-            struct tensor *dx, *dgamma, *dbeta;
-            const struct tensor *dy, *x, *gamma, *save_mean, *save_invstd;
-            int accumulate;
-        } bn_bwd;
-        struct {
-            struct tensor *y;
-            const struct tensor *x;
-            enum act_kind kind;
-            float alpha;
-        } act_fwd;
-        struct {
-            struct tensor *dx;
-            const struct tensor *dy, *x;
-            enum act_kind kind;
-            float alpha;
-            int accumulate;
-        } act_bwd;
-        struct {
-            struct tensor *y;
-            const struct tensor *x;
-            struct pool_attr a;
-        } pool_fwd;
-        struct {
-            struct tensor *dx;
-            const struct tensor *dy, *x, *y;
-            struct pool_attr a;
-            int accumulate;
-        } pool_bwd;
-        struct {
-            struct tensor *y;
-            const struct tensor *xs[PLAN_MAX_CONCAT];
-            int count;
-        } concat_fwd;
-        struct {
-            struct tensor *dxs[PLAN_MAX_CONCAT];
-            const struct tensor *dy;
-            int count;
-            int accumulate[PLAN_MAX_CONCAT];
-        } concat_bwd;
-        struct {
-            struct tensor *y;
-            const struct tensor *a, *b;
-        } add_fwd;
-        struct {
-            struct tensor *y;
-            const struct tensor *x;
-            float s;
-        } scale_fwd;
-        struct {
-            struct tensor *dx;
-            const struct tensor *dy;
-            float s;
-            int accumulate;
-        } scaled_copy;
-        struct {
-            struct tensor *y;
-            const struct tensor *x;
-        } flatten_fwd;
-        struct {
-            struct tensor *dx;
-            const struct tensor *dy;
-            int accumulate;
-        } flatten_bwd;
-        struct {
-            struct tensor *y;
-            const struct tensor *x, *w, *b;
-        } linear_fwd;
-        struct {
-            struct tensor *dx, *dw, *db;
-            const struct tensor *dy, *x, *w;
-            int accumulate;
-        } linear_bwd;
-        struct {
-            struct tensor *stats, *probs;
-            const struct tensor *logits, *labels;
-            float smoothing;
-        } xent_fwd;
-        struct {
-            struct tensor *dlogits;
-            const struct tensor *probs, *labels;
-            float smoothing, scale;
-        } xent_bwd;
-        struct {
-            const struct sgd_item *items;       /* owned by the plan's builder */
-            int count;
-            const struct tensor *lr_table, *cursor;
-            float momentum;
-            int nesterov;
-        } sgd;
-        struct {
-            struct tensor *cursor;
-        } cursor_advance;
-    } u;
+    int n_dst, n_src;             /* the op's counts (plan_op_desc), or a concat's */
+    struct tensor *dst[PLAN_NODE_MAX_DST];        /* written; NULL where the op allows */
+    const struct tensor *src[PLAN_NODE_MAX_SRC];  /* read; NULL where the op allows */
+    unsigned acc;                 /* bit i: dst[i] is added to (the op's accumulate flag),
+                                     else overwritten; only bits the op's row allows. For
+                                     an op whose one such output is dst[0], 0 or 1. */
+    union plan_params par;
 };
+
+/* Whether node n adds to dst[i] rather than overwriting it (the accumulate flag). */
+#define PLAN_NODE_ACC(n, i) ((int)(((n)->acc >> (unsigned)(i)) & 1u))
+
+/* Variadic count in plan_op_desc: the node's own n_dst or n_src, 1 .. PLAN_MAX_CONCAT. */
+#define PLAN_VARIADIC (-1)
+
+/* One op, stated once: every loop over a node's shape reads it. */
+struct plan_op_desc {
+    const char *name;   /* "conv_fwd", "bn_bwd", ... */
+    int n_dst, n_src;   /* slots, or PLAN_VARIADIC */
+    unsigned opt_dst, opt_src;   /* bit i: slot i may be NULL */
+    unsigned acc_dst;   /* bit i: the node's acc may set bit i (dst[i] may be added to) */
+    unsigned rw_dst;    /* bit i: dst[i] is always read as well as written (updated) */
+    /* runs the node through b's table (the backend call the op names) */
+    int (*run)(const struct backend *b, const struct plan_node *n);
+};
+
+/* The row of op, or NULL for a value that is not an op. */
+const struct plan_op_desc *plan_op_desc(enum plan_op op);
+
+/* Zeroes node n and makes it a node of kind op: the row's counts (a variadic count 0,
+ * for the caller to set), layer -1. */
+void plan_node_init(struct plan_node *n, enum plan_op op);
+
+/* Sets node n's slots and counts: dst[0 .. nd) from dst, src[0 .. ns) from src, the rest
+ * NULL. nd and ns at most PLAN_NODE_MAX_DST and PLAN_NODE_MAX_SRC (larger counts are
+ * cut, and plan_node_check then fails on a fixed op). */
+void plan_node_set_tensors(struct plan_node *n, struct tensor *const *dst, int nd,
+                           const struct tensor *const *src, int ns);
+
+/* The arguments of plan_node_set_tensors from lists of handles (C only: compound
+ * literals): plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x, w, b)). */
+#define PLAN_DSTS(...)                                                                     \
+    (struct tensor *const[]){__VA_ARGS__},                                                 \
+        (int)(sizeof((struct tensor *const[]){__VA_ARGS__}) / sizeof(struct tensor *))
+#define PLAN_SRCS(...)                                                                     \
+    (const struct tensor *const[]){__VA_ARGS__},                                           \
+        (int)(sizeof((const struct tensor *const[]){__VA_ARGS__}) /                        \
+              sizeof(const struct tensor *))
+
+/* Checks node n against its op's row: a known op, the counts (a variadic one within
+ * 1 .. PLAN_MAX_CONCAT), every slot not allowed NULL set and at least one output (of an
+ * op that has any), nothing past the counts, acc only on the outputs the op may add to. DR_OK, or DR_ERR_INTERNAL reported with the
+ * op's name and the slot. */
+int plan_node_check(const struct plan_node *n);
 
 struct plan {
     struct plan_node *nodes;
@@ -218,15 +236,17 @@ struct plan {
 };
 
 /* The tensors one node reads and writes, for analyses (which node consumes a tensor):
- * up to PLAN_NODE_MAX_TENSORS handles, NULL ones left out. A node that accumulates into
- * an output (accumulate = 1) also reads it. Returns the count written to ts, with
- * written[i] = 1 for an output. */
-#define PLAN_NODE_MAX_TENSORS (2 * PLAN_MAX_CONCAT + 8)
+ * up to PLAN_NODE_MAX_TENSORS handles, NULL ones left out: each dst in order (written),
+ * followed by itself again as read where the node adds to it (acc) or the op always
+ * updates it (rw_dst), then each src (read). An SGD node's items are not listed. Returns
+ * the count written to ts, with written[i] = 1 for an output. */
+#define PLAN_NODE_MAX_TENSORS (2 * PLAN_NODE_MAX_DST + PLAN_NODE_MAX_SRC)
 int plan_node_tensors(const struct tensor **ts, int *written, const struct plan_node *n);
 
-/* A hash of everything a captured run depends on: every node's op, every tensor handle's
- * data pointer and shape, and the attributes. Equal signatures: the plan can be replayed
- * as it was captured. */
+/* A hash of everything a captured run depends on: every node's op, phase, layer, counts,
+ * accumulate flags and parameters, and every slot's handle with its data pointer and
+ * shape (an SGD node's items too). Equal signatures: the plan can be replayed as it was
+ * captured. */
 uint64_t plan_signature(const struct plan *p);
 
 /* Called by plan_run_each before (after = 0) and after (after = 1) each node; a nonzero
@@ -239,7 +259,8 @@ typedef int (*plan_node_hook)(void *user, const struct plan_node *n, int after);
 int plan_run_each(const struct backend *b, const struct plan *p, plan_node_hook hook,
                   void *user);
 
-/* Runs one node through b's table (the op its kind names). */
+/* Runs one node through b's table (the op its kind names, plan_op_desc's run), after
+ * plan_node_check. */
 int plan_run_node(const struct backend *b, const struct plan_node *n);
 
 /* Runs the plan through b->ops->plan_compute when the backend has one, else
@@ -247,8 +268,9 @@ int plan_run_node(const struct backend *b, const struct plan_node *n);
  * told to forget it), so that plan_free has b forget p. */
 int plan_compute(const struct backend *b, struct plan *p);
 
-/* Appends a zeroed node of kind op (phase, layer set by the caller); NULL when out of
- * memory. Pointers to earlier nodes stay valid only until the next append. */
+/* Appends a node of kind op (plan_node_init: zeroed, the row's counts) in phase and
+ * layer; NULL when out of memory. Pointers to earlier nodes stay valid only until the
+ * next append. */
 struct plan_node *plan_append(struct plan *p, enum plan_op op, enum plan_phase phase, int layer);
 
 /* Releases the node array (not the tensors, not sgd items), after telling the backend

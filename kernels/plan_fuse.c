@@ -42,8 +42,8 @@ static void node_touches(int *reads, int *writes, const struct plan_node *n,
             else *reads = 1;
         }
     if (n->op == PLAN_SGD)
-        for (int i = 0; i < n->u.sgd.count; i++) {
-            const struct sgd_item *it = &n->u.sgd.items[i];
+        for (int i = 0; i < n->par.sgd.count; i++) {
+            const struct sgd_item *it = &n->par.sgd.items[i];
             if (plan_fuse_same_tensor(it->w, t) || plan_fuse_same_tensor(it->v, t) ||
                 plan_fuse_same_tensor(it->dw, t))
                 *reads = *writes = 1;
@@ -108,22 +108,15 @@ static int act_taken(const struct plan_fuse_caps *caps, enum act_kind kind)
 }
 
 /* Batch-norm forward node n's output y, input x, scale gamma and shift beta (each
- * (n, c, h, w) or, gamma and beta, (c)). */
+ * (n, c, h, w) or, gamma and beta, (c)): the same slots in BN_FWD_TRAIN and BN_FWD_EVAL. */
 static void bn_fwd_tensors(const struct plan_node *n, const struct tensor **y,
                            const struct tensor **x, const struct tensor **gamma,
                            const struct tensor **beta)
 {
-    if (n->op == PLAN_BN_FWD_TRAIN) {
-        *y = n->u.bn_fwd_train.y;
-        *x = n->u.bn_fwd_train.x;
-        *gamma = n->u.bn_fwd_train.gamma;
-        *beta = n->u.bn_fwd_train.beta;
-    } else {
-        *y = n->u.bn_fwd_eval.y;
-        *x = n->u.bn_fwd_eval.x;
-        *gamma = n->u.bn_fwd_eval.gamma;
-        *beta = n->u.bn_fwd_eval.beta;
-    }
+    *y = n->dst[PLAN_Y];
+    *x = n->src[PLAN_X];
+    *gamma = n->src[PLAN_GAMMA];
+    *beta = n->src[PLAN_BETA];
 }
 
 /* The ACT_FWD node that may be folded into batch-norm node i: the next node touching
@@ -139,10 +132,10 @@ static int forward_act(const struct plan *p, const struct plan_fuse_caps *caps, 
     const int j = next_touching(p, y, i);
     if (j < 0) return -1;
     const struct plan_node *a = &p->nodes[j];
-    if (a->op != PLAN_ACT_FWD || !plan_fuse_same_tensor(a->u.act_fwd.x, y) ||
-        !act_taken(caps, a->u.act_fwd.kind))
+    if (a->op != PLAN_ACT_FWD || !plan_fuse_same_tensor(a->src[PLAN_X], y) ||
+        !act_taken(caps, a->par.act.kind))
         return -1;
-    const struct tensor *out = a->u.act_fwd.y;
+    const struct tensor *out = a->dst[PLAN_Y];
     if (!out || !out->data || !tensor_same_shape(out, y) || plan_fuse_same_tensor(out, y) ||
         plan_fuse_same_tensor(out, x) || touched_between(p, out, i, j, 0))
         return -1;
@@ -157,15 +150,16 @@ static int forward_act(const struct plan *p, const struct plan_fuse_caps *caps, 
 static int forward_add(const struct plan *p, int i, int j)
 {
     const struct tensor *y, *x, *gamma, *beta;
-    const struct tensor *out = p->nodes[j].u.act_fwd.y;
+    const struct tensor *out = p->nodes[j].dst[PLAN_Y];
     bn_fwd_tensors(&p->nodes[i], &y, &x, &gamma, &beta);
     const int q = next_touching(p, out, j);
     if (q < 0 || p->nodes[q].op != PLAN_ADD_FWD) return -1;
     const struct plan_node *n = &p->nodes[q];
-    const int first = plan_fuse_same_tensor(n->u.add_fwd.a, out);
-    const int second = plan_fuse_same_tensor(n->u.add_fwd.b, out);
+    const int first = plan_fuse_same_tensor(n->src[PLAN_ADD_A], out);
+    const int second = plan_fuse_same_tensor(n->src[PLAN_ADD_B], out);
     if (first == second) return -1;   /* not an operand, or both */
-    const struct tensor *res = first ? n->u.add_fwd.b : n->u.add_fwd.a, *sum = n->u.add_fwd.y;
+    const struct tensor *res = first ? n->src[PLAN_ADD_B] : n->src[PLAN_ADD_A];
+    const struct tensor *sum = n->dst[PLAN_Y];
     if (!res || !res->data || !sum || !sum->data || !tensor_same_shape(res, out) ||
         !tensor_same_shape(sum, out) || plan_fuse_same_tensor(res, y) ||
         plan_fuse_same_tensor(sum, out) || plan_fuse_same_tensor(sum, res) ||
@@ -184,35 +178,35 @@ static int forward_add(const struct plan *p, int i, int j)
 static int backward_bn(const struct plan *p, const struct plan_fuse_caps *caps, int k, int *fwd)
 {
     const struct plan_node *a = &p->nodes[k];
-    const struct tensor *g = a->u.act_bwd.dx, *d = a->u.act_bwd.dy, *y = a->u.act_bwd.x;
+    const struct tensor *g = a->dst[PLAN_DX], *d = a->src[PLAN_DY], *y = a->src[PLAN_BWD_X];
     *fwd = -1;
-    if (!g || !g->data || a->u.act_bwd.accumulate || !act_taken(caps, a->u.act_bwd.kind) ||
+    if (!g || !g->data || PLAN_NODE_ACC(a, PLAN_DX) || !act_taken(caps, a->par.act.kind) ||
         !d || !y || plan_fuse_same_tensor(g, d) || plan_fuse_same_tensor(g, y))
         return -1;
     const int m = next_touching(p, g, k);
     if (m < 0) return -1;
     const struct plan_node *b = &p->nodes[m];
-    if (b->op != PLAN_BN_BWD || !plan_fuse_same_tensor(b->u.bn_bwd.dy, g)) return -1;
+    if (b->op != PLAN_BN_BWD || !plan_fuse_same_tensor(b->src[PLAN_DY], g)) return -1;
     if (count_touching(p, g, 1, k) != 0 || count_touching(p, g, 0, m) != 0) return -1;
     if (!tensor_same_shape(d, g) || touched_between(p, d, k, m, 1)) return -1;
-    if (b->u.bn_bwd.dx &&
-        (plan_fuse_same_tensor(b->u.bn_bwd.dx, d) || plan_fuse_same_tensor(b->u.bn_bwd.dx, g)))
+    if (b->dst[PLAN_DX] &&
+        (plan_fuse_same_tensor(b->dst[PLAN_DX], d) || plan_fuse_same_tensor(b->dst[PLAN_DX], g)))
         return -1;
     if (caps->backward_ok && !caps->backward_ok(a, b)) return -1;
     for (int i = k - 1; i >= 0; i--) {
         const struct plan_node *f = &p->nodes[i];
-        if (f->op != PLAN_BN_FWD_TRAIN || !plan_fuse_same_tensor(f->u.bn_fwd_train.y, y))
+        if (f->op != PLAN_BN_FWD_TRAIN || !plan_fuse_same_tensor(f->dst[PLAN_Y], y))
             continue;
-        if (!plan_fuse_same_tensor(f->u.bn_fwd_train.x, b->u.bn_bwd.x) ||
-            !plan_fuse_same_tensor(f->u.bn_fwd_train.gamma, b->u.bn_bwd.gamma) ||
-            !plan_fuse_same_tensor(f->u.bn_fwd_train.save_mean, b->u.bn_bwd.save_mean) ||
-            !plan_fuse_same_tensor(f->u.bn_fwd_train.save_invstd, b->u.bn_bwd.save_invstd))
+        if (!plan_fuse_same_tensor(f->src[PLAN_X], b->src[PLAN_BWD_X]) ||
+            !plan_fuse_same_tensor(f->src[PLAN_GAMMA], b->src[PLAN_BWD_GAMMA]) ||
+            !plan_fuse_same_tensor(f->dst[PLAN_SAVE_MEAN], b->src[PLAN_BWD_SAVE_MEAN]) ||
+            !plan_fuse_same_tensor(f->dst[PLAN_SAVE_INVSTD], b->src[PLAN_BWD_SAVE_INVSTD]))
             return -1;
-        if (touched_between(p, f->u.bn_fwd_train.x, i, m, 1) ||
-            touched_between(p, f->u.bn_fwd_train.gamma, i, m, 1) ||
-            touched_between(p, f->u.bn_fwd_train.beta, i, m, 1) ||
-            touched_between(p, f->u.bn_fwd_train.save_mean, i, m, 1) ||
-            touched_between(p, f->u.bn_fwd_train.save_invstd, i, m, 1) ||
+        if (touched_between(p, f->src[PLAN_X], i, m, 1) ||
+            touched_between(p, f->src[PLAN_GAMMA], i, m, 1) ||
+            touched_between(p, f->src[PLAN_BETA], i, m, 1) ||
+            touched_between(p, f->dst[PLAN_SAVE_MEAN], i, m, 1) ||
+            touched_between(p, f->dst[PLAN_SAVE_INVSTD], i, m, 1) ||
             count_touching(p, y, 1, i) != 0)
             return -1;
         *fwd = i;
@@ -230,15 +224,15 @@ static int backward_bn(const struct plan *p, const struct plan_fuse_caps *caps, 
 static int stats_bn(const struct plan *p, const struct plan_fuse_step *s, int q)
 {
     const struct plan_node *n = &p->nodes[q];
-    const struct tensor *z = n->u.add_fwd.y, *a = n->u.add_fwd.a, *b = n->u.add_fwd.b;
+    const struct tensor *z = n->dst[PLAN_Y], *a = n->src[PLAN_ADD_A], *b = n->src[PLAN_ADD_B];
     if (!z || !z->data || !a || !a->data || !b || !b->data || !tensor_same_shape(a, z) ||
         !tensor_same_shape(b, z))
         return -1;
     const int i = next_touching(p, z, q);
     if (i < 0) return -1;
     const struct plan_node *bn = &p->nodes[i];
-    if (bn->op != PLAN_BN_FWD_TRAIN || !bn->u.bn_fwd_train.x ||
-        !plan_fuse_same_tensor(bn->u.bn_fwd_train.x, z) || !tensor_same_shape(bn->u.bn_fwd_train.x, z) ||
+    if (bn->op != PLAN_BN_FWD_TRAIN || !bn->src[PLAN_X] ||
+        !plan_fuse_same_tensor(bn->src[PLAN_X], z) || !tensor_same_shape(bn->src[PLAN_X], z) ||
         (s[i].kind != PLAN_FUSE_RUN && s[i].kind != PLAN_FUSE_BN_TRAIN) || s[i].stats >= 0)
         return -1;
     return i;
@@ -282,7 +276,7 @@ static int writer_before(const struct plan *p, const struct tensor *t, int i)
 /* Whether conv node n has a bias term (CONV_FWD b, CONV_BWD db) with data. */
 static int conv_has_bias(const struct plan_node *n)
 {
-    const struct tensor *b = n->op == PLAN_CONV_FWD ? n->u.conv_fwd.b : n->u.conv_bwd.db;
+    const struct tensor *b = n->op == PLAN_CONV_FWD ? n->src[PLAN_B] : n->dst[PLAN_DB];
     return b && b->data;
 }
 
@@ -316,11 +310,11 @@ static int value_reader_roles(const struct plan *p, const struct tensor *t, int 
 static int conv_role(const struct plan_node *n, const struct tensor *t, int writes)
 {
     if (writes) return -1;
-    if (n->op == PLAN_CONV_FWD && plan_fuse_same_tensor(n->u.conv_fwd.x, t) &&
-        !plan_fuse_same_tensor(n->u.conv_fwd.w, t))
+    if (n->op == PLAN_CONV_FWD && plan_fuse_same_tensor(n->src[PLAN_X], t) &&
+        !plan_fuse_same_tensor(n->src[PLAN_W], t))
         return 0;
-    if (n->op == PLAN_CONV_BWD && plan_fuse_same_tensor(n->u.conv_bwd.x, t) &&
-        !plan_fuse_same_tensor(n->u.conv_bwd.dy, t) && !plan_fuse_same_tensor(n->u.conv_bwd.w, t))
+    if (n->op == PLAN_CONV_BWD && plan_fuse_same_tensor(n->src[PLAN_BWD_X], t) &&
+        !plan_fuse_same_tensor(n->src[PLAN_DY], t) && !plan_fuse_same_tensor(n->src[PLAN_BWD_W], t))
         return 1;
     return -1;
 }
@@ -333,10 +327,10 @@ static int conv_readers(const struct plan *p, const struct tensor *t, int j, int
     if (!value_reader_roles(p, t, j, conv_role, f, g)) return 0;
     if (*f < 0 || *g < 0) return 0;
     const struct plan_node *nf = &p->nodes[*f], *ng = &p->nodes[*g];
-    return plan_fuse_same_tensor(nf->u.conv_fwd.w, ng->u.conv_bwd.w) &&
-           nf->u.conv_fwd.a.k == ng->u.conv_bwd.a.k &&
-           nf->u.conv_fwd.a.stride == ng->u.conv_bwd.a.stride &&
-           nf->u.conv_fwd.a.pad == ng->u.conv_bwd.a.pad && !conv_has_bias(nf) &&
+    return plan_fuse_same_tensor(nf->src[PLAN_W], ng->src[PLAN_BWD_W]) &&
+           nf->par.conv.k == ng->par.conv.k &&
+           nf->par.conv.stride == ng->par.conv.stride &&
+           nf->par.conv.pad == ng->par.conv.pad && !conv_has_bias(nf) &&
            !conv_has_bias(ng);
 }
 
@@ -358,8 +352,8 @@ static int relu_bn_fused(const struct plan_fuse_step *s, const struct plan *p, i
     const struct plan_node *bn = &p->nodes[i];
     return bn->op == PLAN_BN_FWD_TRAIN && s[i].kind == PLAN_FUSE_BN_TRAIN && s[i].act >= 0 &&
            s[i].add < 0 && !s[i].keep_y && s[i].keeps_coef &&
-           bn->u.bn_fwd_train.a.splits <= 1 && bn->u.bn_fwd_train.gamma &&
-           bn->u.bn_fwd_train.beta && p->nodes[s[i].act].u.act_fwd.kind == ACT_RELU;
+           bn->par.bn.splits <= 1 && bn->src[PLAN_GAMMA] &&
+           bn->src[PLAN_BETA] && p->nodes[s[i].act].par.act.kind == ACT_RELU;
 }
 
 /* The node writing x, the input of batch norm node i, when it is a bias-free CONV_FWD of
@@ -371,8 +365,8 @@ static int summable_conv_writing(const struct plan_fuse_step *s, const struct pl
     const int w = writer_before(p, x, i);
     if (w < 0) return -1;
     const struct plan_node *nw = &p->nodes[w];
-    if (nw->op != PLAN_CONV_FWD || !plan_fuse_same_tensor(nw->u.conv_fwd.y, x) ||
-        conv_has_bias(nw) || !tensor_same_shape(nw->u.conv_fwd.y, x) ||
+    if (nw->op != PLAN_CONV_FWD || !plan_fuse_same_tensor(nw->dst[PLAN_Y], x) ||
+        conv_has_bias(nw) || !tensor_same_shape(nw->dst[PLAN_Y], x) ||
         !(s[w].kind == PLAN_FUSE_RUN || (s[w].kind == PLAN_FUSE_CONV_FWD && s[w].stats < 0)))
         return -1;
     return w;
@@ -390,7 +384,7 @@ static void conv_bn(struct plan_fuse_step *s, const struct plan *p,
     const int m = fused_backward_of(s, p, i);
     if (m < 0) return;
     const int k = s[m].act;
-    const struct tensor *x = bn->u.bn_fwd_train.x, *out = act->u.act_fwd.y;
+    const struct tensor *x = bn->src[PLAN_X], *out = act->dst[PLAN_Y];
     /* the convolution writing x */
     const int w = summable_conv_writing(s, p, x, i);
     if (w < 0) return;
@@ -401,14 +395,14 @@ static void conv_bn(struct plan_fuse_step *s, const struct plan *p,
         s[g].kind != PLAN_FUSE_RUN || !(i < f && f < g && g < k))
         return;
     const struct plan_node *ng = &p->nodes[g], *nm = &p->nodes[m];
-    const struct tensor *d = ng->u.conv_bwd.dx;
-    if (!d || !d->data || ng->u.conv_bwd.accumulate ||
-        !plan_fuse_same_tensor(d, p->nodes[k].u.act_bwd.dy) || count_touching(p, d, 1, g) != 0 ||
+    const struct tensor *d = ng->dst[PLAN_DX];
+    if (!d || !d->data || PLAN_NODE_ACC(ng, PLAN_DX) ||
+        !plan_fuse_same_tensor(d, p->nodes[k].src[PLAN_DY]) || count_touching(p, d, 1, g) != 0 ||
         count_touching(p, d, 0, k) != 0)
         return;
     /* the batch norm's weight gradients are written at g instead of m */
-    if ((nm->u.bn_bwd.dgamma && touched_between(p, nm->u.bn_bwd.dgamma, g, m, 0)) ||
-        (nm->u.bn_bwd.dbeta && touched_between(p, nm->u.bn_bwd.dbeta, g, m, 0)))
+    if ((nm->dst[PLAN_DGAMMA] && touched_between(p, nm->dst[PLAN_DGAMMA], g, m, 0)) ||
+        (nm->dst[PLAN_DBETA] && touched_between(p, nm->dst[PLAN_DBETA], g, m, 0)))
         return;
     const int pro_w = s[w].kind == PLAN_FUSE_CONV_FWD ? s[w].fwd : -1;
     if (!caps->conv_fwd_ok(caps->user, nw, pro_w >= 0 ? &p->nodes[pro_w] : NULL, bn) ||
@@ -433,10 +427,11 @@ static void conv_stats(struct plan_fuse_step *s, const struct plan *p,
                        const struct plan_fuse_caps *caps, int i)
 {
     const struct plan_node *bn = &p->nodes[i];
-    if (bn->op != PLAN_BN_FWD_TRAIN || (s[i].kind != PLAN_FUSE_BN_TRAIN && s[i].kind != PLAN_FUSE_RUN) ||
-        s[i].stats >= 0 || bn->u.bn_fwd_train.a.splits > 1)
+    if (bn->op != PLAN_BN_FWD_TRAIN ||
+        (s[i].kind != PLAN_FUSE_BN_TRAIN && s[i].kind != PLAN_FUSE_RUN) ||
+        s[i].stats >= 0 || bn->par.bn.splits > 1)
         return;
-    const int w = summable_conv_writing(s, p, bn->u.bn_fwd_train.x, i);
+    const int w = summable_conv_writing(s, p, bn->src[PLAN_X], i);
     if (w < 0) return;
     const struct plan_node *nw = &p->nodes[w];
     const int pro_w = s[w].kind == PLAN_FUSE_CONV_FWD ? s[w].fwd : -1;
@@ -458,11 +453,11 @@ static int recomputing_add(const struct plan_node *n, const struct plan_fuse_ste
                            const struct tensor *t, const struct tensor *x, int writes)
 {
     if (n->op != PLAN_ADD_FWD) return 0;
-    const int first = plan_fuse_same_tensor(n->u.add_fwd.a, t);
-    const int second = plan_fuse_same_tensor(n->u.add_fwd.b, t);
+    const int first = plan_fuse_same_tensor(n->src[PLAN_ADD_A], t);
+    const int second = plan_fuse_same_tensor(n->src[PLAN_ADD_B], t);
     return !writes && first != second &&
-           (s->kind == PLAN_FUSE_RUN || s->kind == PLAN_FUSE_ADD_STATS) && n->u.add_fwd.y &&
-           !plan_fuse_same_tensor(n->u.add_fwd.y, t) && !plan_fuse_same_tensor(n->u.add_fwd.y, x);
+           (s->kind == PLAN_FUSE_RUN || s->kind == PLAN_FUSE_ADD_STATS) && n->dst[PLAN_Y] &&
+           !plan_fuse_same_tensor(n->dst[PLAN_Y], t) && !plan_fuse_same_tensor(n->dst[PLAN_Y], x);
 }
 
 /* Of the backward convolutions bwds (nb) reading the activation of fused batch norm i
@@ -483,15 +478,15 @@ static int data_bn_conv(const struct plan_fuse_step *s, const struct plan *p,
     for (int q = 0; q < nb; q++) {
         const int r = bwds[q];
         const struct plan_node *nr = &p->nodes[r];
-        const struct tensor *d = nr->u.conv_bwd.dx, *dz = nk->u.act_bwd.dx;
+        const struct tensor *d = nr->dst[PLAN_DX], *dz = nk->dst[PLAN_DX];
         /* an accumulating r must not be dx's only writer: a replay would then add to the
          * value r itself wrote, which the fused step no longer writes */
-        if (!d || !d->data || !(r < k) || !plan_fuse_same_tensor(d, nk->u.act_bwd.dy) ||
-            (nr->u.conv_bwd.accumulate && count_touching(p, d, 1, r) == 0) ||
+        if (!d || !d->data || !(r < k) || !plan_fuse_same_tensor(d, nk->src[PLAN_DY]) ||
+            (PLAN_NODE_ACC(nr, PLAN_DX) && count_touching(p, d, 1, r) == 0) ||
             touched_between(p, d, r, k, 0) || value_readers(p, d, r, k) != 0 ||
             touched_between(p, dz, r, k, 0) ||
-            (nm->u.bn_bwd.dgamma && touched_between(p, nm->u.bn_bwd.dgamma, r, m, 0)) ||
-            (nm->u.bn_bwd.dbeta && touched_between(p, nm->u.bn_bwd.dbeta, r, m, 0)))
+            (nm->dst[PLAN_DGAMMA] && touched_between(p, nm->dst[PLAN_DGAMMA], r, m, 0)) ||
+            (nm->dst[PLAN_DBETA] && touched_between(p, nm->dst[PLAN_DBETA], r, m, 0)))
             continue;
         return caps->conv_bwd_ok(caps->user, nr, &p->nodes[i]) ? r : -1;
     }
@@ -513,14 +508,14 @@ static void bn_into_convs(struct plan_fuse_step *s, const struct plan *p,
     /* every reader of the activation's value: a bias-free convolution's forward (not yet
      * reading through a prologue) or backward, or one add recomputing it, between the
      * activation and the backward */
-    const struct tensor *out = p->nodes[j].u.act_fwd.y;
+    const struct tensor *out = p->nodes[j].dst[PLAN_Y];
     int fwds[FOLD_MAX_CONVS], bwds[FOLD_MAX_CONVS], nf = 0, nb = 0, add = -1;
     for (int k = 1; k < p->count; k++) {
         const int r = (j + k) % p->count;
         int reads, writes;
         node_touches(&reads, &writes, &p->nodes[r], out);
         if (reads && caps->add_recompute && add < 0 && j < r && r < m &&
-            recomputing_add(&p->nodes[r], &s[r], out, bn->u.bn_fwd_train.x, writes)) {
+            recomputing_add(&p->nodes[r], &s[r], out, bn->src[PLAN_X], writes)) {
             add = r;
             continue;   /* it does not write out */
         }
@@ -578,21 +573,21 @@ static int add_conv(const struct plan_fuse_step *s, const struct plan *p, int q,
                     const struct tensor *y)
 {
     const struct plan_node *n = &p->nodes[q];
-    const struct tensor *z = n->u.add_fwd.y;
+    const struct tensor *z = n->dst[PLAN_Y];
     const struct tensor *r = plan_fuse_add_other(n, y, NULL);
     const int w = writer_before(p, y, q);
     if (w < 0 || !z || !z->data || plan_fuse_same_tensor(z, y) || plan_fuse_same_tensor(r, y))
         return -1;
     const struct plan_node *nw = &p->nodes[w];
-    if (nw->op != PLAN_CONV_FWD || !plan_fuse_same_tensor(nw->u.conv_fwd.y, y) ||
+    if (nw->op != PLAN_CONV_FWD || !plan_fuse_same_tensor(nw->dst[PLAN_Y], y) ||
         conv_has_bias(nw) || !tensor_same_shape(y, z) ||
         !(s[w].kind == PLAN_FUSE_RUN ||
           (s[w].kind == PLAN_FUSE_CONV_FWD && s[w].stats < 0 && s[w].add < 0)) ||
-        plan_fuse_same_tensor(z, nw->u.conv_fwd.x) || plan_fuse_same_tensor(z, nw->u.conv_fwd.w))
+        plan_fuse_same_tensor(z, nw->src[PLAN_X]) || plan_fuse_same_tensor(z, nw->src[PLAN_W]))
         return -1;
     /* with a prologue the convolution reads that batch norm's x, not its own x */
     if (s[w].kind == PLAN_FUSE_CONV_FWD && s[w].fwd >= 0 &&
-        plan_fuse_same_tensor(z, p->nodes[s[w].fwd].u.bn_fwd_train.x))
+        plan_fuse_same_tensor(z, p->nodes[s[w].fwd].src[PLAN_X]))
         return -1;
     /* y's value read by the add alone; z untouched from the convolution to the add */
     if (touched_between(p, y, w, q, 0) || value_readers(p, y, w, q) != 0 ||
@@ -600,7 +595,7 @@ static int add_conv(const struct plan_fuse_step *s, const struct plan *p, int q,
         return -1;
     if (s[q].kind == PLAN_FUSE_ADD_PRO) {   /* the other operand recomputed at w */
         const struct plan_node *bn = &p->nodes[s[q].fwd];
-        const struct tensor *bx = bn->u.bn_fwd_train.x;
+        const struct tensor *bx = bn->src[PLAN_X];
         if (!(s[q].fwd < w) || plan_fuse_same_tensor(z, bx) || touched_between(p, bx, w, q, 1))
             return -1;
     } else if (!r || !r->data || !tensor_same_shape(r, z) || plan_fuse_same_tensor(r, z) ||
@@ -621,12 +616,12 @@ static void conv_add(struct plan_fuse_step *s, const struct plan *p,
           s[q].kind == PLAN_FUSE_ADD_PRO))
         return;
     const int st = s[q].kind == PLAN_FUSE_RUN ? -1 : s[q].stats;
-    if (st >= 0 && p->nodes[st].u.bn_fwd_train.a.splits > 1) return;
+    if (st >= 0 && p->nodes[st].par.bn.splits > 1) return;
     const int res_bn = s[q].kind == PLAN_FUSE_ADD_PRO ? s[q].fwd : -1;
     /* the operands the convolution may have written: not the recomputed activation */
-    const struct tensor *cand[2] = {n->u.add_fwd.a, n->u.add_fwd.b};
+    const struct tensor *cand[2] = {n->src[PLAN_ADD_A], n->src[PLAN_ADD_B]};
     if (res_bn >= 0) {
-        const struct tensor *act = p->nodes[s[res_bn].act].u.act_fwd.y;
+        const struct tensor *act = p->nodes[s[res_bn].act].dst[PLAN_Y];
         cand[0] = plan_fuse_add_other(n, act, NULL);
         cand[1] = NULL;
     }
@@ -659,9 +654,9 @@ static int pool_tiles(const struct pool_attr *a, const struct tensor *x)
 static int pool_role(const struct plan_node *n, const struct tensor *t, int writes)
 {
     if (writes) return -1;
-    if (n->op == PLAN_POOL_FWD && plan_fuse_same_tensor(n->u.pool_fwd.x, t)) return 0;
-    if (n->op == PLAN_POOL_BWD && plan_fuse_same_tensor(n->u.pool_bwd.x, t) &&
-        !plan_fuse_same_tensor(n->u.pool_bwd.dy, t) && !plan_fuse_same_tensor(n->u.pool_bwd.y, t))
+    if (n->op == PLAN_POOL_FWD && plan_fuse_same_tensor(n->src[PLAN_X], t)) return 0;
+    if (n->op == PLAN_POOL_BWD && plan_fuse_same_tensor(n->src[PLAN_BWD_X], t) &&
+        !plan_fuse_same_tensor(n->src[PLAN_DY], t) && !plan_fuse_same_tensor(n->src[PLAN_BWD_Y], t))
         return 1;
     return -1;
 }
@@ -684,15 +679,15 @@ static void bn_pool(struct plan_fuse_step *s, const struct plan *p, int i)
         s[i].add >= 0 || s[i].keep_y || s[i].pool >= 0)
         return;
     const int train = bn->op == PLAN_BN_FWD_TRAIN;
-    if (train && bn->u.bn_fwd_train.a.splits > 1) return;
-    const struct tensor *x = train ? bn->u.bn_fwd_train.x : bn->u.bn_fwd_eval.x;
+    if (train && bn->par.bn.splits > 1) return;
+    const struct tensor *x = bn->src[PLAN_X];   /* either kind's input */
     const int j = s[i].act;
-    const struct tensor *out = p->nodes[j].u.act_fwd.y;
+    const struct tensor *out = p->nodes[j].dst[PLAN_Y];
     int f, b;
     if (!pool_readers(p, out, j, &f, &b) || f < j || s[f].kind != PLAN_FUSE_RUN) return;
     const struct plan_node *nf = &p->nodes[f];
-    const struct tensor *y = nf->u.pool_fwd.y;
-    if (!y || !y->data || !pool_tiles(&nf->u.pool_fwd.a, out) || plan_fuse_same_tensor(y, out) ||
+    const struct tensor *y = nf->dst[PLAN_Y];
+    if (!y || !y->data || !pool_tiles(&nf->par.pool, out) || plan_fuse_same_tensor(y, out) ||
         plan_fuse_same_tensor(y, x) || touched_between(p, y, i, f, 0))
         return;
     const int m = fused_backward_of(s, p, i);
@@ -700,14 +695,14 @@ static void bn_pool(struct plan_fuse_step *s, const struct plan *p, int i)
         if (m < 0 || s[b].kind != PLAN_FUSE_RUN) return;
         const int k = s[m].act;
         const struct plan_node *nb = &p->nodes[b], *nm = &p->nodes[m];
-        const struct tensor *d = nb->u.pool_bwd.dx, *g = nb->u.pool_bwd.dy;
-        if (!(f < b && b < k && k < m) || !d || !d->data || nb->u.pool_bwd.accumulate ||
-            !plan_fuse_same_tensor(nb->u.pool_bwd.y, y) ||
-            memcmp(&nb->u.pool_bwd.a, &nf->u.pool_fwd.a, sizeof(nf->u.pool_fwd.a)) != 0 ||
-            !plan_fuse_same_tensor(d, p->nodes[k].u.act_bwd.dy) ||
+        const struct tensor *d = nb->dst[PLAN_DX], *g = nb->src[PLAN_DY];
+        if (!(f < b && b < k && k < m) || !d || !d->data || PLAN_NODE_ACC(nb, PLAN_DX) ||
+            !plan_fuse_same_tensor(nb->src[PLAN_BWD_Y], y) ||
+            memcmp(&nb->par.pool, &nf->par.pool, sizeof(nf->par.pool)) != 0 ||
+            !plan_fuse_same_tensor(d, p->nodes[k].src[PLAN_DY]) ||
             count_touching(p, d, 1, b) != 0 || count_touching(p, d, 0, k) != 0 || !g ||
             !g->data || !tensor_same_shape(g, y) || touched_between(p, g, b, m, 1) ||
-            plan_fuse_same_tensor(nm->u.bn_bwd.dx, g))
+            plan_fuse_same_tensor(nm->dst[PLAN_DX], g))
             return;
         s[b] = (struct plan_fuse_step){PLAN_FUSE_SKIP, -1, -1, i, 0, 0, -1, -1};
         s[m].pool = b;
@@ -781,8 +776,9 @@ int plan_fuse_enabled(const char *var)
 const struct tensor *plan_fuse_add_other(const struct plan_node *add, const struct tensor *t,
                                          int *t_second)
 {
-    if (t_second) *t_second = plan_fuse_same_tensor(add->u.add_fwd.b, t);
-    return plan_fuse_same_tensor(add->u.add_fwd.a, t) ? add->u.add_fwd.b : add->u.add_fwd.a;
+    if (t_second) *t_second = plan_fuse_same_tensor(add->src[PLAN_ADD_B], t);
+    return plan_fuse_same_tensor(add->src[PLAN_ADD_A], t) ? add->src[PLAN_ADD_B]
+                                                          : add->src[PLAN_ADD_A];
 }
 
 const char *plan_fuse_kind_name(enum plan_fuse_kind kind)

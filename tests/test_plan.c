@@ -69,21 +69,22 @@ static void test_node_tensors(void)
     int covered[PLAN_OP_COUNT] = {0};
     struct plan_node n;
     for (int acc = 0; acc < 2; acc++) {
-#define NODE(kind) (memset(&n, 0, sizeof(n)), n.op = (kind), covered[kind] = 1)
+#define NODE(kind) (plan_node_init(&n, (kind)), covered[kind] = 1)
         NODE(PLAN_BATCH);
-        n.u.batch.x = &T[0], n.u.batch.labels = &T[1], n.u.batch.images = &T[2];
-        n.u.batch.image_labels = &T[3], n.u.batch.rows = &T[4], n.u.batch.cursor = &T[5];
+        n.dst[PLAN_BATCH_X] = &T[0], n.dst[PLAN_BATCH_LABELS] = &T[1];
+        n.src[PLAN_BATCH_IMAGES] = &T[2], n.src[PLAN_BATCH_IMAGE_LABELS] = &T[3];
+        n.src[PLAN_BATCH_ROWS] = &T[4], n.src[PLAN_BATCH_CURSOR] = &T[5];
         EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 1}, {&T[2], 0}, {&T[3], 0}, {&T[4], 0}, {&T[5], 0});
 
         NODE(PLAN_CONV_FWD);
-        n.u.conv_fwd.y = &T[0], n.u.conv_fwd.x = &T[1], n.u.conv_fwd.w = &T[2];
-        n.u.conv_fwd.b = &T[3];
+        n.dst[PLAN_Y] = &T[0], n.src[PLAN_X] = &T[1], n.src[PLAN_W] = &T[2];
+        n.src[PLAN_B] = &T[3];
         EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0}, {&T[3], 0});
 
         NODE(PLAN_CONV_BWD);
-        n.u.conv_bwd.dx = &T[0], n.u.conv_bwd.dw = &T[1], n.u.conv_bwd.db = &T[2];
-        n.u.conv_bwd.dy = &T[3], n.u.conv_bwd.x = &T[4], n.u.conv_bwd.w = &T[5];
-        n.u.conv_bwd.accumulate = acc;
+        n.dst[PLAN_DX] = &T[0], n.dst[PLAN_DW] = &T[1], n.dst[PLAN_DB] = &T[2];
+        n.src[PLAN_DY] = &T[3], n.src[PLAN_BWD_X] = &T[4], n.src[PLAN_BWD_W] = &T[5];
+        n.acc = acc;
         if (acc)
             EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 1}, {&T[2], 1}, {&T[3], 0},
                         {&T[4], 0}, {&T[5], 0});
@@ -92,24 +93,24 @@ static void test_node_tensors(void)
                         {&T[5], 0});
 
         NODE(PLAN_BN_FWD_TRAIN);   /* the running statistics are updated: read and written */
-        n.u.bn_fwd_train.y = &T[0], n.u.bn_fwd_train.save_mean = &T[1];
-        n.u.bn_fwd_train.save_invstd = &T[2], n.u.bn_fwd_train.running_mean = &T[3];
-        n.u.bn_fwd_train.running_var = &T[4], n.u.bn_fwd_train.x = &T[5];
-        n.u.bn_fwd_train.gamma = &T[6], n.u.bn_fwd_train.beta = &T[7];
+        n.dst[PLAN_Y] = &T[0], n.dst[PLAN_SAVE_MEAN] = &T[1];
+        n.dst[PLAN_SAVE_INVSTD] = &T[2], n.dst[PLAN_RUNNING_MEAN] = &T[3];
+        n.dst[PLAN_RUNNING_VAR] = &T[4], n.src[PLAN_X] = &T[5];
+        n.src[PLAN_GAMMA] = &T[6], n.src[PLAN_BETA] = &T[7];
         EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 1}, {&T[2], 1}, {&T[3], 1}, {&T[3], 0}, {&T[4], 1},
                     {&T[4], 0}, {&T[5], 0}, {&T[6], 0}, {&T[7], 0});
 
         NODE(PLAN_BN_FWD_EVAL);
-        n.u.bn_fwd_eval.y = &T[0], n.u.bn_fwd_eval.x = &T[1], n.u.bn_fwd_eval.gamma = &T[2];
-        n.u.bn_fwd_eval.beta = &T[3], n.u.bn_fwd_eval.running_mean = &T[4];
-        n.u.bn_fwd_eval.running_var = &T[5];
+        n.dst[PLAN_Y] = &T[0], n.src[PLAN_X] = &T[1], n.src[PLAN_GAMMA] = &T[2];
+        n.src[PLAN_BETA] = &T[3], n.src[PLAN_RUNNING_MEAN] = &T[4];
+        n.src[PLAN_RUNNING_VAR] = &T[5];
         EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0}, {&T[3], 0}, {&T[4], 0}, {&T[5], 0});
 
         NODE(PLAN_BN_BWD);
-        n.u.bn_bwd.dx = &T[0], n.u.bn_bwd.dgamma = &T[1], n.u.bn_bwd.dbeta = &T[2];
-        n.u.bn_bwd.dy = &T[3], n.u.bn_bwd.x = &T[4], n.u.bn_bwd.gamma = &T[5];
-        n.u.bn_bwd.save_mean = &T[6], n.u.bn_bwd.save_invstd = &T[7];
-        n.u.bn_bwd.accumulate = acc;
+        n.dst[PLAN_DX] = &T[0], n.dst[PLAN_DGAMMA] = &T[1], n.dst[PLAN_DBETA] = &T[2];
+        n.src[PLAN_DY] = &T[3], n.src[PLAN_BWD_X] = &T[4], n.src[PLAN_BWD_GAMMA] = &T[5];
+        n.src[PLAN_BWD_SAVE_MEAN] = &T[6], n.src[PLAN_BWD_SAVE_INVSTD] = &T[7];
+        n.acc = acc;
         if (acc)
             EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 1}, {&T[2], 1}, {&T[3], 0},
                         {&T[4], 0}, {&T[5], 0}, {&T[6], 0}, {&T[7], 0});
@@ -118,67 +119,67 @@ static void test_node_tensors(void)
                         {&T[5], 0}, {&T[6], 0}, {&T[7], 0});
 
         NODE(PLAN_ACT_FWD);
-        n.u.act_fwd.y = &T[0], n.u.act_fwd.x = &T[1];
+        n.dst[PLAN_Y] = &T[0], n.src[PLAN_X] = &T[1];
         EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0});
 
         NODE(PLAN_ACT_BWD);
-        n.u.act_bwd.dx = &T[0], n.u.act_bwd.dy = &T[1], n.u.act_bwd.x = &T[2];
-        n.u.act_bwd.accumulate = acc;
+        n.dst[PLAN_DX] = &T[0], n.src[PLAN_DY] = &T[1], n.src[PLAN_BWD_X] = &T[2];
+        n.acc = acc;
         if (acc) EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 0}, {&T[2], 0});
         else EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0});
 
         NODE(PLAN_POOL_FWD);
-        n.u.pool_fwd.y = &T[0], n.u.pool_fwd.x = &T[1];
+        n.dst[PLAN_Y] = &T[0], n.src[PLAN_X] = &T[1];
         EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0});
 
         NODE(PLAN_POOL_BWD);
-        n.u.pool_bwd.dx = &T[0], n.u.pool_bwd.dy = &T[1], n.u.pool_bwd.x = &T[2];
-        n.u.pool_bwd.y = &T[3], n.u.pool_bwd.accumulate = acc;
+        n.dst[PLAN_DX] = &T[0], n.src[PLAN_DY] = &T[1], n.src[PLAN_BWD_X] = &T[2];
+        n.src[PLAN_BWD_Y] = &T[3], n.acc = acc;
         if (acc) EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 0}, {&T[2], 0}, {&T[3], 0});
         else EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0}, {&T[3], 0});
 
         NODE(PLAN_CONCAT_FWD);
-        n.u.concat_fwd.y = &T[0], n.u.concat_fwd.xs[0] = &T[1], n.u.concat_fwd.xs[1] = &T[2];
-        n.u.concat_fwd.xs[2] = &T[3], n.u.concat_fwd.count = 3;
+        n.dst[PLAN_Y] = &T[0], n.src[0] = &T[1], n.src[1] = &T[2];
+        n.src[2] = &T[3], n.n_src = 3;
         EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0}, {&T[3], 0});
 
         NODE(PLAN_CONCAT_BWD);   /* the image's gradient (NULL) is left out */
-        n.u.concat_bwd.dxs[0] = &T[0], n.u.concat_bwd.dxs[1] = NULL;
-        n.u.concat_bwd.dxs[2] = &T[2], n.u.concat_bwd.dy = &T[3], n.u.concat_bwd.count = 3;
-        n.u.concat_bwd.accumulate[0] = acc, n.u.concat_bwd.accumulate[2] = !acc;
+        n.dst[0] = &T[0], n.dst[1] = NULL;
+        n.dst[2] = &T[2], n.src[PLAN_DY] = &T[3], n.n_dst = 3;
+        n.acc = (acc ? 1u : 0u) | (acc ? 0u : 4u);   /* dst[0] or dst[2] added to */
         if (acc) EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[2], 1}, {&T[3], 0});
         else EXPECT_LIST(&n, {&T[0], 1}, {&T[2], 1}, {&T[2], 0}, {&T[3], 0});
 
         NODE(PLAN_ADD_FWD);
-        n.u.add_fwd.y = &T[0], n.u.add_fwd.a = &T[1], n.u.add_fwd.b = &T[2];
+        n.dst[PLAN_Y] = &T[0], n.src[PLAN_ADD_A] = &T[1], n.src[PLAN_ADD_B] = &T[2];
         EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0});
 
         NODE(PLAN_SCALE_FWD);
-        n.u.scale_fwd.y = &T[0], n.u.scale_fwd.x = &T[1];
+        n.dst[PLAN_Y] = &T[0], n.src[PLAN_X] = &T[1];
         EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0});
 
         NODE(PLAN_SCALED_COPY);
-        n.u.scaled_copy.dx = &T[0], n.u.scaled_copy.dy = &T[1], n.u.scaled_copy.accumulate = acc;
+        n.dst[PLAN_DX] = &T[0], n.src[PLAN_DY] = &T[1], n.acc = acc;
         if (acc) EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 0});
         else EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0});
 
         NODE(PLAN_FLATTEN_FWD);
-        n.u.flatten_fwd.y = &T[0], n.u.flatten_fwd.x = &T[1];
+        n.dst[PLAN_Y] = &T[0], n.src[PLAN_X] = &T[1];
         EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0});
 
         NODE(PLAN_FLATTEN_BWD);
-        n.u.flatten_bwd.dx = &T[0], n.u.flatten_bwd.dy = &T[1], n.u.flatten_bwd.accumulate = acc;
+        n.dst[PLAN_DX] = &T[0], n.src[PLAN_DY] = &T[1], n.acc = acc;
         if (acc) EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 0});
         else EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0});
 
         NODE(PLAN_LINEAR_FWD);   /* no bias: NULL is left out */
-        n.u.linear_fwd.y = &T[0], n.u.linear_fwd.x = &T[1], n.u.linear_fwd.w = &T[2];
+        n.dst[PLAN_Y] = &T[0], n.src[PLAN_X] = &T[1], n.src[PLAN_W] = &T[2];
         EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0});
 
         NODE(PLAN_LINEAR_BWD);
-        n.u.linear_bwd.dx = &T[0], n.u.linear_bwd.dw = &T[1], n.u.linear_bwd.db = &T[2];
-        n.u.linear_bwd.dy = &T[3], n.u.linear_bwd.x = &T[4], n.u.linear_bwd.w = &T[5];
-        n.u.linear_bwd.accumulate = acc;
+        n.dst[PLAN_DX] = &T[0], n.dst[PLAN_DW] = &T[1], n.dst[PLAN_DB] = &T[2];
+        n.src[PLAN_DY] = &T[3], n.src[PLAN_BWD_X] = &T[4], n.src[PLAN_BWD_W] = &T[5];
+        n.acc = acc;
         if (acc)
             EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 1}, {&T[2], 1}, {&T[3], 0},
                         {&T[4], 0}, {&T[5], 0});
@@ -187,21 +188,22 @@ static void test_node_tensors(void)
                         {&T[5], 0});
 
         NODE(PLAN_XENT_FWD);   /* the stats are added to */
-        n.u.xent_fwd.stats = &T[0], n.u.xent_fwd.probs = &T[1], n.u.xent_fwd.logits = &T[2];
-        n.u.xent_fwd.labels = &T[3];
+        n.dst[PLAN_XENT_STATS] = &T[0], n.dst[PLAN_XENT_PROBS] = &T[1];
+        n.src[PLAN_XENT_LOGITS] = &T[2], n.src[PLAN_XENT_LABELS] = &T[3];
         EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 1}, {&T[2], 0}, {&T[3], 0});
 
         NODE(PLAN_XENT_BWD);
-        n.u.xent_bwd.dlogits = &T[0], n.u.xent_bwd.probs = &T[1], n.u.xent_bwd.labels = &T[2];
+        n.dst[PLAN_XENT_DLOGITS] = &T[0], n.src[PLAN_XENT_BWD_PROBS] = &T[1];
+        n.src[PLAN_XENT_LABELS] = &T[2];
         EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0});
 
         NODE(PLAN_SGD);   /* the items are read from the node itself, not listed */
-        n.u.sgd.items = items, n.u.sgd.count = 1, n.u.sgd.lr_table = &T[0];
-        n.u.sgd.cursor = &T[1];
+        n.par.sgd.items = items, n.par.sgd.count = 1, n.src[PLAN_SGD_LR_TABLE] = &T[0];
+        n.src[PLAN_SGD_CURSOR] = &T[1];
         EXPECT_LIST(&n, {&T[0], 0}, {&T[1], 0});
 
         NODE(PLAN_CURSOR_ADVANCE);
-        n.u.cursor_advance.cursor = &T[0];
+        n.dst[PLAN_CURSOR] = &T[0];
         EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0});
 #undef NODE
     }
@@ -684,13 +686,13 @@ static void test_aliases(struct fixture *f)
     for (int i = 0; i < p->count; i++) {
         const struct plan_node *n = &p->nodes[i];
         if (n->op == PLAN_FLATTEN_FWD || n->op == PLAN_FLATTEN_BWD) flatten++;
-        if (n->op == PLAN_SCALED_COPY && n->u.scaled_copy.s == 1.0f &&
+        if (n->op == PLAN_SCALED_COPY && n->par.scale.s == 1.0f &&
             n->phase == PLAN_PHASE_BACKWARD) {
             copies++;
-            self += n->u.scaled_copy.dx == n->u.scaled_copy.dy;
+            self += n->dst[PLAN_DX] == n->src[PLAN_DY];
         }
-        if (n->op == PLAN_CONV_BWD && n->u.conv_bwd.dx)
-            self += n->u.conv_bwd.dx == n->u.conv_bwd.dy;
+        if (n->op == PLAN_CONV_BWD && n->dst[PLAN_DX])
+            self += n->dst[PLAN_DX] == n->src[PLAN_DY];
     }
     printf("aliases: %d flatten nodes, %d backward copies, %d in place\n", flatten, copies, self);
     CHECK(flatten == 0 && copies == 1 && self == 0);

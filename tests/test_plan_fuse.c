@@ -13,7 +13,8 @@
  * the batch norm inside the convolutions, a max pool folded into the batch norm before it,
  * a convolution summing its output for the batch norm after it, and a batch norm's
  * activation inside the convolutions that alone read it, an identity shortcut's add
- * recomputing it (each on an engine whose caps take it). Tensors are handles with distinct data pointers that are never read. */
+ * recomputing it (each on an engine whose caps take it). Tensors are handles with
+ * distinct data pointers that are never read. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,97 +65,97 @@ static struct plan_node *append(struct plan *p, enum plan_op op)
 static void bn_train(struct plan *p, int y, int x)
 {
     struct plan_node *n = append(p, PLAN_BN_FWD_TRAIN);
-    n->u.bn_fwd_train.y = &t[y];
-    n->u.bn_fwd_train.save_mean = &t[MEAN];
-    n->u.bn_fwd_train.save_invstd = &t[INVSTD];
-    n->u.bn_fwd_train.running_mean = &t[RMEAN];
-    n->u.bn_fwd_train.running_var = &t[RVAR];
-    n->u.bn_fwd_train.x = &t[x];
-    n->u.bn_fwd_train.gamma = &t[GAMMA];
-    n->u.bn_fwd_train.beta = &t[BETA];
-    n->u.bn_fwd_train.a = (struct bn_attr){1e-5f, 0.1f, 1};
+    n->dst[PLAN_Y] = &t[y];
+    n->dst[PLAN_SAVE_MEAN] = &t[MEAN];
+    n->dst[PLAN_SAVE_INVSTD] = &t[INVSTD];
+    n->dst[PLAN_RUNNING_MEAN] = &t[RMEAN];
+    n->dst[PLAN_RUNNING_VAR] = &t[RVAR];
+    n->src[PLAN_X] = &t[x];
+    n->src[PLAN_GAMMA] = &t[GAMMA];
+    n->src[PLAN_BETA] = &t[BETA];
+    n->par.bn = (struct bn_attr){1e-5f, 0.1f, 1};
 }
 
 /* y = bn(x) with the running statistics. */
 static void bn_eval(struct plan *p, int y, int x)
 {
     struct plan_node *n = append(p, PLAN_BN_FWD_EVAL);
-    n->u.bn_fwd_eval.y = &t[y];
-    n->u.bn_fwd_eval.x = &t[x];
-    n->u.bn_fwd_eval.gamma = &t[GAMMA];
-    n->u.bn_fwd_eval.beta = &t[BETA];
-    n->u.bn_fwd_eval.running_mean = &t[RMEAN];
-    n->u.bn_fwd_eval.running_var = &t[RVAR];
-    n->u.bn_fwd_eval.a = (struct bn_attr){1e-5f, 0.0f, 1};
+    n->dst[PLAN_Y] = &t[y];
+    n->src[PLAN_X] = &t[x];
+    n->src[PLAN_GAMMA] = &t[GAMMA];
+    n->src[PLAN_BETA] = &t[BETA];
+    n->src[PLAN_RUNNING_MEAN] = &t[RMEAN];
+    n->src[PLAN_RUNNING_VAR] = &t[RVAR];
+    n->par.bn = (struct bn_attr){1e-5f, 0.0f, 1};
 }
 
 static void act_fwd(struct plan *p, int y, int x, enum act_kind kind)
 {
     struct plan_node *n = append(p, PLAN_ACT_FWD);
-    n->u.act_fwd.y = &t[y];
-    n->u.act_fwd.x = &t[x];
-    n->u.act_fwd.kind = kind;
+    n->dst[PLAN_Y] = &t[y];
+    n->src[PLAN_X] = &t[x];
+    n->par.act.kind = kind;
 }
 
 static void add_fwd(struct plan *p, int y, int a, int b)
 {
     struct plan_node *n = append(p, PLAN_ADD_FWD);
-    n->u.add_fwd.y = &t[y];
-    n->u.add_fwd.a = &t[a];
-    n->u.add_fwd.b = &t[b];
+    n->dst[PLAN_Y] = &t[y];
+    n->src[PLAN_ADD_A] = &t[a];
+    n->src[PLAN_ADD_B] = &t[b];
 }
 
 /* y = s * x: a reader of x (the rest of the network, the loss). */
 static void scale(struct plan *p, int y, int x)
 {
     struct plan_node *n = append(p, PLAN_SCALE_FWD);
-    n->u.scale_fwd.y = &t[y];
-    n->u.scale_fwd.x = &t[x];
-    n->u.scale_fwd.s = 0.5f;
+    n->dst[PLAN_Y] = &t[y];
+    n->src[PLAN_X] = &t[x];
+    n->par.scale.s = 0.5f;
 }
 
 static void act_bwd(struct plan *p, int dx, int dy, int x, enum act_kind kind, int accumulate)
 {
     struct plan_node *n = append(p, PLAN_ACT_BWD);
-    n->u.act_bwd.dx = &t[dx];
-    n->u.act_bwd.dy = &t[dy];
-    n->u.act_bwd.x = &t[x];
-    n->u.act_bwd.kind = kind;
-    n->u.act_bwd.accumulate = accumulate;
+    n->dst[PLAN_DX] = &t[dx];
+    n->src[PLAN_DY] = &t[dy];
+    n->src[PLAN_BWD_X] = &t[x];
+    n->par.act.kind = kind;
+    n->acc = accumulate;
 }
 
 /* The backward of bn_train(p, ., x): dx (or none, -1) from dy. */
 static void bn_bwd(struct plan *p, int dx, int dy, int x)
 {
     struct plan_node *n = append(p, PLAN_BN_BWD);
-    n->u.bn_bwd.dx = dx >= 0 ? &t[dx] : NULL;
-    n->u.bn_bwd.dgamma = &t[DGAMMA];
-    n->u.bn_bwd.dbeta = &t[DBETA];
-    n->u.bn_bwd.dy = &t[dy];
-    n->u.bn_bwd.x = &t[x];
-    n->u.bn_bwd.gamma = &t[GAMMA];
-    n->u.bn_bwd.save_mean = &t[MEAN];
-    n->u.bn_bwd.save_invstd = &t[INVSTD];
+    n->dst[PLAN_DX] = dx >= 0 ? &t[dx] : NULL;
+    n->dst[PLAN_DGAMMA] = &t[DGAMMA];
+    n->dst[PLAN_DBETA] = &t[DBETA];
+    n->src[PLAN_DY] = &t[dy];
+    n->src[PLAN_BWD_X] = &t[x];
+    n->src[PLAN_BWD_GAMMA] = &t[GAMMA];
+    n->src[PLAN_BWD_SAVE_MEAN] = &t[MEAN];
+    n->src[PLAN_BWD_SAVE_INVSTD] = &t[INVSTD];
 }
 
 /* y = conv(x, w) (3x3, stride 1, pad 1), with bias b (or none, -1). */
 static void conv_fwd(struct plan *p, int y, int x, int w, int b)
 {
     struct plan_node *n = append(p, PLAN_CONV_FWD);
-    n->u.conv_fwd.y = &t[y];
-    n->u.conv_fwd.x = &t[x];
-    n->u.conv_fwd.w = &t[w];
-    n->u.conv_fwd.b = b >= 0 ? &t[b] : NULL;
-    n->u.conv_fwd.a = (struct conv_attr){3, 1, 1};
+    n->dst[PLAN_Y] = &t[y];
+    n->src[PLAN_X] = &t[x];
+    n->src[PLAN_W] = &t[w];
+    n->src[PLAN_B] = b >= 0 ? &t[b] : NULL;
+    n->par.conv = (struct conv_attr){3, 1, 1};
 }
 
 /* y = pool(x), k x k windows, stride k (3: one window tiling a 3x3 plane). */
 static void pool_fwd(struct plan *p, int y, int x, enum pool_kind kind, int k)
 {
     struct plan_node *n = append(p, PLAN_POOL_FWD);
-    n->u.pool_fwd.y = &t[y];
-    n->u.pool_fwd.x = &t[x];
-    n->u.pool_fwd.a = (struct pool_attr){kind, k, k, k, k};
+    n->dst[PLAN_Y] = &t[y];
+    n->src[PLAN_X] = &t[x];
+    n->par.pool = (struct pool_attr){kind, k, k, k, k};
 }
 
 /* The backward of pool_fwd(p, y, x, kind, k): dx from dy. */
@@ -162,25 +163,25 @@ static void pool_bwd(struct plan *p, int dx, int dy, int x, int y, enum pool_kin
                      int accumulate)
 {
     struct plan_node *n = append(p, PLAN_POOL_BWD);
-    n->u.pool_bwd.dx = &t[dx];
-    n->u.pool_bwd.dy = &t[dy];
-    n->u.pool_bwd.x = &t[x];
-    n->u.pool_bwd.y = &t[y];
-    n->u.pool_bwd.a = (struct pool_attr){kind, k, k, k, k};
-    n->u.pool_bwd.accumulate = accumulate;
+    n->dst[PLAN_DX] = &t[dx];
+    n->src[PLAN_DY] = &t[dy];
+    n->src[PLAN_BWD_X] = &t[x];
+    n->src[PLAN_BWD_Y] = &t[y];
+    n->par.pool = (struct pool_attr){kind, k, k, k, k};
+    n->acc = accumulate;
 }
 
 /* The backward of conv_fwd(p, ., x, w, -1): dx (or none, -1) and dw from dy. */
 static void conv_bwd(struct plan *p, int dx, int dw, int dy, int x, int w, int accumulate)
 {
     struct plan_node *n = append(p, PLAN_CONV_BWD);
-    n->u.conv_bwd.dx = dx >= 0 ? &t[dx] : NULL;
-    n->u.conv_bwd.dw = &t[dw];
-    n->u.conv_bwd.dy = &t[dy];
-    n->u.conv_bwd.x = &t[x];
-    n->u.conv_bwd.w = &t[w];
-    n->u.conv_bwd.a = (struct conv_attr){3, 1, 1};
-    n->u.conv_bwd.accumulate = accumulate;
+    n->dst[PLAN_DX] = dx >= 0 ? &t[dx] : NULL;
+    n->dst[PLAN_DW] = &t[dw];
+    n->src[PLAN_DY] = &t[dy];
+    n->src[PLAN_BWD_X] = &t[x];
+    n->src[PLAN_BWD_W] = &t[w];
+    n->par.conv = (struct conv_attr){3, 1, 1};
+    n->acc = accumulate;
 }
 
 /* ------------------------------------------------------------------ the engines' caps */
@@ -326,20 +327,20 @@ static void test_forward_add(void)
     p.replayable = 1;
 
     /* the residual as the add's first operand: folded the same */
-    p.nodes[2].u.add_fwd.a = &t[R];
-    p.nodes[2].u.add_fwd.b = &t[A];
+    p.nodes[2].src[PLAN_ADD_A] = &t[R];
+    p.nodes[2].src[PLAN_ADD_B] = &t[A];
     expect_steps("bn+relu+add, residual first (cuda)", &p, &CUDA_CAPS, folded, 3);
     int second = -1;
     CHECK(plan_fuse_add_other(&p.nodes[2], &t[A], &second) == &t[R] && second == 1);
     CHECK(plan_fuse_add_other(&p.nodes[2], &t[R], &second) == &t[A] && second == 0);
 
     /* gelu: the CUDA engine fuses it, the CPU engine does not */
-    p.nodes[1].u.act_fwd.kind = ACT_GELU;
+    p.nodes[1].par.act.kind = ACT_GELU;
     expect_steps("bn+gelu+add (cuda)", &p, &CUDA_CAPS, folded, 3);
     expect_unfused("bn+gelu+add (cpu)", &p, cpu_plan_fuse_caps());
-    p.nodes[1].u.act_fwd.kind = (enum act_kind)ACT_KIND_COUNT;   /* not a kind */
+    p.nodes[1].par.act.kind = (enum act_kind)ACT_KIND_COUNT;   /* not a kind */
     expect_unfused("bn+invalid act (cuda)", &p, &CUDA_CAPS);
-    p.nodes[1].u.act_fwd.kind = ACT_RELU;
+    p.nodes[1].par.act.kind = ACT_RELU;
 
     /* the CPU passes take their sizes from x: an x of another shape is not fused there */
     t[X].h = 4;
@@ -379,7 +380,7 @@ static void test_second_reader(void)
 
     /* the reader rewritten to read the activation's output: the add is not folded (its
      * input must be written), the activation is, and the batch norm's output is spared */
-    p.nodes[3].u.scale_fwd.x = &t[A];
+    p.nodes[3].src[PLAN_X] = &t[A];
     EXPECT_STEPS("act output read twice", &p, &CUDA_CAPS,
                  {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 0, 0, -1, -1},
                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
@@ -421,9 +422,9 @@ static void test_backward(void)
     expect_steps("act_bwd into bn_bwd (cpu)", &p, cpu_plan_fuse_caps(), fused, 4);
 
     /* the batch norm's backward without a dx (it reads the network's input) */
-    p.nodes[6].u.bn_bwd.dx = NULL;
+    p.nodes[6].dst[PLAN_DX] = NULL;
     expect_steps("act_bwd into bn_bwd, no dx", &p, &CUDA_CAPS, fused, 4);
-    p.nodes[6].u.bn_bwd.dx = &t[DX];
+    p.nodes[6].dst[PLAN_DX] = &t[DX];
 
     /* not replayable: the CPU does not fold the backward, and keeps the outputs */
     p.replayable = 0;
@@ -445,8 +446,8 @@ static void test_backward(void)
 
     /* gelu: the CUDA engine folds it, the CPU engine nothing */
     build_step(&p, 0);
-    p.nodes[1].u.act_fwd.kind = ACT_GELU;
-    p.nodes[5].u.act_bwd.kind = ACT_GELU;
+    p.nodes[1].par.act.kind = ACT_GELU;
+    p.nodes[5].par.act.kind = ACT_GELU;
     expect_steps("gelu backward (cuda)", &p, &CUDA_CAPS, fused, 4);
     expect_unfused("gelu backward (cpu)", &p, cpu_plan_fuse_caps());
     plan_free(&p);
@@ -454,7 +455,7 @@ static void test_backward(void)
     /* the batch norm's input rewritten between the forward and the backward: the
      * backward cannot recompute from it; the forward keeps its output for the act_bwd */
     build_step(&p, 0);
-    p.nodes[3].u.scale_fwd.y = &t[X];
+    p.nodes[3].dst[PLAN_Y] = &t[X];
     EXPECT_STEPS("x written before the backward", &p, &CUDA_CAPS,
                  {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1, -1},
                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
@@ -472,11 +473,10 @@ static void test_backward(void)
      * activation backward cannot move to the batch norm backward's place */
     build_step(&p, 0);
     struct plan_node saved = p.nodes[6];
-    memset(&p.nodes[6], 0, sizeof(p.nodes[6]));
-    p.nodes[6].op = PLAN_SCALE_FWD;
-    p.nodes[6].u.scale_fwd.y = &t[DS];
-    p.nodes[6].u.scale_fwd.x = &t[IMG];
-    p.nodes[6].u.scale_fwd.s = 1.0f;
+    plan_node_init(&p.nodes[6], PLAN_SCALE_FWD);
+    p.nodes[6].dst[PLAN_Y] = &t[DS];
+    p.nodes[6].src[PLAN_X] = &t[IMG];
+    p.nodes[6].par.scale.s = 1.0f;
     *append(&p, PLAN_BN_BWD) = saved;
     EXPECT_STEPS("act dy written in between", &p, &CUDA_CAPS,
                  {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1, -1},
@@ -686,7 +686,7 @@ static void conv_stats_plan(struct plan *p, int bias, int rewrite_x, int splits)
     conv_fwd(p, X, IMG, W0, bias ? BIAS : -1);     /* 0 */
     if (rewrite_x) scale(p, X, OTHER);             /* 1 */
     bn_train(p, Y, X);                             /* 1 (2) */
-    p->nodes[p->count - 1].u.bn_fwd_train.a.splits = splits;
+    p->nodes[p->count - 1].par.bn.splits = splits;
     act_fwd(p, A, Y, ACT_RELU);
     pool_fwd(p, P, A, POOL_MAX, 3);
     scale(p, OUT, P);                              /* the loss */
@@ -716,7 +716,7 @@ static void test_conv_stats(void)
                  {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, -1, -1},
                  {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     /* a batch norm without an activation after it runs fused for the sums */
-    p.nodes[2].u.act_fwd.x = &t[OTHER];
+    p.nodes[2].src[PLAN_X] = &t[OTHER];
     EXPECT_STEPS("no activation", &p, &CONV_CAPS,
                  {0, PLAN_FUSE_CONV_FWD, -1, -1, -1, 0, 0, 1, -1},
                  {1, PLAN_FUSE_BN_TRAIN, -1, -1, -1, 0, 0, 0, -1});
@@ -751,7 +751,7 @@ static void test_conv_stats(void)
      * conv0 -> bn -> relu -> conv1 -> bn2 -> relu -> pool */
     p = (struct plan){0};
     conv_bn_plan(&p, 0, 0, 0);
-    p.nodes[4].u.scale_fwd.x = &t[R];                  /* the loss: of the pooled branch */
+    p.nodes[4].src[PLAN_X] = &t[R];                  /* the loss: of the pooled branch */
     bn_train(&p, S, OUT);                          /* 9 */
     act_fwd(&p, DS, S, ACT_RELU);                  /* 10 */
     pool_fwd(&p, DP, DS, POOL_MAX, 3);             /* 11 */
@@ -862,9 +862,9 @@ static void test_bn_into_convs(void)
     }
     /* the branch's accumulating backward is the gradient's only writer (the shortcut's
      * writes elsewhere): a replay would add to what it wrote itself, so it stays */
-    p.nodes[6].u.conv_bwd.dx = &t[OTHER];
+    p.nodes[6].dst[PLAN_DX] = &t[OTHER];
     expect_steps("an accumulating only writer", &p, &CONV_CAPS, folded_pro, 8);
-    p.nodes[6].u.conv_bwd.dx = &t[DA];
+    p.nodes[6].dst[PLAN_DX] = &t[DA];
     conv_answer.answer = 0;
     expect_steps("the engine refuses", &p, &CONV_CAPS, unfolded, 4);
     conv_answer.answer = 1;
@@ -874,7 +874,7 @@ static void test_bn_into_convs(void)
     expect_steps("no such path (cuda caps)", &p, &CUDA_CAPS, unfolded, 4);
     expect_steps("no such path (cpu)", &p, cpu_plan_fuse_caps(), unfolded, 4);
     /* the data gradients need not accumulate: only the weight gradients read x */
-    p.nodes[7].u.conv_bwd.accumulate = 0;
+    p.nodes[7].acc = 0;
     expect_steps("overwriting data gradients", &p, &CONV_CAPS, folded, 8);
     plan_free(&p);
     preact_plan(&p, 1, 0);
@@ -887,12 +887,11 @@ static void test_bn_into_convs(void)
     /* the branch's convolution sums its output for the next batch norm, and keeps doing
      * so with the prologue: node 4 becomes bn2 of the branch's output */
     preact_plan(&p, 0, 0);
-    p.nodes[4].op = PLAN_BN_FWD_TRAIN;
-    p.nodes[4].u.bn_fwd_train = p.nodes[0].u.bn_fwd_train;
-    p.nodes[4].u.bn_fwd_train.x = &t[OUT];
-    p.nodes[4].u.bn_fwd_train.y = &t[R];
-    p.nodes[4].u.bn_fwd_train.save_mean = &t[MEAN2];
-    p.nodes[4].u.bn_fwd_train.save_invstd = &t[INVSTD2];
+    p.nodes[4] = p.nodes[0];   /* op, slots and parameters */
+    p.nodes[4].src[PLAN_X] = &t[OUT];
+    p.nodes[4].dst[PLAN_Y] = &t[R];
+    p.nodes[4].dst[PLAN_SAVE_MEAN] = &t[MEAN2];
+    p.nodes[4].dst[PLAN_SAVE_INVSTD] = &t[INVSTD2];
     conv_answer.pro_and_stats = 0;
     EXPECT_STEPS("prologue and the next statistics", &p, &CONV_CAPS,
                  {0, PLAN_FUSE_BN_COEF, 1, -1, -1, 0, 1, -1, -1},
@@ -924,8 +923,8 @@ static int identity_plan(struct plan *p, int second, int next_bn, int sum)
     else add_fwd(p, sum, A, OUT);
     if (next_bn) {                                   /* 4 */
         bn_train(p, S, sum);
-        p->nodes[4].u.bn_fwd_train.save_mean = &t[MEAN2];
-        p->nodes[4].u.bn_fwd_train.save_invstd = &t[INVSTD2];
+        p->nodes[4].dst[PLAN_SAVE_MEAN] = &t[MEAN2];
+        p->nodes[4].dst[PLAN_SAVE_INVSTD] = &t[INVSTD2];
     }
     scale(p, DOUT, next_bn ? S : sum);               /* 4 (5): the loss */
     scale(p, DA, DOUT);                              /* the add's backward to the shortcut */
@@ -995,14 +994,13 @@ static void test_identity_add(void)
                                  {8, PLAN_FUSE_BN_BWD, 7, -1, 0, 0, 0, -1, -1}};
     /* the add reads the activation as both operands */
     identity_plan(&p, 0, 0, R);
-    p.nodes[3].u.add_fwd.b = &t[A];
+    p.nodes[3].src[PLAN_ADD_B] = &t[A];
     expect_steps("add of the activation to itself", &p, &CONV_CAPS, apart, 4);
     plan_free(&p);
     /* a second add reads it: node 4 adds it to the branch's output again */
     identity_plan(&p, 0, 0, R);
-    p.nodes[4].op = PLAN_ADD_FWD;
-    p.nodes[4].u.add_fwd = p.nodes[3].u.add_fwd;
-    p.nodes[4].u.add_fwd.y = &t[DOUT];
+    p.nodes[4] = p.nodes[3];   /* op, slots and parameters */
+    p.nodes[4].dst[PLAN_Y] = &t[DOUT];
     expect_steps("a second add", &p, &CONV_CAPS, apart, 4);
     plan_free(&p);
     /* the sum overwrites x: the backward cannot recompute, so nothing keeps coefficients */
@@ -1186,20 +1184,20 @@ static void test_bn_pool(void)
     expect_steps("bn+relu+pool (cuda)", &p, &CUDA_CAPS, folded, POOLED);
     expect_steps("bn+relu+pool (cpu: no pool_fold)", &p, cpu_plan_fuse_caps(), unpooled,
                  UNPOOLED);
-    const struct pool_attr tiling = p.nodes[2].u.pool_fwd.a;
+    const struct pool_attr tiling = p.nodes[2].par.pool;
     for (size_t i = 0; i < sizeof(apart) / sizeof(apart[0]); i++) {
-        p.nodes[2].u.pool_fwd.a = apart[i].fwd;
-        p.nodes[4].u.pool_bwd.a = apart[i].bwd;
+        p.nodes[2].par.pool = apart[i].fwd;
+        p.nodes[4].par.pool = apart[i].bwd;
         expect_steps(apart[i].what, &p, &CUDA_CAPS, unpooled, UNPOOLED);
     }
-    p.nodes[2].u.pool_fwd.a = p.nodes[4].u.pool_bwd.a = tiling;
+    p.nodes[2].par.pool = p.nodes[4].par.pool = tiling;
     expect_steps("bn+relu+pool again (cuda)", &p, &CUDA_CAPS, folded, POOLED);
     /* the pool's backward accumulates */
-    p.nodes[4].u.pool_bwd.accumulate = 1;
+    p.nodes[4].acc = 1;
     expect_steps("pool backward accumulating", &p, &CUDA_CAPS, unpooled, UNPOOLED);
-    p.nodes[4].u.pool_bwd.accumulate = 0;
+    p.nodes[4].acc = 0;
     /* the pool's backward reads another output */
-    p.nodes[4].u.pool_bwd.y = &t[OTHER];
+    p.nodes[4].src[PLAN_BWD_Y] = &t[OTHER];
     expect_steps("pool backward of another output", &p, &CUDA_CAPS, unpooled, UNPOOLED);
     plan_free(&p);
 
@@ -1227,7 +1225,7 @@ static void test_bn_pool(void)
                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
                  {2, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1});
     /* the pool's output is also its input's: not folded */
-    p.nodes[2].u.pool_fwd.y = &t[A];
+    p.nodes[2].dst[PLAN_Y] = &t[A];
     EXPECT_STEPS("pool in place", &p, &CUDA_CAPS,
                  {0, PLAN_FUSE_BN_EVAL, 1, -1, -1, 0, 0, -1, -1},
                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});

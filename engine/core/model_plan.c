@@ -187,83 +187,64 @@ static int add_layer_forward(struct plan *p, struct model *m, const struct plan_
     case LAYER_KIND_CONV:
     case LAYER_KIND_WHITEN:
         APPEND(n, p, PLAN_CONV_FWD, ph, i);
-        n->u.conv_fwd.y = y;
-        n->u.conv_fwd.x = x;
-        n->u.conv_fwd.w = w;
-        n->u.conv_fwd.b = layer_bias(l, m->p);
-        n->u.conv_fwd.a = layer_conv_attr(l);
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x, w, layer_bias(l, m->p)));
+        n->par.conv = layer_conv_attr(l);
         break;
     case LAYER_KIND_BN: {
         struct bn_attr a = {l->spec.eps, l->spec.momentum, l->spec.splits};
         if (train) {
             APPEND(n, p, PLAN_BN_FWD_TRAIN, ph, i);
-            n->u.bn_fwd_train.y = y;
-            n->u.bn_fwd_train.save_mean = &m->bn_mean[i];
-            n->u.bn_fwd_train.save_invstd = &m->bn_invstd[i];
-            n->u.bn_fwd_train.running_mean = &m->bn_rmean[i];
-            n->u.bn_fwd_train.running_var = &m->bn_rvar[i];
-            n->u.bn_fwd_train.x = x;
-            n->u.bn_fwd_train.gamma = &w[0];
-            n->u.bn_fwd_train.beta = &w[1];
-            n->u.bn_fwd_train.a = a;
+            plan_node_set_tensors(n,
+                                  PLAN_DSTS(y, &m->bn_mean[i], &m->bn_invstd[i],
+                                            &m->bn_rmean[i], &m->bn_rvar[i]),
+                                  PLAN_SRCS(x, &w[0], &w[1]));
+            n->par.bn = a;
         } else {
             APPEND(n, p, PLAN_BN_FWD_EVAL, ph, i);
-            n->u.bn_fwd_eval.y = y;
-            n->u.bn_fwd_eval.x = x;
-            n->u.bn_fwd_eval.gamma = &w[0];
-            n->u.bn_fwd_eval.beta = &w[1];
-            n->u.bn_fwd_eval.running_mean = &m->bn_rmean[i];
-            n->u.bn_fwd_eval.running_var = &m->bn_rvar[i];
-            n->u.bn_fwd_eval.a = a;
+            plan_node_set_tensors(n, PLAN_DSTS(y),
+                                  PLAN_SRCS(x, &w[0], &w[1], &m->bn_rmean[i], &m->bn_rvar[i]));
+            n->par.bn = a;
         }
         break;
     }
     case LAYER_KIND_ACT:
         APPEND(n, p, PLAN_ACT_FWD, ph, i);
-        n->u.act_fwd.y = y;
-        n->u.act_fwd.x = x;
-        n->u.act_fwd.kind = info->act;
-        n->u.act_fwd.alpha = l->spec.alpha;
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x));
+        n->par.act.kind = info->act;
+        n->par.act.alpha = l->spec.alpha;
         break;
     case LAYER_KIND_POOL:
     case LAYER_KIND_GLOBAL_POOL:
         APPEND(n, p, PLAN_POOL_FWD, ph, i);
-        n->u.pool_fwd.y = y;
-        n->u.pool_fwd.x = x;
-        n->u.pool_fwd.a = layer_pool_attr(l, info);
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x));
+        n->par.pool = layer_pool_attr(l, info);
         break;
-    case LAYER_KIND_CONCAT:
+    case LAYER_KIND_CONCAT: {
+        const struct tensor *xs[PLAN_MAX_CONCAT];
         EXPECT(l->n_inputs <= PLAN_MAX_CONCAT, "layer '%s': %d inputs to a concat node",
                l->spec.name, l->n_inputs);
         APPEND(n, p, PLAN_CONCAT_FWD, ph, i);
-        n->u.concat_fwd.y = y;
-        for (int s = 0; s < l->n_inputs; s++) n->u.concat_fwd.xs[s] = h->y[l->inputs[s]];
-        n->u.concat_fwd.count = l->n_inputs;
+        for (int s = 0; s < l->n_inputs; s++) xs[s] = h->y[l->inputs[s]];
+        plan_node_set_tensors(n, PLAN_DSTS(y), xs, l->n_inputs);
         break;
+    }
     case LAYER_KIND_ADD:
         APPEND(n, p, PLAN_ADD_FWD, ph, i);
-        n->u.add_fwd.y = y;
-        n->u.add_fwd.a = x;
-        n->u.add_fwd.b = h->y[l->inputs[1]];
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x, h->y[l->inputs[1]]));
         break;
     case LAYER_KIND_FLATTEN:
         if (h->fwd_alias[i]) break;   /* its readers read x */
         APPEND(n, p, PLAN_FLATTEN_FWD, ph, i);
-        n->u.flatten_fwd.y = y;
-        n->u.flatten_fwd.x = x;
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x));
         break;
     case LAYER_KIND_LINEAR:
         APPEND(n, p, PLAN_LINEAR_FWD, ph, i);
-        n->u.linear_fwd.y = y;
-        n->u.linear_fwd.x = x;
-        n->u.linear_fwd.w = w;
-        n->u.linear_fwd.b = layer_bias(l, m->p);
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x, w, layer_bias(l, m->p)));
         break;
     case LAYER_KIND_SCALE:
         APPEND(n, p, PLAN_SCALE_FWD, ph, i);
-        n->u.scale_fwd.y = y;
-        n->u.scale_fwd.x = x;
-        n->u.scale_fwd.s = l->spec.scale;
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x));
+        n->par.scale.s = l->spec.scale;
         break;
     case LAYER_KIND_INPUT:
     case LAYER_KIND_SHORTCUT:   /* graph_build resolves it */
@@ -300,94 +281,71 @@ static int add_layer_backward(struct plan *p, struct model *m, const struct plan
     case LAYER_KIND_CONV:
     case LAYER_KIND_WHITEN:
         APPEND(n, p, PLAN_CONV_BWD, ph, i);
-        n->u.conv_bwd.dx = dx;
-        n->u.conv_bwd.dw = dw;
-        n->u.conv_bwd.db = layer_bias(l, m->dp);
-        n->u.conv_bwd.dy = dy;
-        n->u.conv_bwd.x = x;
-        n->u.conv_bwd.w = w;
-        n->u.conv_bwd.a = layer_conv_attr(l);
-        n->u.conv_bwd.accumulate = acc[0];
+        plan_node_set_tensors(n, PLAN_DSTS(dx, dw, layer_bias(l, m->dp)), PLAN_SRCS(dy, x, w));
+        n->par.conv = layer_conv_attr(l);
+        n->acc = acc[0] != 0;
         break;
     case LAYER_KIND_BN: /* dx may be NULL: the parameter gradients are still needed */
         APPEND(n, p, PLAN_BN_BWD, ph, i);
-        n->u.bn_bwd.dx = dx;
-        n->u.bn_bwd.dgamma = &dw[0];
-        n->u.bn_bwd.dbeta = &dw[1];
-        n->u.bn_bwd.dy = dy;
-        n->u.bn_bwd.x = x;
-        n->u.bn_bwd.gamma = &w[0];
-        n->u.bn_bwd.save_mean = &m->bn_mean[i];
-        n->u.bn_bwd.save_invstd = &m->bn_invstd[i];
-        n->u.bn_bwd.accumulate = acc[0];
+        plan_node_set_tensors(n, PLAN_DSTS(dx, &dw[0], &dw[1]),
+                              PLAN_SRCS(dy, x, &w[0], &m->bn_mean[i], &m->bn_invstd[i]));
+        n->acc = acc[0] != 0;
         break;
     case LAYER_KIND_ACT:
         if (!dx) break;
         APPEND(n, p, PLAN_ACT_BWD, ph, i);
-        n->u.act_bwd.dx = dx;
-        n->u.act_bwd.dy = dy;
-        n->u.act_bwd.x = x;
-        n->u.act_bwd.kind = info->act;
-        n->u.act_bwd.alpha = l->spec.alpha;
-        n->u.act_bwd.accumulate = acc[0];
+        plan_node_set_tensors(n, PLAN_DSTS(dx), PLAN_SRCS(dy, x));
+        n->par.act.kind = info->act;
+        n->par.act.alpha = l->spec.alpha;
+        n->acc = acc[0] != 0;
         break;
     case LAYER_KIND_POOL:
     case LAYER_KIND_GLOBAL_POOL:
         if (!dx) break;
         APPEND(n, p, PLAN_POOL_BWD, ph, i);
-        n->u.pool_bwd.dx = dx;
-        n->u.pool_bwd.dy = dy;
-        n->u.pool_bwd.x = x;
-        n->u.pool_bwd.y = h->y[i];
-        n->u.pool_bwd.a = layer_pool_attr(l, info);
-        n->u.pool_bwd.accumulate = acc[0];
+        plan_node_set_tensors(n, PLAN_DSTS(dx), PLAN_SRCS(dy, x, h->y[i]));
+        n->par.pool = layer_pool_attr(l, info);
+        n->acc = acc[0] != 0;
         break;
-    case LAYER_KIND_CONCAT:
+    case LAYER_KIND_CONCAT: {
+        struct tensor *dxs[PLAN_MAX_CONCAT];
         EXPECT(l->n_inputs <= PLAN_MAX_CONCAT, "layer '%s': %d inputs to a concat node",
                l->spec.name, l->n_inputs);
         APPEND(n, p, PLAN_CONCAT_BWD, ph, i);
         for (int s = 0; s < l->n_inputs; s++) {
-            n->u.concat_bwd.dxs[s] = input_grad(h, l, s);
-            n->u.concat_bwd.accumulate[s] = acc[s];
+            dxs[s] = input_grad(h, l, s);
+            if (acc[s]) n->acc |= 1u << s;
         }
-        n->u.concat_bwd.dy = dy;
-        n->u.concat_bwd.count = l->n_inputs;
+        plan_node_set_tensors(n, dxs, l->n_inputs, PLAN_SRCS(dy));
         break;
+    }
     case LAYER_KIND_ADD:
         for (int s = 0; s < 2; s++) {
             struct tensor *d = input_grad(h, l, s);
             if (!d || alias[s]) continue;   /* an alias: d is dy already */
             APPEND(n, p, PLAN_SCALED_COPY, ph, i);
-            n->u.scaled_copy.dx = d;
-            n->u.scaled_copy.dy = dy;
-            n->u.scaled_copy.s = 1.0f;
-            n->u.scaled_copy.accumulate = acc[s];
+            plan_node_set_tensors(n, PLAN_DSTS(d), PLAN_SRCS(dy));
+            n->par.scale.s = 1.0f;
+            n->acc = acc[s] != 0;
         }
         break;
     case LAYER_KIND_FLATTEN:
         if (!dx || alias[0]) break;
         APPEND(n, p, PLAN_FLATTEN_BWD, ph, i);
-        n->u.flatten_bwd.dx = dx;
-        n->u.flatten_bwd.dy = dy;
-        n->u.flatten_bwd.accumulate = acc[0];
+        plan_node_set_tensors(n, PLAN_DSTS(dx), PLAN_SRCS(dy));
+        n->acc = acc[0] != 0;
         break;
     case LAYER_KIND_LINEAR:
         APPEND(n, p, PLAN_LINEAR_BWD, ph, i);
-        n->u.linear_bwd.dx = dx;
-        n->u.linear_bwd.dw = dw;
-        n->u.linear_bwd.db = layer_bias(l, m->dp);
-        n->u.linear_bwd.dy = dy;
-        n->u.linear_bwd.x = x;
-        n->u.linear_bwd.w = w;
-        n->u.linear_bwd.accumulate = acc[0];
+        plan_node_set_tensors(n, PLAN_DSTS(dx, dw, layer_bias(l, m->dp)), PLAN_SRCS(dy, x, w));
+        n->acc = acc[0] != 0;
         break;
     case LAYER_KIND_SCALE:
         if (!dx) break;
         APPEND(n, p, PLAN_SCALED_COPY, ph, i);
-        n->u.scaled_copy.dx = dx;
-        n->u.scaled_copy.dy = dy;
-        n->u.scaled_copy.s = l->spec.scale;
-        n->u.scaled_copy.accumulate = acc[0];
+        plan_node_set_tensors(n, PLAN_DSTS(dx), PLAN_SRCS(dy));
+        n->par.scale.s = l->spec.scale;
+        n->acc = acc[0] != 0;
         break;
     case LAYER_KIND_INPUT:
     case LAYER_KIND_SHORTCUT:   /* graph_build resolves it */
@@ -418,11 +376,8 @@ static int add_loss(struct plan *p, struct model *m, const struct tensor *logits
     int rc = DR_OK;
     struct plan_node *n = NULL;
     APPEND(n, p, PLAN_XENT_FWD, PLAN_PHASE_LOSS, -1);
-    n->u.xent_fwd.stats = &m->stats;
-    n->u.xent_fwd.probs = &m->probs;
-    n->u.xent_fwd.logits = logits;
-    n->u.xent_fwd.labels = &m->labels;
-    n->u.xent_fwd.smoothing = smoothing;
+    plan_node_set_tensors(n, PLAN_DSTS(&m->stats, &m->probs), PLAN_SRCS(logits, &m->labels));
+    n->par.xent.smoothing = smoothing;
 cleanup:
     return rc;
 }
@@ -435,11 +390,9 @@ static int add_backward(struct plan *p, struct model *m, float smoothing, float 
     struct plan_handles h;
     TRY(handles_make(&h, m));
     APPEND(n, p, PLAN_XENT_BWD, PLAN_PHASE_LOSS, -1);
-    n->u.xent_bwd.dlogits = h.dy[m->g->output];
-    n->u.xent_bwd.probs = &m->probs;
-    n->u.xent_bwd.labels = &m->labels;
-    n->u.xent_bwd.smoothing = smoothing;
-    n->u.xent_bwd.scale = scale;
+    plan_node_set_tensors(n, PLAN_DSTS(h.dy[m->g->output]), PLAN_SRCS(&m->probs, &m->labels));
+    n->par.xent.smoothing = smoothing;
+    n->par.xent.scale = scale;
     for (int i = m->g->count - 1; i > 0; i--)
         if (m->live[i]) TRY(add_layer_backward(p, m, &h, i));
 cleanup:
@@ -455,15 +408,11 @@ static int add_batch(struct plan *p, struct model *m, const struct model_batch_s
     int rc = DR_OK;
     struct plan_node *n = NULL;
     APPEND(n, p, PLAN_BATCH, PLAN_PHASE_BATCH, -1);
-    n->u.batch.x = &m->y[0];
-    n->u.batch.labels = &m->labels;
-    n->u.batch.images = src->images;
-    n->u.batch.image_labels = src->labels;
-    n->u.batch.rows = src->rows;
-    n->u.batch.cursor = src->cursor;
-    n->u.batch.aug = aug;
-    n->u.batch.stride = src->stride;
-    n->u.batch.seed = src->seed;
+    plan_node_set_tensors(n, PLAN_DSTS(&m->y[0], &m->labels),
+                          PLAN_SRCS(src->images, src->labels, src->rows, src->cursor));
+    n->par.batch.aug = aug;
+    n->par.batch.stride = src->stride;
+    n->par.batch.seed = src->seed;
 cleanup:
     return rc;
 }
@@ -473,7 +422,7 @@ static int add_cursor_advance(struct plan *p, struct tensor *cursor)
     int rc = DR_OK;
     struct plan_node *n = NULL;
     APPEND(n, p, PLAN_CURSOR_ADVANCE, PLAN_PHASE_BATCH, -1);
-    n->u.cursor_advance.cursor = cursor;
+    n->dst[PLAN_CURSOR] = cursor;
 cleanup:
     return rc;
 }
@@ -513,12 +462,11 @@ static int add_sgd(struct plan *p, const struct sgd_item *items, int count,
     int rc = DR_OK;
     struct plan_node *n = NULL;
     APPEND(n, p, PLAN_SGD, PLAN_PHASE_OPTIMIZER, -1);
-    n->u.sgd.items = items;
-    n->u.sgd.count = count;
-    n->u.sgd.lr_table = lr_table;
-    n->u.sgd.cursor = cursor;
-    n->u.sgd.momentum = momentum;
-    n->u.sgd.nesterov = nesterov;
+    plan_node_set_tensors(n, NULL, 0, PLAN_SRCS(lr_table, cursor));
+    n->par.sgd.items = items;
+    n->par.sgd.count = count;
+    n->par.sgd.momentum = momentum;
+    n->par.sgd.nesterov = nesterov;
 cleanup:
     return rc;
 }
@@ -563,10 +511,9 @@ int model_plan_eval(struct plan *p, struct model *m, const struct model_batch_sr
             TRY(add_batch(p, m, src, &views[v]));
             TRY(add_forward(p, m, 0));
             APPEND(n, p, PLAN_SCALED_COPY, PLAN_PHASE_LOSS, -1);
-            n->u.scaled_copy.dx = view_sum;
-            n->u.scaled_copy.dy = model_logits(m);
-            n->u.scaled_copy.s = weights[v];
-            n->u.scaled_copy.accumulate = v > 0;
+            plan_node_set_tensors(n, PLAN_DSTS(view_sum), PLAN_SRCS(model_logits(m)));
+            n->par.scale.s = weights[v];
+            n->acc = v > 0;
         }
         TRY(add_loss(p, m, view_sum, 0.0f));
     }

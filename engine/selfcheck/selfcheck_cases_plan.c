@@ -287,6 +287,10 @@ static int build_plan(struct plan *p, struct pl_net *net, const struct plan_row 
     const struct pool_attr pool = {POOL_MAX, PL_POOL, PL_POOL, PL_POOL, PL_POOL};
     const int train = is_train(r), conv1 = has_conv1(r);
     const float alpha = 0.75f;
+/* Sets n's slots: SLOTS(DST(outputs...), SRC(inputs...)). */
+#define DST PLAN_DSTS
+#define SRC PLAN_SRCS
+#define SLOTS(dsts, srcs) plan_node_set_tensors(n, dsts, srcs)
 #define NODE(op, phase)                                                                    \
     do {                                                                                   \
         n = node(p, (op), (phase));                                                        \
@@ -296,107 +300,124 @@ static int build_plan(struct plan *p, struct pl_net *net, const struct plan_row 
         const struct tensor *in = net->x;
         if (views(r) > 1) {   /* the view's batch */
             NODE(PLAN_SCALE_FWD, PLAN_PHASE_BATCH);
-            n->u.scale_fwd = (__typeof__(n->u.scale_fwd)){&t[T_XV], net->x, VIEW_SCALE[v]};
+            SLOTS(DST(&t[T_XV]), SRC(net->x));
+            n->par.scale.s = VIEW_SCALE[v];
             in = &t[T_XV];
         }
         if (conv1) {
             NODE(PLAN_CONV_FWD, PLAN_PHASE_FORWARD);
-            n->u.conv_fwd = (__typeof__(n->u.conv_fwd)){&t[T_C1], in, net->w1, NULL, conv};
+            SLOTS(DST(&t[T_C1]), SRC(in, net->w1, NULL));
+            n->par.conv = conv;
         }
         if (train) {
             NODE(PLAN_BN_FWD_TRAIN, PLAN_PHASE_FORWARD);
-            n->u.bn_fwd_train = (__typeof__(n->u.bn_fwd_train)){
-                &t[T_Y1], &t[T_SM1], &t[T_SI1], &t[T_RM1], &t[T_RV1], net->bn1_in, &t[T_G1],
-                &t[T_B1], bn};
+            SLOTS(DST(&t[T_Y1], &t[T_SM1], &t[T_SI1], &t[T_RM1], &t[T_RV1]),
+                  SRC(net->bn1_in, &t[T_G1], &t[T_B1]));
+            n->par.bn = bn;
         } else {
             NODE(PLAN_BN_FWD_EVAL, PLAN_PHASE_FORWARD);
-            n->u.bn_fwd_eval = (__typeof__(n->u.bn_fwd_eval)){
-                &t[T_Y1], net->bn1_in, &t[T_G1], &t[T_B1], &t[T_RM1], &t[T_RV1], bn};
+            SLOTS(DST(&t[T_Y1]), SRC(net->bn1_in, &t[T_G1], &t[T_B1], &t[T_RM1], &t[T_RV1]));
+            n->par.bn = bn;
         }
         NODE(PLAN_ACT_FWD, PLAN_PHASE_FORWARD);
-        n->u.act_fwd = (__typeof__(n->u.act_fwd)){&t[T_A1], &t[T_Y1], r->kind, alpha};
+        SLOTS(DST(&t[T_A1]), SRC(&t[T_Y1]));
+        n->par.act.kind = r->kind;
+        n->par.act.alpha = alpha;
         const struct tensor *head = &t[T_A1];
         if (pooled(r)) {
             NODE(PLAN_POOL_FWD, PLAN_PHASE_FORWARD);
-            n->u.pool_fwd = (__typeof__(n->u.pool_fwd)){&t[T_PO], &t[T_A1], pool};
+            SLOTS(DST(&t[T_PO]), SRC(&t[T_A1]));
+            n->par.pool = pool;
             head = &t[T_PO];
         }
         if (two_blocks(r)) {
             NODE(PLAN_CONV_FWD, PLAN_PHASE_FORWARD);
-            n->u.conv_fwd = (__typeof__(n->u.conv_fwd)){&t[T_C2], &t[T_A1], net->w2, NULL, conv};
+            SLOTS(DST(&t[T_C2]), SRC(&t[T_A1], net->w2, NULL));
+            n->par.conv = conv;
             if (train) {
                 NODE(PLAN_BN_FWD_TRAIN, PLAN_PHASE_FORWARD);
-                n->u.bn_fwd_train = (__typeof__(n->u.bn_fwd_train)){
-                    &t[T_Y2], &t[T_SM2], &t[T_SI2], &t[T_RM2], &t[T_RV2], &t[T_C2], &t[T_G2],
-                    &t[T_B2], bn};
+                SLOTS(DST(&t[T_Y2], &t[T_SM2], &t[T_SI2], &t[T_RM2], &t[T_RV2]),
+                      SRC(&t[T_C2], &t[T_G2], &t[T_B2]));
+                n->par.bn = bn;
             } else {
                 NODE(PLAN_BN_FWD_EVAL, PLAN_PHASE_FORWARD);
-                n->u.bn_fwd_eval = (__typeof__(n->u.bn_fwd_eval)){
-                    &t[T_Y2], &t[T_C2], &t[T_G2], &t[T_B2], &t[T_RM2], &t[T_RV2], bn};
+                SLOTS(DST(&t[T_Y2]), SRC(&t[T_C2], &t[T_G2], &t[T_B2], &t[T_RM2], &t[T_RV2]));
+                n->par.bn = bn;
             }
             NODE(PLAN_ACT_FWD, PLAN_PHASE_FORWARD);
-            n->u.act_fwd = (__typeof__(n->u.act_fwd)){&t[T_A2], &t[T_Y2], r->kind, alpha};
+            SLOTS(DST(&t[T_A2]), SRC(&t[T_Y2]));
+            n->par.act.kind = r->kind;
+            n->par.act.alpha = alpha;
             NODE(PLAN_ADD_FWD, PLAN_PHASE_FORWARD);
-            n->u.add_fwd = (__typeof__(n->u.add_fwd)){&t[T_S], net->residual, &t[T_A2]};
+            SLOTS(DST(&t[T_S]), SRC(net->residual, &t[T_A2]));
             head = &t[T_S];
         }
         NODE(PLAN_FLATTEN_FWD, PLAN_PHASE_FORWARD);
-        n->u.flatten_fwd = (__typeof__(n->u.flatten_fwd)){&t[T_F], head};
+        SLOTS(DST(&t[T_F]), SRC(head));
         NODE(PLAN_LINEAR_FWD, PLAN_PHASE_FORWARD);
-        n->u.linear_fwd = (__typeof__(n->u.linear_fwd)){&t[T_L], &t[T_F], net->w3, NULL};
+        SLOTS(DST(&t[T_L]), SRC(&t[T_F], net->w3, NULL));
         if (views(r) > 1) {
             NODE(PLAN_SCALED_COPY, PLAN_PHASE_LOSS);
-            n->u.scaled_copy = (__typeof__(n->u.scaled_copy)){&t[T_VS], &t[T_L], VIEW_WEIGHT[v],
-                                                               v > 0};
+            SLOTS(DST(&t[T_VS]), SRC(&t[T_L]));
+            n->par.scale.s = VIEW_WEIGHT[v];
+            n->acc = v > 0;
         }
     }
     NODE(PLAN_XENT_FWD, PLAN_PHASE_LOSS);
-    n->u.xent_fwd = (__typeof__(n->u.xent_fwd)){&t[T_STATS], &t[T_P],
-                                                 views(r) > 1 ? &t[T_VS] : &t[T_L], net->labels,
-                                                 0.0f};
+    SLOTS(DST(&t[T_STATS], &t[T_P]), SRC(views(r) > 1 ? &t[T_VS] : &t[T_L], net->labels));
+    n->par.xent.smoothing = 0.0f;
     if (!train) goto cleanup;
 
     NODE(PLAN_XENT_BWD, PLAN_PHASE_LOSS);
-    n->u.xent_bwd = (__typeof__(n->u.xent_bwd)){&t[T_DL], &t[T_P], net->labels, 0.0f,
-                                                 1.0f / PL_N};
+    SLOTS(DST(&t[T_DL]), SRC(&t[T_P], net->labels));
+    n->par.xent.smoothing = 0.0f;
+    n->par.xent.scale = 1.0f / PL_N;
     NODE(PLAN_LINEAR_BWD, PLAN_PHASE_BACKWARD);
-    n->u.linear_bwd = (__typeof__(n->u.linear_bwd)){&t[T_DF], &t[T_DW3], NULL, &t[T_DL],
-                                                     &t[T_F], net->w3, 0};
+    SLOTS(DST(&t[T_DF], &t[T_DW3], NULL), SRC(&t[T_DL], &t[T_F], net->w3));
     NODE(PLAN_FLATTEN_BWD, PLAN_PHASE_BACKWARD);
-    n->u.flatten_bwd =
-        (__typeof__(n->u.flatten_bwd)){pooled(r) ? &t[T_DPO] : &t[T_DS], &t[T_DF], 0};
+    SLOTS(DST(pooled(r) ? &t[T_DPO] : &t[T_DS]), SRC(&t[T_DF]));
     if (pooled(r)) {
         NODE(PLAN_POOL_BWD, PLAN_PHASE_BACKWARD);
-        n->u.pool_bwd = (__typeof__(n->u.pool_bwd)){&t[T_DA1], &t[T_DPO], &t[T_A1], &t[T_PO],
-                                                     pool, 0};
+        SLOTS(DST(&t[T_DA1]), SRC(&t[T_DPO], &t[T_A1], &t[T_PO]));
+        n->par.pool = pool;
     } else {   /* the second block: the add's backward, act2, bn2, conv2 */
         NODE(PLAN_SCALED_COPY, PLAN_PHASE_BACKWARD);
-        n->u.scaled_copy = (__typeof__(n->u.scaled_copy)){&t[T_DA2], &t[T_DS], 1.0f, 0};
+        SLOTS(DST(&t[T_DA2]), SRC(&t[T_DS]));
+        n->par.scale.s = 1.0f;
         NODE(PLAN_SCALED_COPY, PLAN_PHASE_BACKWARD);
-        n->u.scaled_copy = (__typeof__(n->u.scaled_copy)){net->d_residual, &t[T_DS], 1.0f, 0};
+        SLOTS(DST(net->d_residual), SRC(&t[T_DS]));
+        n->par.scale.s = 1.0f;
         NODE(PLAN_ACT_BWD, PLAN_PHASE_BACKWARD);
-        n->u.act_bwd = (__typeof__(n->u.act_bwd)){&t[T_DY2], &t[T_DA2], &t[T_Y2], r->kind, alpha,
-                                                   r->topo == TOPO_ACCIN};
+        SLOTS(DST(&t[T_DY2]), SRC(&t[T_DA2], &t[T_Y2]));
+        n->par.act.kind = r->kind;
+        n->par.act.alpha = alpha;
+        n->acc = r->topo == TOPO_ACCIN;
         NODE(PLAN_BN_BWD, PLAN_PHASE_BACKWARD);
-        n->u.bn_bwd = (__typeof__(n->u.bn_bwd)){&t[T_DC2], &t[T_DG2], &t[T_DB2], &t[T_DY2],
-                                                 &t[T_C2], &t[T_G2], &t[T_SM2], &t[T_SI2], 0};
+        SLOTS(DST(&t[T_DC2], &t[T_DG2], &t[T_DB2]),
+              SRC(&t[T_DY2], &t[T_C2], &t[T_G2], &t[T_SM2], &t[T_SI2]));
         NODE(PLAN_CONV_BWD, PLAN_PHASE_BACKWARD);
-        n->u.conv_bwd = (__typeof__(n->u.conv_bwd)){&t[T_DA1], &t[T_DW2], NULL, &t[T_DC2], &t[T_A1],
-                                                     net->w2, conv, net->d_residual == &t[T_DA1]};
+        SLOTS(DST(&t[T_DA1], &t[T_DW2], NULL), SRC(&t[T_DC2], &t[T_A1], net->w2));
+        n->par.conv = conv;
+        n->acc = net->d_residual == &t[T_DA1];
     }
     NODE(PLAN_ACT_BWD, PLAN_PHASE_BACKWARD);
-    n->u.act_bwd = (__typeof__(n->u.act_bwd)){&t[T_DY1], &t[T_DA1], &t[T_Y1], r->kind, alpha,
-                                               net->d_residual == &t[T_DY1]};
+    SLOTS(DST(&t[T_DY1]), SRC(&t[T_DA1], &t[T_Y1]));
+    n->par.act.kind = r->kind;
+    n->par.act.alpha = alpha;
+    n->acc = net->d_residual == &t[T_DY1];
     NODE(PLAN_BN_BWD, PLAN_PHASE_BACKWARD);
-    n->u.bn_bwd = (__typeof__(n->u.bn_bwd)){net->d_bn1_in, &t[T_DG1], &t[T_DB1], &t[T_DY1],
-                                             net->bn1_in, &t[T_G1], &t[T_SM1], &t[T_SI1],
-                                             net->d_residual == &t[T_DC1]};
+    SLOTS(DST(net->d_bn1_in, &t[T_DG1], &t[T_DB1]),
+          SRC(&t[T_DY1], net->bn1_in, &t[T_G1], &t[T_SM1], &t[T_SI1]));
+    n->acc = net->d_residual == &t[T_DC1];
     if (conv1) {
         NODE(PLAN_CONV_BWD, PLAN_PHASE_BACKWARD);
-        n->u.conv_bwd = (__typeof__(n->u.conv_bwd)){&t[T_DXIN], &t[T_DW1], NULL, &t[T_DC1],
-                                                     net->x, net->w1, conv, 0};
+        SLOTS(DST(&t[T_DXIN], &t[T_DW1], NULL), SRC(&t[T_DC1], net->x, net->w1));
+        n->par.conv = conv;
     }
 #undef NODE
+#undef SLOTS
+#undef SRC
+#undef DST
 cleanup:
     return rc;
 }

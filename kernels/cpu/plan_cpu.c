@@ -38,9 +38,7 @@ struct cpu_plan_cache {
  * have data and the shape of the batch norm's output. */
 static int cpu_forward_ok(const struct plan_node *bn, const struct plan_node *act)
 {
-    const int train = bn->op == PLAN_BN_FWD_TRAIN;
-    const struct tensor *y = train ? bn->u.bn_fwd_train.y : bn->u.bn_fwd_eval.y;
-    const struct tensor *x = train ? bn->u.bn_fwd_train.x : bn->u.bn_fwd_eval.x;
+    const struct tensor *y = bn->dst[PLAN_Y], *x = bn->src[PLAN_X];   /* train or eval */
     (void)act;
     return x && x->data && tensor_same_shape(y, x);
 }
@@ -49,7 +47,7 @@ static int cpu_forward_ok(const struct plan_node *bn, const struct plan_node *ac
  * so the activation's dy must have data and that shape. */
 static int cpu_backward_ok(const struct plan_node *act, const struct plan_node *bwd)
 {
-    const struct tensor *d = act->u.act_bwd.dy, *x = bwd->u.bn_bwd.x;
+    const struct tensor *d = act->src[PLAN_DY], *x = bwd->src[PLAN_BWD_X];
     return d->data && x && tensor_same_shape(d, x);
 }
 
@@ -77,7 +75,7 @@ static void entry_clear(struct plan_entry *e)
 /* The number of batch-norm parts of forward node n (its save_mean's count / c). */
 static int bn_parts(const struct plan_node *n)
 {
-    const int splits = n->u.bn_fwd_train.a.splits;
+    const int splits = n->par.bn.splits;
     return splits > 1 ? splits : 1;
 }
 
@@ -99,7 +97,7 @@ static int analyse(struct plan_entry *e, const struct plan *p)
         if (!e->steps[i].keeps_coef) continue;
         const struct plan_node *n = &p->nodes[i];   /* a BN_FWD_TRAIN */
         e->coef_at[i] = coef_floats;
-        coef_floats += (size_t)BN_COEF_COUNT * bn_parts(n) * n->u.bn_fwd_train.x->c;
+        coef_floats += (size_t)BN_COEF_COUNT * bn_parts(n) * n->src[PLAN_X]->c;
     }
     if (coef_floats) {
         e->coef = calloc(coef_floats, sizeof(float));
@@ -151,9 +149,9 @@ static void fused_outputs(float **out, const float **res, int *res_first,
 {
     const struct plan_node *a = s->act >= 0 ? &p->nodes[s->act] : NULL;
     const struct plan_node *q = s->add >= 0 ? &p->nodes[s->add] : NULL;
-    *out = q ? fdata(q->u.add_fwd.y) : a ? fdata(a->u.act_fwd.y) : NULL;
+    *out = q ? fdata(q->dst[PLAN_Y]) : a ? fdata(a->dst[PLAN_Y]) : NULL;
     *res_first = 0;
-    *res = q ? fdata(plan_fuse_add_other(q, a->u.act_fwd.y, res_first)) : NULL;
+    *res = q ? fdata(plan_fuse_add_other(q, a->dst[PLAN_Y], res_first)) : NULL;
 }
 
 static int run_bn_train(const struct plan *p, const struct plan_entry *e, int i)
@@ -161,21 +159,21 @@ static int run_bn_train(const struct plan *p, const struct plan_entry *e, int i)
     int rc = DR_OK, parts = 1, res_first;
     const struct plan_fuse_step *s = &e->steps[i];
     const struct plan_node *n = &p->nodes[i];
-    const struct tensor *x = n->u.bn_fwd_train.x;
+    const struct tensor *x = n->src[PLAN_X];
     float *out;
     const float *res;
-    TRY(backend_check_bn_parts(&parts, x, n->u.bn_fwd_train.save_mean,
-                               n->u.bn_fwd_train.save_invstd, &n->u.bn_fwd_train.a));
-    EXPECT(parts == bn_parts(n), "bn: %d parts for %d splits", parts, n->u.bn_fwd_train.a.splits);
+    TRY(backend_check_bn_parts(&parts, x, n->dst[PLAN_SAVE_MEAN],
+                               n->dst[PLAN_SAVE_INVSTD], &n->par.bn));
+    EXPECT(parts == bn_parts(n), "bn: %d parts for %d splits", parts, n->par.bn.splits);
     fused_outputs(&out, &res, &res_first, p, s);
-    bn_train_fused_cpu(s->keep_y || !out ? fdata(n->u.bn_fwd_train.y) : NULL, out,
+    bn_train_fused_cpu(s->keep_y || !out ? fdata(n->dst[PLAN_Y]) : NULL, out,
                        s->keeps_coef ? e->coef + e->coef_at[i] : NULL,
-                       fdata(n->u.bn_fwd_train.save_mean), fdata(n->u.bn_fwd_train.save_invstd),
-                       fdata(n->u.bn_fwd_train.running_mean),
-                       fdata(n->u.bn_fwd_train.running_var), fdata(x), res,
-                       fdata(n->u.bn_fwd_train.gamma), fdata(n->u.bn_fwd_train.beta), res_first,
-                       x->c, x->n, x->h * x->w, parts, n->u.bn_fwd_train.a.eps,
-                       n->u.bn_fwd_train.a.momentum);
+                       fdata(n->dst[PLAN_SAVE_MEAN]), fdata(n->dst[PLAN_SAVE_INVSTD]),
+                       fdata(n->dst[PLAN_RUNNING_MEAN]),
+                       fdata(n->dst[PLAN_RUNNING_VAR]), fdata(x), res,
+                       fdata(n->src[PLAN_GAMMA]), fdata(n->src[PLAN_BETA]), res_first,
+                       x->c, x->n, x->h * x->w, parts, n->par.bn.eps,
+                       n->par.bn.momentum);
 cleanup:
     return rc;
 }
@@ -185,14 +183,14 @@ static int run_bn_eval(const struct plan *p, const struct plan_entry *e, int i)
     int res_first;
     const struct plan_fuse_step *s = &e->steps[i];
     const struct plan_node *n = &p->nodes[i];
-    const struct tensor *x = n->u.bn_fwd_eval.x;
+    const struct tensor *x = n->src[PLAN_X];
     float *out;
     const float *res;
     fused_outputs(&out, &res, &res_first, p, s);
-    bn_eval_fused_cpu(s->keep_y ? fdata(n->u.bn_fwd_eval.y) : NULL, out, fdata(x), res,
-                      fdata(n->u.bn_fwd_eval.gamma), fdata(n->u.bn_fwd_eval.beta),
-                      fdata(n->u.bn_fwd_eval.running_mean), fdata(n->u.bn_fwd_eval.running_var),
-                      res_first, x->c, x->n, x->h * x->w, n->u.bn_fwd_eval.a.eps);
+    bn_eval_fused_cpu(s->keep_y ? fdata(n->dst[PLAN_Y]) : NULL, out, fdata(x), res,
+                      fdata(n->src[PLAN_GAMMA]), fdata(n->src[PLAN_BETA]),
+                      fdata(n->src[PLAN_RUNNING_MEAN]), fdata(n->src[PLAN_RUNNING_VAR]),
+                      res_first, x->c, x->n, x->h * x->w, n->par.bn.eps);
     return DR_OK;
 }
 
@@ -201,15 +199,16 @@ static int run_bn_bwd(const struct plan *p, const struct plan_entry *e, int i)
     int rc = DR_OK, parts = 1;
     const struct plan_fuse_step *s = &e->steps[i];
     const struct plan_node *n = &p->nodes[i], *a = &p->nodes[s->act];
-    const struct tensor *x = n->u.bn_bwd.x;
-    TRY(backend_check_bn_parts(&parts, x, n->u.bn_bwd.save_mean, n->u.bn_bwd.save_invstd, NULL));
+    const struct tensor *x = n->src[PLAN_BWD_X];
+    TRY(backend_check_bn_parts(&parts, x, n->src[PLAN_BWD_SAVE_MEAN],
+                               n->src[PLAN_BWD_SAVE_INVSTD], NULL));
     EXPECT(parts == bn_parts(&p->nodes[s->fwd]), "bn backward: %d parts, the forward %d", parts,
            bn_parts(&p->nodes[s->fwd]));
-    bn_backward_fused_cpu(fdata(n->u.bn_bwd.dx), fdata(n->u.bn_bwd.dgamma),
-                          fdata(n->u.bn_bwd.dbeta), fdata(a->u.act_bwd.dy),
-                          e->coef + e->coef_at[s->fwd], fdata(x), fdata(n->u.bn_bwd.gamma),
-                          fdata(n->u.bn_bwd.save_invstd), x->c, x->n, x->h * x->w, parts,
-                          n->u.bn_bwd.accumulate);
+    bn_backward_fused_cpu(fdata(n->dst[PLAN_DX]), fdata(n->dst[PLAN_DGAMMA]),
+                          fdata(n->dst[PLAN_DBETA]), fdata(a->src[PLAN_DY]),
+                          e->coef + e->coef_at[s->fwd], fdata(x), fdata(n->src[PLAN_BWD_GAMMA]),
+                          fdata(n->src[PLAN_BWD_SAVE_INVSTD]), x->c, x->n, x->h * x->w, parts,
+                          PLAN_NODE_ACC(n, PLAN_DX));
 cleanup:
     return rc;
 }

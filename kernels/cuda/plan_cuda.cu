@@ -115,10 +115,10 @@ static struct cuda_conv_fused_args conv_fwd_args(const struct plan_node *conv,
 {
     struct cuda_conv_fused_args args = {};
     args.kind = CUDA_CONV_FUSED_FWD;
-    args.a = &conv->u.conv_fwd.a;
-    args.y = conv->u.conv_fwd.y;
-    args.x = pro ? bn_x : conv->u.conv_fwd.x;
-    args.w = conv->u.conv_fwd.w;
+    args.a = &conv->par.conv;
+    args.y = conv->dst[PLAN_Y];
+    args.x = pro ? bn_x : conv->src[PLAN_X];
+    args.w = conv->src[PLAN_W];
     args.pro = pro;
     args.sum = sum;
     args.sqsum = sqsum;
@@ -132,12 +132,12 @@ static void conv_add_args(struct cuda_conv_fused_args *args, const struct plan_n
                           const struct plan_node *add, const struct plan_node *res_bn,
                           const struct cuda_conv_prologue *res_pro)
 {
-    args->y = add->u.add_fwd.y;
+    args->y = add->dst[PLAN_Y];
     if (res_bn) {
-        args->res = res_bn->u.bn_fwd_train.x;
+        args->res = res_bn->src[PLAN_X];
         args->res_pro = res_pro;
     } else {
-        args->res = plan_fuse_add_other(add, conv->u.conv_fwd.y, NULL);
+        args->res = plan_fuse_add_other(add, conv->dst[PLAN_Y], NULL);
     }
 }
 
@@ -149,11 +149,11 @@ static struct cuda_conv_fused_args conv_wgrad_args(const struct plan_node *conv,
 {
     struct cuda_conv_fused_args args = {};
     args.kind = CUDA_CONV_FUSED_WGRAD;
-    args.a = &conv->u.conv_bwd.a;
-    args.dw = conv->u.conv_bwd.dw;
-    args.x = bn->u.bn_fwd_train.x;
-    args.w = conv->u.conv_bwd.w;
-    args.dy = conv->u.conv_bwd.dy;
+    args.a = &conv->par.conv;
+    args.dw = conv->dst[PLAN_DW];
+    args.x = bn->src[PLAN_X];
+    args.w = conv->src[PLAN_BWD_W];
+    args.dy = conv->src[PLAN_DY];
     args.pro = pro;
     return args;
 }
@@ -174,28 +174,28 @@ static struct cuda_conv_fused_args conv_dgrad_dbn_args(const struct plan_node *c
 {
     struct cuda_conv_fused_args args = {};
     args.kind = CUDA_CONV_FUSED_DGRAD_DBN;
-    args.a = &conv->u.conv_bwd.a;
+    args.a = &conv->par.conv;
     args.dz = dz;
     args.dscale = o->dscale;
     args.dbias = o->dbias;
     args.eq_dy = o->eq_dy;
     args.eq_x = o->eq_x;
     args.eq_b = o->eq_b;
-    args.dy = conv->u.conv_bwd.dy;
-    args.w = conv->u.conv_bwd.w;
-    args.x = bn->u.bn_fwd_train.x;
-    args.mean = (const float *)bn->u.bn_fwd_train.save_mean->data;
-    args.invstd = (const float *)bn->u.bn_fwd_train.save_invstd->data;
-    args.gamma = (const float *)bn->u.bn_fwd_train.gamma->data;
-    args.beta = (const float *)bn->u.bn_fwd_train.beta->data;
-    args.res = conv->u.conv_bwd.accumulate ? conv->u.conv_bwd.dx : NULL;
+    args.dy = conv->src[PLAN_DY];
+    args.w = conv->src[PLAN_BWD_W];
+    args.x = bn->src[PLAN_X];
+    args.mean = (const float *)bn->dst[PLAN_SAVE_MEAN]->data;
+    args.invstd = (const float *)bn->dst[PLAN_SAVE_INVSTD]->data;
+    args.gamma = (const float *)bn->src[PLAN_GAMMA]->data;
+    args.beta = (const float *)bn->src[PLAN_BETA]->data;
+    args.res = PLAN_NODE_ACC(conv, PLAN_DX) ? conv->dst[PLAN_DX] : NULL;
     return args;
 }
 
 /* Whether CONV_BWD node conv computes a weight gradient. */
 static int conv_has_dw(const struct plan_node *conv)
 {
-    return conv->u.conv_bwd.dw && conv->u.conv_bwd.dw->data;
+    return conv->dst[PLAN_DW] && conv->dst[PLAN_DW]->data;
 }
 
 /* Probe vectors for cuda_conv_fused_usable's trial (which reads them and writes nothing
@@ -245,17 +245,17 @@ static int conv_add_ok(void *user, const struct plan_node *conv, const struct pl
     struct fuse_asker *asker = (struct fuse_asker *)user;
     struct cuda_ctx *c = asker ? asker->c : NULL;
     float *probe = NULL;
-    const int width = conv->u.conv_fwd.x->c > conv->u.conv_fwd.w->n ? conv->u.conv_fwd.x->c
-                                                                     : conv->u.conv_fwd.w->n;
+    const int width = conv->src[PLAN_X]->c > conv->src[PLAN_W]->n ? conv->src[PLAN_X]->c
+                                                                   : conv->src[PLAN_W]->n;
     if (!c || c->dt == CUDA_F32 || probe_vectors(c, 3 * width, &probe) != DR_OK) return 0;
-    if (pro && !tensor_same_shape(pro->u.bn_fwd_train.x, conv->u.conv_fwd.x)) return 0;
-    const struct tensor *out = add ? add->u.add_fwd.y : conv->u.conv_fwd.y;
-    if (stats && !tensor_same_shape(stats->u.bn_fwd_train.x, out)) return 0;
-    if (res_bn && !tensor_same_shape(res_bn->u.bn_fwd_train.x, out)) return 0;
+    if (pro && !tensor_same_shape(pro->src[PLAN_X], conv->src[PLAN_X])) return 0;
+    const struct tensor *out = add ? add->dst[PLAN_Y] : conv->dst[PLAN_Y];
+    if (stats && !tensor_same_shape(stats->src[PLAN_X], out)) return 0;
+    if (res_bn && !tensor_same_shape(res_bn->src[PLAN_X], out)) return 0;
     const struct cuda_conv_prologue prologue = {probe, probe + width};
     const struct cuda_conv_prologue res_pro = {probe + 2 * width, probe + 3 * width};
     struct cuda_conv_fused_args args =
-        conv_fwd_args(conv, pro ? pro->u.bn_fwd_train.x : NULL, pro ? &prologue : NULL,
+        conv_fwd_args(conv, pro ? pro->src[PLAN_X] : NULL, pro ? &prologue : NULL,
                       stats ? probe + 4 * width : NULL, stats ? probe + 5 * width : NULL);
     if (add) conv_add_args(&args, conv, add, res_bn, res_bn ? &res_pro : NULL);
     return usable_or_not(asker, &args);
@@ -278,8 +278,8 @@ static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct pl
     struct fuse_asker *asker = (struct fuse_asker *)user;
     struct cuda_ctx *c = asker ? asker->c : NULL;
     float *probe = NULL;
-    const struct tensor *x = bn->u.bn_fwd_train.x;
-    if (!c || c->dt == CUDA_F32 || !tensor_same_shape(x, conv->u.conv_bwd.x) ||
+    const struct tensor *x = bn->src[PLAN_X];
+    if (!c || c->dt == CUDA_F32 || !tensor_same_shape(x, conv->src[PLAN_BWD_X]) ||
         probe_vectors(c, 3 * x->c, &probe) != DR_OK)
         return 0;
     const struct cuda_conv_prologue prologue = {probe, probe + x->c};
@@ -319,8 +319,8 @@ static int conv_wgrad_ok(void *user, const struct plan_node *conv, const struct 
     struct fuse_asker *asker = (struct fuse_asker *)user;
     struct cuda_ctx *c = asker ? asker->c : NULL;
     float *probe = NULL;
-    const struct tensor *x = bn->u.bn_fwd_train.x;
-    if (!c || c->dt == CUDA_F32 || !tensor_same_shape(x, conv->u.conv_bwd.x)) return 0;
+    const struct tensor *x = bn->src[PLAN_X];
+    if (!c || c->dt == CUDA_F32 || !tensor_same_shape(x, conv->src[PLAN_BWD_X])) return 0;
     if (!conv_has_dw(conv)) return 1;   /* nothing reads x */
     if (probe_vectors(c, x->c, &probe) != DR_OK) return 0;
     const struct cuda_conv_prologue prologue = {probe, probe + x->c};
@@ -448,17 +448,17 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
         if (!has_cbn(p, e->steps, i)) continue;
         e->cbn_at[i] = e->cbn_floats;
         /* 16-byte aligned vectors */
-        e->cbn_floats += (size_t)CBN_COUNT * (((size_t)p->nodes[i].u.bn_fwd_train.x->c + 3) / 4 * 4);
+        e->cbn_floats += (size_t)CBN_COUNT * (((size_t)p->nodes[i].src[PLAN_X]->c + 3) / 4 * 4);
     }
     TRY(buffer_fit(c, (void **)&e->cbn, &e->cbn_cap, &moved, e->cbn_floats, sizeof(float)));
     e->coef_floats = 0;
     for (int i = 0; i < p->count; i++) {
         if (!e->steps[i].keeps_coef) continue;
         const struct plan_node *n = &p->nodes[i];   /* a BN_FWD_TRAIN */
-        const int splits = n->u.bn_fwd_train.a.splits > 1 ? n->u.bn_fwd_train.a.splits : 1;
+        const int splits = n->par.bn.splits > 1 ? n->par.bn.splits : 1;
         e->coef_at[i] = e->coef_floats;
         /* 16-byte aligned pieces */
-        e->coef_floats += ((size_t)COEF_FWD_COUNT * splits * n->u.bn_fwd_train.x->c + 3) / 4 * 4;
+        e->coef_floats += ((size_t)COEF_FWD_COUNT * splits * n->src[PLAN_X]->c + 3) / 4 * 4;
     }
     TRY(buffer_fit(c, (void **)&e->coef, &e->coef_cap, &moved, e->coef_floats, sizeof(float)));
     e->stats_doubles = 0;
@@ -470,7 +470,7 @@ static int analyse(struct cuda_ctx *c, struct plan_entry *e, const struct plan *
         e->stats_at[i] = e->stats_doubles;
         /* 16-byte aligned pieces */
         e->stats_doubles +=
-            (cuda_bn_partial_count(bn->u.bn_fwd_train.x, &bn->u.bn_fwd_train.a) + 1) / 2 * 2;
+            (cuda_bn_partial_count(bn->src[PLAN_X], &bn->par.bn) + 1) / 2 * 2;
     }
     TRY(buffer_fit(c, (void **)&e->stats, &e->stats_cap, &moved, e->stats_doubles, sizeof(double)));
 cleanup:
@@ -524,7 +524,7 @@ cleanup:
 /* Vector v (CBN_*) of batch norm node i (has_cbn) in e's device buffer. */
 static float *cbn_vec(const struct plan_entry *e, const struct plan *p, int i, int v)
 {
-    const size_t padded = ((size_t)p->nodes[i].u.bn_fwd_train.x->c + 3) / 4 * 4;
+    const size_t padded = ((size_t)p->nodes[i].src[PLAN_X]->c + 3) / 4 * 4;
     return e->cbn + e->cbn_at[i] + (size_t)v * padded;
 }
 
@@ -537,7 +537,7 @@ static int run_conv_fwd(struct cuda_ctx *c, const struct plan *p, const struct p
     if (s->fwd >= 0)   /* the input is the batch norm's x, read through its apply */
         pro = {cbn_vec(e, p, s->fwd, CBN_SCALE), cbn_vec(e, p, s->fwd, CBN_BIAS)};
     struct cuda_conv_fused_args args = conv_fwd_args(
-        n, s->fwd >= 0 ? p->nodes[s->fwd].u.bn_fwd_train.x : NULL, s->fwd >= 0 ? &pro : NULL,
+        n, s->fwd >= 0 ? p->nodes[s->fwd].src[PLAN_X] : NULL, s->fwd >= 0 ? &pro : NULL,
         s->stats >= 0 ? cbn_vec(e, p, s->stats, CBN_SUM) : NULL,
         s->stats >= 0 ? cbn_vec(e, p, s->stats, CBN_SQSUM) : NULL);
     struct cuda_conv_prologue res_pro = {NULL, NULL};
@@ -573,15 +573,15 @@ static int run_conv_bwd(struct cuda_ctx *c, const struct plan *p, const struct p
     TRY(run_wgrad_pro(c, p, e, s->fwd, n));
     {
         const struct conv_dbn_out o = {
-            m->u.bn_bwd.dgamma && m->u.bn_bwd.dgamma->data ? (float *)m->u.bn_bwd.dgamma->data
+            m->dst[PLAN_DGAMMA] && m->dst[PLAN_DGAMMA]->data ? (float *)m->dst[PLAN_DGAMMA]->data
                                                            : cbn_vec(e, p, s->fwd, CBN_DSCALE),
-            m->u.bn_bwd.dbeta && m->u.bn_bwd.dbeta->data ? (float *)m->u.bn_bwd.dbeta->data
+            m->dst[PLAN_DBETA] && m->dst[PLAN_DBETA]->data ? (float *)m->dst[PLAN_DBETA]->data
                                                          : cbn_vec(e, p, s->fwd, CBN_DBIAS),
             cbn_vec(e, p, s->fwd, CBN_EQ_DY), cbn_vec(e, p, s->fwd, CBN_EQ_X),
             cbn_vec(e, p, s->fwd, CBN_EQ_B)};
         /* dz: the BN_BWD's dy, the ReLU backward's dx */
         const struct cuda_conv_fused_args args =
-            conv_dgrad_dbn_args(n, bn, p->nodes[s->act].u.act_bwd.dx, &o);
+            conv_dgrad_dbn_args(n, bn, p->nodes[s->act].dst[PLAN_DX], &o);
         TRY(cuda_conv_fused_run(c, &args));
     }
 cleanup:
@@ -612,12 +612,12 @@ static int run_bn_coef(struct cuda_ctx *c, const struct plan *p, const struct pl
     const struct cuda_bn_sums sums = taken_sums(p, e, i);
     float *coef = e->coef + e->coef_at[i];
     TRY(cuda_bn_train_fused(c, NULL, NULL, NULL, NULL, NULL, coef, s->stats >= 0 ? &sums : NULL,
-                            n->u.bn_fwd_train.save_mean, n->u.bn_fwd_train.save_invstd,
-                            n->u.bn_fwd_train.running_mean, n->u.bn_fwd_train.running_var,
-                            n->u.bn_fwd_train.x, n->u.bn_fwd_train.gamma,
-                            n->u.bn_fwd_train.beta, &n->u.bn_fwd_train.a));
+                            n->dst[PLAN_SAVE_MEAN], n->dst[PLAN_SAVE_INVSTD],
+                            n->dst[PLAN_RUNNING_MEAN], n->dst[PLAN_RUNNING_VAR],
+                            n->src[PLAN_X], n->src[PLAN_GAMMA],
+                            n->src[PLAN_BETA], &n->par.bn));
     TRY(cuda_bn_prologue_from_coef(c, cbn_vec(e, p, i, CBN_SCALE), cbn_vec(e, p, i, CBN_BIAS),
-                                   coef, n->u.bn_fwd_train.x->c));
+                                   coef, n->src[PLAN_X]->c));
 cleanup:
     return rc;
 }
@@ -629,10 +629,10 @@ static int run_conv_bwd_pro(struct cuda_ctx *c, const struct plan *p, const stru
 {
     int rc = DR_OK;
     TRY(run_wgrad_pro(c, p, e, s->fwd, n));
-    if (n->u.conv_bwd.dx && n->u.conv_bwd.dx->data)
-        TRY(cuda_conv_backward(c, n->u.conv_bwd.dx, NULL, NULL, n->u.conv_bwd.dy,
-                               n->u.conv_bwd.x, n->u.conv_bwd.w, &n->u.conv_bwd.a,
-                               n->u.conv_bwd.accumulate));
+    if (n->dst[PLAN_DX] && n->dst[PLAN_DX]->data)
+        TRY(cuda_conv_backward(c, n->dst[PLAN_DX], NULL, NULL, n->src[PLAN_DY],
+                               n->src[PLAN_BWD_X], n->src[PLAN_BWD_W], &n->par.conv,
+                               PLAN_NODE_ACC(n, PLAN_DX)));
 cleanup:
     return rc;
 }
@@ -645,20 +645,20 @@ static int run_add(struct cuda_ctx *c, const struct plan *p, const struct plan_e
 {
     const struct plan_fuse_step *s = &e->steps[i];
     const struct plan_node *n = &p->nodes[i];
-    const struct tensor *a = n->u.add_fwd.a, *b = n->u.add_fwd.b;
+    const struct tensor *a = n->src[PLAN_ADD_A], *b = n->src[PLAN_ADD_B];
     const float *a_coef = NULL;
     if (s->kind == PLAN_FUSE_ADD_PRO) {
         const struct plan_node *bn = &p->nodes[s->fwd];
-        const struct tensor *act = p->nodes[e->steps[s->fwd].act].u.act_fwd.y;
+        const struct tensor *act = p->nodes[e->steps[s->fwd].act].dst[PLAN_Y];
         b = plan_fuse_add_other(n, act, NULL);
-        a = bn->u.bn_fwd_train.x;   /* the sum's order does not change its bits */
+        a = bn->src[PLAN_X];   /* the sum's order does not change its bits */
         a_coef = e->coef + e->coef_at[s->fwd];
     }
     const struct plan_node *sb = s->stats >= 0 ? &p->nodes[s->stats] : NULL;
-    return cuda_add_fused(c, n->u.add_fwd.y, sb ? e->stats + e->stats_at[i] : NULL,
-                          a, a_coef, b, sb ? sb->u.bn_fwd_train.save_mean : NULL,
-                          sb ? sb->u.bn_fwd_train.save_invstd : NULL,
-                          sb ? &sb->u.bn_fwd_train.a : NULL);
+    return cuda_add_fused(c, n->dst[PLAN_Y], sb ? e->stats + e->stats_at[i] : NULL,
+                          a, a_coef, b, sb ? sb->dst[PLAN_SAVE_MEAN] : NULL,
+                          sb ? sb->dst[PLAN_SAVE_INVSTD] : NULL,
+                          sb ? &sb->par.bn : NULL);
 }
 
 /* Runs node i of p as its step says. */
@@ -671,7 +671,7 @@ static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_
     const struct pool_attr *pa = NULL;   /* the folded pool's (plan_fuse_step.pool) */
     if (s->pool >= 0) {
         const struct plan_node *q = &p->nodes[s->pool];
-        pa = q->op == PLAN_POOL_FWD ? &q->u.pool_fwd.a : &q->u.pool_bwd.a;
+        pa = &q->par.pool;   /* POOL_FWD or POOL_BWD */
         pool = (struct cuda_bn_pool){pa->kh, pa->kw};
     }
     switch (s->kind) {
@@ -682,43 +682,44 @@ static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_
         const struct plan_node *a = s->act >= 0 ? &p->nodes[s->act] : NULL;
         const struct cuda_bn_sums sums = taken_sums(p, e, i);
         const struct plan_node *q = s->add >= 0 ? &p->nodes[s->add] : NULL;
-        if (a) act = (struct cuda_bn_act){a->u.act_fwd.kind, a->u.act_fwd.alpha};
-        return cuda_bn_train_fused(c, s->keep_y || !a ? n->u.bn_fwd_train.y : NULL,
-                                   pa ? p->nodes[s->pool].u.pool_fwd.y
-                                   : q ? q->u.add_fwd.y
-                                   : a ? a->u.act_fwd.y
+        if (a) act = (struct cuda_bn_act){a->par.act.kind, a->par.act.alpha};
+        return cuda_bn_train_fused(c, s->keep_y || !a ? n->dst[PLAN_Y] : NULL,
+                                   pa ? p->nodes[s->pool].dst[PLAN_Y]
+                                   : q ? q->dst[PLAN_Y]
+                                   : a ? a->dst[PLAN_Y]
                                        : NULL,
-                                   q ? plan_fuse_add_other(q, a->u.act_fwd.y, NULL) : NULL,
+                                   q ? plan_fuse_add_other(q, a->dst[PLAN_Y], NULL) : NULL,
                                    a ? &act : NULL, pa ? &pool : NULL,
                                    s->keeps_coef ? e->coef + e->coef_at[i] : NULL,
                                    s->stats >= 0 ? &sums : NULL,
-                                   n->u.bn_fwd_train.save_mean, n->u.bn_fwd_train.save_invstd,
-                                   n->u.bn_fwd_train.running_mean, n->u.bn_fwd_train.running_var,
-                                   n->u.bn_fwd_train.x, n->u.bn_fwd_train.gamma,
-                                   n->u.bn_fwd_train.beta, &n->u.bn_fwd_train.a);
+                                   n->dst[PLAN_SAVE_MEAN], n->dst[PLAN_SAVE_INVSTD],
+                                   n->dst[PLAN_RUNNING_MEAN], n->dst[PLAN_RUNNING_VAR],
+                                   n->src[PLAN_X], n->src[PLAN_GAMMA],
+                                   n->src[PLAN_BETA], &n->par.bn);
     }
     case PLAN_FUSE_BN_EVAL: {
         const struct plan_node *a = &p->nodes[s->act];
         const struct plan_node *q = s->add >= 0 ? &p->nodes[s->add] : NULL;
-        act = (struct cuda_bn_act){a->u.act_fwd.kind, a->u.act_fwd.alpha};
-        return cuda_bn_eval_fused(c, s->keep_y ? n->u.bn_fwd_eval.y : NULL,
-                                  pa ? p->nodes[s->pool].u.pool_fwd.y
-                                  : q ? q->u.add_fwd.y
-                                      : a->u.act_fwd.y,
-                                  q ? plan_fuse_add_other(q, a->u.act_fwd.y, NULL) : NULL, &act,
-                                  pa ? &pool : NULL, n->u.bn_fwd_eval.x, n->u.bn_fwd_eval.gamma,
-                                  n->u.bn_fwd_eval.beta, n->u.bn_fwd_eval.running_mean,
-                                  n->u.bn_fwd_eval.running_var, &n->u.bn_fwd_eval.a);
+        act = (struct cuda_bn_act){a->par.act.kind, a->par.act.alpha};
+        return cuda_bn_eval_fused(c, s->keep_y ? n->dst[PLAN_Y] : NULL,
+                                  pa ? p->nodes[s->pool].dst[PLAN_Y]
+                                  : q ? q->dst[PLAN_Y]
+                                      : a->dst[PLAN_Y],
+                                  q ? plan_fuse_add_other(q, a->dst[PLAN_Y], NULL) : NULL, &act,
+                                  pa ? &pool : NULL, n->src[PLAN_X], n->src[PLAN_GAMMA],
+                                  n->src[PLAN_BETA], n->src[PLAN_RUNNING_MEAN],
+                                  n->src[PLAN_RUNNING_VAR], &n->par.bn);
     }
     case PLAN_FUSE_BN_BWD: {
         const struct plan_node *a = &p->nodes[s->act];
-        act = (struct cuda_bn_act){a->u.act_bwd.kind, a->u.act_bwd.alpha};
+        act = (struct cuda_bn_act){a->par.act.kind, a->par.act.alpha};
         /* with a pool folded in, its dy instead of the activation's */
-        return cuda_bn_backward_fused(c, n->u.bn_bwd.dx, n->u.bn_bwd.dgamma, n->u.bn_bwd.dbeta,
-                                      pa ? p->nodes[s->pool].u.pool_bwd.dy : a->u.act_bwd.dy,
+        return cuda_bn_backward_fused(c, n->dst[PLAN_DX], n->dst[PLAN_DGAMMA], n->dst[PLAN_DBETA],
+                                      pa ? p->nodes[s->pool].src[PLAN_DY] : a->src[PLAN_DY],
                                       &act, pa ? &pool : NULL, e->coef + e->coef_at[s->fwd],
-                                      n->u.bn_bwd.x, n->u.bn_bwd.gamma, n->u.bn_bwd.save_mean,
-                                      n->u.bn_bwd.save_invstd, n->u.bn_bwd.accumulate);
+                                      n->src[PLAN_BWD_X], n->src[PLAN_BWD_GAMMA],
+                                      n->src[PLAN_BWD_SAVE_MEAN], n->src[PLAN_BWD_SAVE_INVSTD],
+                                      PLAN_NODE_ACC(n, PLAN_DX));
     }
     case PLAN_FUSE_ADD_STATS:
     case PLAN_FUSE_ADD_PRO: return run_add(c, p, e, i);
@@ -726,18 +727,18 @@ static int run_step(struct cuda_ctx *c, const struct plan *p, const struct plan_
     case PLAN_FUSE_CONV_BWD: return run_conv_bwd(c, p, e, s, n);
     case PLAN_FUSE_BN_SUMS:
         return cuda_bn_sums_finalize(c, cbn_vec(e, p, i, CBN_SCALE), cbn_vec(e, p, i, CBN_BIAS),
-                                     n->u.bn_fwd_train.save_mean, n->u.bn_fwd_train.save_invstd,
-                                     n->u.bn_fwd_train.running_mean,
-                                     n->u.bn_fwd_train.running_var, cbn_vec(e, p, i, CBN_SUM),
-                                     cbn_vec(e, p, i, CBN_SQSUM), n->u.bn_fwd_train.gamma,
-                                     n->u.bn_fwd_train.beta, n->u.bn_fwd_train.x,
-                                     &n->u.bn_fwd_train.a);
+                                     n->dst[PLAN_SAVE_MEAN], n->dst[PLAN_SAVE_INVSTD],
+                                     n->dst[PLAN_RUNNING_MEAN],
+                                     n->dst[PLAN_RUNNING_VAR], cbn_vec(e, p, i, CBN_SUM),
+                                     cbn_vec(e, p, i, CBN_SQSUM), n->src[PLAN_GAMMA],
+                                     n->src[PLAN_BETA], n->src[PLAN_X],
+                                     &n->par.bn);
     case PLAN_FUSE_BN_APPLY:
-        if (!n->u.bn_bwd.dx || !n->u.bn_bwd.dx->data) return DR_OK;
+        if (!n->dst[PLAN_DX] || !n->dst[PLAN_DX]->data) return DR_OK;
         /* the coefficients are the forward batch norm's (s->fwd) */
-        return cuda_bn_eq_apply(c, n->u.bn_bwd.dx, n->u.bn_bwd.dy, n->u.bn_bwd.x,
+        return cuda_bn_eq_apply(c, n->dst[PLAN_DX], n->src[PLAN_DY], n->src[PLAN_BWD_X],
                                 cbn_vec(e, p, s->fwd, CBN_EQ_DY), cbn_vec(e, p, s->fwd, CBN_EQ_X),
-                                cbn_vec(e, p, s->fwd, CBN_EQ_B), n->u.bn_bwd.accumulate);
+                                cbn_vec(e, p, s->fwd, CBN_EQ_B), PLAN_NODE_ACC(n, PLAN_DX));
     case PLAN_FUSE_RUN:
     case PLAN_FUSE_KIND_COUNT: break;
     }

@@ -90,20 +90,20 @@ static int write_random(struct net *n, struct tensor *t, unsigned seed)
 static void node_conv(struct net *n)
 {
     struct plan_node *d = plan_append(&n->plan, PLAN_CONV_FWD, PLAN_PHASE_FORWARD, 0);
-    d->u.conv_fwd.y = &n->y;
-    d->u.conv_fwd.x = &n->x;
-    d->u.conv_fwd.w = &n->w;
-    d->u.conv_fwd.a.k = 3;
-    d->u.conv_fwd.a.stride = 1;
-    d->u.conv_fwd.a.pad = 1;
+    d->dst[PLAN_Y] = &n->y;
+    d->src[PLAN_X] = &n->x;
+    d->src[PLAN_W] = &n->w;
+    d->par.conv.k = 3;
+    d->par.conv.stride = 1;
+    d->par.conv.pad = 1;
 }
 
 static void node_relu(struct net *n)
 {
     struct plan_node *d = plan_append(&n->plan, PLAN_ACT_FWD, PLAN_PHASE_FORWARD, 2);
-    d->u.act_fwd.y = &n->a;
-    d->u.act_fwd.x = &n->z;
-    d->u.act_fwd.kind = ACT_RELU;
+    d->dst[PLAN_Y] = &n->a;
+    d->src[PLAN_X] = &n->z;
+    d->par.act.kind = ACT_RELU;
 }
 
 /* Allocates and fills the plan's tensors (in the order of net_tensors) and builds the
@@ -148,36 +148,36 @@ static int net_build(struct net *n)
 
     node_conv(n);
     struct plan_node *d = plan_append(&n->plan, PLAN_BN_FWD_TRAIN, PLAN_PHASE_FORWARD, 1);
-    d->u.bn_fwd_train.y = &n->z;
-    d->u.bn_fwd_train.save_mean = &n->mean;
-    d->u.bn_fwd_train.save_invstd = &n->invstd;
-    d->u.bn_fwd_train.running_mean = &n->rmean;
-    d->u.bn_fwd_train.running_var = &n->rvar;
-    d->u.bn_fwd_train.x = &n->y;
-    d->u.bn_fwd_train.gamma = &n->gamma;
-    d->u.bn_fwd_train.beta = &n->beta;
-    d->u.bn_fwd_train.a.eps = 1e-5f;
-    d->u.bn_fwd_train.a.momentum = 0.1f;
+    d->dst[PLAN_Y] = &n->z;
+    d->dst[PLAN_SAVE_MEAN] = &n->mean;
+    d->dst[PLAN_SAVE_INVSTD] = &n->invstd;
+    d->dst[PLAN_RUNNING_MEAN] = &n->rmean;
+    d->dst[PLAN_RUNNING_VAR] = &n->rvar;
+    d->src[PLAN_X] = &n->y;
+    d->src[PLAN_GAMMA] = &n->gamma;
+    d->src[PLAN_BETA] = &n->beta;
+    d->par.bn.eps = 1e-5f;
+    d->par.bn.momentum = 0.1f;
     node_relu(n);
     d = plan_append(&n->plan, PLAN_FLATTEN_FWD, PLAN_PHASE_FORWARD, 3);
-    d->u.flatten_fwd.y = &n->flat;
-    d->u.flatten_fwd.x = &n->a;
+    d->dst[PLAN_Y] = &n->flat;
+    d->src[PLAN_X] = &n->a;
     d = plan_append(&n->plan, PLAN_LINEAR_FWD, PLAN_PHASE_FORWARD, 4);
-    d->u.linear_fwd.y = &n->logits;
-    d->u.linear_fwd.x = &n->flat;
-    d->u.linear_fwd.w = &n->wl;
+    d->dst[PLAN_Y] = &n->logits;
+    d->src[PLAN_X] = &n->flat;
+    d->src[PLAN_W] = &n->wl;
     d = plan_append(&n->plan, PLAN_XENT_FWD, PLAN_PHASE_LOSS, -1);
-    d->u.xent_fwd.stats = &n->stats;   /* accumulates: a run that is skipped shows */
-    d->u.xent_fwd.probs = &n->probs;
-    d->u.xent_fwd.logits = &n->logits;
-    d->u.xent_fwd.labels = &n->labels;
-    d->u.xent_fwd.smoothing = 0.2f;
+    d->dst[PLAN_XENT_STATS] = &n->stats;   /* accumulates: a run that is skipped shows */
+    d->dst[PLAN_XENT_PROBS] = &n->probs;
+    d->src[PLAN_XENT_LOGITS] = &n->logits;
+    d->src[PLAN_XENT_LABELS] = &n->labels;
+    d->par.xent.smoothing = 0.2f;
     d = plan_append(&n->plan, PLAN_XENT_BWD, PLAN_PHASE_LOSS, -1);
-    d->u.xent_bwd.dlogits = &n->dlogits;
-    d->u.xent_bwd.probs = &n->probs;
-    d->u.xent_bwd.labels = &n->labels;
-    d->u.xent_bwd.smoothing = 0.2f;
-    d->u.xent_bwd.scale = 1.0f / B;
+    d->dst[PLAN_XENT_DLOGITS] = &n->dlogits;
+    d->src[PLAN_XENT_BWD_PROBS] = &n->probs;
+    d->src[PLAN_XENT_LABELS] = &n->labels;
+    d->par.xent.smoothing = 0.2f;
+    d->par.xent.scale = 1.0f / B;
     n->plan.replayable = 1;
     return 0;
 }

@@ -643,8 +643,8 @@ static void test_conv_bn(void)
     /* hardswish: the convolutions' graphs apply ReLU only (cuDNN has no pointwise mode
      * for hardswish), so the batch norm stays out of them and its fused passes (our own
      * kernels) take the activation; the convolution still sums for the batch norm */
-    p.nodes[2].u.act_fwd.kind = ACT_HARDSWISH;
-    p.nodes[6].u.act_bwd.kind = ACT_HARDSWISH;
+    p.nodes[2].par.act.kind = ACT_HARDSWISH;
+    p.nodes[6].par.act.kind = ACT_HARDSWISH;
     conv_answer.fwd_asked = conv_answer.bwd_asked = 0;
     expect_steps("hardswish: not inside the convolutions", &p, &CONV_CAPS, stats_fusion, 5);
     CHECK(conv_answer.bwd_asked == 0);

@@ -21,12 +21,10 @@ const char *cfg_diag_file_name(struct cfg_diag *d, const char *file)
         if (strncmp(s, d->include_dir, dl) == 0 && s[dl] == '/' && strcmp(s + dl + 1, file) == 0)
             return s;
     }
-    char **grown = realloc(d->shown, (size_t)(d->n_shown + 1) * sizeof(*grown));
-    if (!grown) {
+    if (grow_reserve(&d->shown, &d->cap_shown, d->n_shown + 1, 4, sizeof *d->shown) != DR_OK) {
         d->nomem = 1;
         return file;
     }
-    d->shown = grown;
     char *joined = malloc(dl + fl + 2);
     if (!joined) {
         d->nomem = 1;
@@ -172,5 +170,5 @@ void cfg_diag_free(struct cfg_diag *d)
     d->msgs = NULL;
     d->files = NULL;
     d->shown = NULL;
-    d->count = d->cap = d->n_files = d->cap_files = d->n_shown = 0;
+    d->count = d->cap = d->n_files = d->cap_files = d->n_shown = d->cap_shown = 0;
 }

@@ -3,6 +3,7 @@
  * (key, value, type) row, in document order. This is what the results store's params
  * table holds and what report, export, plot and diff compare. Part of the public
  * interface engine/core/experiment.h (it parses text, not a loaded tree). */
+#include <limits.h>
 #include <libconfig.h>
 #include <math.h>
 #include <stdio.h>
@@ -44,10 +45,10 @@ static void format_float(char *buf, size_t n, double v)
     }
 }
 
-/* A growable string. */
+/* A growable string (len chars and its NUL in cap bytes). */
 struct sbuf {
     char *s;
-    size_t len, cap;
+    int len, cap;
     int nomem;
 };
 
@@ -55,19 +56,13 @@ static void sbuf_add(struct sbuf *b, const char *text)
 {
     size_t n = strlen(text);
     if (b->nomem) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->nomem = 1;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
+    if (n >= (size_t)INT_MAX - (size_t)b->len ||
+        grow_reserve(&b->s, &b->cap, b->len + (int)n + 1, 64, 1) != DR_OK) {
+        b->nomem = 1;
+        return;
     }
     memcpy(b->s + b->len, text, n + 1);
-    b->len += n;
+    b->len += (int)n;
 }
 
 /* Appends the libconfig text of scalar s; strings quoted (inside a list) or bare. */

@@ -54,7 +54,7 @@ struct cfg_diag {
     const char *main_file;
     char *include_dir;       /* the main file's directory, NULL for "." (owned) */
     char **shown;            /* included files' names as shown: include_dir/name */
-    int n_shown;
+    int n_shown, cap_shown;
     const char **files;  /* ranks: files[i] has rank i */
     int n_files, cap_files;
     struct cfg_msg *msgs;

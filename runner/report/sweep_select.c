@@ -10,14 +10,15 @@
 int sweep_select_join(int64_t **ids, int *n, const int64_t *add, int n_add)
 {
     int rc = DR_OK;
+    if (n_add <= 0) return DR_OK;
+    /* room for every id of add at once: one allocation per call, not one per id */
+    int64_t *grown = realloc(*ids, ((size_t)*n + (size_t)n_add) * sizeof *grown);
+    CHECK_ALLOC(grown, "experiment ids");
+    *ids = grown;
     for (int i = 0; i < n_add; i++) {
         int seen = 0;
         for (int k = 0; k < *n && !seen; k++) seen = (*ids)[k] == add[i];
-        if (seen) continue;
-        int64_t *grown = realloc(*ids, (size_t)(*n + 1) * sizeof *grown);
-        CHECK_ALLOC(grown, "experiment ids");
-        *ids = grown;
-        (*ids)[(*n)++] = add[i];
+        if (!seen) (*ids)[(*n)++] = add[i];
     }
 cleanup:
     return rc;

@@ -16,8 +16,9 @@ int sweep_select_split(int64_t **members, int *n_members, const char ***grid, in
                        struct results *db, const char *const *sweeps, int n,
                        const char *name);
 
-/* Appends the ids of add that *ids (n of them, malloc'd) lacks, growing it. DR_OK or
- * DR_ERR_NOMEM. */
+/* Appends the ids of add that *ids (n of them, malloc'd or NULL) lacks, each once, growing
+ * it by one allocation for the whole of add. DR_OK or DR_ERR_NOMEM (then *ids and *n are
+ * as they were, or *ids is the same ids in a larger block). */
 int sweep_select_join(int64_t **ids, int *n, const int64_t *add, int n_add);
 
 #endif

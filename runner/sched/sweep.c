@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/core/experiment.h"
+#include "base/grow.h"
 #include "base/status.h"
+#include "engine/core/experiment.h"
 
 static void dim_free(struct sweep_dim *d)
 {
@@ -71,12 +72,11 @@ static int split_values(struct sweep_dim *d, const char *v)
                 free(one);
                 return -2;
             }
-            char **grown = realloc(d->values, (size_t)(d->n_values + 1) * sizeof(*grown));
-            if (!grown) {
+            if (grow_reserve(&d->values, &d->cap_values, d->n_values + 1, 4,
+                             sizeof *d->values) != DR_OK) {
                 free(one);
                 return DR_ERR_NOMEM;
             }
-            d->values = grown;
             d->values[d->n_values++] = one;
             start = p + 1;
             if (!c) return DR_OK;
@@ -266,12 +266,14 @@ int sweep_log_axes(struct sweep_log *l, const struct sweep *s)
             if (v) strcat(vals, ",");
             strcat(vals, dim->values[v]);
         }
-        char **keys = realloc(l->keys, (size_t)(l->n_axes + 1) * sizeof *keys);
-        CHECK_ALLOC(keys, "the sweep axes");
-        l->keys = keys;
-        char **all = realloc(l->vals, (size_t)(l->n_axes + 1) * sizeof *all);
-        CHECK_ALLOC(all, "the sweep axes");
-        l->vals = all;
+        if (l->n_axes == l->cap_axes) {
+            /* keys and vals share one capacity: grow a copy of it for each */
+            int cap_keys = l->cap_axes, cap_vals = l->cap_axes;
+            if (grow_reserve(&l->keys, &cap_keys, l->n_axes + 1, 4, sizeof *l->keys) != DR_OK ||
+                grow_reserve(&l->vals, &cap_vals, l->n_axes + 1, 4, sizeof *l->vals) != DR_OK)
+                FAIL(DR_ERR_NOMEM, "out of memory allocating %s", "the sweep axes");
+            l->cap_axes = cap_vals;
+        }
         l->keys[l->n_axes] = strdup(dim->key);
         CHECK_ALLOC(l->keys[l->n_axes], "a sweep axis");
         l->vals[l->n_axes++] = vals;
@@ -285,9 +287,9 @@ cleanup:
 int sweep_log_member(struct sweep_log *l, int index)
 {
     int rc = DR_OK;
-    int *grown = realloc(l->members, (size_t)(l->n_members + 1) * sizeof *grown);
-    CHECK_ALLOC(grown, "the sweep members");
-    l->members = grown;
+    if (grow_reserve(&l->members, &l->cap_members, l->n_members + 1, 16,
+                     sizeof *l->members) != DR_OK)
+        FAIL(DR_ERR_NOMEM, "out of memory allocating %s", "the sweep members");
     l->members[l->n_members++] = index;
 cleanup:
     return rc;

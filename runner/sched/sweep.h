@@ -11,7 +11,7 @@
 struct sweep_dim {
     char *key;        /* "train.batch_size" */
     char **values;    /* libconfig text of each value, e.g. "512", "[0,5,24]" */
-    int n_values;
+    int n_values, cap_values;
 };
 
 struct sweep {
@@ -57,10 +57,10 @@ void sweep_strip_resolved(char *resolved);
  * the same key) and, per combination in grid order, the index of its experiment in the
  * batch (a combination identical to an earlier one points at the same experiment). */
 struct sweep_log {
-    char **keys, **vals;
-    int n_axes;
+    char **keys, **vals;     /* n_axes each, under one capacity cap_axes */
+    int n_axes, cap_axes;
     int *members;
-    int n_members;
+    int n_members, cap_members;
 };
 
 /* Adds the dimensions of s whose key l does not have yet. DR_OK or DR_ERR_NOMEM. */

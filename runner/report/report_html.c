@@ -6,6 +6,7 @@
  * on a desktop or a phone. All text from the database is escaped. */
 #include "report_internal.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,10 +216,14 @@ static int html_summary(FILE *f, const struct report *r)
         goto cleanup;
     }
     fputs("<p class=\"note\">Each experiment against the first one: differences, the "
-          "two-sided p-values of Welch's t-test and the Mann-Whitney U test, and the "
-          "smallest difference the runs so far detect with power 0.8 at alpha 0.05 "
-          "(t-test for the mean accuracy, Mann-Whitney U for the median train time).</p>\n",
-          f);
+          "two-sided p-values of Welch's t-test (of the mean accuracy) and the Mann-Whitney "
+          "U test, and the smallest difference the runs so far detect with power 0.8 at "
+          "alpha 0.05 (t-test for the mean accuracy, the Mann-Whitney U test printed for the "
+          "median train time).</p>\n", f);
+    char p_note[128];
+    report_p_note(p_note, sizeof p_note, r);
+    fprintf(f, "<p class=\"note\" id=\"p-note\">%c%s.</p>\n",
+            toupper((unsigned char)p_note[0]), p_note + 1);
     keep[1] = 0;
     html_grid(f, &g, first_cmp, g.rows, keep, "comparisons");
     fputs("</section>\n", f);

@@ -1,8 +1,9 @@
 /* `dawnrun power EXPERIMENT...`: how many seeds per experiment a comparison needs to
  * detect a given difference in mean accuracy (two-sample t-test) and in median train
  * time (the Mann-Whitney U test the report prints, exact where it is), from the spread of
- * the done runs, and the smallest differences the runs so far detect (or that none can). Each experiment is compared with the
- * first; one experiment alone with a twin of the same spread. Read-only. */
+ * the done runs, and the smallest differences the runs so far detect (or that none can).
+ * Each experiment is compared with the first; one experiment alone with a twin of the
+ * same spread. Read-only. */
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>

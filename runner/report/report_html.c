@@ -96,6 +96,9 @@ static int load_exp(struct html_exp *h, struct results *db, const struct report 
         h->plot_runs[k].seed = h->runs[k].seed;
         h->plot_runs[k].epochs = h->epochs[k];
         h->plot_runs[k].n_epochs = h->n_epochs[k];
+        h->plot_runs[k].has_final =
+            h->runs[k].status == RUN_DONE && !isnan(h->runs[k].final_test_acc);
+        h->plot_runs[k].final_acc = h->runs[k].final_test_acc;
     }
     TRY(make_label(h, r, i));
 cleanup:

@@ -14,12 +14,13 @@
 db=$TMP/decide.db
 a=$TMP/a.cfg
 b=$TMP/b.cfg
-sed 's/epochs = 4;/epochs = 3;/; s/cutout = 8;/cutout = 0;/; s/test_subset = 1000;/test_subset = 500;/' \
-    "$TINY" >"$a"
+sed 's/epochs = 4;/epochs = 3;/; s/cutout = 8;/cutout = 0;/;
+     s/test_subset = 1000;/test_subset = 500;/' "$TINY" >"$a"
 sed 's/name = "e2e-tiny"/name = "tiny-lr0"/; s/values = (0.0, 0.4, 0.0)/values = (0.0, 0.0, 0.0)/;
      s/epochs = 4;/epochs = 1;/; s/train_subset = 2560;/train_subset = 128;/;
      s/test_subset = 1000;/test_subset = 500;/' "$TINY" >"$b"
-grep -q 'epochs = 3;' "$a" && grep -q 'cutout = 0;' "$a" || fail "the three-epoch config was not made"
+grep -q 'epochs = 3;' "$a" && grep -q 'cutout = 0;' "$a" ||
+    fail "the three-epoch config was not made"
 grep -q 'values = (0.0, 0.0, 0.0)' "$b" && grep -q 'train_subset = 128;' "$b" ||
     fail "the lr-0 config was not made"
 : >"$db"

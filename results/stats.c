@@ -99,19 +99,21 @@ static int cmp_ranked(const void *pa, const void *pb)
     return cmp_double(&((const struct ranked *)pa)->value, &((const struct ranked *)pb)->value);
 }
 
-/* Exact two-sided p-value of U (no ties): counts c(i, j, u), the orderings of i values of
- * a and j of b with u pairs (a > b), by the recurrence on the largest value,
- * c(i, j, u) = c(i - 1, j, u - j) + c(i, j - 1, u), then
- * p = 2 P(U >= max(u, na nb - u)), at most 1. Counts are doubles (relative precision). */
-static int mwu_exact_p(double *p, double u, int na, int nb)
+/* The null distribution of U (no ties) for na, nb values: dist[u] (u = 0 .. na nb),
+ * counts of the orderings with u pairs (a > b), by the recurrence on the largest value,
+ * c(i, j, u) = c(i - 1, j, u - j) + c(i, j - 1, u). Counts are doubles (relative
+ * precision). *dist is malloc'd (na nb + 1 entries). */
+static int mwu_null_counts(double **dist, int na, int nb)
 {
     int rc = DR_OK;
     int umax = na * nb;
     size_t row = (size_t)umax + 1;
     double *prev = calloc((size_t)(nb + 1) * row, sizeof *prev);
     double *cur = calloc((size_t)(nb + 1) * row, sizeof *cur);
+    *dist = malloc(row * sizeof **dist);
     CHECK_ALLOC(prev, "exact U distribution");
     CHECK_ALLOC(cur, "exact U distribution");
+    CHECK_ALLOC(*dist, "exact U distribution");
     for (int j = 0; j <= nb; j++) prev[(size_t)j * row] = 1.0;   /* i = 0: only u = 0 */
     for (int i = 1; i <= na; i++) {
         memset(cur, 0, (size_t)(nb + 1) * row * sizeof *cur);
@@ -126,7 +128,24 @@ static int mwu_exact_p(double *p, double u, int na, int nb)
         prev = cur;
         cur = t;
     }
-    const double *dist = prev + (size_t)nb * row;
+    memcpy(*dist, prev + (size_t)nb * row, row * sizeof **dist);
+cleanup:
+    if (rc != DR_OK) {
+        free(*dist);
+        *dist = NULL;
+    }
+    free(prev);
+    free(cur);
+    return rc;
+}
+
+/* Exact two-sided p-value of U (no ties): p = 2 P(U >= max(u, na nb - u)), at most 1. */
+static int mwu_exact_p(double *p, double u, int na, int nb)
+{
+    int rc = DR_OK;
+    int umax = na * nb;
+    double *dist = NULL;
+    TRY(mwu_null_counts(&dist, na, nb));
     double total = 0.0, upper = 0.0;
     double k = fmax(u, umax - u);
     for (int v = 0; v <= umax; v++) {
@@ -135,8 +154,52 @@ static int mwu_exact_p(double *p, double u, int na, int nb)
     }
     *p = fmin(1.0, 2.0 * upper / total);
 cleanup:
-    free(prev);
-    free(cur);
+    free(dist);
+    return rc;
+}
+
+double stats_mwu_min_p(int na, int nb)
+{
+    if (na < 1 || nb < 1) return NAN;
+    /* 2 / C(na + nb, na): the two orderings with every a above or every b above. The
+     * product keeps every partial C(m + i, i) whole, exact while below 2^53 (past that
+     * the value is far below any alpha) */
+    int k = na < nb ? na : nb, m = na + nb - k;
+    double c = 1.0;
+    for (int i = 1; i <= k; i++) c = c * (m + i) / i;
+    return fmin(1.0, 2.0 / c);
+}
+
+int stats_mwu_min_n(double alpha)
+{
+    if (!(alpha > 0 && alpha < 1)) return -1;
+    for (int n = 1; n < 1000; n++)
+        if (stats_mwu_min_p(n, n) < alpha) return n;
+    return -1;
+}
+
+int stats_mwu_critical(int *c, int na, int nb, double alpha)
+{
+    int rc = DR_OK;
+    double *dist = NULL;
+    *c = -1;
+    if (na < 1 || nb < 1 || (long long)na * nb > 1000000 || !(alpha > 0 && alpha < 1))
+        FAIL(DR_ERR_USAGE, "exact Mann-Whitney U: no critical value for %d and %d values "
+             "at alpha %g", na, nb, alpha);
+    TRY(mwu_null_counts(&dist, na, nb));
+    int umax = na * nb;
+    double total = 0.0, upper = 0.0;
+    for (int v = 0; v <= umax; v++) total += dist[v];
+    *c = umax + 1;   /* none */
+    /* the upper tail grows as k falls; the two-sided p of U = k (k >= umax / 2) is
+     * 2 P(U >= k) */
+    for (int k = umax; 2 * k >= umax; k--) {
+        upper += dist[k];
+        if (2.0 * upper / total < alpha) *c = k;
+        else break;
+    }
+cleanup:
+    free(dist);
     return rc;
 }
 

@@ -62,6 +62,22 @@ enum stats_mwu_method {
 int stats_mann_whitney(struct stats_test *out, const double *a, int na, const double *b,
                        int nb, enum stats_mwu_method method);
 
+/* Attainability of the exact Mann-Whitney test. With na and nb untied values the
+ * smallest two-sided p-value the exact test can give is 2 / C(na + nb, na) (every value
+ * of one sample above every value of the other), capped at 1: 0.333 for 2 and 2, 0.1
+ * for 3 and 3, 0.0571 for 3 and 4, 0.0286 for 4 and 4. NaN for na or nb < 1. */
+double stats_mwu_min_p(int na, int nb);
+
+/* The smallest number of runs n per side at which the exact test can give p < alpha
+ * (stats_mwu_min_p(n, n) < alpha): 4 at alpha 0.05, 5 at 0.01. -1 for a bad alpha. */
+int stats_mwu_min_n(double alpha);
+
+/* *c = the smallest U (of either sample) at which the exact two-sided test of na and nb
+ * untied values gives p < alpha: the test rejects when U >= *c or U <= na nb - *c;
+ * na nb + 1 when no U does (stats_mwu_min_p(na, nb) >= alpha). DR_ERR_USAGE (printed)
+ * for na, nb < 1, na nb > 10^6 or a bad alpha; DR_ERR_NOMEM. */
+int stats_mwu_critical(int *c, int na, int nb, double alpha);
+
 /* ---- binomial proportions (stats_binomial.c) ----------------------------------------- */
 
 /* Quantile of the Beta(a, b) distribution, a, b > 0, 0 <= p <= 1: the x in [0, 1] with
@@ -128,6 +144,29 @@ double stats_power_t_mde(double sd, double na, double nb, double alpha, double p
  * sd is the per-run sd of the compared quantity. */
 double stats_power_rank_n(double delta, double sd, double alpha, double power);
 double stats_power_rank_mde(double sd, double na, double nb, double alpha, double power);
+
+/* The Mann-Whitney U test as the report prints it (stats_mann_whitney, STATS_MWU_AUTO:
+ * exact for untied samples of at most STATS_MWU_EXACT_PAIRS pairs), for a shift delta
+ * between normal samples of per-run sd `sd`, rejecting at two-sided level alpha with the
+ * sign of the shift. Up to STATS_MWU_EXACT_PAIRS pairs the figures are the exact test's,
+ * estimated from STATS_MWU_SIMS simulated pairs of samples (a fixed random stream: the
+ * same arguments give the same figures; their standard error is at most 0.008 in
+ * power); beyond, the normal approximation's through STATS_RANK_ARE. Each returns DR_OK
+ * (the figure NaN for an argument outside its domain) or DR_ERR_NOMEM. */
+#define STATS_MWU_EXACT_PAIRS 2500
+#define STATS_MWU_SIMS 4000
+
+/* *power = the test's power for delta >= 0 with na, nb >= 1 values per side. */
+int stats_power_mwu(double *power, double delta, double sd, int na, int nb, double alpha);
+
+/* *mde = the shift that na, nb values detect with the power asked for; +inf when the
+ * exact test cannot give p < alpha with them (stats_mwu_min_p(na, nb) >= alpha). */
+int stats_power_mwu_mde(double *mde, double sd, int na, int nb, double alpha, double power);
+
+/* *n = the smallest whole number of values per side whose power for delta > 0 reaches
+ * `power`: searched from stats_mwu_min_n(alpha) up to sqrt(STATS_MWU_EXACT_PAIRS); past
+ * that, stats_power_rank_n's root (not rounded, at least the next whole number). */
+int stats_power_mwu_n(double *n, double delta, double sd, double alpha, double power);
 
 /* sqrt((sd_a^2 + sd_b^2) / 2): the common sd of two experiments' runs (NaN when either
  * is NaN). */

@@ -63,3 +63,7 @@ add_test(NAME report_html_browser
           $<TARGET_FILE:test_report_html> ${CMAKE_BINARY_DIR}/report-html)
 set_tests_properties(report_html_browser PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
   ENVIRONMENT "DAWNRUN_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+# The sequential rule's simulation with 20,000 batches per case instead of the 4,000 of
+# test_sequential (tests.cmake): about five times its time.
+add_test(NAME sequential_long COMMAND test_sequential --long)
+set_tests_properties(sequential_long PROPERTIES LABELS long TIMEOUT 600)

@@ -5,8 +5,11 @@ tests/report_html_browser.sh:
   report_html_dom.py dom DOM.html DB       the rendered DOM against the database: every
                                            experiment's name and its "k/n runs reach" line
                                            with the hit rate's interval,
-                                           one <svg> (the plot) with its lines, the params
-                                           table, one <details> per run
+                                           one <svg> (the plot) with its lines and the strip
+                                           of every done run's final accuracy with the
+                                           target and k/n reaching it, the note on
+                                           multiplicity, the params table, one <details>
+                                           per run
   report_html_dom.py probe DOM.html WIDTH OVERFLOW
                                            the widths a probe page framing the report at
                                            WIDTH px recorded: with OVERFLOW 0 the report
@@ -91,6 +94,43 @@ def parse(path):
     return b.root, text
 
 
+def check_strip(plot, dom_path, db_path):
+    """The strip of final accuracies next to the curves: per experiment (by id order) one
+    point per done run at its final test accuracy, the target across its row, and the
+    count of runs at or above the target."""
+    db = sqlite3.connect("file:%s?mode=ro" % db_path, uri=True)
+    exps = list(db.execute("SELECT id, target_accuracy FROM experiments ORDER BY id"))
+    finals = {i: sorted(r[0] for r in db.execute(
+        "SELECT final_test_acc FROM runs WHERE experiment_id = ? AND status = 'done' "
+        "AND final_test_acc IS NOT NULL", (x,))) for i, (x, _) in enumerate(exps)}
+    db.close()
+    panels = [g for g in plot.find_all("g", "panel") if g.attrs.get("id") == "panel-final"]
+    if len(panels) != 1:
+        fail("%d final-accuracy strips in the plot, expected one" % len(panels))
+    strips = panels[0].find_all("g", "strip")
+    if len(strips) != len(exps):
+        fail("%d strip rows for %d experiments" % (len(strips), len(exps)))
+    for i, (row, (_, target)) in enumerate(zip(strips, exps)):
+        if row.attrs.get("data-experiment") != str(i):
+            fail("strip row %d is for experiment %r" % (i, row.attrs.get("data-experiment")))
+        got = sorted(float(c.attrs["data-acc"]) for c in row.find_all("circle", "final"))
+        if len(got) != len(finals[i]) or any(abs(a - b) > 1e-12
+                                             for a, b in zip(got, finals[i])):
+            fail("strip row %d shows %r, the database has %r" % (i, got, finals[i]))
+        if target is not None:
+            reach = sum(a >= target for a in finals[i])
+            want = "%d/%d" % (reach, len(finals[i]))
+            if row.attrs.get("data-reach") != want:
+                fail("strip row %d says %r reach the target, expected %s" %
+                     (i, row.attrs.get("data-reach"), want))
+            if len(row.find_all("line", "strip-target")) != 1:
+                fail("strip row %d has no target line" % i)
+            if want not in row.all_text():
+                fail("strip row %d does not print %s" % (i, want))
+    print("report_html_dom: the strip shows %d final accuracies" %
+          sum(len(v) for v in finals.values()))
+
+
 def check_dom(dom_path, db_path):
     root, text = parse(dom_path)
     db = sqlite3.connect("file:%s?mode=ro" % db_path, uri=True)
@@ -130,6 +170,10 @@ def check_dom(dom_path, db_path):
              (len(svgs), len(plots)))
     if not plots[0].find_all("polyline", "run"):
         fail("the plot has no run lines")
+    check_strip(plots[0], dom_path, db_path)
+    notes = [p for p in root.find_all("p", "note") if p.attrs.get("id") == "p-note"]
+    if len(names) > 1 and (len(notes) != 1 or "multiplicity" not in notes[0].all_text()):
+        fail("no single note that the p-values are not corrected for multiplicity")
 
     params = root.find_all("table", "params")
     if len(params) != 1:

@@ -3,7 +3,8 @@
 # each): the pooled sd it prints is the one of the recorded accuracies, the seeds it asks
 # for lie where the normal approximation puts them (the t-test needs a little more), fewer
 # for a larger difference, the smallest detectable difference is the report's in every
-# format, one experiment is compared with a twin, and bad flags are refused.
+# format (for the train time: that no difference is detectable with three runs a side),
+# one experiment is compared with a twin, and bad flags are refused.
 . "$(dirname "$0")/run_lib.sh"
 
 db=$TMP/power.db
@@ -66,7 +67,18 @@ expect_grep "^  detectable \(α .05, power .8\) +- +$mde pp$" "$TMP/r.txt" "tabl
 expect_grep "^\|   detectable \(α .05, power .8\) \| - \| $mde pp \|" "$TMP/r.md" "Markdown"
 "$DR" report "$a" "$b" --format json --db "$db" >"$TMP/r.json" 2>&1
 expect_grep '"mde_acc": 0\.[0-9]+' "$TMP/r.json" "JSON"
-expect_grep '"mde_train_time": [0-9.]+' "$TMP/r.json" "JSON time"
+# three train times a side: no outcome of the exact Mann-Whitney test the report prints
+# gives p < 0.05 (its smallest is 0.1), so no detectable time difference is stated, in
+# the report or in power, and both say how many runs a side it takes
+expect_grep '"mde_train_time": null' "$TMP/r.json" "JSON time"
+expect_grep '"mwu_min_seeds": 4' "$TMP/r.json" "JSON: the runs a side the rank test needs"
+expect_grep '^  detectable \(α .05, power .8\) +- +not detectable with 3 and 3 runs \(4 a side can\)$' \
+    "$TMP/r.txt" "the table's time"
+expect_grep '^  detectable now +- +not detectable with 3 and 3 runs \(4 a side can\)$' \
+    "$TMP/p.txt" "power's time"
+expect_grep '^  p: Mann-Whitney  ' "$TMP/r.txt" "the median row's test"
+expect_grep '^\(p-values compare each experiment with #1 on its own, without correction for multiplicity \(1 comparison\)\)$' \
+    "$TMP/r.txt" "the multiplicity note"
 "$DR" report "$a" "$b" --format html --db "$db" >"$TMP/r.html" 2>&1
 expect_grep "detectable \(α .05, power .8\)</th><td>$mde pp</td>" "$TMP/r.html" "HTML"
 

@@ -1,53 +1,62 @@
 #!/bin/sh
-# `dawnrun run A.cfg B.cfg --until-decided` on a clear difference (the tiny config against
-# the same network with a learning rate of 0, which never learns): the first look (7
-# seeds each) decides `different`; the batch, its members and its look are recorded; the
-# report of every format shows the decision; running the same command again trains
-# nothing and prints the decision; a merge copies the records. A batch stopped by SIGINT
-# resumes when run again. Then the usage errors. The database path starts as an empty
-# file, as another process's open leaves it for an instant before it writes the schema.
+# `dawnrun run A.cfg B.cfg --until-decided` on a clear difference (the tiny config, three
+# epochs on 2,560 images, which reaches about 40 %, against the same network with a
+# learning rate of 0, which never learns: 10 %): at alpha 0.3 the first look (12 seeds
+# each) decides `different` (the betting confidence sequence needs the differences' size,
+# not only their agreement: at alpha 0.05 this would take about 20 seeds); the batch, its
+# members and its look are recorded; the report of every format shows the decision;
+# running the same command again trains nothing and prints the decision; a merge copies
+# the records. A batch stopped by SIGINT resumes when run again. Then the usage errors.
+# The database path starts as an empty file, as another process's open leaves it for an
+# instant before it writes the schema.
 . "$(dirname "$0")/run_lib.sh"
 
 db=$TMP/decide.db
 a=$TMP/a.cfg
 b=$TMP/b.cfg
-cp "$TINY" "$a"
-sed 's/name = "e2e-tiny"/name = "tiny-lr0"/; s/values = (0.0, 0.4, 0.0)/values = (0.0, 0.0, 0.0)/' \
-    "$TINY" >"$b"
-grep -q 'values = (0.0, 0.0, 0.0)' "$b" || fail "the lr-0 config was not made"
+sed 's/epochs = 4;/epochs = 3;/; s/cutout = 8;/cutout = 0;/;
+     s/test_subset = 1000;/test_subset = 500;/' "$TINY" >"$a"
+sed 's/name = "e2e-tiny"/name = "tiny-lr0"/; s/values = (0.0, 0.4, 0.0)/values = (0.0, 0.0, 0.0)/;
+     s/epochs = 4;/epochs = 1;/; s/train_subset = 2560;/train_subset = 128;/;
+     s/test_subset = 1000;/test_subset = 500;/' "$TINY" >"$b"
+grep -q 'epochs = 3;' "$a" && grep -q 'cutout = 0;' "$a" ||
+    fail "the three-epoch config was not made"
+grep -q 'values = (0.0, 0.0, 0.0)' "$b" && grep -q 'train_subset = 128;' "$b" ||
+    fail "the lr-0 config was not made"
 : >"$db"
+DECIDE="--engine cpu --threads 1 --until-decided --alpha 0.3 --round 12 --max-seeds 24"
 
-"$DR" run "$a" "$b" $FAST --until-decided --round 7 --max-seeds 14 --db "$db" \
-    >"$TMP/run.out" 2>&1
+"$DR" run "$a" "$b" $DECIDE --db "$db" >"$TMP/run.out" 2>&1
 rc=$?
 grep -E '^(batch|until|look|decided|not decided)' "$TMP/run.out"
 expect_eq "$rc" 0 "exit code"
-expect_grep '^look 1 \(7 seeds each\): tiny-lr0 vs e2e-tiny  -[0-9.]+ pp, 95 % confidence sequence -[0-9.]+\.\.-[0-9.]+ pp: different$' \
+expect_grep '^look 1 \(12 seeds each\): tiny-lr0 vs e2e-tiny: mean difference -[0-9.]+ pp, 70 % confidence sequence -[0-9.]+\.\.-[0-9.]+ pp: different$' \
     "$TMP/run.out" "the look line"
-expect_grep '^decided after 7 seeds per experiment: tiny-lr0 vs e2e-tiny .*: different$' \
+expect_grep '^decided after 12 seeds per experiment: tiny-lr0 vs e2e-tiny: mean difference .*: different$' \
     "$TMP/run.out" "the closing line"
-expect_grep '^Sequential decision \(batch 1, baseline e2e-tiny\): decided after 7 seeds' \
+expect_grep '^Sequential decision \(batch 1, baseline e2e-tiny\): decided after 12 seeds' \
     "$TMP/run.out" "the report at the end of the run"
 expect_eq "$(grep -c '^look ' "$TMP/run.out")" 1 "one look"
 
-# the runs: seeds 0..6 of each, once
+# the runs: seeds 0..11 of each, once
 expect_eq "$(q "$db" "SELECT count(*), sum(status = 'done'), sum(attempt), max(seed)
-                     FROM runs")" "14|14|14|6" "the runs"
+                     FROM runs")" "24|24|24|11" "the runs"
 expect_eq "$(q "$db" "SELECT count(DISTINCT experiment_id) FROM runs")" 2 "two experiments"
 # the records
 expect_eq "$(q "$db" "SELECT count(*), status, seeds_used, round_size, max_seeds, alpha, delta,
                             metric, sweep_id IS NULL, decided_at >= created_at,
-                            method LIKE 'anytime-valid t confidence sequence%',
-                            command LIKE '%--until-decided --round 7 --max-seeds 14%'
+                            method LIKE 'betting confidence sequence for the mean difference%',
+                            command LIKE '%--until-decided --alpha 0.3 --round 12 --max-seeds 24%'
                      FROM sequential_batches")" \
-    "1|decided|7|7|14|0.05|0.001|final_test_acc|1|1|1|1" "the batch row"
+    "1|decided|12|12|24|0.3|0.001|final_test_acc|1|1|1|1" "the batch row"
 expect_eq "$(q "$db" "SELECT group_concat(m.position || ':' || e.name || ':' || coalesce(m.decision, '-'), ' ')
                      FROM sequential_members m JOIN experiments e ON e.id = m.experiment_id")" \
     "0:e2e-tiny:- 1:tiny-lr0:different" "the members"
+# the e-value at no difference reaches 1 / alpha (log(1 / 0.3) = 1.204)
 expect_eq "$(q "$db" "SELECT look, position, n, decision, cs_hi < 0, cs_lo < estimate,
-                            estimate < cs_hi, log_e > ln(20)
-                     FROM sequential_looks")" "1|1|7|different|1|1|1|1" "the look"
-# the look's estimate is the mean of the paired differences of the 7 runs of each
+                            estimate < cs_hi, log_e >= ln(1 / 0.3), cs_lo >= -1
+                     FROM sequential_looks")" "1|1|12|different|1|1|1|1|1" "the look"
+# the look's estimate is the mean of the paired differences of the 12 runs of each
 expect_eq "$(q "$db" "SELECT printf('%.9f', (SELECT estimate FROM sequential_looks))
                       = printf('%.9f', (SELECT avg(b.final_test_acc - a.final_test_acc)
                           FROM runs a JOIN runs b ON a.seed = b.seed
@@ -56,20 +65,23 @@ expect_eq "$(q "$db" "SELECT printf('%.9f', (SELECT estimate FROM sequential_loo
 
 # the report, every format
 "$DR" report --db "$db" e2e-tiny tiny-lr0 >"$TMP/report.txt" || fail "report"
-expect_grep '^  tiny-lr0 vs e2e-tiny: different, -[0-9.]+ pp, 95 % confidence sequence -[0-9.]+\.\.-[0-9.]+ pp \(7 seeds\)$' \
+expect_grep '^  tiny-lr0 vs e2e-tiny: different, mean difference -[0-9.]+ pp, 70 % confidence sequence -[0-9.]+\.\.-[0-9.]+ pp \(12 seeds\)$' \
     "$TMP/report.txt" "the table report's decision"
-expect_grep '^  alpha 0.05, delta 0.10 pp, rounds of 7 seeds, cap 14$' "$TMP/report.txt" \
+expect_grep '^  method: betting confidence sequence for the mean difference \(bounded in \[-1, 1\], no distributional assumption' \
+    "$TMP/report.txt" "the table report's method"
+expect_grep '^  alpha 0.3, delta 0.10 pp, rounds of 12 seeds, cap 24$' "$TMP/report.txt" \
     "the table report's design"
 "$DR" report --db "$db" tiny-lr0 --format markdown >"$TMP/report.md" || fail "markdown"
 expect_grep '^### Sequential decision$' "$TMP/report.md" "the Markdown section"
-expect_grep '^- tiny-lr0 vs e2e-tiny: \*\*different\*\*' "$TMP/report.md" "the Markdown line"
+expect_grep '^- tiny-lr0 vs e2e-tiny: \*\*different\*\*, mean difference' "$TMP/report.md" \
+    "the Markdown line"
 "$DR" report --db "$db" e2e-tiny tiny-lr0 --format csv >"$TMP/report.csv" || fail "csv"
 expect_grep '^sequential_batch,status,seeds_used,' "$TMP/report.csv" "the CSV block's header"
-expect_grep '^1,decided,7,14,7,0.05,0.001,".*",1,2,different,1,7,-' "$TMP/report.csv" \
+expect_grep '^1,decided,12,24,12,0.3,0.001,".*",1,2,different,1,12,-' "$TMP/report.csv" \
     "the CSV block's row"
 "$DR" report --db "$db" e2e-tiny tiny-lr0 --format json >"$TMP/report.json" || fail "json"
 expect_grep '^  "decisions": \[$' "$TMP/report.json" "the JSON decisions"
-expect_grep '"name": "tiny-lr0", "decision": "different", "look": 1, "n": 7' \
+expect_grep '"name": "tiny-lr0", "decision": "different", "look": 1, "n": 12' \
     "$TMP/report.json" "the JSON comparison"
 if command -v python3 >/dev/null 2>&1; then
     python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$TMP/report.json" ||
@@ -83,15 +95,14 @@ expect_grep '<h2>Sequential decision</h2>' "$TMP/report.html" "the HTML section"
 grep -q 'Sequential decision' "$TMP/alone.txt" && fail "a decision section without a batch"
 
 # the same command again: nothing trained, the decision printed
-"$DR" run "$a" "$b" $FAST --until-decided --round 7 --max-seeds 14 --db "$db" \
-    >"$TMP/again.out" 2>&1
+"$DR" run "$a" "$b" $DECIDE --db "$db" >"$TMP/again.out" 2>&1
 expect_eq "$?" 0 "exit code of the rerun"
 cat "$TMP/again.out"
 expect_grep '^sequential batch 1 ended before \(decided' "$TMP/again.out" "the rerun says so"
 expect_eq "$(grep '^decided after' "$TMP/again.out")" "$(grep '^decided after' "$TMP/run.out")" \
     "the rerun prints the same decision"
 expect_eq "$(q "$db" "SELECT count(*), sum(attempt) FROM runs WHERE experiment_id <= 2")" \
-    "14|14" "the rerun trained nothing"
+    "24|24" "the rerun trained nothing"
 expect_eq "$(q "$db" "SELECT count(*) FROM sequential_looks")" 1 "the rerun looked at nothing"
 
 # a merge copies the batch, its members and its look (once)
@@ -100,7 +111,7 @@ expect_eq "$(q "$db" "SELECT count(*) FROM sequential_looks")" 1 "the rerun look
 expect_eq "$(q "$TMP/merged.db" "SELECT (SELECT count(*) || status || seeds_used FROM sequential_batches),
                                         (SELECT count(*) FROM sequential_members),
                                         (SELECT count(*) || decision FROM sequential_looks)")" \
-    "1decided7|2|1different" "the merged records"
+    "1decided12|2|1different" "the merged records"
 integrity "$db"
 integrity "$TMP/merged.db"
 

@@ -965,6 +965,55 @@ static void test_legend(void)
     free(svg);
 }
 
+/* The strip of final accuracies under the curves: one point per run that has a final
+ * accuracy, at that accuracy, in its experiment's row; the target across the row and
+ * "k/n >= T %" at its end; none of it when no run has a final accuracy. */
+static void test_strip(void)
+{
+    struct results_epoch rows[2] = {epoch_row(1, 0, 0.5), epoch_row(2, 0, 0.9)};
+    static const double finals[5] = {0.9413, 0.9402, 0.9395, 0.9421, 0.9407};
+    struct plot_run a[6], b[3];
+    for (int r = 0; r < 6; r++)
+        a[r] = (struct plot_run){.seed = (uint64_t)r, .epochs = rows, .n_epochs = 2,
+                                 .has_final = r < 5, .final_acc = r < 5 ? finals[r] : 0.1};
+    for (int r = 0; r < 3; r++)
+        b[r] = (struct plot_run){.seed = (uint64_t)r, .epochs = rows, .n_epochs = 2,
+                                 .has_final = 1, .final_acc = 0.93 + 0.001 * r};
+    struct plot_experiment e[2] = {
+        {.label = "a", .target = 0.94, .runs = a, .n_runs = 6},
+        {.label = "b", .target = NAN, .runs = b, .n_runs = 3},
+    };
+    struct plot_chart c = {.title = "strip", .exps = e, .n_exps = 2};
+    int rc = -1, elements = 0;
+    char *svg = render(&c, &rc);
+    CHECK(rc == DR_OK && svg && xml_check(svg, &elements) == NULL);
+    if (!svg) return;
+    CHECK(count_of(svg, "id=\"panel-final\"") == 1);
+    CHECK(count_of(svg, "<circle class=\"final\" data-experiment=\"0\"") == 5);
+    CHECK(count_of(svg, "<circle class=\"final\" data-experiment=\"1\"") == 3);
+    CHECK(strstr(svg, "data-seed=\"5\" data-acc") == NULL);   /* no final accuracy */
+    CHECK(strstr(svg, "data-experiment=\"0\" data-seed=\"3\" data-acc=\"0.9421\"") != NULL);
+    CHECK(strstr(svg, "<title>seed 3: 94.21 %</title>") != NULL);
+    /* 0.9413, 0.9402, 0.9421 and 0.9407 reach 94 %; 0.9395 does not */
+    CHECK(strstr(svg, "<g class=\"strip\" data-experiment=\"0\" data-reach=\"4/5\">") != NULL);
+    CHECK(strstr(svg, ">4/5 ≥ 94 %</text>") != NULL);
+    CHECK(strstr(svg, ">3 runs</text>") != NULL);   /* no target */
+    const char *strip = strstr(svg, "id=\"panel-final\"");
+    CHECK(strip && count_of(strip, "<line class=\"strip-target\"") == 1);
+    /* every point inside the strip's frame: its x range holds the accuracies */
+    double lo = NAN, hi = NAN;
+    CHECK(strip && sscanf(strip, "id=\"panel-final\" data-x-lo=\"%lf\" data-x-hi=\"%lf\"",
+                          &lo, &hi) == 2);
+    CHECK(lo <= 93.0 && hi >= 94.21);
+    free(svg);
+    /* without final accuracies: no strip */
+    for (int r = 0; r < 6; r++) a[r].has_final = 0;
+    for (int r = 0; r < 3; r++) b[r].has_final = 0;
+    svg = render(&c, &rc);
+    CHECK(rc == DR_OK && svg && strstr(svg, "panel-final") == NULL);
+    free(svg);
+}
+
 /* The checker itself rejects what it must. */
 static void test_checker(void)
 {
@@ -1211,6 +1260,7 @@ int main(int argc, char **argv)
         test_checker();
         test_render(db, &fx);
         test_legend();
+        test_strip();
         CHECK(results_open_readonly(&rdb, db) == DR_OK);
         if (rdb) {
             test_median(rdb, &fx);

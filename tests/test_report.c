@@ -41,6 +41,30 @@ static const double B_TIME[5] = {150.1, 149.8, 151.0, 150.4, 149.5};
 static const char C_NAME[] = "res|net9 \"wide\", v2";   /* quoting in every format */
 
 /* The epoch rows of a done run: train time spread evenly over the epochs. */
+/* sqrt of the mean of the two sample variances of a[0..4] and b[0..4]. */
+static double pooled_sd5(const double *a, const double *b)
+{
+    double ma = 0.0, mb = 0.0, va = 0.0, vb = 0.0;
+    for (int i = 0; i < 5; i++) {
+        ma += a[i] / 5;
+        mb += b[i] / 5;
+    }
+    for (int i = 0; i < 5; i++) {
+        va += (a[i] - ma) * (a[i] - ma) / 4;
+        vb += (b[i] - mb) * (b[i] - mb) / 4;
+    }
+    return sqrt(0.5 * (va + vb));
+}
+
+/* The train time's detectable difference of dawn-768 against dawn-512: the exact
+ * Mann-Whitney test's at 5 and 5 runs and the pooled sd of their times. */
+static double expected_time_mde(void)
+{
+    double mde = NAN;
+    CHECK(stats_power_mwu_mde(&mde, pooled_sd5(A_TIME, B_TIME), 5, 5, 0.05, 0.8) == DR_OK);
+    return mde;
+}
+
 static struct results_epoch epoch_of(int epoch, double test_acc, double train_time)
 {
     struct results_epoch e;
@@ -256,8 +280,13 @@ static void test_figures(const char *db_path, const struct fixture *fx)
     CHECK_NEAR(cb->time_welch.p, 1.0580132567317616e-06, 1e-12);
     CHECK_NEAR(cb->time_mwu.p, 0.007936507936507936, 1e-12); /* 2/252 */
     CHECK_NEAR(cb->mde_acc, 0.002475287882219388, 1e-12);
-    CHECK_NEAR(cb->mde_time, 1.8781147104785774, 1e-9);
-    CHECK_NEAR(cb->mde_time_rel, 0.011650835672944029, 1e-12);
+    /* the time's detectable difference is that of the exact Mann-Whitney test printed
+     * (tests/test_stats_power.c checks stats_power_mwu_mde), at the pooled sd of the
+     * times: 1.88 s by the t-test's 3/pi rule before, more for the exact test at 5, 5 */
+    CHECK_NEAR(cb->mde_time, expected_time_mde(), 1e-12);
+    CHECK(cb->mde_time > 1.8781147104785774);
+    CHECK_NEAR(cb->mde_time_rel, expected_time_mde() / 161.2, 1e-12);
+    CHECK(cb->time_runs_min == 4);
     CHECK(isnan(cc->mde_acc) && isnan(cc->mde_time) && isnan(r.cmp[0].mde_acc));
     CHECK(isnan(cc->d_acc_mean) && isnan(cc->acc_welch.p) && isnan(cc->acc_mwu.p));
     CHECK(isnan(r.cmp[0].d_acc_mean) && isnan(r.cmp[0].acc_welch.p));
@@ -352,7 +381,9 @@ static void check_csv(const char *text)
         CHECK_NEAR(csv_number(&c, 2, "p_acc_welch"), 0.103673905834884, 1e-9);
         CHECK_NEAR(csv_number(&c, 2, "d_train_time_median"), -11.1, 1e-9);
         CHECK_NEAR(csv_number(&c, 2, "mde_acc"), 0.002475287882219388, 1e-12);
-        CHECK_NEAR(csv_number(&c, 2, "mde_train_time"), 1.8781147104785774, 1e-9);
+        CHECK_NEAR(csv_number(&c, 2, "mde_train_time"), expected_time_mde(), 1e-12);
+        CHECK(csv_number(&c, 2, "mwu_min_seeds") == 4);
+        CHECK(!strcmp(csv_field(&c, 1, "mwu_min_seeds"), ""));
         CHECK(isnan(csv_number(&c, 1, "mde_acc")) && isnan(csv_number(&c, 3, "mde_acc")));
         CHECK(csv_number(&c, 2, "vs_experiment_id") == csv_number(&c, 1, "experiment_id"));
         CHECK(isnan(csv_number(&c, 3, "acc_mean")));         /* unknown: empty */
@@ -395,7 +426,9 @@ static void check_json(const char *text)
                0.007936507936507936, 1e-12);
     CHECK(json_number(json_get(json_get(b, "runs"), "diverged")) == 1);
     CHECK_NEAR(json_number(json_get(vs, "mde_acc")), 0.002475287882219388, 1e-12);
-    CHECK_NEAR(json_number(json_get(vs, "mde_train_time_rel")), 0.011650835672944029, 1e-12);
+    CHECK_NEAR(json_number(json_get(vs, "mde_train_time_rel")), expected_time_mde() / 161.2,
+               1e-12);
+    CHECK(json_number(json_get(vs, "mwu_min_seeds")) == 4);
     CHECK(json_number(json_get(vs, "mde_power")) == 0.8 &&
           json_number(json_get(vs, "mde_alpha")) == 0.05);
     const struct json *name = json_get(c, "name");
@@ -463,10 +496,17 @@ static void test_formats(const char *db_path, const struct fixture *fx)
         CHECK(strstr(table, "-0.14 pp") != NULL);
         CHECK(strstr(table, "0.104, 0.0952") != NULL);
         CHECK(strstr(table, "-11.1 s (-6.9 %)") != NULL);
-        CHECK(strstr(table, "1.06e-06, 0.00794") != NULL);
+        CHECK(strstr(table, "1.06e-06, 0.00794") == NULL);   /* no mean test on a median */
+        CHECK(strstr(table, "\n  p: Mann-Whitney  ") != NULL);
+        CHECK(strstr(table, "  0.00794 (exact)  ") != NULL);
+        CHECK(strstr(table, "(p-values compare each experiment with #1 on its own, without "
+                            "correction for multiplicity (2 comparisons))\n") != NULL);
         CHECK(strstr(table, "\n  detectable (α .05, power .8)   -                     "
                             "       0.25 pp ") != NULL);
-        CHECK(strstr(table, "1.88 s (1.2 %)") != NULL);
+        char mde[64];
+        snprintf(mde, sizeof mde, "%.2f s (%.1f %%)", expected_time_mde(),
+                 100 * expected_time_mde() / 161.2);
+        CHECK(strstr(table, mde) != NULL);
         CHECK(strstr(table, "target: each experiment's own") != NULL);
     }
     free(table);
@@ -927,6 +967,58 @@ static void test_cli_merge(const char *fixture_db)
     free(bo);
 }
 
+/* Three runs a side: no outcome of the exact Mann-Whitney test reaches p < 0.05 (its
+ * smallest p is 0.1), so the report says the time difference is not detectable with
+ * these runs and how many a side can detect one, instead of a number. In memory, through
+ * the table writer. */
+static void test_few_runs(void)
+{
+    static double acc[2][3] = {{0.9400, 0.9410, 0.9390}, {0.9380, 0.9420, 0.9405}};
+    static double times[2][3] = {{10.0, 10.2, 10.1}, {9.0, 9.1, 9.2}};
+    static const char *const names[2] = {"few-a", "few-b"};
+    struct report_exp e[2];
+    struct report_cmp c[2];
+    struct report r;
+    memset(e, 0, sizeof e);
+    memset(c, 0, sizeof c);
+    memset(&r, 0, sizeof r);
+    for (int i = 0; i < 2; i++) {
+        e[i].x.name = names[i];
+        e[i].x.config_hash = "0123456789ab";
+        e[i].x.engine = "cpu";
+        e[i].target = NAN;
+        e[i].hits = -1;
+        e[i].hit_rate = e[i].hit_ci_lo = e[i].hit_ci_hi = NAN;
+        e[i].total = e[i].finished = e[i].n_status[RUN_DONE] = 3;
+        e[i].acc = acc[i];
+        e[i].train_time = times[i];
+        e[i].n_acc = e[i].n_train_time = 3;
+        CHECK(stats_summarize(&e[i].acc_stats, acc[i], 3) == DR_OK);
+        CHECK(stats_summarize(&e[i].train_time_stats, times[i], 3) == DR_OK);
+        CHECK(stats_summarize(&e[i].total_time_stats, times[i], 3) == DR_OK);
+        e[i].epochs_to_target = e[i].time_to_target = NAN;
+    }
+    r.n = 2;
+    r.exps = e;
+    r.cmp = c;
+    r.target = NAN;
+    r.db_path = "memory";
+    CHECK(report_compare_all(&r) == DR_OK);
+    CHECK(isinf(c[1].mde_time) && c[1].time_runs_min == 4);
+    CHECK(c[1].time_mwu.exact && fabs(c[1].time_mwu.p - 0.1) < 1e-12);   /* 2 / C(6, 3) */
+    CHECK(isfinite(c[1].mde_acc));   /* the t-test can reject with 3 and 3 */
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    CHECK(f != NULL);
+    if (!f) return;
+    CHECK(report_write_table(f, &r) == DR_OK);
+    fclose(f);
+    CHECK(strstr(text, "  not detectable with 3 and 3 runs (4 a side can)\n") != NULL);
+    CHECK(strstr(text, "0.1 (exact)") != NULL);
+    free(text);
+}
+
 int main(int argc, char **argv)
 {
     struct fixture fx;
@@ -944,6 +1036,7 @@ int main(int argc, char **argv)
         test_edge_cases();
         test_sentence_rounding();
         test_ci_clamped();
+        test_few_runs();
     }
     return support_tmpdir_finish(check_finish(argc > 1 ? "test_report (commands)" : "test_report"));
 }

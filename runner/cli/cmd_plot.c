@@ -185,6 +185,8 @@ static int load_runs(struct results *db, struct plot_data *d, int i, double targ
         pr[r].seed = runs[r].seed;
         pr[r].epochs = eps;
         pr[r].n_epochs = n_eps;
+        pr[r].has_final = runs[r].status == RUN_DONE && !isnan(runs[r].final_test_acc);
+        pr[r].final_acc = runs[r].final_test_acc;
         d->pe[i].n_runs = r + 1;
     }
     d->pe[i].target = isnan(target) ? d->xs[i].target_accuracy : target;

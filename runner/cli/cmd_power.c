@@ -1,8 +1,9 @@
 /* `dawnrun power EXPERIMENT...`: how many seeds per experiment a comparison needs to
  * detect a given difference in mean accuracy (two-sample t-test) and in median train
- * time (Mann-Whitney U at its efficiency 3/pi), from the spread of the done runs, and the
- * smallest differences the runs so far detect. Each experiment is compared with the
- * first; one experiment alone with a twin of the same spread. Read-only. */
+ * time (the Mann-Whitney U test the report prints, exact where it is), from the spread of
+ * the done runs, and the smallest differences the runs so far detect (or that none can).
+ * Each experiment is compared with the first; one experiment alone with a twin of the
+ * same spread. Read-only. */
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -132,8 +133,8 @@ const struct cli_command cli_power = {
         "recorded sweep's experiments.\n"
         "From the spread of the done runs: each experiment against the first (one alone:\n"
         "against a twin of the same spread), then the seeds for the whole batch.\n"
-        "Accuracy: two-sample t-test, sd pooled over the pair. Train time: Mann-Whitney U,\n"
-        "which needs pi/3 times the t-test's seeds (its efficiency 3/pi for normal data).\n"
+        "Accuracy: two-sample t-test, sd pooled over the pair. Train time: the Mann-Whitney\n"
+        "U test the report prints (exact for few runs: at alpha 0.05 it needs 4 a side).\n"
         "--round K --max-seeds N: what `dawnrun run --until-decided` with that design would\n"
         "do at the observed spread (simulated at a true difference of 0 and of --delta).\n",
     .arg_hint = CLI_HINT_CONFIG,
@@ -146,16 +147,21 @@ const struct cli_command cli_power = {
  * own spread and seeds. NaN where the runs do not allow it. */
 struct power_cmp {
     double acc_sd, acc_n, acc_mde;        /* pooled sd, seeds for --delta (exact), MDE */
-    double time_sd, time_n, time_mde;     /* the same for the train time, s */
+    double time_sd, time_n, time_mde;     /* the same for the train time, s (the
+                                             Mann-Whitney test; time_mde +inf: it cannot
+                                             give p < alpha with these runs) */
     int na, nb;                           /* accuracies on each side */
+    int time_na, time_nb;                 /* train times on each side */
+    int time_runs_min;                    /* the fewest runs per side it can with */
 };
 
 /* Fills c for e against base (base = e: the twin) at level alpha, for a's --delta and
- * --power and the train-time difference delta_time in seconds. */
-static void power_compare(struct power_cmp *c, const struct report_exp *e,
-                          const struct report_exp *base, const struct power_args *a,
-                          double delta_time, double alpha)
+ * --power and the train-time difference delta_time in seconds. DR_OK or DR_ERR_NOMEM. */
+static int power_compare(struct power_cmp *c, const struct report_exp *e,
+                         const struct report_exp *base, const struct power_args *a,
+                         double delta_time, double alpha)
 {
+    int rc = DR_OK;
     const struct stats_summary *x = &e->acc_stats, *x0 = &base->acc_stats;
     const struct stats_summary *t = &e->train_time_stats, *t0 = &base->train_time_stats;
     c->na = x->n;
@@ -168,9 +174,14 @@ static void power_compare(struct power_cmp *c, const struct report_exp *e,
     }
     if (t->n >= 2 && t0->n >= 2) {
         c->time_sd = stats_pooled_sd(t->std, t0->std);
-        c->time_n = stats_power_rank_n(delta_time, c->time_sd, alpha, a->power);
-        c->time_mde = stats_power_rank_mde(c->time_sd, t->n, t0->n, alpha, a->power);
+        TRY(stats_power_mwu_n(&c->time_n, delta_time, c->time_sd, alpha, a->power));
+        TRY(stats_power_mwu_mde(&c->time_mde, c->time_sd, t->n, t0->n, alpha, a->power));
     }
+    c->time_na = t->n;
+    c->time_nb = t0->n;
+    c->time_runs_min = stats_mwu_min_n(alpha);
+cleanup:
+    return rc;
 }
 
 /* ---- printing --------------------------------------------------------------------------- */
@@ -184,11 +195,13 @@ static void fmt_pp(char *buf, size_t size, double fraction)
     else snprintf(buf, size, "%.2g pp", pp);
 }
 
-/* Seeds per experiment: "24 (23.41)", "> 1e9", "-". */
+/* Seeds per experiment: "24 (23.41)", "24" (a whole number found by simulation),
+ * "> 1e9", "-". */
 static void fmt_seeds(char *buf, size_t size, double n)
 {
     if (isnan(n)) snprintf(buf, size, "-");
     else if (isinf(n)) snprintf(buf, size, "> 1e9");
+    else if (n == floor(n)) snprintf(buf, size, "%ld", (long)n);
     else snprintf(buf, size, "%ld (%.2f)", stats_power_seeds(n), n);
 }
 
@@ -233,6 +246,9 @@ static int power_column(struct report_grid *g, const struct report *r, int i,
     TRY(report_grid_set(g, ROW_TIME_SEEDS, col, "%s", s1));
     report_fmt_secs(s1, sizeof s1, c->time_mde);
     if (isnan(c->time_mde)) TRY(report_grid_set(g, ROW_TIME_MDE, col, "-"));
+    else if (isinf(c->time_mde))
+        TRY(report_grid_set(g, ROW_TIME_MDE, col, "not detectable with %d and %d runs (%d a "
+                            "side can)", c->time_na, c->time_nb, c->time_runs_min));
     else if (time_base > 0)
         TRY(report_grid_set(g, ROW_TIME_MDE, col, "%s (%.1f %%)", s1,
                             100 * c->time_mde / time_base));
@@ -331,8 +347,8 @@ static int power_print(FILE *f, struct results *db, const int64_t *ids, int n,
     int k = n > 1 ? n - 1 : 1;   /* comparisons */
     for (int i = 0; i < n; i++) {
         const struct report_exp *other = n > 1 ? base : &r.exps[i];
-        power_compare(&c[i], &r.exps[i], other, a, delta_time, a->alpha);
-        power_compare(&cb[i], &r.exps[i], other, a, delta_time, a->alpha / k);
+        TRY(power_compare(&c[i], &r.exps[i], other, a, delta_time, a->alpha));
+        TRY(power_compare(&cb[i], &r.exps[i], other, a, delta_time, a->alpha / k));
     }
 
     fmt_pp(s1, sizeof s1, a->delta);
@@ -344,8 +360,10 @@ static int power_print(FILE *f, struct results *db, const int64_t *ids, int n,
                 "#1's median)\n", s1, s2, 100 * a->delta_time.value);
     else
         fprintf(f, "Δ to detect: %s in mean accuracy; %s in median train time\n", s1, s2);
-    fputs("accuracy: two-sample t-test, sd pooled over the pair; train time: Mann-Whitney U,\n"
-          "  pi/3 times the t-test's seeds (its efficiency 3/pi for normal data)\n\n", f);
+    fprintf(f, "accuracy: two-sample t-test, sd pooled over the pair; train time: the "
+            "Mann-Whitney U test\n  the report prints (exact: simulated under a normal shift "
+            "of the pooled sd; it needs\n  %d runs a side to give p < %g at all)\n\n",
+            stats_mwu_min_n(a->alpha), a->alpha);
 
     TRY(report_grid_init(&g, N_ROWS, n + 1));
     static const char *const labels[N_ROWS] = {
@@ -387,9 +405,9 @@ static int power_print(FILE *f, struct results *db, const int64_t *ids, int n,
                 a->alpha / k, s3, s4);
     }
     if (a->round > 0) TRY(print_sequential(f, &r, c, a, k));
-    fputs("(seeds: the whole number needed, the exact root in parentheses; detectable now: "
-          "the difference\n the done runs so far find with the power asked; -: fewer than two "
-          "done runs on a side)\n", f);
+    fputs("(seeds: the whole number needed, for the t-test with the exact root in parentheses; "
+          "detectable\n now: the difference the done runs so far find with the power asked; -: "
+          "fewer than two\n done runs on a side)\n", f);
     if (fflush(f) != 0 || ferror(f)) FAIL(DR_ERR_IO, "power: write error");
 cleanup:
     free(c);

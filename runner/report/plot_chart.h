@@ -12,11 +12,15 @@
 
 #include "results/results.h"
 
-/* One run: its epoch rows, ascending by epoch number. */
+/* One run: its epoch rows, ascending by epoch number, and its final test accuracy when
+ * it has one (a done run). */
 struct plot_run {
     uint64_t seed;
     const struct results_epoch *epochs;   /* n_epochs */
     int n_epochs;
+    int has_final;                        /* 1: final_acc is the run's outcome, drawn as
+                                             a point of the final-accuracy strip */
+    double final_acc;                     /* a fraction */
 };
 
 /* One experiment: one colour; its runs, and optionally its learning rate per step. */

@@ -1,6 +1,7 @@
 /* Training curves as SVG (see plot_svg.h): layout, axes with "nice" ticks fitted to what
  * is drawn, the lines and bands of each panel (their points from plot_series.c), the
- * legend with its labels wrapped, and XML escaping of every piece of user text. */
+ * strip of every run's final accuracy under them, the legend with its labels wrapped,
+ * and XML escaping of every piece of user text. */
 #include "plot_svg.h"
 
 #include <math.h>
@@ -26,6 +27,10 @@
 #define LEGEND_CHARS 40        /* characters per legend line: longer labels wrap */
 #define MARKER_MAX_POINTS 40   /* lines of at most this many points get a dot per point */
 #define TITLE_CHARS 90         /* the visible title (the full one is the document's) */
+#define STRIP_GAP 24           /* between the curves' x axis title and the strip's title */
+#define STRIP_HEAD 22          /* the strip's title above its frame */
+#define STRIP_ROW 26           /* one experiment's row of points */
+#define STRIP_REACH_W 96       /* right of the frame: "4/5 >= 94 %" */
 
 static const char *const palette[] = {
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
@@ -537,6 +542,124 @@ cleanup:
     return rc;
 }
 
+/* ---- the strip of final accuracies ------------------------------------------------------ */
+
+/* 1 when some run of c has a final accuracy. */
+static int any_final(const struct plot_chart *c)
+{
+    for (int i = 0; i < c->n_exps; i++)
+        for (int r = 0; r < c->exps[i].n_runs; r++)
+            if (c->exps[i].runs[r].has_final && isfinite(c->exps[i].runs[r].final_acc))
+                return 1;
+    return 0;
+}
+
+/* The top of the strip's frame and its height. */
+static double strip_top(void)
+{
+    return panel_top(PLOT_N_PANELS - 1) + PANEL_H + MARGIN_BOTTOM + STRIP_GAP + STRIP_HEAD;
+}
+
+static double strip_height(const struct plot_chart *c)
+{
+    return STRIP_ROW * (c->n_exps > 0 ? c->n_exps : 1) + 8;
+}
+
+/* The whole height the strip adds under the curves (0 without final accuracies). */
+static double strip_extent(const struct plot_chart *c)
+{
+    if (!any_final(c)) return 0.0;
+    return STRIP_GAP + STRIP_HEAD + strip_height(c) + MARGIN_BOTTOM;
+}
+
+/* Every run's final accuracy per experiment as points on an accuracy axis, one row per
+ * experiment in its colour, with its target and how many runs reach it: what "4 of 5
+ * reach 94 %" looks like. */
+static void write_strip(FILE *f, const struct plot_chart *c)
+{
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < c->n_exps; i++) {
+        const struct plot_experiment *e = &c->exps[i];
+        for (int r = 0; r < e->n_runs; r++)
+            if (e->runs[r].has_final && isfinite(e->runs[r].final_acc)) {
+                lo = fmin(lo, 100.0 * e->runs[r].final_acc);
+                hi = fmax(hi, 100.0 * e->runs[r].final_acc);
+            }
+        if (isfinite(e->target)) {
+            lo = fmin(lo, 100.0 * e->target);
+            hi = fmax(hi, 100.0 * e->target);
+        }
+    }
+    struct axis x;
+    axis_fit(&x, lo, hi, 6, 0);
+    double top = strip_top(), h = strip_height(c), base = top + h;
+    int width = PLOT_W - STRIP_REACH_W;
+    fprintf(f, "<g class=\"panel\" id=\"panel-final\" data-x-lo=\"%.17g\" "
+            "data-x-hi=\"%.17g\">\n", x.lo, x.hi);
+    fprintf(f, "<text x=\"%d\" y=\"%.2f\" font-weight=\"bold\">final test accuracy of each "
+            "run (%%)</text>\n", MARGIN_LEFT, top - 8);
+    for (double v = x.lo; v <= x.hi + 1e-9 * x.step; v += x.step) {
+        double xx = MARGIN_LEFT + axis_frac(&x, v) * width;
+        fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#e3e3e3\"/>\n",
+                xx, top, xx, base);
+        fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%.*f</text>\n", xx,
+                base + 18, x.decimals, v);
+    }
+    fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">test accuracy (%%)</text>\n",
+            MARGIN_LEFT + width / 2.0, base + 38);
+    fprintf(f, "<rect class=\"frame\" x=\"%d\" y=\"%.2f\" width=\"%d\" height=\"%.0f\" "
+            "fill=\"none\" stroke=\"#444444\"/>\n", MARGIN_LEFT, top, width, h);
+    for (int i = 0; i < c->n_exps; i++) {
+        const struct plot_experiment *e = &c->exps[i];
+        const char *colour = palette[i % N_COLOURS];
+        double row = top + 4 + STRIP_ROW * i, mid = row + STRIP_ROW / 2.0;
+        int drawn = 0, reach = 0;
+        for (int r = 0; r < e->n_runs; r++) {
+            if (!e->runs[r].has_final || !isfinite(e->runs[r].final_acc)) continue;
+            drawn++;
+            reach += isfinite(e->target) && e->runs[r].final_acc >= e->target;
+        }
+        fprintf(f, "<g class=\"strip\" data-experiment=\"%d\" data-reach=\"%d/%d\">\n", i,
+                reach, drawn);
+        fprintf(f, "<text x=\"%d\" y=\"%.2f\" text-anchor=\"end\" fill=\"%s\">#%d</text>\n",
+                MARGIN_LEFT - 6, mid + 4, colour, i + 1);
+        if (isfinite(e->target)) {
+            double tx = MARGIN_LEFT + axis_frac(&x, 100.0 * e->target) * width;
+            fprintf(f, "<line class=\"strip-target\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" "
+                    "y2=\"%.2f\" stroke=\"#000000\" stroke-width=\"1.2\" "
+                    "stroke-dasharray=\"4 3\"/>\n", tx, row + 1, tx, row + STRIP_ROW - 1);
+        }
+        for (int r = 0, k = 0; r < e->n_runs; r++) {
+            const struct plot_run *run = &e->runs[r];
+            if (!run->has_final || !isfinite(run->final_acc)) continue;
+            /* a small fixed vertical offset per point, so that equal values stay apart */
+            double cx = MARGIN_LEFT + axis_frac(&x, 100.0 * run->final_acc) * width;
+            double cy = mid + 3.0 * ((k++ % 5) - 2);
+            char acc[32];
+            for (int digits = 15; digits <= 17; digits++) {   /* the shortest exact text */
+                snprintf(acc, sizeof acc, "%.*g", digits, run->final_acc);
+                if (strtod(acc, NULL) == run->final_acc) break;
+            }
+            fprintf(f, "<circle class=\"final\" data-experiment=\"%d\" data-seed=\"%llu\" "
+                    "data-acc=\"%s\" cx=\"%.2f\" cy=\"%.2f\" r=\"3.5\" fill=\"%s\" "
+                    "fill-opacity=\"0.75\" stroke=\"%s\"><title>seed %llu: %.2f %%</title>"
+                    "</circle>\n", i, (unsigned long long)run->seed, acc, cx, cy, colour,
+                    colour, (unsigned long long)run->seed, 100.0 * run->final_acc);
+        }
+        char target[32];
+        if (isfinite(e->target)) snprintf(target, sizeof target, " ≥ %g %%", 100.0 * e->target);
+        else target[0] = '\0';
+        if (isfinite(e->target))
+            fprintf(f, "<text x=\"%d\" y=\"%.2f\">%d/%d%s</text>\n", MARGIN_LEFT + width + 8,
+                    mid + 4, reach, drawn, target);
+        else
+            fprintf(f, "<text x=\"%d\" y=\"%.2f\">%d run%s</text>\n", MARGIN_LEFT + width + 8,
+                    mid + 4, drawn, drawn == 1 ? "" : "s");
+        fputs("</g>\n", f);
+    }
+    fputs("</g>\n", f);
+}
+
 /* ---- the document ----------------------------------------------------------------------- */
 
 /* DR_OK when every count and array of c is usable; *any = 1 when a run has epochs. */
@@ -576,7 +699,7 @@ int plot_svg_write(FILE *f, const struct plot_chart *c)
     TRY(fit_axes(&x, y, c));
     /* the legend may be taller than the panels */
     TRY(legend_height(&legend_h, c));
-    double panels_h = panel_top(PLOT_N_PANELS - 1) + PANEL_H + MARGIN_BOTTOM;
+    double panels_h = panel_top(PLOT_N_PANELS - 1) + PANEL_H + MARGIN_BOTTOM + strip_extent(c);
     int height = (int)ceil(fmax(panels_h, PLOT_TOP + legend_h + 10));
 
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -609,6 +732,7 @@ int plot_svg_write(FILE *f, const struct plot_chart *c)
                     panel_top(p) + PANEL_H / 2.0);
         fputs("</g>\n", f);
     }
+    if (any_final(c)) write_strip(f, c);
     TRY(write_legend(f, c));
     fputs("</svg>\n", f);
 cleanup:

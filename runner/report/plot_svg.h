@@ -30,7 +30,14 @@
  * NaN and infinite values (a diverged epoch) are left out of the lines. Each distinct
  * target is one <line class="target"> with a stroke-dasharray. The legend has one
  * <text class="label" data-experiment=...> per experiment whose <tspan> lines, joined,
- * are the label followed by " (N runs)". Experiments beyond the palette's ten colours
+ * are the label followed by " (N runs)".
+ * Under the curves, when some run has a final accuracy (has_final), the strip of final
+ * accuracies: <g class="panel" id="panel-final"> (data-x-lo/hi its accuracy axis in %),
+ * one row per experiment (<g class="strip" data-experiment=... data-reach="k/n">), one
+ * <circle class="final" data-experiment data-seed data-acc> per such run (data-acc the
+ * fraction, with a <title> "seed S: A %"), the experiment's target as a <line
+ * class="strip-target"> across its row and "k/n >= T %" (runs at or above it, of those
+ * drawn) at the row's end. Experiments beyond the palette's ten colours
  * reuse them. Write errors are left in ferror(f). Returns DR_OK, DR_ERR_NOMEM, or
  * DR_ERR_INTERNAL for a malformed chart (negative counts, NULL arrays with counts, an
  * unknown style or axis). */

@@ -199,21 +199,27 @@ cleanup:
 }
 
 /* The smallest differences of e against first that their done runs detect (the
- * report_cmp fields mde_*): NaN unless each side has two values with some spread. */
-static void report_mde(struct report_cmp *c, const struct report_exp *e,
-                       const struct report_exp *first)
+ * report_cmp fields mde_*): NaN unless each side has two values with some spread; for
+ * the train time that of the Mann-Whitney test the report prints, +inf when it cannot
+ * give p < alpha with these runs. */
+static int report_mde(struct report_cmp *c, const struct report_exp *e,
+                      const struct report_exp *first)
 {
+    int rc = DR_OK;
     const struct stats_summary *a = &e->acc_stats, *a0 = &first->acc_stats;
     const struct stats_summary *t = &e->train_time_stats, *t0 = &first->train_time_stats;
     c->mde_acc = c->mde_time = c->mde_time_rel = NAN;
+    c->time_runs_min = stats_mwu_min_n(REPORT_MDE_ALPHA);
     if (a->n >= 2 && a0->n >= 2)
         c->mde_acc = stats_power_t_mde(stats_pooled_sd(a->std, a0->std), a->n, a0->n,
                                        REPORT_MDE_ALPHA, REPORT_MDE_POWER);
     if (t->n >= 2 && t0->n >= 2) {
-        c->mde_time = stats_power_rank_mde(stats_pooled_sd(t->std, t0->std), t->n, t0->n,
-                                           REPORT_MDE_ALPHA, REPORT_MDE_POWER);
+        TRY(stats_power_mwu_mde(&c->mde_time, stats_pooled_sd(t->std, t0->std), t->n, t0->n,
+                                REPORT_MDE_ALPHA, REPORT_MDE_POWER));
         c->mde_time_rel = c->mde_time / t0->median;
     }
+cleanup:
+    return rc;
 }
 
 /* Experiment e against the first one. */
@@ -227,7 +233,7 @@ static int compare(struct report_cmp *c, const struct report_exp *e,
     TRY(two_sample(&c->acc_welch, &c->acc_mwu, e->acc, e->n_acc, first->acc, first->n_acc));
     TRY(two_sample(&c->time_welch, &c->time_mwu, e->train_time, e->n_train_time,
                    first->train_time, first->n_train_time));
-    report_mde(c, e, first);
+    TRY(report_mde(c, e, first));
 cleanup:
     return rc;
 }
@@ -262,6 +268,7 @@ int report_compare_all(struct report *r)
         struct report_cmp *c0 = &r->cmp[0];
         c0->d_acc_mean = c0->d_time_median = c0->d_time_rel = NAN;
         c0->mde_acc = c0->mde_time = c0->mde_time_rel = NAN;
+        c0->time_runs_min = 0;
         test_unknown(&c0->acc_welch);
         test_unknown(&c0->acc_mwu);
         test_unknown(&c0->time_welch);

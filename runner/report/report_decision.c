@@ -48,7 +48,8 @@ static double level_of(const struct results_seq_batch *b)
     return 1.0 - b->alpha / (b->n_members > 1 ? b->n_members - 1 : 1);
 }
 
-/* "+0.84 pp, 95 % confidence sequence +0.31..+1.37 pp" of a member's last look. */
+/* "mean difference +0.84 pp, 95 % confidence sequence +0.31..+1.37 pp (10 seeds)" of a
+ * member's last look. */
 static void fmt_look(char *buf, size_t n, const struct results_seq_batch *b,
                      const struct results_seq_member *m)
 {
@@ -56,10 +57,12 @@ static void fmt_look(char *buf, size_t n, const struct results_seq_batch *b,
     snprintf(level, sizeof level, "%.4g %%", 100.0 * level_of(b));
     if (!m->has_look) snprintf(buf, n, "no look yet");
     else if (isnan(m->last.cs_lo) || isnan(m->last.cs_hi))
-        snprintf(buf, n, "%+.2f pp, %s confidence sequence unbounded (%d seeds)",
+        snprintf(buf, n, "mean difference %+.2f pp, %s confidence sequence unbounded (%d "
+                 "seeds)",
                  100.0 * m->last.estimate, level, m->last.n);
     else
-        snprintf(buf, n, "%+.2f pp, %s confidence sequence %+.2f..%+.2f pp (%d seeds)",
+        snprintf(buf, n, "mean difference %+.2f pp, %s confidence sequence %+.2f..%+.2f pp "
+                 "(%d seeds)",
                  100.0 * m->last.estimate, level, 100.0 * m->last.cs_lo,
                  100.0 * m->last.cs_hi, m->last.n);
 }

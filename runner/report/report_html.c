@@ -6,6 +6,7 @@
  * on a desktop or a phone. All text from the database is escaped. */
 #include "report_internal.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,9 @@ static int load_exp(struct html_exp *h, struct results *db, const struct report 
         h->plot_runs[k].seed = h->runs[k].seed;
         h->plot_runs[k].epochs = h->epochs[k];
         h->plot_runs[k].n_epochs = h->n_epochs[k];
+        h->plot_runs[k].has_final =
+            h->runs[k].status == RUN_DONE && !isnan(h->runs[k].final_test_acc);
+        h->plot_runs[k].final_acc = h->runs[k].final_test_acc;
     }
     TRY(make_label(h, r, i));
 cleanup:
@@ -215,10 +219,14 @@ static int html_summary(FILE *f, const struct report *r)
         goto cleanup;
     }
     fputs("<p class=\"note\">Each experiment against the first one: differences, the "
-          "two-sided p-values of Welch's t-test and the Mann-Whitney U test, and the "
-          "smallest difference the runs so far detect with power 0.8 at alpha 0.05 "
-          "(t-test for the mean accuracy, Mann-Whitney U for the median train time).</p>\n",
-          f);
+          "two-sided p-values of Welch's t-test (of the mean accuracy) and the Mann-Whitney "
+          "U test, and the smallest difference the runs so far detect with power 0.8 at "
+          "alpha 0.05 (t-test for the mean accuracy, the Mann-Whitney U test printed for the "
+          "median train time).</p>\n", f);
+    char p_note[128];
+    report_p_note(p_note, sizeof p_note, r);
+    fprintf(f, "<p class=\"note\" id=\"p-note\">%c%s.</p>\n",
+            toupper((unsigned char)p_note[0]), p_note + 1);
     keep[1] = 0;
     html_grid(f, &g, first_cmp, g.rows, keep, "comparisons");
     fputs("</section>\n", f);

@@ -47,10 +47,13 @@ struct report_cmp {
     struct stats_test acc_welch, acc_mwu, time_welch, time_mwu;   /* p NaN: not computable */
     /* Minimum detectable differences with the seeds done so far, at REPORT_MDE_ALPHA and
      * REPORT_MDE_POWER (results/stats.h, power and sample size): of the mean accuracy
-     * (t-test, sd pooled over the pair) and of the median train time (Mann-Whitney U at
-     * its efficiency 3/pi, s; _rel: over the first's median). NaN: fewer than two done
-     * runs on a side, or no spread. */
+     * (t-test, sd pooled over the pair) and of the median train time (the Mann-Whitney U
+     * test printed: exact up to STATS_MWU_EXACT_PAIRS pairs, s; _rel: over the first's
+     * median). NaN: fewer than two done runs on a side, or no spread; mde_time +inf: no
+     * outcome of the exact test with these runs gives p < REPORT_MDE_ALPHA. */
     double mde_acc, mde_time, mde_time_rel;
+    int time_runs_min;                /* the fewest runs per side with which it can:
+                                         stats_mwu_min_n(REPORT_MDE_ALPHA) */
 };
 
 /* The level and power the report's detectable differences are stated at. */
@@ -104,6 +107,10 @@ int report_write_html(FILE *f, struct results *db, const struct report *r);
  * decided with a member among r's experiments; nothing when there is none, r->db is NULL
  * or r is grouped. Each writer calls it once. Returns a dr_status of the store. */
 int report_decisions_write(FILE *f, const struct report *r, enum report_format fmt);
+
+/* "p-values compare each experiment with #1 on its own, without correction for
+ * multiplicity (2 comparisons)": what the report says once under its comparisons. */
+void report_p_note(char *buf, size_t size, const struct report *r);
 
 /* "target 94 %" or "target: each experiment's own". */
 void report_target_note(char *buf, size_t size, const struct report *r);

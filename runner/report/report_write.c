@@ -6,6 +6,7 @@
  * in the machine-readable ones. */
 #include "report_internal.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,7 +143,7 @@ static const char *const row_labels[N_ROWS] = {
     [ROW_P_ACC] = "  p: Welch t, Mann-Whitney",
     [ROW_MDE_ACC] = "  detectable (α .05, power .8)",
     [ROW_D_TIME] = "Δ median train time vs #1",
-    [ROW_P_TIME] = "  p: Welch t, Mann-Whitney",
+    [ROW_P_TIME] = "  p: Mann-Whitney",
     [ROW_MDE_TIME] = "  detectable (α .05, power .8)",
 };
 
@@ -213,11 +214,16 @@ static int fill_column(struct report_grid *g, int c, const struct report *r,
         TRY(report_grid_set(g, ROW_D_TIME, c, "%s%s (%+.1f %%)", cmp->d_time_median > 0 ? "+" : "",
                             s1, 100 * cmp->d_time_rel));
     else TRY(report_grid_set(g, ROW_D_TIME, c, "%s%s", cmp->d_time_median > 0 ? "+" : "", s1));
-    fmt_p(s2, sizeof s2, cmp->time_welch.p);
     fmt_p(s3, sizeof s3, cmp->time_mwu.p);
-    TRY(report_grid_set(g, ROW_P_TIME, c, "%s, %s", s2, s3));
+    if (isnan(cmp->time_mwu.p)) TRY(report_grid_set(g, ROW_P_TIME, c, "-"));
+    else TRY(report_grid_set(g, ROW_P_TIME, c, "%s (%s)", s3,
+                             cmp->time_mwu.exact ? "exact" : "normal approx."));
     report_fmt_secs(s1, sizeof s1, cmp->mde_time);
     if (isnan(cmp->mde_time)) TRY(report_grid_set(g, ROW_MDE_TIME, c, "-"));
+    else if (isinf(cmp->mde_time))
+        TRY(report_grid_set(g, ROW_MDE_TIME, c, "not detectable with %d and %d runs (%d a "
+                            "side can)", e->train_time_stats.n,
+                            r->exps[0].train_time_stats.n, cmp->time_runs_min));
     else if (isfinite(cmp->mde_time_rel))
         TRY(report_grid_set(g, ROW_MDE_TIME, c, "%s (%.1f %%)", s1, 100 * cmp->mde_time_rel));
     else TRY(report_grid_set(g, ROW_MDE_TIME, c, "%s", s1));
@@ -310,6 +316,14 @@ cleanup:
     return rc;
 }
 
+void report_p_note(char *buf, size_t size, const struct report *r)
+{
+    int k = r->n - 1;
+    snprintf(buf, size, "p-values compare each %s with #1 on its own, without correction "
+             "for multiplicity (%d comparison%s)", r->group_key ? "group" : "experiment", k,
+             k == 1 ? "" : "s");
+}
+
 void report_target_note(char *buf, size_t size, const struct report *r)
 {
     char t[32];
@@ -337,6 +351,11 @@ int report_write_table(FILE *f, const struct report *r)
     fputc('\n', f);
     TRY(report_grid_build(&g, &first_cmp, r));
     report_grid_print(f, &g, 1);
+    if (r->n > 1) {
+        char p_note[128];
+        report_p_note(p_note, sizeof p_note, r);
+        fprintf(f, "(%s)\n", p_note);
+    }
     fputc('\n', f);
     for (int i = 0; i < r->n; i++) {
         report_sentence(sentence, sizeof sentence, &r->exps[i]);
@@ -366,10 +385,16 @@ int report_write_markdown(FILE *f, const struct report *r)
     TRY(report_grid_build(&g, &first_cmp, r));
     report_grid_print_markdown(f, &g);
     if (r->group_key)
-        fprintf(f, "\n%d experiments in %d groups by `%s`; %s.\n\n", r->n_experiments, r->n,
+        fprintf(f, "\n%d experiments in %d groups by `%s`; %s.\n", r->n_experiments, r->n,
                 r->group_key, note);
     else
-        fprintf(f, "\n%s.\n\n", note);
+        fprintf(f, "\n%s.\n", note);
+    if (r->n > 1) {
+        char p_note[128];
+        report_p_note(p_note, sizeof p_note, r);
+        fprintf(f, "%c%s.\n", toupper((unsigned char)p_note[0]), p_note + 1);
+    }
+    fputc('\n', f);
     for (int i = 0; i < r->n; i++) {
         report_sentence(sentence, sizeof sentence, &r->exps[i]);
         fputs("- ", f);
@@ -404,7 +429,7 @@ static const char *const csv_columns[] = {
     "train_time_median", "time_to_target_median", "total_time_median", "vs_experiment_id",
     "d_acc_mean", "p_acc_welch", "p_acc_mannwhitney", "d_train_time_median",
     "d_train_time_rel", "p_train_time_welch", "p_train_time_mannwhitney",
-    "mde_acc", "mde_train_time", "mde_train_time_rel",
+    "mde_acc", "mde_train_time", "mde_train_time_rel", "mwu_min_seeds",
 };
 #define N_CSV_COLUMNS ((int)(sizeof csv_columns / sizeof csv_columns[0]))
 
@@ -463,7 +488,9 @@ int report_write_csv(FILE *f, const struct report *r)
         output_csv_num(f, c->time_mwu.p, 0);
         output_csv_num(f, c->mde_acc, 0);
         output_csv_num(f, c->mde_time, 0);
-        output_csv_num(f, c->mde_time_rel, !csv_has_params(r));
+        output_csv_num(f, c->mde_time_rel, 0);
+        if (i > 0 && c->time_runs_min > 0) fprintf(f, "%d", c->time_runs_min);
+        fputs(csv_has_params(r) ? "," : "\n", f);
         csv_params(f, r, i);
     }
     return report_decisions_write(f, r, REPORT_CSV);
@@ -554,6 +581,7 @@ static void json_experiment(FILE *f, const struct report *r, int i)
     output_json_num(f, ",\n        ", "mde_acc", c->mde_acc);
     output_json_num(f, ",\n        ", "mde_train_time", c->mde_time);
     output_json_num(f, ",\n        ", "mde_train_time_rel", c->mde_time_rel);
+    fprintf(f, ",\n        \"mwu_min_seeds\": %d", c->time_runs_min);
     output_json_num(f, ",\n        ", "mde_alpha", REPORT_MDE_ALPHA);
     output_json_num(f, ",\n        ", "mde_power", REPORT_MDE_POWER);
     fputs("\n      }\n    }", f);

@@ -1,6 +1,7 @@
 /* The loop of `dawnrun run --until-decided` (see decide.h): rounds of seeds for every
  * experiment of the batch, a wait for the runs other processes hold, a look at each
- * comparison with the anytime-valid confidence sequence, the looks and the outcome
+ * comparison with the anytime-valid confidence sequence for the mean difference of the
+ * final accuracies (results/sequential.h), the looks and the outcome
  * recorded with the batch. */
 #include "decide.h"
 
@@ -76,14 +77,16 @@ static void fmt_cs(char *buf, size_t n, double alpha_each, double lo, double hi)
                  100.0 * hi);
 }
 
-/* Prints "B vs A  +0.84 pp, 95 % confidence sequence +0.31..+1.37 pp: different". */
+/* Prints "B vs A: mean difference +0.84 pp, 95 % confidence sequence +0.31..+1.37 pp:
+ * different". */
 static void print_comparison(const struct sched_batch *b, int pos, double alpha_each,
                              const struct results_seq_look *l)
 {
     char est[32], cs[96];
     fmt_pp(est, sizeof est, l->estimate);
     fmt_cs(cs, sizeof cs, alpha_each, l->cs_lo, l->cs_hi);
-    printf("%s vs %s  %s, %s: %s", b->x[pos].name, b->x[0].name, est, cs, l->decision);
+    printf("%s vs %s: mean difference %s, %s: %s", b->x[pos].name, b->x[0].name, est, cs,
+           l->decision);
 }
 
 /* The closing line: "decided after N seeds per experiment: ..." or "not decided at the
@@ -314,7 +317,7 @@ int decide_run(int *exit_code, struct sched_batch *b, const struct decide_spec *
                 print_comparison(b, i, alpha_each, &last[i]);
                 printf("\n");
             } else {
-                printf("look %d (%d seeds each): %s vs %s  %s at look %d\n", look, n,
+                printf("look %d (%d seeds each): %s vs %s: %s at look %d\n", look, n,
                        b->x[i].name, b->x[0].name, last[i].decision, last[i].look);
             }
             all_decided &= strcmp(last[i].decision, "undecided") != 0;

@@ -58,6 +58,7 @@ struct lerp_item {
 };
 
 struct plan;
+struct plan_node;
 
 struct pool_attr {
     enum pool_kind kind;
@@ -176,6 +177,12 @@ struct backend_ops {
                       int copy_back);
     /* cursor[CURSOR_STEP] += 1 and cursor[CURSOR_INDEX] += 1, in backend memory. */
     int (*cursor_advance)(void *ctx, struct tensor *cursor);
+    /* Whether this engine runs node n (kernels/plan.h) as it stands: 1 or 0. A node made
+     * by plan_node_init without tensors asks about its op alone. */
+    int (*supports)(void *ctx, const struct plan_node *n);
+    /* Runs node n, which plan_node_check passed and supports accepted: the op its kind
+     * names, on its slots and parameters (plan_run_node is the caller). */
+    int (*run_node)(void *ctx, const struct plan_node *n);
     /* Optional (NULL: the engine runs plan_run_each): runs a whole plan, with whatever
      * fusion and replay the backend supports, with plan_run_each's results. Called through
      * kernels/plan.h's plan_compute, which records the backend in the plan. */

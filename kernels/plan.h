@@ -192,8 +192,6 @@ struct plan_op_desc {
     unsigned opt_dst, opt_src;   /* bit i: slot i may be NULL */
     unsigned acc_dst;   /* bit i: the node's acc may set bit i (dst[i] may be added to) */
     unsigned rw_dst;    /* bit i: dst[i] is always read as well as written (updated) */
-    /* runs the node through b's table (the backend call the op names) */
-    int (*run)(const struct backend *b, const struct plan_node *n);
 };
 
 /* The row of op, or NULL for a value that is not an op. */

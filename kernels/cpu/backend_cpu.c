@@ -635,6 +635,202 @@ cleanup:
     return rc;
 }
 
+/* ------------------------------------------------------------------ nodes */
+
+static int node_batch(void *ctx, const struct plan_node *n)
+{
+    return cpu_augment_step(ctx, n->dst[PLAN_BATCH_X], n->dst[PLAN_BATCH_LABELS],
+                                n->src[PLAN_BATCH_IMAGES], n->src[PLAN_BATCH_IMAGE_LABELS],
+                                n->src[PLAN_BATCH_ROWS], n->src[PLAN_BATCH_CURSOR],
+                                n->par.batch.stride, n->par.batch.aug, n->par.batch.seed);
+}
+
+static int node_conv_fwd(void *ctx, const struct plan_node *n)
+{
+    return cpu_conv_forward(ctx, n->dst[PLAN_Y], n->src[PLAN_X], n->src[PLAN_W],
+                                n->src[PLAN_B], &n->par.conv);
+}
+
+static int node_conv_bwd(void *ctx, const struct plan_node *n)
+{
+    return cpu_conv_backward(ctx, n->dst[PLAN_DX], n->dst[PLAN_DW], n->dst[PLAN_DB],
+                                 n->src[PLAN_DY], n->src[PLAN_BWD_X], n->src[PLAN_BWD_W],
+                                 &n->par.conv, PLAN_NODE_ACC(n, PLAN_DX));
+}
+
+static int node_bn_fwd_train(void *ctx, const struct plan_node *n)
+{
+    return cpu_bn_forward_train(ctx, n->dst[PLAN_Y], n->dst[PLAN_SAVE_MEAN],
+                                    n->dst[PLAN_SAVE_INVSTD], n->dst[PLAN_RUNNING_MEAN],
+                                    n->dst[PLAN_RUNNING_VAR], n->src[PLAN_X],
+                                    n->src[PLAN_GAMMA], n->src[PLAN_BETA], &n->par.bn);
+}
+
+static int node_bn_fwd_eval(void *ctx, const struct plan_node *n)
+{
+    return cpu_bn_forward_eval(ctx, n->dst[PLAN_Y], n->src[PLAN_X], n->src[PLAN_GAMMA],
+                                   n->src[PLAN_BETA], n->src[PLAN_RUNNING_MEAN],
+                                   n->src[PLAN_RUNNING_VAR], &n->par.bn);
+}
+
+static int node_bn_bwd(void *ctx, const struct plan_node *n)
+{
+    return cpu_bn_backward(ctx, n->dst[PLAN_DX], n->dst[PLAN_DGAMMA],
+                               n->dst[PLAN_DBETA], n->src[PLAN_DY], n->src[PLAN_BWD_X],
+                               n->src[PLAN_BWD_GAMMA], n->src[PLAN_BWD_SAVE_MEAN],
+                               n->src[PLAN_BWD_SAVE_INVSTD], PLAN_NODE_ACC(n, PLAN_DX));
+}
+
+static int node_act_fwd(void *ctx, const struct plan_node *n)
+{
+    return cpu_act_forward(ctx, n->dst[PLAN_Y], n->src[PLAN_X], n->par.act.kind,
+                               n->par.act.alpha);
+}
+
+static int node_act_bwd(void *ctx, const struct plan_node *n)
+{
+    return cpu_act_backward(ctx, n->dst[PLAN_DX], n->src[PLAN_DY], n->src[PLAN_BWD_X],
+                                n->par.act.kind, n->par.act.alpha, PLAN_NODE_ACC(n, PLAN_DX));
+}
+
+static int node_pool_fwd(void *ctx, const struct plan_node *n)
+{
+    return cpu_pool_forward(ctx, n->dst[PLAN_Y], n->src[PLAN_X], &n->par.pool);
+}
+
+static int node_pool_bwd(void *ctx, const struct plan_node *n)
+{
+    return cpu_pool_backward(ctx, n->dst[PLAN_DX], n->src[PLAN_DY], n->src[PLAN_BWD_X],
+                                 n->src[PLAN_BWD_Y], &n->par.pool, PLAN_NODE_ACC(n, PLAN_DX));
+}
+
+static int node_concat_fwd(void *ctx, const struct plan_node *n)
+{
+    return cpu_concat_forward(ctx, n->dst[PLAN_Y], n->src, n->n_src);
+}
+
+static int node_concat_bwd(void *ctx, const struct plan_node *n)
+{
+    int accumulate[PLAN_NODE_MAX_DST];
+    for (int i = 0; i < PLAN_NODE_MAX_DST; i++) accumulate[i] = PLAN_NODE_ACC(n, i);
+    return cpu_concat_backward(ctx, n->dst, n->src[PLAN_DY], n->n_dst, accumulate);
+}
+
+static int node_add_fwd(void *ctx, const struct plan_node *n)
+{
+    return cpu_add_forward(ctx, n->dst[PLAN_Y], n->src[PLAN_ADD_A], n->src[PLAN_ADD_B]);
+}
+
+static int node_scale_fwd(void *ctx, const struct plan_node *n)
+{
+    return cpu_scale_forward(ctx, n->dst[PLAN_Y], n->src[PLAN_X], n->par.scale.s);
+}
+
+static int node_scaled_copy(void *ctx, const struct plan_node *n)
+{
+    return cpu_scaled_copy(ctx, n->dst[PLAN_DX], n->src[PLAN_DY], n->par.scale.s,
+                               PLAN_NODE_ACC(n, PLAN_DX));
+}
+
+static int node_flatten_fwd(void *ctx, const struct plan_node *n)
+{
+    return cpu_flatten_forward(ctx, n->dst[PLAN_Y], n->src[PLAN_X]);
+}
+
+static int node_flatten_bwd(void *ctx, const struct plan_node *n)
+{
+    return cpu_flatten_backward(ctx, n->dst[PLAN_DX], n->src[PLAN_DY],
+                                    PLAN_NODE_ACC(n, PLAN_DX));
+}
+
+static int node_linear_fwd(void *ctx, const struct plan_node *n)
+{
+    return cpu_linear_forward(ctx, n->dst[PLAN_Y], n->src[PLAN_X], n->src[PLAN_W],
+                                  n->src[PLAN_B]);
+}
+
+static int node_linear_bwd(void *ctx, const struct plan_node *n)
+{
+    return cpu_linear_backward(ctx, n->dst[PLAN_DX], n->dst[PLAN_DW], n->dst[PLAN_DB],
+                                   n->src[PLAN_DY], n->src[PLAN_BWD_X], n->src[PLAN_BWD_W],
+                                   PLAN_NODE_ACC(n, PLAN_DX));
+}
+
+static int node_xent_fwd(void *ctx, const struct plan_node *n)
+{
+    return cpu_xent_forward(ctx, n->dst[PLAN_XENT_STATS], n->dst[PLAN_XENT_PROBS],
+                                n->src[PLAN_XENT_LOGITS], n->src[PLAN_XENT_LABELS],
+                                n->par.xent.smoothing);
+}
+
+static int node_xent_bwd(void *ctx, const struct plan_node *n)
+{
+    return cpu_xent_backward(ctx, n->dst[PLAN_XENT_DLOGITS], n->src[PLAN_XENT_BWD_PROBS],
+                                 n->src[PLAN_XENT_LABELS], n->par.xent.smoothing,
+                                 n->par.xent.scale);
+}
+
+static int node_sgd(void *ctx, const struct plan_node *n)
+{
+    return cpu_sgd_multi(ctx, n->par.sgd.items, n->par.sgd.count,
+                             n->src[PLAN_SGD_LR_TABLE], n->src[PLAN_SGD_CURSOR],
+                             n->par.sgd.momentum, n->par.sgd.nesterov);
+}
+
+static int node_cursor_advance(void *ctx, const struct plan_node *n)
+{
+    return cpu_cursor_advance(ctx, n->dst[PLAN_CURSOR]);
+}
+
+
+/* The runner table: one runner per op, indexed by enum plan_op (kernels/plan.h). */
+typedef int (*cpu_node_fn)(void *ctx, const struct plan_node *n);
+static const cpu_node_fn cpu_nodes[] = {
+    [PLAN_BATCH] = node_batch,
+    [PLAN_CONV_FWD] = node_conv_fwd,
+    [PLAN_CONV_BWD] = node_conv_bwd,
+    [PLAN_BN_FWD_TRAIN] = node_bn_fwd_train,
+    [PLAN_BN_FWD_EVAL] = node_bn_fwd_eval,
+    [PLAN_BN_BWD] = node_bn_bwd,
+    [PLAN_ACT_FWD] = node_act_fwd,
+    [PLAN_ACT_BWD] = node_act_bwd,
+    [PLAN_POOL_FWD] = node_pool_fwd,
+    [PLAN_POOL_BWD] = node_pool_bwd,
+    [PLAN_CONCAT_FWD] = node_concat_fwd,
+    [PLAN_CONCAT_BWD] = node_concat_bwd,
+    [PLAN_ADD_FWD] = node_add_fwd,
+    [PLAN_SCALE_FWD] = node_scale_fwd,
+    [PLAN_SCALED_COPY] = node_scaled_copy,
+    [PLAN_FLATTEN_FWD] = node_flatten_fwd,
+    [PLAN_FLATTEN_BWD] = node_flatten_bwd,
+    [PLAN_LINEAR_FWD] = node_linear_fwd,
+    [PLAN_LINEAR_BWD] = node_linear_bwd,
+    [PLAN_XENT_FWD] = node_xent_fwd,
+    [PLAN_XENT_BWD] = node_xent_bwd,
+    [PLAN_SGD] = node_sgd,
+    [PLAN_CURSOR_ADVANCE] = node_cursor_advance,
+};
+_Static_assert(sizeof(cpu_nodes) / sizeof(cpu_nodes[0]) == PLAN_OP_COUNT,
+               "the CPU engine has a runner for every op");
+
+/* backend_ops.supports: every op in fp32, whatever the shapes the op table allows. */
+static int cpu_supports(void *ctx, const struct plan_node *n)
+{
+    (void)ctx;
+    return (unsigned)n->op < PLAN_OP_COUNT && cpu_nodes[n->op] != NULL;
+}
+
+/* backend_ops.run_node: the op's runner on the backend's threads. */
+static int cpu_run_node(void *ctx, const struct plan_node *n)
+{
+    int rc = DR_OK;
+    EXPECT(cpu_supports(ctx, n), "the CPU engine has no runner for plan op %d", (int)n->op);
+    cpu_enter(ctx);
+    rc = cpu_nodes[n->op](ctx, n);
+cleanup:
+    return rc;
+}
+
 static const struct backend_ops cpu_ops;
 
 /* The plan with the batch-norm patterns of plan_cpu.c fused. */
@@ -691,6 +887,8 @@ static const struct backend_ops cpu_ops = {
     .sgd_multi = cpu_sgd_multi,
     .lerp_multi = cpu_lerp_multi,
     .cursor_advance = cpu_cursor_advance,
+    .supports = cpu_supports,
+    .run_node = cpu_run_node,
     .plan_compute = cpu_plan_compute,
     .plan_forget = cpu_plan_forget_op,
     .counters = NULL,   /* the CPU engine counts nothing */

@@ -507,6 +507,12 @@ int cuda_augment(void *ctx, struct tensor *x, struct tensor *labels, const struc
                  const struct tensor *image_labels, const struct tensor *rows,
                  const struct augment_params *aug, uint64_t seed, int epoch);
 
+/* ------------------------------------------------------------------ nodes */
+/* nodes_cuda.cu: backend_ops.supports (every op of kernels/plan.h, in every precision)
+ * and backend_ops.run_node (the op family's function below, on the node's slots). */
+int cuda_supports(void *ctx, const struct plan_node *n);
+int cuda_run_node(void *ctx, const struct plan_node *n);
+
 /* ------------------------------------------------------------------ the plan's own ops */
 /* Each reads the cursor (and sgd_multi the learning-rate table) in device memory, so that
  * a captured step replays them unchanged. sgd_multi and lerp_multi are one launch each:

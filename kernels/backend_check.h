@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "augment.h"
-#include "backend.h"
+#include "plan.h"
 
 /* y (or dy) of a pool over x with attributes a (kind POOL_MAX or POOL_AVG); *ho, *wo get
  * the output plane size. */

@@ -46,6 +46,7 @@ static const struct plan_op_desc plan_ops[PLAN_OP_COUNT] = {
     [PLAN_XENT_FWD] = {"xent_fwd", 2, 2, 0, 0, 0, 1u << PLAN_XENT_STATS},
     [PLAN_XENT_BWD] = {"xent_bwd", 1, 2, 0, 0, 0, 0},
     [PLAN_SGD] = {"sgd", 0, 2, 0, 0, 0, 0},
+    [PLAN_LERP] = {"lerp", 0, 0, 0, 0, 0, 0},
     [PLAN_CURSOR_ADVANCE] = {"cursor_advance", 1, 0, 0, 0, 0, 1u << PLAN_CURSOR},
 };
 
@@ -225,6 +226,11 @@ uint64_t plan_signature(const struct plan *p)
                 h = hash_bytes(h, &it->wd, sizeof(it->wd));
                 h = hash_bytes(h, &it->train_epochs, sizeof(it->train_epochs));
             }
+        if (n->op == PLAN_LERP)
+            for (int k = 0; k < n->par.lerp.count; k++) {
+                h = hash_slot(h, n->par.lerp.items[k].avg);
+                h = hash_slot(h, n->par.lerp.items[k].w);
+            }
     }
     return h;
 }
@@ -238,6 +244,25 @@ int plan_run_node(const struct backend *b, const struct plan_node *n)
     rc = b->ops->run_node(b->ctx, n);
 cleanup:
     return rc;
+}
+
+int plan_run_one(const struct backend *b, const struct plan_node *n)
+{
+    struct plan_node one = *n;
+    const struct plan p = {&one, 1, 1, 0, {NULL, NULL}};
+    return plan_run_each(b, &p, NULL, NULL);
+}
+
+int plan_run_op(const struct backend *b, enum plan_op op, struct tensor *const *dst, int nd,
+                const struct tensor *const *src, int ns, unsigned acc,
+                const union plan_params *par)
+{
+    struct plan_node n;
+    plan_node_init(&n, op);
+    plan_node_set_tensors(&n, dst, nd, src, ns);
+    n.acc = acc;
+    if (par) n.par = *par;
+    return plan_run_one(b, &n);
 }
 
 int plan_run_each(const struct backend *b, const struct plan *p, plan_node_hook hook, void *user)

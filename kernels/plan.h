@@ -51,32 +51,102 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "activation.h"
+#include "augment.h"
 #include "backend.h"
+#include "pool.h"
 
+/* ---------------------------------------------------------------- the ops' parameters */
+
+struct conv_attr {
+    int k, stride, pad;
+};
+
+struct bn_attr {
+    float eps, momentum;
+    int splits;               /* ghost batch norm: 0 or 1 = plain; S > 1 = the batch's n
+                                 images in S consecutive equal parts of n / S (n must be a
+                                 multiple of S), each normalised with its own statistics */
+};
+
+struct pool_attr {
+    enum pool_kind kind;
+    int kh, kw, sh, sw;       /* global pools pass the whole plane */
+};
+
+/* The step cursor: a TENSOR_I32 of PLAN_CURSOR_LEN values in backend memory, the
+ * per-step state a replayed step reads. */
+enum { CURSOR_STEP = 0,    /* global training step (indexes the learning-rate table) */
+       CURSOR_EPOCH = 1,   /* 0-based epoch (the augmentation draw, parameter freezing) */
+       CURSOR_INDEX = 2,   /* batch index: within the epoch, or within the evaluation pass */
+       PLAN_CURSOR_LEN = 4 };
+
+/* Most inputs of a concat node (engine/core/graph.h GRAPH_MAX_INPUTS). */
+#define PLAN_MAX_CONCAT 8
+
+/* One trainable parameter of an SGD node. It is stepped with
+ * lr = (float)((double)lr_table[cursor[CURSOR_STEP]] * lr_scale) and weight decay wd,
+ * unless train_epochs > 0 and cursor[CURSOR_EPOCH] >= train_epochs (then left as is). */
+struct sgd_item {
+    struct tensor *w, *v, *dw;  /* PARAM, the same shape: parameter, momentum, gradient */
+    double lr_scale;
+    float wd;
+    int train_epochs;
+};
+
+/* One averaged tensor of a LERP node. */
+struct lerp_item {
+    struct tensor *avg, *w;     /* the same shape and kind, PARAM or F32 */
+};
+
+/* ---------------------------------------------------------------- the ops */
+
+/* Every op's conventions:
+ *   - shapes come from the slots' tensors; `n` of an activation may be smaller than
+ *     allocated (the last evaluation batch), and the op uses the tensor's n;
+ *   - a backward op overwrites parameter gradients and overwrites, or adds to (the
+ *     node's acc bit), input gradients; an optional output that is NULL, or any output
+ *     tensor without data, is not computed;
+ *   - what each slot must hold (shapes, kinds, parameters) is the op's rule in the op
+ *     table, checked by plan_node_check before any engine sees the node. */
 enum plan_op {
-    PLAN_BATCH,          /* backend_ops.augment_step */
-    PLAN_CONV_FWD,
+    PLAN_BATCH,          /* x (n, 3, 32, 32), labels I32 from images U8, image_labels U8,
+                            rows I32, cursor: batch row i is rows[cursor[CURSOR_INDEX] *
+                            stride + i] (i < x->n), the draw's epoch cursor[CURSOR_EPOCH];
+                            aug NULL: the test batch (normalise only) */
+    PLAN_CONV_FWD,       /* y = conv(x, w) + b (b may be NULL) */
     PLAN_CONV_BWD,
-    PLAN_BN_FWD_TRAIN,
+    PLAN_BN_FWD_TRAIN,   /* saved statistics F32 (S * c) (part s's channel j at s * c + j,
+                            S = max(splits, 1)); running statistics F32 (c) updated once
+                            with the means over the parts of each part's mean and unbiased
+                            variance */
     PLAN_BN_FWD_EVAL,
-    PLAN_BN_BWD,
+    PLAN_BN_BWD,         /* S from the saved mean's count / c */
     PLAN_ACT_FWD,
     PLAN_ACT_BWD,
     PLAN_POOL_FWD,
     PLAN_POOL_BWD,
     PLAN_CONCAT_FWD,
-    PLAN_CONCAT_BWD,
+    PLAN_CONCAT_BWD,     /* at most one input gradient NULL (an input that needs none),
+                            its channels inferred */
     PLAN_ADD_FWD,
     PLAN_SCALE_FWD,
-    PLAN_SCALED_COPY,
-    PLAN_FLATTEN_FWD,
+    PLAN_SCALED_COPY,    /* dx (=|+=) s * dy: the backward of add (s = 1) and scale */
+    PLAN_FLATTEN_FWD,    /* y (n, c*h*w, 1, 1) from x (n, c, h, w) */
     PLAN_FLATTEN_BWD,
-    PLAN_LINEAR_FWD,
+    PLAN_LINEAR_FWD,     /* x, y (n, in, 1, 1), (n, out, 1, 1); w PARAM (out, in, 1, 1);
+                            b PARAM (out) or NULL */
     PLAN_LINEAR_BWD,
-    PLAN_XENT_FWD,
+    PLAN_XENT_FWD,       /* stats F32 (2) += (summed loss, correct count); probs like the
+                            logits */
     PLAN_XENT_BWD,
-    PLAN_SGD,            /* backend_ops.sgd_multi: every trainable parameter at once */
-    PLAN_CURSOR_ADVANCE, /* backend_ops.cursor_advance */
+    PLAN_SGD,            /* every item (struct sgd_item) stepped, in one pass where the
+                            engine can: lr_table F32 (steps), cursor */
+    PLAN_LERP,           /* weight averaging of every item, in one pass where the engine
+                            can, per element avg = (1 - t) * avg + t * w in fp32, then
+                            w = avg when copy_back; every compute copy of a PARAM tensor
+                            that changes is refreshed (avg may be used for evaluation) */
+    PLAN_CURSOR_ADVANCE, /* cursor[CURSOR_STEP] += 1 and cursor[CURSOR_INDEX] += 1 */
     PLAN_OP_COUNT
 };
 
@@ -135,9 +205,10 @@ enum plan_slot {
 };
 
 /* A node's scalar parameters, one member per op family (the op says which is valid).
- * Two members hold a pointer, to data the plan's builder owns: the batch's augmentation
- * (NULL = the test batch) and the SGD node's parameter list, whose tensors (w, v, dw of
- * every item) the node reads and writes besides its srcs (too many for the slots). */
+ * Three members hold a pointer, to data the node's builder owns: the batch's
+ * augmentation (NULL = the test batch), and the item lists of the SGD and LERP nodes,
+ * whose tensors (w, v, dw; avg, w) the node reads and writes besides its slots (too many
+ * for them). */
 union plan_params {
     struct conv_attr conv;   /* CONV_FWD, CONV_BWD */
     struct bn_attr bn;       /* BN_FWD_TRAIN, BN_FWD_EVAL */
@@ -163,6 +234,12 @@ union plan_params {
         float momentum;
         int nesterov;
     } sgd;                   /* SGD */
+    struct {
+        const struct lerp_item *items;      /* owned by the node's builder */
+        int count;
+        float t;
+        int copy_back;
+    } lerp;                  /* LERP */
 };
 
 /* One node: one call of the backend op its kind names. */
@@ -236,14 +313,15 @@ struct plan {
 /* The tensors one node reads and writes, for analyses (which node consumes a tensor):
  * up to PLAN_NODE_MAX_TENSORS handles, NULL ones left out: each dst in order (written),
  * followed by itself again as read where the node adds to it (acc) or the op always
- * updates it (rw_dst), then each src (read). An SGD node's items are not listed. Returns
+ * updates it (rw_dst), then each src (read). An SGD or LERP node's items are not
+ * listed. Returns
  * the count written to ts, with written[i] = 1 for an output. */
 #define PLAN_NODE_MAX_TENSORS (2 * PLAN_NODE_MAX_DST + PLAN_NODE_MAX_SRC)
 int plan_node_tensors(const struct tensor **ts, int *written, const struct plan_node *n);
 
 /* A hash of everything a captured run depends on: every node's op, phase, layer, counts,
  * accumulate flags and parameters, and every slot's handle with its data pointer and
- * shape (an SGD node's items too). Equal signatures: the plan can be replayed as it was
+ * shape (an SGD or LERP node's items too). Equal signatures: the plan can be replayed as it was
  * captured. */
 uint64_t plan_signature(const struct plan *p);
 
@@ -257,9 +335,23 @@ typedef int (*plan_node_hook)(void *user, const struct plan_node *n, int after);
 int plan_run_each(const struct backend *b, const struct plan *p, plan_node_hook hook,
                   void *user);
 
-/* Runs one node through b's table (the op its kind names, plan_op_desc's run), after
- * plan_node_check. */
+/* Runs one node on b: plan_node_check, then b's supports (a node the engine does not run
+ * is refused, DR_ERR_INTERNAL naming the engine and the op), then b's run_node. */
 int plan_run_node(const struct backend *b, const struct plan_node *n);
+
+/* Runs node n alone, as a plan of one node (plan_run_each): an eager call is a one-node
+ * plan, checked and dispatched as every node of a plan is. A lone node has nothing to fuse
+ * or replay, so it takes the reference path every plan_compute agrees with. */
+int plan_run_one(const struct backend *b, const struct plan_node *n);
+
+/* Builds a lone node of kind op (plan_node_init; its slots from dst[0 .. nd) and
+ * src[0 .. ns), plan_node_set_tensors; acc; the parameters *par, or none when par is
+ * NULL) and runs it (plan_run_one): plan_run_op(b, PLAN_ACT_FWD, PLAN_DSTS(&y),
+ * PLAN_SRCS(&x), 0, &(union plan_params){.act = {ACT_RELU, 0.0f}}). A LERP node, whose
+ * tensors are its items, passes NULL, 0 for both lists. */
+int plan_run_op(const struct backend *b, enum plan_op op, struct tensor *const *dst, int nd,
+                const struct tensor *const *src, int ns, unsigned acc,
+                const union plan_params *par);
 
 /* Runs the plan through b->ops->plan_compute when the backend has one, else
  * plan_run_each without a hook. Records b in p->ran_on (a backend p ran on before is first

@@ -66,8 +66,8 @@ int model_init_whiten(struct model *m, const struct dataset *train);
 int model_average_start(struct model *m);
 
 /* Every averaged tensor: avg += t * (w - avg); then, with copy_back, w = avg, parameters
- * and BN running statistics alike, in one backend lerp_multi call. An engine without
- * lerp_multi: DR_ERR_INTERNAL, naming it. */
+ * and BN running statistics alike, as one LERP node (kernels/plan.h) run alone. An engine
+ * that does not run LERP nodes: DR_ERR_INTERNAL, naming it. */
 int model_average_update(struct model *m, float t, int copy_back);
 
 /* Exchanges the parameters and BN running statistics with their averages (a swap of

@@ -777,6 +777,12 @@ static int node_sgd(void *ctx, const struct plan_node *n)
                              n->par.sgd.momentum, n->par.sgd.nesterov);
 }
 
+static int node_lerp(void *ctx, const struct plan_node *n)
+{
+    return cpu_lerp_multi(ctx, n->par.lerp.items, n->par.lerp.count, n->par.lerp.t,
+                          n->par.lerp.copy_back);
+}
+
 static int node_cursor_advance(void *ctx, const struct plan_node *n)
 {
     return cpu_cursor_advance(ctx, n->dst[PLAN_CURSOR]);
@@ -808,6 +814,7 @@ static const cpu_node_fn cpu_nodes[] = {
     [PLAN_XENT_FWD] = node_xent_fwd,
     [PLAN_XENT_BWD] = node_xent_bwd,
     [PLAN_SGD] = node_sgd,
+    [PLAN_LERP] = node_lerp,
     [PLAN_CURSOR_ADVANCE] = node_cursor_advance,
 };
 _Static_assert(sizeof(cpu_nodes) / sizeof(cpu_nodes[0]) == PLAN_OP_COUNT,
@@ -860,33 +867,6 @@ static const struct backend_ops cpu_ops = {
     .tensor_write = cpu_tensor_write,
     .tensor_read = cpu_tensor_read,
     .synchronize = cpu_synchronize,
-    .augment = cpu_augment,
-    .conv_forward = cpu_conv_forward,
-    .conv_backward = cpu_conv_backward,
-    .bn_forward_train = cpu_bn_forward_train,
-    .bn_forward_eval = cpu_bn_forward_eval,
-    .bn_backward = cpu_bn_backward,
-    .act_forward = cpu_act_forward,
-    .act_backward = cpu_act_backward,
-    .pool_forward = cpu_pool_forward,
-    .pool_backward = cpu_pool_backward,
-    .concat_forward = cpu_concat_forward,
-    .concat_backward = cpu_concat_backward,
-    .add_forward = cpu_add_forward,
-    .scale_forward = cpu_scale_forward,
-    .scaled_copy = cpu_scaled_copy,
-    .flatten_forward = cpu_flatten_forward,
-    .flatten_backward = cpu_flatten_backward,
-    .linear_forward = cpu_linear_forward,
-    .linear_backward = cpu_linear_backward,
-    .xent_forward = cpu_xent_forward,
-    .xent_backward = cpu_xent_backward,
-    .sgd_update = cpu_sgd_update,
-    .param_lerp = cpu_param_lerp,
-    .augment_step = cpu_augment_step,
-    .sgd_multi = cpu_sgd_multi,
-    .lerp_multi = cpu_lerp_multi,
-    .cursor_advance = cpu_cursor_advance,
     .supports = cpu_supports,
     .run_node = cpu_run_node,
     .plan_compute = cpu_plan_compute,

@@ -8,8 +8,8 @@
  *   TENSOR_PARAM  fp32 master in (n, h, w, c) order (conv weights KRSC, as cuDNN's NHWC
  *                 filters; linear weights and vectors are unchanged), followed in half
  *                 precisions by a compute copy of the same layout at cuda_param_copy().
- *                 The copy is rewritten by tensor_write, tensor_zero, sgd_update,
- *                 param_lerp, sgd_multi and lerp_multi. PARAM tensors, and small F32 and
+ *                 The copy is rewritten by tensor_write, tensor_zero and the SGD and
+ *                 LERP nodes (sgd_multi, lerp_multi). PARAM tensors, and small F32 and
  *                 I32 ones, live in the parameter arena (arena_cuda.cu).
  *   TENSOR_F32 / I32 / U8   the canonical form, unchanged.
  * Every op is queued on the context's stream; none waits for the device. */
@@ -499,13 +499,6 @@ int cuda_xent_forward(void *ctx, struct tensor *stats, struct tensor *probs,
                       const struct tensor *logits, const struct tensor *labels, float smoothing);
 int cuda_xent_backward(void *ctx, struct tensor *dlogits, const struct tensor *probs,
                        const struct tensor *labels, float smoothing, float scale);
-int cuda_sgd_update(void *ctx, struct tensor *w, struct tensor *v, struct tensor *dw, float lr,
-                    float wd, float momentum, int nesterov);
-int cuda_param_lerp(void *ctx, struct tensor *avg, struct tensor *w, float t, int copy_back);
-
-int cuda_augment(void *ctx, struct tensor *x, struct tensor *labels, const struct tensor *images,
-                 const struct tensor *image_labels, const struct tensor *rows,
-                 const struct augment_params *aug, uint64_t seed, int epoch);
 
 /* ------------------------------------------------------------------ nodes */
 /* nodes_cuda.cu: backend_ops.supports (every op of kernels/plan.h, in every precision)

@@ -144,6 +144,12 @@ static int node_sgd(void *ctx, const struct plan_node *n)
                              n->par.sgd.momentum, n->par.sgd.nesterov);
 }
 
+static int node_lerp(void *ctx, const struct plan_node *n)
+{
+    return cuda_lerp_multi(ctx, n->par.lerp.items, n->par.lerp.count, n->par.lerp.t,
+                           n->par.lerp.copy_back);
+}
+
 static int node_cursor_advance(void *ctx, const struct plan_node *n)
 {
     return cuda_cursor_advance(ctx, n->dst[PLAN_CURSOR]);
@@ -180,6 +186,7 @@ static const struct cuda_node_row cuda_nodes[] = {
     {PLAN_XENT_FWD, node_xent_fwd},
     {PLAN_XENT_BWD, node_xent_bwd},
     {PLAN_SGD, node_sgd},
+    {PLAN_LERP, node_lerp},
     {PLAN_CURSOR_ADVANCE, node_cursor_advance},
 };
 static_assert(sizeof(cuda_nodes) / sizeof(cuda_nodes[0]) == PLAN_OP_COUNT,

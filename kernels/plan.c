@@ -1,6 +1,7 @@
-/* The step as data (kernels/plan.h): the op table (one row per op: its shape and its
- * backend call), building a plan, checking a node against its row, listing what each node
- * reads and writes, the signature, and the reference node-by-node execution. */
+/* The step as data (kernels/plan.h): building a plan, checking a node against its op's
+ * row (kernels/plan_ops.c holds the table and the shape rules), listing what each node
+ * reads and writes, the signature, the reference node-by-node execution, and a lone node
+ * run as a plan of one. */
 #include "plan.h"
 
 #include <stdlib.h>
@@ -9,60 +10,6 @@
 #include "../base/alloc.h"
 #include "../base/grow.h"
 #include "../base/status.h"
-
-/* ---------------------------------------------------------------- the op table */
-
-_Static_assert(PLAN_NODE_MAX_DST <= 32 && PLAN_NODE_MAX_SRC <= 32,
-               "a slot mask (unsigned) has a bit for every slot");
-
-#define VAR PLAN_VARIADIC
-#define ALL ((1u << PLAN_NODE_MAX_DST) - 1u)   /* every slot of a variadic op */
-
-/* The op table: one row per op, in enum plan_op's order. Columns: name, dsts, srcs,
- * dsts and srcs that may be NULL, dsts the node may add to (acc), dsts always updated
- * (read and written). */
-static const struct plan_op_desc plan_ops[PLAN_OP_COUNT] = {
-    [PLAN_BATCH] = {"batch", 2, 4, 0, 0, 0, 0},
-    [PLAN_CONV_FWD] = {"conv_fwd", 1, 3, 0, 1u << PLAN_B, 0, 0},
-    [PLAN_CONV_BWD] = {"conv_bwd", 3, 3, 1u << PLAN_DX | 1u << PLAN_DB, 0, 1u << PLAN_DX, 0},
-    [PLAN_BN_FWD_TRAIN] = {"bn_fwd_train", 5, 3, 0, 0, 0,
-                           1u << PLAN_RUNNING_MEAN | 1u << PLAN_RUNNING_VAR},
-    [PLAN_BN_FWD_EVAL] = {"bn_fwd_eval", 1, 5, 0, 0, 0, 0},
-    [PLAN_BN_BWD] = {"bn_bwd", 3, 5, 1u << PLAN_DX, 0, 1u << PLAN_DX, 0},
-    [PLAN_ACT_FWD] = {"act_fwd", 1, 1, 0, 0, 0, 0},
-    [PLAN_ACT_BWD] = {"act_bwd", 1, 2, 0, 0, 1u << PLAN_DX, 0},
-    [PLAN_POOL_FWD] = {"pool_fwd", 1, 1, 0, 0, 0, 0},
-    [PLAN_POOL_BWD] = {"pool_bwd", 1, 3, 0, 0, 1u << PLAN_DX, 0},
-    [PLAN_CONCAT_FWD] = {"concat_fwd", 1, VAR, 0, 0, 0, 0},
-    [PLAN_CONCAT_BWD] = {"concat_bwd", VAR, 1, ALL, 0, ALL, 0},
-    [PLAN_ADD_FWD] = {"add_fwd", 1, 2, 0, 0, 0, 0},
-    [PLAN_SCALE_FWD] = {"scale_fwd", 1, 1, 0, 0, 0, 0},
-    [PLAN_SCALED_COPY] = {"scaled_copy", 1, 1, 0, 0, 1u << PLAN_DX, 0},
-    [PLAN_FLATTEN_FWD] = {"flatten_fwd", 1, 1, 0, 0, 0, 0},
-    [PLAN_FLATTEN_BWD] = {"flatten_bwd", 1, 1, 0, 0, 1u << PLAN_DX, 0},
-    [PLAN_LINEAR_FWD] = {"linear_fwd", 1, 3, 0, 1u << PLAN_B, 0, 0},
-    [PLAN_LINEAR_BWD] = {"linear_bwd", 3, 3, 1u << PLAN_DX | 1u << PLAN_DB, 0, 1u << PLAN_DX,
-                         0},
-    [PLAN_XENT_FWD] = {"xent_fwd", 2, 2, 0, 0, 0, 1u << PLAN_XENT_STATS},
-    [PLAN_XENT_BWD] = {"xent_bwd", 1, 2, 0, 0, 0, 0},
-    [PLAN_SGD] = {"sgd", 0, 2, 0, 0, 0, 0},
-    [PLAN_LERP] = {"lerp", 0, 0, 0, 0, 0, 0},
-    [PLAN_CURSOR_ADVANCE] = {"cursor_advance", 1, 0, 0, 0, 0, 1u << PLAN_CURSOR},
-};
-
-#undef VAR
-#undef ALL
-
-const struct plan_op_desc *plan_op_desc(enum plan_op op)
-{
-    return (unsigned)op < PLAN_OP_COUNT && plan_ops[op].name ? &plan_ops[op] : NULL;
-}
-
-const char *plan_op_name(enum plan_op op)
-{
-    const struct plan_op_desc *d = plan_op_desc(op);
-    return d ? d->name : "?";
-}
 
 /* ---------------------------------------------------------------- nodes */
 
@@ -117,6 +64,7 @@ int plan_node_check(const struct plan_node *n)
     EXPECT((n->acc & ~d->acc_dst) == 0 && (n->acc >> n->n_dst) == 0,
            "plan node %s: accumulate flags %#x on outputs that cannot take them", d->name,
            n->acc);
+    TRY(d->rule(n));
 cleanup:
     return rc;
 }
@@ -239,7 +187,7 @@ int plan_run_node(const struct backend *b, const struct plan_node *n)
 {
     int rc = DR_OK;
     TRY(plan_node_check(n));
-    EXPECT(b->ops->supports(b->ctx, n), "the %s engine cannot run a %s node", b->ops->name,
+    EXPECT(b->ops->supports(b->ctx, n), "the %s engine does not run %s nodes", b->ops->name,
            plan_op_name(n->op));
     rc = b->ops->run_node(b->ctx, n);
 cleanup:
@@ -278,12 +226,24 @@ cleanup:
     return rc;
 }
 
+int plan_check(const struct plan *p)
+{
+    int rc = DR_OK;
+    for (int i = 0; i < p->count; i++) TRY(plan_node_check(&p->nodes[i]));
+cleanup:
+    return rc;
+}
+
 int plan_compute(const struct backend *b, struct plan *p)
 {
+    int rc = DR_OK;
     if (!b->ops->plan_compute) return plan_run_each(b, p, NULL, NULL);
+    TRY(plan_check(p));   /* an engine's fused paths take the nodes as checked */
     if (p->ran_on.ops != b->ops || p->ran_on.ctx != b->ctx) {
         plan_forget_backend(p);   /* at most one backend keeps anything about p */
         p->ran_on = *b;
     }
-    return b->ops->plan_compute(b->ctx, p);
+    rc = b->ops->plan_compute(b->ctx, p);
+cleanup:
+    return rc;
 }

@@ -1,18 +1,22 @@
-/* The step as data: the sequence of backend calls one training step (batch, forward,
- * loss, backward, optimiser, cursor) or one evaluation batch makes, built once by the
- * engine and handed to the backend whole (backend_ops.plan_compute), as a ggml backend
- * is handed a graph. A backend may run it node by node (plan_run_each, below), or fuse
- * the patterns it supports and replay it as a captured graph; either way the results
- * are those of running the nodes one by one, in order, within the precision's tolerance
- * (the fp32 bounds of the selfcheck).
+/* The step as data, and every computation dawnrun asks of an engine. A plan is the
+ * sequence of nodes one training step (batch, forward, loss, backward, optimiser, cursor)
+ * or one evaluation batch makes, built once by the engine and handed to the backend whole
+ * (backend_ops.plan_compute), as a ggml backend is handed a graph. A backend may run it
+ * node by node (plan_run_each, below: each node through backend_ops.run_node), or fuse
+ * the patterns it supports and replay it as a captured graph; either way the results are
+ * those of running the nodes one by one, in order, within the precision's tolerance (the
+ * fp32 bounds of the selfcheck). An eager call (the selfcheck, the tests, weight
+ * averaging) is a plan of one node (plan_run_op): no op has a second way in.
  *
  * Every node has one shape, as a ggml tensor has: an op code, the tensors it writes (dst)
  * and reads (src), each a small array with a count, the outputs it adds to (acc) and its
  * scalar parameters (struct plan_node, below). What differs between ops is stated once,
- * in the op table (plan_op_desc: the name, the counts, which slots may be NULL, which
- * outputs are added to or updated, the backend call); what a node reads and writes, the
- * signature, the checks and the node-by-node dispatch are loops over the shape and the
- * table, and an analysis (kernels/plan_fuse.c) names a node's tensors by slot.
+ * in the op table (plan_op_desc, kernels/plan_ops.c: the name, the counts, which slots may
+ * be NULL, which outputs are added to or updated, the shape rule); what a node reads and
+ * writes, the signature, the checks and the dispatch are loops over the shape and the
+ * table, and an analysis (kernels/plan_fuse.c) names a node's tensors by slot. An engine
+ * keeps one runner per op (its runner table: cpu_nodes in kernels/cpu/nodes_cpu.c,
+ * cuda_nodes in kernels/cuda/nodes_cuda.cu) and says which nodes it runs (supports).
  *
  * A plan does not own its tensors: nodes point at the engine's struct tensor handles,
  * whose data and n may change between runs (a smaller last eval batch; weight averaging
@@ -156,12 +160,12 @@ enum plan_phase { PLAN_PHASE_BATCH, PLAN_PHASE_FORWARD, PLAN_PHASE_LOSS, PLAN_PH
 
 /* The node's shape, as a ggml tensor's: an op code, the op's destination tensors (dst,
  * what it writes) and source tensors (src, what it reads), each a fixed array with a count,
- * and its scalar parameters. Every op's slots follow its parameters in kernels/backend.h,
- * outputs as dst, inputs as src, in order; the slot names below say which is which. One
- * table (plan_op_desc) states each op once: its name, how many dsts and srcs it has, which
- * may be NULL, which it adds to or always reads back, and which backend call runs it;
- * the reads and writes (plan_node_tensors), the signature, the checks (plan_node_check)
- * and the dispatch (plan_run_node) are loops over that shape and that table.
+ * and its scalar parameters; the slot names below say which is which. One table
+ * (plan_op_desc) states each op once: its name, how many dsts and srcs it has, which may
+ * be NULL, which it adds to or always reads back, and its shape rule; the reads and
+ * writes (plan_node_tensors), the signature, the checks (plan_node_check) and the
+ * dispatch (plan_run_node, to the engine's runner) are loops over that shape and that
+ * table.
  *
  * A variadic op has as many slots as its node says, 1 .. PLAN_MAX_CONCAT: CONCAT_FWD's
  * n_src inputs, CONCAT_BWD's n_dst input gradients (any of which may be added to). Every
@@ -269,6 +273,11 @@ struct plan_op_desc {
     unsigned opt_dst, opt_src;   /* bit i: slot i may be NULL */
     unsigned acc_dst;   /* bit i: the node's acc may set bit i (dst[i] may be added to) */
     unsigned rw_dst;    /* bit i: dst[i] is always read as well as written (updated) */
+    /* The op's shape rule: what the tensors in its slots (shapes, kinds, data where the op
+     * reads it) and its parameters must be, for every engine. Called by plan_node_check
+     * after the slot checks (every slot the row requires is set); DR_OK, or
+     * DR_ERR_INTERNAL reported naming the op. */
+    int (*rule)(const struct plan_node *n);
 };
 
 /* The row of op, or NULL for a value that is not an op. */
@@ -296,9 +305,17 @@ void plan_node_set_tensors(struct plan_node *n, struct tensor *const *dst, int n
 
 /* Checks node n against its op's row: a known op, the counts (a variadic one within
  * 1 .. PLAN_MAX_CONCAT), every slot not allowed NULL set and at least one output (of an
- * op that has any), nothing past the counts, acc only on the outputs the op may add to. DR_OK, or DR_ERR_INTERNAL reported with the
- * op's name and the slot. */
+ * op that has any), nothing past the counts, acc only on the outputs the op may add to;
+ * then the row's shape rule. DR_OK, or DR_ERR_INTERNAL reported with the op's name and
+ * the slot or the shape. */
 int plan_node_check(const struct plan_node *n);
+
+/* The parts of a train-mode batch norm over x (ghost batch norm): max(a->splits, 1) in
+ * the forward pass (a given), the saved mean's count / x->c in the backward pass (a NULL;
+ * 1 without channels). BN_FWD_TRAIN's and BN_BWD's rules check that it divides x->n and
+ * fits the saved statistics. */
+int plan_bn_parts(const struct tensor *x, const struct tensor *save_mean,
+                  const struct bn_attr *a);
 
 struct plan {
     struct plan_node *nodes;
@@ -314,23 +331,22 @@ struct plan {
  * up to PLAN_NODE_MAX_TENSORS handles, NULL ones left out: each dst in order (written),
  * followed by itself again as read where the node adds to it (acc) or the op always
  * updates it (rw_dst), then each src (read). An SGD or LERP node's items are not
- * listed. Returns
- * the count written to ts, with written[i] = 1 for an output. */
+ * listed. Returns the count written to ts, with written[i] = 1 for an output. */
 #define PLAN_NODE_MAX_TENSORS (2 * PLAN_NODE_MAX_DST + PLAN_NODE_MAX_SRC)
 int plan_node_tensors(const struct tensor **ts, int *written, const struct plan_node *n);
 
 /* A hash of everything a captured run depends on: every node's op, phase, layer, counts,
  * accumulate flags and parameters, and every slot's handle with its data pointer and
- * shape (an SGD or LERP node's items too). Equal signatures: the plan can be replayed as it was
- * captured. */
+ * shape (an SGD or LERP node's items too). Equal signatures: the plan can be replayed as
+ * it was captured. */
 uint64_t plan_signature(const struct plan *p);
 
 /* Called by plan_run_each before (after = 0) and after (after = 1) each node; a nonzero
  * return stops the run with that status. */
 typedef int (*plan_node_hook)(void *user, const struct plan_node *n, int after);
 
-/* Runs the nodes one by one through b's table, in order: the reference execution every
- * backend's plan_compute must agree with. hook may be NULL. The first failing op's
+/* Runs the nodes one by one, in order, each through plan_run_node: the reference
+ * execution every backend's plan_compute must agree with. hook may be NULL. The first failing op's
  * status is returned (the op has reported it). */
 int plan_run_each(const struct backend *b, const struct plan *p, plan_node_hook hook,
                   void *user);
@@ -353,9 +369,13 @@ int plan_run_op(const struct backend *b, enum plan_op op, struct tensor *const *
                 const struct tensor *const *src, int ns, unsigned acc,
                 const union plan_params *par);
 
-/* Runs the plan through b->ops->plan_compute when the backend has one, else
- * plan_run_each without a hook. Records b in p->ran_on (a backend p ran on before is first
- * told to forget it), so that plan_free has b forget p. */
+/* Every node of p passes plan_node_check: DR_OK, or the first failure's status. */
+int plan_check(const struct plan *p);
+
+/* Runs the plan through b->ops->plan_compute when the backend has one (after plan_check,
+ * so that the engine's fused paths take every node as checked), else plan_run_each
+ * without a hook. Records b in p->ran_on (a backend p ran on before is first told to
+ * forget it), so that plan_free has b forget p. */
 int plan_compute(const struct backend *b, struct plan *p);
 
 /* Appends a node of kind op (plan_node_init: zeroed, the row's counts) in phase and

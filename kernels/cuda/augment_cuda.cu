@@ -86,10 +86,8 @@ int cuda_augment_step(void *ctx, struct tensor *x, struct tensor *labels,
     int rc = DR_OK;
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
     const size_t count = (size_t)x->n * PIXELS;
-    size_t dataset_rows = 0;
+    const size_t dataset_rows = tensor_count(images) / IMAGE_BYTES;
     struct augment_params p = {0, PAD_REFLECT, 0, 0, 0, 0, 0, 0, 0, 0};
-    TRY(backend_check_augment_step(x, rows, cursor, stride));
-    TRY(backend_check_augment(&dataset_rows, x, labels, images, image_labels, rows, aug));
     if (count == 0) goto cleanup;
     if (aug) p = *aug;
     TRY(cuda_enter(c));

@@ -25,7 +25,6 @@
 extern "C" {
 #include "../backend.h"
 #include "../plan.h"
-#include "../backend_check.h"
 #include "../../base/status.h"
 }
 #include "check_cuda.h"
@@ -605,8 +604,9 @@ size_t cuda_bn_partial_count(const struct tensor *x, const struct bn_attr *a);
  * recomputed with the bits its fused forward stores. With partial not NULL
  * (cuda_bn_partial_count(z, attr) doubles, device), also the statistics' partial sums of
  * z for cuda_bn_train_fused's stats, the train-mode batch norm over z with attributes
- * attr and saved statistics save_mean, save_invstd (checked as that batch norm checks
- * them; all three unused, may be NULL, when partial is NULL). z, a, b (n, c, h, w). */
+ * attr and saved statistics save_mean, save_invstd (as that batch norm's node rule
+ * checked them; all three unused, may be NULL, when partial is NULL). z, a, b
+ * (n, c, h, w). */
 int cuda_add_fused(struct cuda_ctx *c, struct tensor *z, double *partial,
                    const struct tensor *a, const float *a_coef, const struct tensor *b,
                    const struct tensor *save_mean, const struct tensor *save_invstd,

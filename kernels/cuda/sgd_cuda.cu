@@ -223,7 +223,6 @@ int cuda_sgd_multi(void *ctx, const struct sgd_item *items, int count,
     void *dev = NULL;
     size_t chunks = 0, elements = 0;
     int n = 0;
-    TRY(backend_check_sgd_multi(items, count, lr_table, cursor));
     TRY(table_buffer(c, sizeof(*table) * (size_t)(count > 0 ? count : 1), (void **)&table));
     for (int k = 0; k < count; k++) {
         const struct sgd_item *it = &items[k];
@@ -285,7 +284,6 @@ int cuda_lerp_multi(void *ctx, const struct lerp_item *items, int count, float t
     void *dev = NULL;
     size_t chunks = 0, elements = 0, copied = 0;
     int n = 0;
-    TRY(backend_check_lerp_multi(items, count));
     TRY(table_buffer(c, sizeof(*table) * (size_t)(count > 0 ? count : 1), (void **)&table));
     for (int k = 0; k < count; k++) {
         const struct lerp_item *it = &items[k];

@@ -133,7 +133,7 @@ static void test_memory(const struct backend *b)
     o->tensor_free(ctx, &u);
 }
 
-/* A tensor of the given kind and shape, allocated through the table. */
+/* A tensor of the given kind and shape, allocated through the backend table. */
 static struct tensor make(const struct backend *b, enum tensor_kind kind, int n, int c, int h,
                           int w)
 {
@@ -354,7 +354,7 @@ static void test_network(const struct backend *b)
     for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++) free(hs[i]);
 }
 
-/* Ghost batch norm through the table (4 parts of 2 images) gives the bits of the direct
+/* Ghost batch norm as lone nodes (4 parts of 2 images) gives the bits of the direct
  * kernel calls, backward inferring the parts from save_mean; splits that do not divide
  * the batch and saved statistics of the wrong size are refused. */
 static void test_ghost_bn(const struct backend *b)

@@ -1,8 +1,9 @@
 /* A graph instantiated on a backend: every layer's output and gradient tensor, the
  * parameters with their gradients and momentum, BN statistics, and the loss state;
- * forward, loss, backward and the optimiser step as plans (kernels/plan.h) run through
- * the backend table: the training step and an evaluation batch as whole plans, each
- * part also on its own. Engine-neutral: it never touches tensor contents. */
+ * forward, loss, backward and the optimiser step as plans (kernels/plan.h) run on the
+ * backend: the training step and an evaluation batch as whole plans, each part also on
+ * its own, weight averaging as a plan of one node. Engine-neutral: it never touches
+ * tensor contents. */
 #ifndef DAWNRUN_MODEL_H
 #define DAWNRUN_MODEL_H
 

@@ -1,4 +1,4 @@
-/* Runs a plan (kernels/plan.h) on the CPU engine: every node through the engine's table,
+/* Runs a plan (kernels/plan.h) on the CPU engine: every node through its runner,
  * except the batch-norm patterns fused into one pass over memory instead of two or three
  * (bn_fused.h). Which nodes fuse is decided by the analysis every engine shares
  * (kernels/plan_fuse.h), once per plan and signature (plan_signature); this file says what

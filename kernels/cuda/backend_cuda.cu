@@ -1,7 +1,8 @@
 /* CUDA engine: device discovery, creation, memory (allocation and the conversions between
  * the canonical host form and the device storage of cuda_internal.h), synchronisation,
- * and the backend table (which names every op file's functions; the services the op
- * files share are in context_cuda.cu, so no op file calls back into this one). Any
+ * and the backend table (its nodes through nodes_cuda.cu's runner table, its plans
+ * through plan_cuda.cu; the services the op files share are in context_cuda.cu, so no
+ * op file calls back into this one). Any
  * failure to find or initialise a device (no driver, no GPU, cuDNN not initialisable)
  * is reported as DR_ERR_NODEVICE. */
 #include <stdio.h>

@@ -445,7 +445,9 @@ int cuda_add_bias(struct cuda_ctx *c, void *y, const float *b, long rows, int ch
 int cuda_to_fp32(struct cuda_ctx *c, float *out, const void *in, size_t count);
 
 /* ------------------------------------------------------------------ op families */
-/* Each returns a dr_status; arguments as in struct backend_ops (ctx is a cuda_ctx). */
+/* Each returns a dr_status; ctx is a cuda_ctx; the arguments are a node's slots and
+ * parameters (kernels/plan.h), as nodes_cuda.cu's runners hand them over (its rule
+ * checked them), or as the fused paths of plan_cuda.cu take them from checked nodes. */
 
 int cuda_conv_forward(void *ctx, struct tensor *y, const struct tensor *x, const struct tensor *w,
                       const struct tensor *b, const struct conv_attr *a);
@@ -666,7 +668,7 @@ int cuda_bn_backward_apply_pool(struct cuda_ctx *c, struct tensor *dx, const str
 /* ------------------------------------------------------------------ plans and graphs */
 
 /* plan_cuda.cu. Runs plan p eagerly on the stream: the fused patterns it supports as
- * fused kernels, every other node through the table (plan_run_node). */
+ * fused kernels, every other node through its runner (plan_run_node). */
 int cuda_plan_execute(struct cuda_ctx *c, const struct plan *p);
 
 /* backend_ops.plan_compute: cuda_graph_run(c, p, the generation of p's device buffers,

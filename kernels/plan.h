@@ -246,7 +246,7 @@ union plan_params {
     } lerp;                  /* LERP */
 };
 
-/* One node: one call of the backend op its kind names. */
+/* One node: one run of the op its kind names, by the engine's runner for that op. */
 struct plan_node {
     enum plan_op op;
     enum plan_phase phase;

@@ -551,7 +551,7 @@ void cuda_arena_release(struct cuda_ctx *c);
 /* ------------------------------------------------------------------ fused batch norm */
 /* bn_cuda.cu, for the plan executor (plan_cuda.cu): a batch norm with the activation that
  * follows it in one elementwise pass (forward), or with the activation's backward folded
- * into its own (backward). Arguments as the backend ops', and: */
+ * into its own (backward). Arguments as the nodes' slots (kernels/plan.h), and: */
 
 /* The forward's per-channel coefficients, (splits, COEF_FWD_COUNT, c) floats:
  * y = ((x - hi) - lo) * scale + shift. */

@@ -1,68 +1,27 @@
-/* The backend interface: a table of operations plus a context, as a ggml backend is.
- * The engine holds a `struct backend` and calls ops only through it; it never knows
- * whether memory is host or device, fp32 or fp16, CNHW or NHWC.
+/* The backend interface: a table of services plus a context, as a ggml backend is. An
+ * engine (the CPU reference, kernels/cpu; the CUDA engine, kernels/cuda) fills a struct
+ * backend_ops; the rest of dawnrun holds a struct backend and never knows whether memory
+ * is host or device, fp32 or fp16, CNHW or NHWC.
  *
- * Conventions for every op:
- *   - outputs first, then inputs, then attributes;
- *   - shapes come from the struct tensor arguments; `n` of activation tensors may be
- *     smaller than allocated (the last eval batch), and the op uses the tensor's n;
- *   - backward ops overwrite parameter gradients and overwrite (accumulate = 0) or add
- *     to (accumulate = 1) input gradients; a NULL input gradient is not computed;
- *   - every op returns a dr_status. */
+ * The table has no op of its own: every computation is a node of kernels/plan.h (an op
+ * code, its dst and src tensors, its parameters). An engine says which nodes it runs
+ * (supports), runs one (run_node, through plan_run_node, which checks the node against
+ * the op table first) and runs a whole plan, fusing what it can (plan_compute). An eager
+ * call is a plan of one node (plan_run_op). What stays here is what is not a node:
+ * memory (allocation and the conversions to and from the canonical host form of
+ * kernels/tensor.h), waiting for the device, the device's name, the counters, the choice
+ * of deterministic algorithms, and forgetting a freed plan. */
 #ifndef DAWNRUN_BACKEND_H
 #define DAWNRUN_BACKEND_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "activation.h"
-#include "augment.h"
 #include "counters.h"
-#include "pool.h"
 #include "tensor.h"
 
-struct conv_attr {
-    int k, stride, pad;
-};
-
-struct bn_attr {
-    float eps, momentum;
-    int splits;               /* ghost batch norm: 0 or 1 = plain; S > 1 = the batch's n
-                                 images in S consecutive equal parts of n / S (n must be a
-                                 multiple of S), each normalised with its own statistics */
-};
-
-/* The step cursor (kernels/plan.h): a TENSOR_I32 of PLAN_CURSOR_LEN values in backend
- * memory, the per-step state a replayed step reads. */
-enum { CURSOR_STEP = 0,    /* global training step (indexes the learning-rate table) */
-       CURSOR_EPOCH = 1,   /* 0-based epoch (the augmentation draw, parameter freezing) */
-       CURSOR_INDEX = 2,   /* batch index: within the epoch, or within the evaluation pass */
-       PLAN_CURSOR_LEN = 4 };
-
-/* Most inputs of a concat node (engine/core/graph.h GRAPH_MAX_INPUTS). */
-#define PLAN_MAX_CONCAT 8
-
-/* One trainable parameter in a multi-tensor SGD step. It is stepped with
- * lr = (float)((double)lr_table[cursor[CURSOR_STEP]] * lr_scale) and weight decay wd,
- * unless train_epochs > 0 and cursor[CURSOR_EPOCH] >= train_epochs (then left as is). */
-struct sgd_item {
-    struct tensor *w, *v, *dw;  /* PARAM, the same shape: parameter, momentum, gradient */
-    double lr_scale;
-    float wd;
-    int train_epochs;
-};
-
-/* One averaged tensor in a multi-tensor weight-averaging step (param_lerp semantics). */
-struct lerp_item {
-    struct tensor *avg, *w;
-};
-
 struct plan;
-
-struct pool_attr {
-    enum pool_kind kind;
-    int kh, kw, sh, sw;       /* global pools pass the whole plane */
-};
+struct plan_node;
 
 struct backend_ops {
     const char *name;                                 /* "cpu", "cuda" */
@@ -79,103 +38,12 @@ struct backend_ops {
     int (*tensor_read)(void *ctx, void *host, const struct tensor *t);
     int (*synchronize)(void *ctx);
 
-    /* data: x = batch of dataset rows; aug NULL = test batch (normalise only) */
-    int (*augment)(void *ctx, struct tensor *x, struct tensor *labels,
-                   const struct tensor *images, const struct tensor *image_labels,
-                   const struct tensor *rows, const struct augment_params *aug, uint64_t seed,
-                   int epoch);
-
-    int (*conv_forward)(void *ctx, struct tensor *y, const struct tensor *x,
-                        const struct tensor *w, const struct tensor *b, const struct conv_attr *a);
-    int (*conv_backward)(void *ctx, struct tensor *dx, struct tensor *dw, struct tensor *db,
-                         const struct tensor *dy, const struct tensor *x, const struct tensor *w,
-                         const struct conv_attr *a, int accumulate);
-
-    /* stats: TENSOR_F32 (c) running_mean, running_var; (S * c) save_mean, save_invstd,
-     * part s's channel j at s * c + j, S = max(a->splits, 1). With S > 1 the running
-     * statistics are updated once with the means over the parts of each part's mean and
-     * unbiased variance (the same as S running statistics, one per part, averaged).
-     * bn_backward reads S from save_mean (its element count / c). */
-    int (*bn_forward_train)(void *ctx, struct tensor *y, struct tensor *save_mean,
-                            struct tensor *save_invstd, struct tensor *running_mean,
-                            struct tensor *running_var, const struct tensor *x,
-                            const struct tensor *gamma, const struct tensor *beta,
-                            const struct bn_attr *a);
-    int (*bn_forward_eval)(void *ctx, struct tensor *y, const struct tensor *x,
-                           const struct tensor *gamma, const struct tensor *beta,
-                           const struct tensor *running_mean, const struct tensor *running_var,
-                           const struct bn_attr *a);
-    int (*bn_backward)(void *ctx, struct tensor *dx, struct tensor *dgamma, struct tensor *dbeta,
-                       const struct tensor *dy, const struct tensor *x, const struct tensor *gamma,
-                       const struct tensor *save_mean, const struct tensor *save_invstd,
-                       int accumulate);
-
-    int (*act_forward)(void *ctx, struct tensor *y, const struct tensor *x, enum act_kind kind,
-                       float alpha);
-    int (*act_backward)(void *ctx, struct tensor *dx, const struct tensor *dy,
-                        const struct tensor *x, enum act_kind kind, float alpha, int accumulate);
-
-    int (*pool_forward)(void *ctx, struct tensor *y, const struct tensor *x,
-                        const struct pool_attr *a);
-    int (*pool_backward)(void *ctx, struct tensor *dx, const struct tensor *dy,
-                         const struct tensor *x, const struct tensor *y, const struct pool_attr *a,
-                         int accumulate);
-
-    int (*concat_forward)(void *ctx, struct tensor *y, const struct tensor *const *xs, int count);
-    int (*concat_backward)(void *ctx, struct tensor *const *dxs, const struct tensor *dy,
-                           int count, const int *accumulate);
-
-    int (*add_forward)(void *ctx, struct tensor *y, const struct tensor *a, const struct tensor *b);
-    int (*scale_forward)(void *ctx, struct tensor *y, const struct tensor *x, float s);
-    /* dx (=|+=) s * dy; backward of add (s = 1) and scale */
-    int (*scaled_copy)(void *ctx, struct tensor *dx, const struct tensor *dy, float s,
-                       int accumulate);
-
-    /* y (n, c*h*w, 1, 1) from x (n, c, h, w) */
-    int (*flatten_forward)(void *ctx, struct tensor *y, const struct tensor *x);
-    int (*flatten_backward)(void *ctx, struct tensor *dx, const struct tensor *dy, int accumulate);
-
-    /* x, y: (n, in, 1, 1), (n, out, 1, 1); w PARAM (out, in, 1, 1); b PARAM (out) or NULL */
-    int (*linear_forward)(void *ctx, struct tensor *y, const struct tensor *x,
-                          const struct tensor *w, const struct tensor *b);
-    int (*linear_backward)(void *ctx, struct tensor *dx, struct tensor *dw, struct tensor *db,
-                           const struct tensor *dy, const struct tensor *x, const struct tensor *w,
-                           int accumulate);
-
-    /* stats: F32 (2) += (summed loss, correct count); probs: ACT like logits */
-    int (*xent_forward)(void *ctx, struct tensor *stats, struct tensor *probs,
-                        const struct tensor *logits, const struct tensor *labels, float smoothing);
-    int (*xent_backward)(void *ctx, struct tensor *dlogits, const struct tensor *probs,
-                         const struct tensor *labels, float smoothing, float scale);
-
-    int (*sgd_update)(void *ctx, struct tensor *w, struct tensor *v, struct tensor *dw, float lr,
-                      float wd, float momentum, int nesterov);
-
-    /* Weight averaging, per element: avg += t * (w - avg), computed as
-     * avg = (1 - t) * avg + t * w in fp32; then, when copy_back, w = avg. avg and w have
-     * the same shape and kind, PARAM or F32; every compute copy of a PARAM tensor that
-     * changes is refreshed (avg may be used for evaluation). */
-    int (*param_lerp)(void *ctx, struct tensor *avg, struct tensor *w, float t, int copy_back);
-
-    /* --- the plan's own ops (kernels/plan.h) --- */
-
-    /* augment with the rows read from backend memory: batch row i is
-     * rows[cursor[CURSOR_INDEX] * stride + i] (i < x->n), the epoch of the draw is
-     * cursor[CURSOR_EPOCH]; otherwise as augment. rows I32, cursor I32 (PLAN_CURSOR_LEN). */
-    int (*augment_step)(void *ctx, struct tensor *x, struct tensor *labels,
-                        const struct tensor *images, const struct tensor *image_labels,
-                        const struct tensor *rows, const struct tensor *cursor, int stride,
-                        const struct augment_params *aug, uint64_t seed);
-    /* sgd_update on every item (struct sgd_item says with which lr and wd, and which are
-     * skipped), in one pass where the engine can; lr_table F32 (steps), cursor I32. */
-    int (*sgd_multi)(void *ctx, const struct sgd_item *items, int count,
-                     const struct tensor *lr_table, const struct tensor *cursor, float momentum,
-                     int nesterov);
-    /* param_lerp(avg, w, t, copy_back) on every item, in one pass where the engine can. */
-    int (*lerp_multi)(void *ctx, const struct lerp_item *items, int count, float t,
-                      int copy_back);
-    /* cursor[CURSOR_STEP] += 1 and cursor[CURSOR_INDEX] += 1, in backend memory. */
-    int (*cursor_advance)(void *ctx, struct tensor *cursor);
+    /* Whether this engine runs node n (kernels/plan.h) as it stands: 1 or 0. A node made
+     * by plan_node_init without tensors asks about its op alone. */
+    int (*supports)(void *ctx, const struct plan_node *n);
+    /* Runs node n, which plan_node_check passed and supports accepted: the op its kind
+     * names, on its slots and parameters (plan_run_node is the caller). */
+    int (*run_node)(void *ctx, const struct plan_node *n);
     /* Optional (NULL: the engine runs plan_run_each): runs a whole plan, with whatever
      * fusion and replay the backend supports, with plan_run_each's results. Called through
      * kernels/plan.h's plan_compute, which records the backend in the plan. */

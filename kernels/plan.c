@@ -1,6 +1,7 @@
-/* The step as data (kernels/plan.h): the op table (one row per op: its shape and its
- * backend call), building a plan, checking a node against its row, listing what each node
- * reads and writes, the signature, and the reference node-by-node execution. */
+/* The step as data (kernels/plan.h): building a plan, checking a node against its op's
+ * row (kernels/plan_ops.c holds the table and the shape rules), listing what each node
+ * reads and writes, the signature, the reference node-by-node execution, and a lone node
+ * run as a plan of one. */
 #include "plan.h"
 
 #include <stdlib.h>
@@ -9,207 +10,6 @@
 #include "../base/alloc.h"
 #include "../base/grow.h"
 #include "../base/status.h"
-
-/* ---------------------------------------------------------------- the op table */
-
-/* Each op's backend call, from the node's slots and parameters. */
-static int run_batch(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->augment_step(b->ctx, n->dst[PLAN_BATCH_X], n->dst[PLAN_BATCH_LABELS],
-                                n->src[PLAN_BATCH_IMAGES], n->src[PLAN_BATCH_IMAGE_LABELS],
-                                n->src[PLAN_BATCH_ROWS], n->src[PLAN_BATCH_CURSOR],
-                                n->par.batch.stride, n->par.batch.aug, n->par.batch.seed);
-}
-
-static int run_conv_fwd(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->conv_forward(b->ctx, n->dst[PLAN_Y], n->src[PLAN_X], n->src[PLAN_W],
-                                n->src[PLAN_B], &n->par.conv);
-}
-
-static int run_conv_bwd(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->conv_backward(b->ctx, n->dst[PLAN_DX], n->dst[PLAN_DW], n->dst[PLAN_DB],
-                                 n->src[PLAN_DY], n->src[PLAN_BWD_X], n->src[PLAN_BWD_W],
-                                 &n->par.conv, PLAN_NODE_ACC(n, PLAN_DX));
-}
-
-static int run_bn_fwd_train(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->bn_forward_train(b->ctx, n->dst[PLAN_Y], n->dst[PLAN_SAVE_MEAN],
-                                    n->dst[PLAN_SAVE_INVSTD], n->dst[PLAN_RUNNING_MEAN],
-                                    n->dst[PLAN_RUNNING_VAR], n->src[PLAN_X],
-                                    n->src[PLAN_GAMMA], n->src[PLAN_BETA], &n->par.bn);
-}
-
-static int run_bn_fwd_eval(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->bn_forward_eval(b->ctx, n->dst[PLAN_Y], n->src[PLAN_X], n->src[PLAN_GAMMA],
-                                   n->src[PLAN_BETA], n->src[PLAN_RUNNING_MEAN],
-                                   n->src[PLAN_RUNNING_VAR], &n->par.bn);
-}
-
-static int run_bn_bwd(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->bn_backward(b->ctx, n->dst[PLAN_DX], n->dst[PLAN_DGAMMA],
-                               n->dst[PLAN_DBETA], n->src[PLAN_DY], n->src[PLAN_BWD_X],
-                               n->src[PLAN_BWD_GAMMA], n->src[PLAN_BWD_SAVE_MEAN],
-                               n->src[PLAN_BWD_SAVE_INVSTD], PLAN_NODE_ACC(n, PLAN_DX));
-}
-
-static int run_act_fwd(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->act_forward(b->ctx, n->dst[PLAN_Y], n->src[PLAN_X], n->par.act.kind,
-                               n->par.act.alpha);
-}
-
-static int run_act_bwd(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->act_backward(b->ctx, n->dst[PLAN_DX], n->src[PLAN_DY], n->src[PLAN_BWD_X],
-                                n->par.act.kind, n->par.act.alpha, PLAN_NODE_ACC(n, PLAN_DX));
-}
-
-static int run_pool_fwd(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->pool_forward(b->ctx, n->dst[PLAN_Y], n->src[PLAN_X], &n->par.pool);
-}
-
-static int run_pool_bwd(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->pool_backward(b->ctx, n->dst[PLAN_DX], n->src[PLAN_DY], n->src[PLAN_BWD_X],
-                                 n->src[PLAN_BWD_Y], &n->par.pool, PLAN_NODE_ACC(n, PLAN_DX));
-}
-
-static int run_concat_fwd(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->concat_forward(b->ctx, n->dst[PLAN_Y], n->src, n->n_src);
-}
-
-static int run_concat_bwd(const struct backend *b, const struct plan_node *n)
-{
-    int accumulate[PLAN_NODE_MAX_DST];
-    for (int i = 0; i < PLAN_NODE_MAX_DST; i++) accumulate[i] = PLAN_NODE_ACC(n, i);
-    return b->ops->concat_backward(b->ctx, n->dst, n->src[PLAN_DY], n->n_dst, accumulate);
-}
-
-static int run_add_fwd(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->add_forward(b->ctx, n->dst[PLAN_Y], n->src[PLAN_ADD_A], n->src[PLAN_ADD_B]);
-}
-
-static int run_scale_fwd(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->scale_forward(b->ctx, n->dst[PLAN_Y], n->src[PLAN_X], n->par.scale.s);
-}
-
-static int run_scaled_copy(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->scaled_copy(b->ctx, n->dst[PLAN_DX], n->src[PLAN_DY], n->par.scale.s,
-                               PLAN_NODE_ACC(n, PLAN_DX));
-}
-
-static int run_flatten_fwd(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->flatten_forward(b->ctx, n->dst[PLAN_Y], n->src[PLAN_X]);
-}
-
-static int run_flatten_bwd(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->flatten_backward(b->ctx, n->dst[PLAN_DX], n->src[PLAN_DY],
-                                    PLAN_NODE_ACC(n, PLAN_DX));
-}
-
-static int run_linear_fwd(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->linear_forward(b->ctx, n->dst[PLAN_Y], n->src[PLAN_X], n->src[PLAN_W],
-                                  n->src[PLAN_B]);
-}
-
-static int run_linear_bwd(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->linear_backward(b->ctx, n->dst[PLAN_DX], n->dst[PLAN_DW], n->dst[PLAN_DB],
-                                   n->src[PLAN_DY], n->src[PLAN_BWD_X], n->src[PLAN_BWD_W],
-                                   PLAN_NODE_ACC(n, PLAN_DX));
-}
-
-static int run_xent_fwd(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->xent_forward(b->ctx, n->dst[PLAN_XENT_STATS], n->dst[PLAN_XENT_PROBS],
-                                n->src[PLAN_XENT_LOGITS], n->src[PLAN_XENT_LABELS],
-                                n->par.xent.smoothing);
-}
-
-static int run_xent_bwd(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->xent_backward(b->ctx, n->dst[PLAN_XENT_DLOGITS], n->src[PLAN_XENT_BWD_PROBS],
-                                 n->src[PLAN_XENT_LABELS], n->par.xent.smoothing,
-                                 n->par.xent.scale);
-}
-
-static int run_sgd(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->sgd_multi(b->ctx, n->par.sgd.items, n->par.sgd.count,
-                             n->src[PLAN_SGD_LR_TABLE], n->src[PLAN_SGD_CURSOR],
-                             n->par.sgd.momentum, n->par.sgd.nesterov);
-}
-
-static int run_cursor_advance(const struct backend *b, const struct plan_node *n)
-{
-    return b->ops->cursor_advance(b->ctx, n->dst[PLAN_CURSOR]);
-}
-
-_Static_assert(PLAN_NODE_MAX_DST <= 32 && PLAN_NODE_MAX_SRC <= 32,
-               "a slot mask (unsigned) has a bit for every slot");
-
-#define VAR PLAN_VARIADIC
-#define ALL ((1u << PLAN_NODE_MAX_DST) - 1u)   /* every slot of a variadic op */
-
-/* The op table: one row per op, in enum plan_op's order. Columns: name, dsts, srcs,
- * dsts and srcs that may be NULL, dsts the node may add to (acc), dsts always updated
- * (read and written), the backend call. */
-static const struct plan_op_desc plan_ops[PLAN_OP_COUNT] = {
-    [PLAN_BATCH] = {"batch", 2, 4, 0, 0, 0, 0, run_batch},
-    [PLAN_CONV_FWD] = {"conv_fwd", 1, 3, 0, 1u << PLAN_B, 0, 0, run_conv_fwd},
-    [PLAN_CONV_BWD] = {"conv_bwd", 3, 3, 1u << PLAN_DX | 1u << PLAN_DB, 0, 1u << PLAN_DX, 0,
-                       run_conv_bwd},
-    [PLAN_BN_FWD_TRAIN] = {"bn_fwd_train", 5, 3, 0, 0, 0,
-                           1u << PLAN_RUNNING_MEAN | 1u << PLAN_RUNNING_VAR, run_bn_fwd_train},
-    [PLAN_BN_FWD_EVAL] = {"bn_fwd_eval", 1, 5, 0, 0, 0, 0, run_bn_fwd_eval},
-    [PLAN_BN_BWD] = {"bn_bwd", 3, 5, 1u << PLAN_DX, 0, 1u << PLAN_DX, 0, run_bn_bwd},
-    [PLAN_ACT_FWD] = {"act_fwd", 1, 1, 0, 0, 0, 0, run_act_fwd},
-    [PLAN_ACT_BWD] = {"act_bwd", 1, 2, 0, 0, 1u << PLAN_DX, 0, run_act_bwd},
-    [PLAN_POOL_FWD] = {"pool_fwd", 1, 1, 0, 0, 0, 0, run_pool_fwd},
-    [PLAN_POOL_BWD] = {"pool_bwd", 1, 3, 0, 0, 1u << PLAN_DX, 0, run_pool_bwd},
-    [PLAN_CONCAT_FWD] = {"concat_fwd", 1, VAR, 0, 0, 0, 0, run_concat_fwd},
-    [PLAN_CONCAT_BWD] = {"concat_bwd", VAR, 1, ALL, 0, ALL, 0, run_concat_bwd},
-    [PLAN_ADD_FWD] = {"add_fwd", 1, 2, 0, 0, 0, 0, run_add_fwd},
-    [PLAN_SCALE_FWD] = {"scale_fwd", 1, 1, 0, 0, 0, 0, run_scale_fwd},
-    [PLAN_SCALED_COPY] = {"scaled_copy", 1, 1, 0, 0, 1u << PLAN_DX, 0, run_scaled_copy},
-    [PLAN_FLATTEN_FWD] = {"flatten_fwd", 1, 1, 0, 0, 0, 0, run_flatten_fwd},
-    [PLAN_FLATTEN_BWD] = {"flatten_bwd", 1, 1, 0, 0, 1u << PLAN_DX, 0, run_flatten_bwd},
-    [PLAN_LINEAR_FWD] = {"linear_fwd", 1, 3, 0, 1u << PLAN_B, 0, 0, run_linear_fwd},
-    [PLAN_LINEAR_BWD] = {"linear_bwd", 3, 3, 1u << PLAN_DX | 1u << PLAN_DB, 0, 1u << PLAN_DX,
-                         0, run_linear_bwd},
-    [PLAN_XENT_FWD] = {"xent_fwd", 2, 2, 0, 0, 0, 1u << PLAN_XENT_STATS, run_xent_fwd},
-    [PLAN_XENT_BWD] = {"xent_bwd", 1, 2, 0, 0, 0, 0, run_xent_bwd},
-    [PLAN_SGD] = {"sgd", 0, 2, 0, 0, 0, 0, run_sgd},
-    [PLAN_CURSOR_ADVANCE] = {"cursor_advance", 1, 0, 0, 0, 0, 1u << PLAN_CURSOR,
-                             run_cursor_advance},
-};
-
-#undef VAR
-#undef ALL
-
-const struct plan_op_desc *plan_op_desc(enum plan_op op)
-{
-    return (unsigned)op < PLAN_OP_COUNT && plan_ops[op].name ? &plan_ops[op] : NULL;
-}
-
-const char *plan_op_name(enum plan_op op)
-{
-    const struct plan_op_desc *d = plan_op_desc(op);
-    return d ? d->name : "?";
-}
 
 /* ---------------------------------------------------------------- nodes */
 
@@ -264,6 +64,7 @@ int plan_node_check(const struct plan_node *n)
     EXPECT((n->acc & ~d->acc_dst) == 0 && (n->acc >> n->n_dst) == 0,
            "plan node %s: accumulate flags %#x on outputs that cannot take them", d->name,
            n->acc);
+    TRY(d->rule(n));
 cleanup:
     return rc;
 }
@@ -373,6 +174,11 @@ uint64_t plan_signature(const struct plan *p)
                 h = hash_bytes(h, &it->wd, sizeof(it->wd));
                 h = hash_bytes(h, &it->train_epochs, sizeof(it->train_epochs));
             }
+        if (n->op == PLAN_LERP)
+            for (int k = 0; k < n->par.lerp.count; k++) {
+                h = hash_slot(h, n->par.lerp.items[k].avg);
+                h = hash_slot(h, n->par.lerp.items[k].w);
+            }
     }
     return h;
 }
@@ -381,9 +187,30 @@ int plan_run_node(const struct backend *b, const struct plan_node *n)
 {
     int rc = DR_OK;
     TRY(plan_node_check(n));
-    rc = plan_op_desc(n->op)->run(b, n);
+    EXPECT(b->ops->supports(b->ctx, n), "the %s engine does not run %s nodes", b->ops->name,
+           plan_op_name(n->op));
+    rc = b->ops->run_node(b->ctx, n);
 cleanup:
     return rc;
+}
+
+int plan_run_one(const struct backend *b, const struct plan_node *n)
+{
+    struct plan_node one = *n;
+    const struct plan p = {&one, 1, 1, 0, {NULL, NULL}};
+    return plan_run_each(b, &p, NULL, NULL);
+}
+
+int plan_run_op(const struct backend *b, enum plan_op op, struct tensor *const *dst, int nd,
+                const struct tensor *const *src, int ns, unsigned acc,
+                const union plan_params *par)
+{
+    struct plan_node n;
+    plan_node_init(&n, op);
+    plan_node_set_tensors(&n, dst, nd, src, ns);
+    n.acc = acc;
+    if (par) n.par = *par;
+    return plan_run_one(b, &n);
 }
 
 int plan_run_each(const struct backend *b, const struct plan *p, plan_node_hook hook, void *user)
@@ -399,12 +226,24 @@ cleanup:
     return rc;
 }
 
+int plan_check(const struct plan *p)
+{
+    int rc = DR_OK;
+    for (int i = 0; i < p->count; i++) TRY(plan_node_check(&p->nodes[i]));
+cleanup:
+    return rc;
+}
+
 int plan_compute(const struct backend *b, struct plan *p)
 {
+    int rc = DR_OK;
     if (!b->ops->plan_compute) return plan_run_each(b, p, NULL, NULL);
+    TRY(plan_check(p));   /* an engine's fused paths take the nodes as checked */
     if (p->ran_on.ops != b->ops || p->ran_on.ctx != b->ctx) {
         plan_forget_backend(p);   /* at most one backend keeps anything about p */
         p->ran_on = *b;
     }
-    return b->ops->plan_compute(b->ctx, p);
+    rc = b->ops->plan_compute(b->ctx, p);
+cleanup:
+    return rc;
 }

@@ -1,18 +1,22 @@
-/* The step as data: the sequence of backend calls one training step (batch, forward,
- * loss, backward, optimiser, cursor) or one evaluation batch makes, built once by the
- * engine and handed to the backend whole (backend_ops.plan_compute), as a ggml backend
- * is handed a graph. A backend may run it node by node (plan_run_each, below), or fuse
- * the patterns it supports and replay it as a captured graph; either way the results
- * are those of running the nodes one by one, in order, within the precision's tolerance
- * (the fp32 bounds of the selfcheck).
+/* The step as data, and every computation dawnrun asks of an engine. A plan is the
+ * sequence of nodes one training step (batch, forward, loss, backward, optimiser, cursor)
+ * or one evaluation batch makes, built once by the engine and handed to the backend whole
+ * (backend_ops.plan_compute), as a ggml backend is handed a graph. A backend may run it
+ * node by node (plan_run_each, below: each node through backend_ops.run_node), or fuse
+ * the patterns it supports and replay it as a captured graph; either way the results are
+ * those of running the nodes one by one, in order, within the precision's tolerance (the
+ * fp32 bounds of the selfcheck). An eager call (the selfcheck, the tests, weight
+ * averaging) is a plan of one node (plan_run_op): no op has a second way in.
  *
  * Every node has one shape, as a ggml tensor has: an op code, the tensors it writes (dst)
  * and reads (src), each a small array with a count, the outputs it adds to (acc) and its
  * scalar parameters (struct plan_node, below). What differs between ops is stated once,
- * in the op table (plan_op_desc: the name, the counts, which slots may be NULL, which
- * outputs are added to or updated, the backend call); what a node reads and writes, the
- * signature, the checks and the node-by-node dispatch are loops over the shape and the
- * table, and an analysis (kernels/plan_fuse.c) names a node's tensors by slot.
+ * in the op table (plan_op_desc, kernels/plan_ops.c: the name, the counts, which slots may
+ * be NULL, which outputs are added to or updated, the shape rule); what a node reads and
+ * writes, the signature, the checks and the dispatch are loops over the shape and the
+ * table, and an analysis (kernels/plan_fuse.c) names a node's tensors by slot. An engine
+ * keeps one runner per op (its runner table: cpu_nodes in kernels/cpu/nodes_cpu.c,
+ * cuda_nodes in kernels/cuda/nodes_cuda.cu) and says which nodes it runs (supports).
  *
  * A plan does not own its tensors: nodes point at the engine's struct tensor handles,
  * whose data and n may change between runs (a smaller last eval batch; weight averaging
@@ -51,32 +55,102 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "activation.h"
+#include "augment.h"
 #include "backend.h"
+#include "pool.h"
 
+/* ---------------------------------------------------------------- the ops' parameters */
+
+struct conv_attr {
+    int k, stride, pad;
+};
+
+struct bn_attr {
+    float eps, momentum;
+    int splits;               /* ghost batch norm: 0 or 1 = plain; S > 1 = the batch's n
+                                 images in S consecutive equal parts of n / S (n must be a
+                                 multiple of S), each normalised with its own statistics */
+};
+
+struct pool_attr {
+    enum pool_kind kind;
+    int kh, kw, sh, sw;       /* global pools pass the whole plane */
+};
+
+/* The step cursor: a TENSOR_I32 of PLAN_CURSOR_LEN values in backend memory, the
+ * per-step state a replayed step reads. */
+enum { CURSOR_STEP = 0,    /* global training step (indexes the learning-rate table) */
+       CURSOR_EPOCH = 1,   /* 0-based epoch (the augmentation draw, parameter freezing) */
+       CURSOR_INDEX = 2,   /* batch index: within the epoch, or within the evaluation pass */
+       PLAN_CURSOR_LEN = 4 };
+
+/* Most inputs of a concat node (engine/core/graph.h GRAPH_MAX_INPUTS). */
+#define PLAN_MAX_CONCAT 8
+
+/* One trainable parameter of an SGD node. It is stepped with
+ * lr = (float)((double)lr_table[cursor[CURSOR_STEP]] * lr_scale) and weight decay wd,
+ * unless train_epochs > 0 and cursor[CURSOR_EPOCH] >= train_epochs (then left as is). */
+struct sgd_item {
+    struct tensor *w, *v, *dw;  /* PARAM, the same shape: parameter, momentum, gradient */
+    double lr_scale;
+    float wd;
+    int train_epochs;
+};
+
+/* One averaged tensor of a LERP node. */
+struct lerp_item {
+    struct tensor *avg, *w;     /* the same shape and kind, PARAM or F32 */
+};
+
+/* ---------------------------------------------------------------- the ops */
+
+/* Every op's conventions:
+ *   - shapes come from the slots' tensors; `n` of an activation may be smaller than
+ *     allocated (the last evaluation batch), and the op uses the tensor's n;
+ *   - a backward op overwrites parameter gradients and overwrites, or adds to (the
+ *     node's acc bit), input gradients; an optional output that is NULL, or any output
+ *     tensor without data, is not computed;
+ *   - what each slot must hold (shapes, kinds, parameters) is the op's rule in the op
+ *     table, checked by plan_node_check before any engine sees the node. */
 enum plan_op {
-    PLAN_BATCH,          /* backend_ops.augment_step */
-    PLAN_CONV_FWD,
+    PLAN_BATCH,          /* x (n, 3, 32, 32), labels I32 from images U8, image_labels U8,
+                            rows I32, cursor: batch row i is rows[cursor[CURSOR_INDEX] *
+                            stride + i] (i < x->n), the draw's epoch cursor[CURSOR_EPOCH];
+                            aug NULL: the test batch (normalise only) */
+    PLAN_CONV_FWD,       /* y = conv(x, w) + b (b may be NULL) */
     PLAN_CONV_BWD,
-    PLAN_BN_FWD_TRAIN,
+    PLAN_BN_FWD_TRAIN,   /* saved statistics F32 (S * c) (part s's channel j at s * c + j,
+                            S = max(splits, 1)); running statistics F32 (c) updated once
+                            with the means over the parts of each part's mean and unbiased
+                            variance */
     PLAN_BN_FWD_EVAL,
-    PLAN_BN_BWD,
+    PLAN_BN_BWD,         /* S from the saved mean's count / c */
     PLAN_ACT_FWD,
     PLAN_ACT_BWD,
     PLAN_POOL_FWD,
     PLAN_POOL_BWD,
     PLAN_CONCAT_FWD,
-    PLAN_CONCAT_BWD,
+    PLAN_CONCAT_BWD,     /* at most one input gradient NULL (an input that needs none),
+                            its channels inferred */
     PLAN_ADD_FWD,
     PLAN_SCALE_FWD,
-    PLAN_SCALED_COPY,
-    PLAN_FLATTEN_FWD,
+    PLAN_SCALED_COPY,    /* dx (=|+=) s * dy: the backward of add (s = 1) and scale */
+    PLAN_FLATTEN_FWD,    /* y (n, c*h*w, 1, 1) from x (n, c, h, w) */
     PLAN_FLATTEN_BWD,
-    PLAN_LINEAR_FWD,
+    PLAN_LINEAR_FWD,     /* x, y (n, in, 1, 1), (n, out, 1, 1); w PARAM (out, in, 1, 1);
+                            b PARAM (out) or NULL */
     PLAN_LINEAR_BWD,
-    PLAN_XENT_FWD,
+    PLAN_XENT_FWD,       /* stats F32 (2) += (summed loss, correct count); probs like the
+                            logits */
     PLAN_XENT_BWD,
-    PLAN_SGD,            /* backend_ops.sgd_multi: every trainable parameter at once */
-    PLAN_CURSOR_ADVANCE, /* backend_ops.cursor_advance */
+    PLAN_SGD,            /* every item (struct sgd_item) stepped, in one pass where the
+                            engine can: lr_table F32 (steps), cursor */
+    PLAN_LERP,           /* weight averaging of every item, in one pass where the engine
+                            can, per element avg = (1 - t) * avg + t * w in fp32, then
+                            w = avg when copy_back; every compute copy of a PARAM tensor
+                            that changes is refreshed (avg may be used for evaluation) */
+    PLAN_CURSOR_ADVANCE, /* cursor[CURSOR_STEP] += 1 and cursor[CURSOR_INDEX] += 1 */
     PLAN_OP_COUNT
 };
 
@@ -86,12 +160,12 @@ enum plan_phase { PLAN_PHASE_BATCH, PLAN_PHASE_FORWARD, PLAN_PHASE_LOSS, PLAN_PH
 
 /* The node's shape, as a ggml tensor's: an op code, the op's destination tensors (dst,
  * what it writes) and source tensors (src, what it reads), each a fixed array with a count,
- * and its scalar parameters. Every op's slots follow its parameters in kernels/backend.h,
- * outputs as dst, inputs as src, in order; the slot names below say which is which. One
- * table (plan_op_desc) states each op once: its name, how many dsts and srcs it has, which
- * may be NULL, which it adds to or always reads back, and which backend call runs it;
- * the reads and writes (plan_node_tensors), the signature, the checks (plan_node_check)
- * and the dispatch (plan_run_node) are loops over that shape and that table.
+ * and its scalar parameters; the slot names below say which is which. One table
+ * (plan_op_desc) states each op once: its name, how many dsts and srcs it has, which may
+ * be NULL, which it adds to or always reads back, and its shape rule; the reads and
+ * writes (plan_node_tensors), the signature, the checks (plan_node_check) and the
+ * dispatch (plan_run_node, to the engine's runner) are loops over that shape and that
+ * table.
  *
  * A variadic op has as many slots as its node says, 1 .. PLAN_MAX_CONCAT: CONCAT_FWD's
  * n_src inputs, CONCAT_BWD's n_dst input gradients (any of which may be added to). Every
@@ -135,9 +209,10 @@ enum plan_slot {
 };
 
 /* A node's scalar parameters, one member per op family (the op says which is valid).
- * Two members hold a pointer, to data the plan's builder owns: the batch's augmentation
- * (NULL = the test batch) and the SGD node's parameter list, whose tensors (w, v, dw of
- * every item) the node reads and writes besides its srcs (too many for the slots). */
+ * Three members hold a pointer, to data the node's builder owns: the batch's
+ * augmentation (NULL = the test batch), and the item lists of the SGD and LERP nodes,
+ * whose tensors (w, v, dw; avg, w) the node reads and writes besides its slots (too many
+ * for them). */
 union plan_params {
     struct conv_attr conv;   /* CONV_FWD, CONV_BWD */
     struct bn_attr bn;       /* BN_FWD_TRAIN, BN_FWD_EVAL */
@@ -163,9 +238,15 @@ union plan_params {
         float momentum;
         int nesterov;
     } sgd;                   /* SGD */
+    struct {
+        const struct lerp_item *items;      /* owned by the node's builder */
+        int count;
+        float t;
+        int copy_back;
+    } lerp;                  /* LERP */
 };
 
-/* One node: one call of the backend op its kind names. */
+/* One node: one run of the op its kind names, by the engine's runner for that op. */
 struct plan_node {
     enum plan_op op;
     enum plan_phase phase;
@@ -192,8 +273,11 @@ struct plan_op_desc {
     unsigned opt_dst, opt_src;   /* bit i: slot i may be NULL */
     unsigned acc_dst;   /* bit i: the node's acc may set bit i (dst[i] may be added to) */
     unsigned rw_dst;    /* bit i: dst[i] is always read as well as written (updated) */
-    /* runs the node through b's table (the backend call the op names) */
-    int (*run)(const struct backend *b, const struct plan_node *n);
+    /* The op's shape rule: what the tensors in its slots (shapes, kinds, data where the op
+     * reads it) and its parameters must be, for every engine. Called by plan_node_check
+     * after the slot checks (every slot the row requires is set); DR_OK, or
+     * DR_ERR_INTERNAL reported naming the op. */
+    int (*rule)(const struct plan_node *n);
 };
 
 /* The row of op, or NULL for a value that is not an op. */
@@ -221,9 +305,17 @@ void plan_node_set_tensors(struct plan_node *n, struct tensor *const *dst, int n
 
 /* Checks node n against its op's row: a known op, the counts (a variadic one within
  * 1 .. PLAN_MAX_CONCAT), every slot not allowed NULL set and at least one output (of an
- * op that has any), nothing past the counts, acc only on the outputs the op may add to. DR_OK, or DR_ERR_INTERNAL reported with the
- * op's name and the slot. */
+ * op that has any), nothing past the counts, acc only on the outputs the op may add to;
+ * then the row's shape rule. DR_OK, or DR_ERR_INTERNAL reported with the op's name and
+ * the slot or the shape. */
 int plan_node_check(const struct plan_node *n);
+
+/* The parts of a train-mode batch norm over x (ghost batch norm): max(a->splits, 1) in
+ * the forward pass (a given), the saved mean's count / x->c in the backward pass (a NULL;
+ * 1 without channels). BN_FWD_TRAIN's and BN_BWD's rules check that it divides x->n and
+ * fits the saved statistics. */
+int plan_bn_parts(const struct tensor *x, const struct tensor *save_mean,
+                  const struct bn_attr *a);
 
 struct plan {
     struct plan_node *nodes;
@@ -238,34 +330,52 @@ struct plan {
 /* The tensors one node reads and writes, for analyses (which node consumes a tensor):
  * up to PLAN_NODE_MAX_TENSORS handles, NULL ones left out: each dst in order (written),
  * followed by itself again as read where the node adds to it (acc) or the op always
- * updates it (rw_dst), then each src (read). An SGD node's items are not listed. Returns
- * the count written to ts, with written[i] = 1 for an output. */
+ * updates it (rw_dst), then each src (read). An SGD or LERP node's items are not
+ * listed. Returns the count written to ts, with written[i] = 1 for an output. */
 #define PLAN_NODE_MAX_TENSORS (2 * PLAN_NODE_MAX_DST + PLAN_NODE_MAX_SRC)
 int plan_node_tensors(const struct tensor **ts, int *written, const struct plan_node *n);
 
 /* A hash of everything a captured run depends on: every node's op, phase, layer, counts,
  * accumulate flags and parameters, and every slot's handle with its data pointer and
- * shape (an SGD node's items too). Equal signatures: the plan can be replayed as it was
- * captured. */
+ * shape (an SGD or LERP node's items too). Equal signatures: the plan can be replayed as
+ * it was captured. */
 uint64_t plan_signature(const struct plan *p);
 
 /* Called by plan_run_each before (after = 0) and after (after = 1) each node; a nonzero
  * return stops the run with that status. */
 typedef int (*plan_node_hook)(void *user, const struct plan_node *n, int after);
 
-/* Runs the nodes one by one through b's table, in order: the reference execution every
- * backend's plan_compute must agree with. hook may be NULL. The first failing op's
+/* Runs the nodes one by one, in order, each through plan_run_node: the reference
+ * execution every backend's plan_compute must agree with. hook may be NULL. The first failing op's
  * status is returned (the op has reported it). */
 int plan_run_each(const struct backend *b, const struct plan *p, plan_node_hook hook,
                   void *user);
 
-/* Runs one node through b's table (the op its kind names, plan_op_desc's run), after
- * plan_node_check. */
+/* Runs one node on b: plan_node_check, then b's supports (a node the engine does not run
+ * is refused, DR_ERR_INTERNAL naming the engine and the op), then b's run_node. */
 int plan_run_node(const struct backend *b, const struct plan_node *n);
 
-/* Runs the plan through b->ops->plan_compute when the backend has one, else
- * plan_run_each without a hook. Records b in p->ran_on (a backend p ran on before is first
- * told to forget it), so that plan_free has b forget p. */
+/* Runs node n alone, as a plan of one node (plan_run_each): an eager call is a one-node
+ * plan, checked and dispatched as every node of a plan is. A lone node has nothing to fuse
+ * or replay, so it takes the reference path every plan_compute agrees with. */
+int plan_run_one(const struct backend *b, const struct plan_node *n);
+
+/* Builds a lone node of kind op (plan_node_init; its slots from dst[0 .. nd) and
+ * src[0 .. ns), plan_node_set_tensors; acc; the parameters *par, or none when par is
+ * NULL) and runs it (plan_run_one): plan_run_op(b, PLAN_ACT_FWD, PLAN_DSTS(&y),
+ * PLAN_SRCS(&x), 0, &(union plan_params){.act = {ACT_RELU, 0.0f}}). A LERP node, whose
+ * tensors are its items, passes NULL, 0 for both lists. */
+int plan_run_op(const struct backend *b, enum plan_op op, struct tensor *const *dst, int nd,
+                const struct tensor *const *src, int ns, unsigned acc,
+                const union plan_params *par);
+
+/* Every node of p passes plan_node_check: DR_OK, or the first failure's status. */
+int plan_check(const struct plan *p);
+
+/* Runs the plan through b->ops->plan_compute when the backend has one (after plan_check,
+ * so that the engine's fused paths take every node as checked), else plan_run_each
+ * without a hook. Records b in p->ran_on (a backend p ran on before is first told to
+ * forget it), so that plan_free has b forget p. */
 int plan_compute(const struct backend *b, struct plan *p);
 
 /* Appends a node of kind op (plan_node_init: zeroed, the row's counts) in phase and

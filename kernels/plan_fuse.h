@@ -104,7 +104,7 @@
 
 /* What an engine's executor does at one node. */
 enum plan_fuse_kind {
-    PLAN_FUSE_RUN,        /* the node through the engine's table */
+    PLAN_FUSE_RUN,        /* the node as it is (plan_run_node: the engine's runner) */
     PLAN_FUSE_SKIP,       /* folded into another node's step: nothing */
     PLAN_FUSE_BN_TRAIN,   /* the BN_FWD_TRAIN fused: act (or -1) and add (or -1) folded in */
     PLAN_FUSE_BN_EVAL,    /* the BN_FWD_EVAL fused: act (never -1) and add (or -1) folded in */

@@ -1,10 +1,11 @@
-/* The CPU backend table: every op is filled in; tensor_write / tensor_read convert the
- * canonical NCHW form to and from CNHW (also for a batch smaller than allocated) and copy
- * other kinds as they are; a small conv → bn → relu → max pool → flatten → linear →
- * softmax cross-entropy network run forward and backward through the table gives exactly
- * the bits of the direct kernel calls (same thread count), and so do ghost batch norm and
- * param_lerp; bad shapes, splits, tensor kinds and labels come back as errors, and so do
- * bad arguments of the plan's own ops. */
+/* The CPU backend: its table is filled in and it runs a node of every op (supports);
+ * tensor_write / tensor_read convert the canonical NCHW form to and from CNHW (also for a
+ * batch smaller than allocated) and copy other kinds as they are; a small conv → bn →
+ * relu → max pool → flatten → linear → softmax cross-entropy network run forward and
+ * backward as nodes, each alone (plan_run_op), gives exactly the bits of the direct kernel
+ * calls (same thread count), and so do ghost batch norm and a LERP node; bad shapes,
+ * splits, tensor kinds and labels come back as errors, and so do bad arguments of the
+ * plan's own ops. */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "../kernels/backend.h"
+#include "../kernels/plan.h"
 #include "../base/status.h"
 #include "../kernels/activation.h"
 #include "../kernels/augment.h"
@@ -38,14 +40,16 @@ static void test_table(void)
     if (!o) return;
     CHECK(o->name && strcmp(o->name, "cpu") == 0);
     CHECK(o->destroy && o->device_name && o->tensor_alloc && o->tensor_free && o->tensor_zero);
-    CHECK(o->tensor_write && o->tensor_read && o->synchronize && o->augment);
-    CHECK(o->conv_forward && o->conv_backward);
-    CHECK(o->bn_forward_train && o->bn_forward_eval && o->bn_backward);
-    CHECK(o->act_forward && o->act_backward && o->pool_forward && o->pool_backward);
-    CHECK(o->concat_forward && o->concat_backward && o->add_forward && o->scale_forward);
-    CHECK(o->scaled_copy && o->flatten_forward && o->flatten_backward);
-    CHECK(o->linear_forward && o->linear_backward && o->xent_forward && o->xent_backward);
-    CHECK(o->sgd_update && o->param_lerp);
+    CHECK(o->tensor_write && o->tensor_read && o->synchronize && o->supports && o->run_node);
+    CHECK(o->plan_compute && o->plan_forget);
+    for (int k = 0; k < PLAN_OP_COUNT; k++) {   /* a runner for every op */
+        struct plan_node n;
+        plan_node_init(&n, (enum plan_op)k);
+        CHECK(o->supports(b.ctx, &n));
+    }
+    struct plan_node none;
+    plan_node_init(&none, PLAN_OP_COUNT);
+    CHECK(!o->supports(b.ctx, &none));
     const char *name = o->device_name(b.ctx);
     CHECK(name && strstr(name, "CPU") != NULL);
     printf("device: %s\n", name);
@@ -129,13 +133,52 @@ static void test_memory(const struct backend *b)
     o->tensor_free(ctx, &u);
 }
 
-/* A tensor of the given kind and shape, allocated through the table. */
+/* A tensor of the given kind and shape, allocated through the backend table. */
 static struct tensor make(const struct backend *b, enum tensor_kind kind, int n, int c, int h,
                           int w)
 {
     struct tensor t = {NULL, kind, n, c, h, w};
     CHECK(b->ops->tensor_alloc(b->ctx, &t) == DR_OK);
     return t;
+}
+
+/* The nodes the tests below run alone (plan_run_op), with the slots in the order of the
+ * op's table row. */
+static int bn_train(const struct backend *b, struct tensor *y, struct tensor *mean,
+                    struct tensor *invstd, struct tensor *rmean, struct tensor *rvar,
+                    const struct tensor *x, const struct tensor *gamma, const struct tensor *beta,
+                    const struct bn_attr *a)
+{
+    return plan_run_op(b, PLAN_BN_FWD_TRAIN, PLAN_DSTS(y, mean, invstd, rmean, rvar),
+                       PLAN_SRCS(x, gamma, beta), 0, &(union plan_params){.bn = *a});
+}
+
+static int bn_bwd(const struct backend *b, struct tensor *dx, struct tensor *dgamma,
+                  struct tensor *dbeta, const struct tensor *dy, const struct tensor *x,
+                  const struct tensor *gamma, const struct tensor *mean,
+                  const struct tensor *invstd)
+{
+    return plan_run_op(b, PLAN_BN_BWD, PLAN_DSTS(dx, dgamma, dbeta),
+                       PLAN_SRCS(dy, x, gamma, mean, invstd), 0, NULL);
+}
+
+static int lerp_one(const struct backend *b, struct tensor *avg, struct tensor *w, float t,
+                    int copy_back)
+{
+    const struct lerp_item item = {avg, w};
+    const union plan_params par = {.lerp = {&item, 1, t, copy_back}};
+    return plan_run_op(b, PLAN_LERP, NULL, 0, NULL, 0, 0, &par);
+}
+
+/* A BATCH node: x, labels from images, ilabels and rows at cursor, rows i * stride on. */
+static int batch(const struct backend *b, struct tensor *x, struct tensor *labels,
+                 const struct tensor *images, const struct tensor *ilabels,
+                 const struct tensor *rows, const struct tensor *cursor, int stride,
+                 const struct augment_params *aug)
+{
+    const union plan_params par = {.batch = {aug, stride, 1}};
+    return plan_run_op(b, PLAN_BATCH, PLAN_DSTS(x, labels),
+                       PLAN_SRCS(images, ilabels, rows, cursor), 0, &par);
 }
 
 static float *fdup(const struct tensor *t)
@@ -148,6 +191,22 @@ static float *fdup(const struct tensor *t)
 static int same(const float *a, const struct tensor *t)
 {
     return memcmp(a, t->data, sizeof(float) * tensor_count(t)) == 0;
+}
+
+/* An SGD node of one item alone: w, v, dw stepped at lr (a table of one value at the
+ * first step) with weight decay wd, momentum 0.9, Nesterov. */
+static int sgd_one(const struct backend *b, struct tensor *w, struct tensor *v, struct tensor *dw,
+                   float lr, float wd)
+{
+    struct tensor table = make(b, TENSOR_F32, 1, 1, 1, 1);
+    struct tensor cursor = make(b, TENSOR_I32, PLAN_CURSOR_LEN, 1, 1, 1);
+    const struct sgd_item item = {w, v, dw, 1.0, wd, 0};
+    const union plan_params par = {.sgd = {&item, 1, 0.9f, 1}};
+    ((float *)table.data)[0] = lr;
+    const int rc = plan_run_op(b, PLAN_SGD, NULL, 0, PLAN_SRCS(&table, &cursor), 0, &par);
+    b->ops->tensor_free(b->ctx, &table);
+    b->ops->tensor_free(b->ctx, &cursor);
+    return rc;
 }
 
 static void test_network(const struct backend *b)
@@ -193,26 +252,37 @@ static void test_network(const struct backend *b)
     for (int i = 0; i < n; i++) ((int32_t *)labels.data)[i] = (3 * i + 2) % k;
     float *rmean0 = fdup(&rmean), *rvar0 = fdup(&rvar);
 
-    /* through the table */
-    CHECK(o->conv_forward(ctx, &y1, &x, &w, &bias, &ca) == DR_OK);
-    CHECK(o->bn_forward_train(ctx, &y2, &mean, &invstd, &rmean, &rvar, &y1, &gamma, &beta, &ba) ==
+    /* node by node, each alone */
+    const union plan_params conv = {.conv = ca}, bn = {.bn = ba}, pool = {.pool = pa};
+    const union plan_params relu = {.act = {ACT_RELU, 0.0f}};
+    CHECK(plan_run_op(b, PLAN_CONV_FWD, PLAN_DSTS(&y1), PLAN_SRCS(&x, &w, &bias), 0, &conv) ==
           DR_OK);
-    CHECK(o->act_forward(ctx, &y3, &y2, ACT_RELU, 0.0f) == DR_OK);
-    CHECK(o->pool_forward(ctx, &y4, &y3, &pa) == DR_OK);
-    struct pool_attr unknown = pa;   /* a kind the kernels do not know is refused, not averaged */
-    unknown.kind = (enum pool_kind)(POOL_AVG + 1);
-    CHECK(o->pool_forward(ctx, &y4, &y3, &unknown) == DR_ERR_INTERNAL);
-    CHECK(o->pool_forward(ctx, &y4, &y3, &pa) == DR_OK);
-    CHECK(o->flatten_forward(ctx, &y5, &y4) == DR_OK);
-    CHECK(o->linear_forward(ctx, &y6, &y5, &lw, &lb) == DR_OK);
-    CHECK(o->xent_forward(ctx, &stats, &probs, &y6, &labels, 0.2f) == DR_OK);
-    CHECK(o->xent_backward(ctx, &d6, &probs, &labels, 0.2f, 1.0f / n) == DR_OK);
-    CHECK(o->linear_backward(ctx, &d5, &dlw, &dlb, &d6, &y5, &lw, 0) == DR_OK);
-    CHECK(o->flatten_backward(ctx, &d4, &d5, 0) == DR_OK);
-    CHECK(o->pool_backward(ctx, &d3, &d4, &y3, &y4, &pa, 0) == DR_OK);
-    CHECK(o->act_backward(ctx, &d2, &d3, &y2, ACT_RELU, 0.0f, 0) == DR_OK);
-    CHECK(o->bn_backward(ctx, &d1, &dgamma, &dbeta, &d2, &y1, &gamma, &mean, &invstd, 0) == DR_OK);
-    CHECK(o->conv_backward(ctx, &dx, &dw, &dbias, &d1, &x, &w, &ca, 0) == DR_OK);
+    CHECK(plan_run_op(b, PLAN_BN_FWD_TRAIN, PLAN_DSTS(&y2, &mean, &invstd, &rmean, &rvar),
+                      PLAN_SRCS(&y1, &gamma, &beta), 0, &bn) == DR_OK);
+    CHECK(plan_run_op(b, PLAN_ACT_FWD, PLAN_DSTS(&y3), PLAN_SRCS(&y2), 0, &relu) == DR_OK);
+    CHECK(plan_run_op(b, PLAN_POOL_FWD, PLAN_DSTS(&y4), PLAN_SRCS(&y3), 0, &pool) == DR_OK);
+    union plan_params unknown = pool;   /* a kind the kernels do not know is refused */
+    unknown.pool.kind = (enum pool_kind)(POOL_AVG + 1);
+    CHECK(plan_run_op(b, PLAN_POOL_FWD, PLAN_DSTS(&y4), PLAN_SRCS(&y3), 0, &unknown) ==
+          DR_ERR_INTERNAL);
+    CHECK(plan_run_op(b, PLAN_POOL_FWD, PLAN_DSTS(&y4), PLAN_SRCS(&y3), 0, &pool) == DR_OK);
+    CHECK(plan_run_op(b, PLAN_FLATTEN_FWD, PLAN_DSTS(&y5), PLAN_SRCS(&y4), 0, NULL) == DR_OK);
+    CHECK(plan_run_op(b, PLAN_LINEAR_FWD, PLAN_DSTS(&y6), PLAN_SRCS(&y5, &lw, &lb), 0, NULL) ==
+          DR_OK);
+    CHECK(plan_run_op(b, PLAN_XENT_FWD, PLAN_DSTS(&stats, &probs), PLAN_SRCS(&y6, &labels), 0,
+                      &(union plan_params){.xent = {0.2f, 0.0f}}) == DR_OK);
+    CHECK(plan_run_op(b, PLAN_XENT_BWD, PLAN_DSTS(&d6), PLAN_SRCS(&probs, &labels), 0,
+                      &(union plan_params){.xent = {0.2f, 1.0f / n}}) == DR_OK);
+    CHECK(plan_run_op(b, PLAN_LINEAR_BWD, PLAN_DSTS(&d5, &dlw, &dlb), PLAN_SRCS(&d6, &y5, &lw),
+                      0, NULL) == DR_OK);
+    CHECK(plan_run_op(b, PLAN_FLATTEN_BWD, PLAN_DSTS(&d4), PLAN_SRCS(&d5), 0, NULL) == DR_OK);
+    CHECK(plan_run_op(b, PLAN_POOL_BWD, PLAN_DSTS(&d3), PLAN_SRCS(&d4, &y3, &y4), 0, &pool) ==
+          DR_OK);
+    CHECK(plan_run_op(b, PLAN_ACT_BWD, PLAN_DSTS(&d2), PLAN_SRCS(&d3, &y2), 0, &relu) == DR_OK);
+    CHECK(plan_run_op(b, PLAN_BN_BWD, PLAN_DSTS(&d1, &dgamma, &dbeta),
+                      PLAN_SRCS(&d2, &y1, &gamma, &mean, &invstd), 0, NULL) == DR_OK);
+    CHECK(plan_run_op(b, PLAN_CONV_BWD, PLAN_DSTS(&dx, &dw, &dbias), PLAN_SRCS(&d1, &x, &w), 0,
+                      &conv) == DR_OK);
     float st[2];
     CHECK(o->tensor_read(ctx, st, &stats) == DR_OK);
     CHECK(st[0] > 0.0f && isfinite(st[0]) && st[1] >= 0.0f && st[1] <= (float)n);
@@ -254,22 +324,25 @@ static void test_network(const struct backend *b)
     CHECK(same(g1, &d1) && same(gx, &dx) && same(gw, &dw) && same(gb, &dbias));
     CHECK(same(gg, &dgamma) && same(gbe, &dbeta) && same(glw, &dlw) && same(glb, &dlb));
 
-    /* eval-mode bn and an sgd step through the table */
-    CHECK(o->bn_forward_eval(ctx, &y2, &y1, &gamma, &beta, &rmean, &rvar, &ba) == DR_OK);
+    /* eval-mode bn and an SGD node of one item */
+    CHECK(plan_run_op(b, PLAN_BN_FWD_EVAL, PLAN_DSTS(&y2),
+                      PLAN_SRCS(&y1, &gamma, &beta, &rmean, &rvar), 0, &bn) == DR_OK);
     batchnorm_forward_eval_cpu(e2, e1, gamma.data, beta.data, rmean0, rvar0, co, n, h * h, 1e-5f);
     CHECK(same(e2, &y2));
     struct tensor v = make(b, TENSOR_PARAM, co, c, 3, 3);
     float *w0 = fdup(&w), *v0 = fdup(&v);
-    CHECK(o->sgd_update(ctx, &w, &v, &dw, 0.1f, 5e-4f, 0.9f, 1) == DR_OK);
+    CHECK(sgd_one(b, &w, &v, &dw, 0.1f, 5e-4f) == DR_OK);
     sgd_update_cpu(w0, v0, gw, 0.1f, 5e-4f, 0.9f, 1, tensor_count(&w));
     CHECK(same(w0, &w) && same(v0, &v) && same(gw, &dw));
 
     /* errors: a wrong output shape, a label outside the classes */
     struct tensor bad = make(b, TENSOR_ACT, n, co + 1, h, h);
     fprintf(stderr, "(two error messages expected below)\n");
-    CHECK(o->conv_forward(ctx, &bad, &x, &w, &bias, &ca) == DR_ERR_INTERNAL);
+    CHECK(plan_run_op(b, PLAN_CONV_FWD, PLAN_DSTS(&bad), PLAN_SRCS(&x, &w, &bias), 0, &conv) ==
+          DR_ERR_INTERNAL);
     ((int32_t *)labels.data)[1] = k;
-    CHECK(o->xent_forward(ctx, &stats, &probs, &y6, &labels, 0.0f) == DR_ERR_DATA);
+    CHECK(plan_run_op(b, PLAN_XENT_FWD, PLAN_DSTS(&stats, &probs), PLAN_SRCS(&y6, &labels), 0,
+                      NULL) == DR_ERR_DATA);
 
     struct tensor *all[] = {&x, &w, &bias, &y1, &y2, &y3, &y4, &y5, &y6, &gamma, &beta, &mean,
                             &invstd, &rmean, &rvar, &lw, &lb, &probs, &stats, &labels, &d6, &d5,
@@ -281,7 +354,7 @@ static void test_network(const struct backend *b)
     for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++) free(hs[i]);
 }
 
-/* Ghost batch norm through the table (4 parts of 2 images) gives the bits of the direct
+/* Ghost batch norm as lone nodes (4 parts of 2 images) gives the bits of the direct
  * kernel calls, backward inferring the parts from save_mean; splits that do not divide
  * the batch and saved statistics of the wrong size are refused. */
 static void test_ghost_bn(const struct backend *b)
@@ -313,9 +386,9 @@ static void test_ghost_bn(const struct backend *b)
     float *ei = malloc(sizeof(float) * parts * c), *eg = malloc(sizeof(float) * c);
     float *eb = malloc(sizeof(float) * c);
 
-    CHECK(o->bn_forward_train(ctx, &y, &mean, &invstd, &rmean, &rvar, &x, &gamma, &beta, &ga) ==
+    CHECK(bn_train(b, &y, &mean, &invstd, &rmean, &rvar, &x, &gamma, &beta, &ga) ==
           DR_OK);
-    CHECK(o->bn_backward(ctx, &dx, &dgamma, &dbeta, &dy, &x, &gamma, &mean, &invstd, 0) == DR_OK);
+    CHECK(bn_bwd(b, &dx, &dgamma, &dbeta, &dy, &x, &gamma, &mean, &invstd) == DR_OK);
     batchnorm_forward_train_cpu(ey, em, ei, rm, rv, x.data, gamma.data, beta.data, c, n, h * h,
                                 parts, 1e-5f, 0.1f);
     batchnorm_backward_cpu(edx, eg, eb, dy.data, x.data, gamma.data, em, ei, c, n, h * h, parts,
@@ -331,26 +404,26 @@ static void test_ghost_bn(const struct backend *b)
 
     /* splits 1 is plain batch norm, with c saved values */
     struct bn_attr one = {1e-5f, 0.1f, 1};
-    CHECK(o->bn_forward_train(ctx, &y, &mean1, &invstd1, &rmean, &rvar, &x, &gamma, &beta, &one) ==
+    CHECK(bn_train(b, &y, &mean1, &invstd1, &rmean, &rvar, &x, &gamma, &beta, &one) ==
           DR_OK);
-    CHECK(o->bn_backward(ctx, &dx, &dgamma, &dbeta, &dy, &x, &gamma, &mean1, &invstd1, 0) ==
+    CHECK(bn_bwd(b, &dx, &dgamma, &dbeta, &dy, &x, &gamma, &mean1, &invstd1) ==
           DR_OK);
 
     fprintf(stderr, "(five error messages expected below)\n");
     struct bn_attr three = {1e-5f, 0.1f, 3}, negative = {1e-5f, 0.1f, -2};
-    CHECK(o->bn_forward_train(ctx, &y, &mean, &invstd, &rmean, &rvar, &x, &gamma, &beta,
+    CHECK(bn_train(b, &y, &mean, &invstd, &rmean, &rvar, &x, &gamma, &beta,
                               &three) == DR_ERR_INTERNAL);
-    CHECK(o->bn_forward_train(ctx, &y, &mean, &invstd, &rmean, &rvar, &x, &gamma, &beta,
+    CHECK(bn_train(b, &y, &mean, &invstd, &rmean, &rvar, &x, &gamma, &beta,
                               &negative) == DR_ERR_INTERNAL);
     /* 4 parts but c saved values */
-    CHECK(o->bn_forward_train(ctx, &y, &mean1, &invstd1, &rmean, &rvar, &x, &gamma, &beta, &ga) ==
+    CHECK(bn_train(b, &y, &mean1, &invstd1, &rmean, &rvar, &x, &gamma, &beta, &ga) ==
           DR_ERR_INTERNAL);
     /* backward: saved statistics of 4 * c values, save_invstd of c */
-    CHECK(o->bn_backward(ctx, &dx, &dgamma, &dbeta, &dy, &x, &gamma, &mean, &invstd1, 0) ==
+    CHECK(bn_bwd(b, &dx, &dgamma, &dbeta, &dy, &x, &gamma, &mean, &invstd1) ==
           DR_ERR_INTERNAL);
     /* backward: 4 parts inferred from save_mean, a batch of 6 */
     x.n = y.n = dy.n = dx.n = 6;
-    CHECK(o->bn_backward(ctx, &dx, &dgamma, &dbeta, &dy, &x, &gamma, &mean, &invstd, 0) ==
+    CHECK(bn_bwd(b, &dx, &dgamma, &dbeta, &dy, &x, &gamma, &mean, &invstd) ==
           DR_ERR_INTERNAL);
     x.n = y.n = dy.n = dx.n = n;
 
@@ -361,8 +434,8 @@ static void test_ghost_bn(const struct backend *b)
     for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++) free(hs[i]);
 }
 
-/* param_lerp through the table on PARAM and F32 tensors, with and without copy_back, gives
- * the bits of param_lerp_cpu; other kinds, mixed kinds and unlike shapes are refused. */
+/* A LERP node of one item on PARAM and F32 tensors, with and without copy_back, gives the
+ * bits of param_lerp_cpu; other kinds, mixed kinds and unlike shapes are refused. */
 static void test_param_lerp(const struct backend *b)
 {
     const struct backend_ops *o = b->ops;
@@ -376,7 +449,7 @@ static void test_param_lerp(const struct backend *b)
             support_rand_fill(avg.data, &rng, -1, 1, count);
             support_rand_fill(w.data, &rng, -1, 1, count);
             float *ea = fdup(&avg), *ew = fdup(&w), *w0 = fdup(&w);
-            CHECK(o->param_lerp(ctx, &avg, &w, t, copy_back) == DR_OK);
+            CHECK(lerp_one(b, &avg, &w, t, copy_back) == DR_OK);
             param_lerp_cpu(ea, ew, t, copy_back, count);
             CHECK(same(ea, &avg) && same(ew, &w));
             CHECK(copy_back ? same(ea, &w) : same(w0, &w));
@@ -391,10 +464,10 @@ static void test_param_lerp(const struct backend *b)
     struct tensor fa = make(b, TENSOR_F32, 4, 1, 1, 1), aa = make(b, TENSOR_ACT, 4, 1, 1, 1);
     struct tensor aw = make(b, TENSOR_ACT, 4, 1, 1, 1), pl = make(b, TENSOR_PARAM, 5, 1, 1, 1);
     fprintf(stderr, "(three error messages expected below)\n");
-    CHECK(o->param_lerp(ctx, &aa, &aw, t, 0) == DR_ERR_INTERNAL);
-    CHECK(o->param_lerp(ctx, &pa, &fa, t, 1) == DR_ERR_INTERNAL);
-    CHECK(o->param_lerp(ctx, &pa, &pl, t, 0) == DR_ERR_INTERNAL);
-    CHECK(o->param_lerp(ctx, &pa, &pw, t, 1) == DR_OK);
+    CHECK(lerp_one(b, &aa, &aw, t, 0) == DR_ERR_INTERNAL);
+    CHECK(lerp_one(b, &pa, &fa, t, 1) == DR_ERR_INTERNAL);
+    CHECK(lerp_one(b, &pa, &pl, t, 0) == DR_ERR_INTERNAL);
+    CHECK(lerp_one(b, &pa, &pw, t, 1) == DR_OK);
     struct tensor *all[] = {&pa, &pw, &fa, &aa, &aw, &pl};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) o->tensor_free(ctx, all[i]);
 }
@@ -405,13 +478,11 @@ static void test_concat_null(const struct backend *b)
     const struct backend_ops *o = b->ops;
     struct tensor a = make(b, TENSOR_ACT, 2, 3, 2, 2), c2 = make(b, TENSOR_ACT, 2, 2, 2, 2);
     struct tensor y = make(b, TENSOR_ACT, 2, 5, 2, 2), dc = make(b, TENSOR_ACT, 2, 2, 2, 2);
-    const struct tensor *xs[2] = {&a, &c2};
     support_rand_fill(a.data, &rng, -1, 1, tensor_count(&a));
     support_rand_fill(c2.data, &rng, -1, 1, tensor_count(&c2));
-    CHECK(o->concat_forward(b->ctx, &y, xs, 2) == DR_OK);
-    struct tensor *dxs[2] = {NULL, &dc};
-    int acc[2] = {0, 0};
-    CHECK(o->concat_backward(b->ctx, dxs, &y, 2, acc) == DR_OK);
+    CHECK(plan_run_op(b, PLAN_CONCAT_FWD, PLAN_DSTS(&y), PLAN_SRCS(&a, &c2), 0, NULL) == DR_OK);
+    CHECK(plan_run_op(b, PLAN_CONCAT_BWD, PLAN_DSTS(NULL, &dc), PLAN_SRCS(&y), 0, NULL) ==
+          DR_OK);
     CHECK(memcmp(dc.data, c2.data, sizeof(float) * tensor_count(&c2)) == 0);
     o->tensor_free(b->ctx, &a);
     o->tensor_free(b->ctx, &c2);
@@ -419,7 +490,7 @@ static void test_concat_null(const struct backend *b)
     o->tensor_free(b->ctx, &dc);
 }
 
-/* The augment op gathers and normalises test rows exactly as the kernel does. */
+/* A BATCH node gathers and normalises test rows exactly as the kernel does. */
 static void test_augment(const struct backend *b)
 {
     const struct backend_ops *o = b->ops;
@@ -428,6 +499,7 @@ static void test_augment(const struct backend *b)
     struct tensor ilabels = make(b, TENSOR_U8, 3, 1, 1, 1);
     struct tensor rows = make(b, TENSOR_I32, 2, 1, 1, 1), lab = make(b, TENSOR_I32, 2, 1, 1, 1);
     struct tensor x = make(b, TENSOR_ACT, 2, 3, 32, 32);
+    struct tensor cur = make(b, TENSOR_I32, PLAN_CURSOR_LEN, 1, 1, 1);   /* batch 0, epoch 0 */
     uint8_t *px = images.data;
     for (size_t i = 0; i < 3 * img; i++) px[i] = (uint8_t)(i * 7 + 3);
     ((uint8_t *)ilabels.data)[0] = 4;
@@ -435,7 +507,7 @@ static void test_augment(const struct backend *b)
     ((uint8_t *)ilabels.data)[2] = 1;
     ((int32_t *)rows.data)[0] = 2;
     ((int32_t *)rows.data)[1] = 0;
-    CHECK(o->augment(b->ctx, &x, &lab, &images, &ilabels, &rows, NULL, 1, 0) == DR_OK);
+    CHECK(batch(b, &x, &lab, &images, &ilabels, &rows, &cur, 2, NULL) == DR_OK);
     float *want = malloc(sizeof(float) * 2 * img);
     int32_t wl[2];
     augment_batch_cpu(want, wl, images.data, ilabels.data, rows.data, 2, NULL, 1, 0);
@@ -443,31 +515,44 @@ static void test_augment(const struct backend *b)
     CHECK(((int32_t *)lab.data)[0] == 1 && ((int32_t *)lab.data)[1] == 4);
     ((int32_t *)rows.data)[1] = 3;
     fprintf(stderr, "(one error message expected below)\n");
-    CHECK(o->augment(b->ctx, &x, &lab, &images, &ilabels, &rows, NULL, 1, 0) == DR_ERR_DATA);
-    /* the contract's ranges (kernels/backend_check.c), as the CUDA twin checks them: a pad
-     * or a cutout out of range is a bug of the caller */
+    CHECK(batch(b, &x, &lab, &images, &ilabels, &rows, &cur, 2, NULL) == DR_ERR_DATA);
+    /* the op's ranges (its rule in the op table, checked before any engine runs the node):
+     * a pad or a cutout out of range is a bug of the caller */
     ((int32_t *)rows.data)[1] = 0;
     const struct augment_params bad[] = {
         {.pad = 17, .crop = 1}, {.pad = -1}, {.pad = 4, .cutout = 33}, {.cutout = -1}};
     fprintf(stderr, "(four internal-error messages expected below)\n");
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        CHECK(o->augment(b->ctx, &x, &lab, &images, &ilabels, &rows, &bad[i], 1, 0) ==
+        CHECK(batch(b, &x, &lab, &images, &ilabels, &rows, &cur, 2, &bad[i]) ==
               DR_ERR_INTERNAL);
     const struct augment_params edge[] = {{.pad = 16, .crop = 1}, {.pad = 4, .cutout = 32}};
     for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++)
-        CHECK(o->augment(b->ctx, &x, &lab, &images, &ilabels, &rows, &edge[i], 1, 0) == DR_OK);
+        CHECK(batch(b, &x, &lab, &images, &ilabels, &rows, &cur, 2, &edge[i]) == DR_OK);
     free(want);
     o->tensor_free(b->ctx, &images);
     o->tensor_free(b->ctx, &ilabels);
     o->tensor_free(b->ctx, &rows);
     o->tensor_free(b->ctx, &lab);
     o->tensor_free(b->ctx, &x);
+    o->tensor_free(b->ctx, &cur);
 }
 
-/* The plan's own ops on bad arguments (the shared checks of kernels/backend_check.h): a
+/* The plan's own ops on bad arguments (their rules in the op table, kernels/plan.c): a
  * cursor that is not I32 of PLAN_CURSOR_LEN, sgd items that are not PARAM or train for a
  * negative number of epochs, an empty learning-rate table, a stride below the batch. And
  * a good call: the frozen item is left as it is, the other stepped, the cursor advanced. */
+static int sgd(const struct backend *b, const struct sgd_item *items, int count,
+               const struct tensor *lr, const struct tensor *cursor, int nesterov)
+{
+    const union plan_params par = {.sgd = {items, count, 0.9f, nesterov}};
+    return plan_run_op(b, PLAN_SGD, NULL, 0, PLAN_SRCS(lr, cursor), 0, &par);
+}
+
+static int advance(const struct backend *b, struct tensor *cursor)
+{
+    return plan_run_op(b, PLAN_CURSOR_ADVANCE, PLAN_DSTS(cursor), NULL, 0, 0, NULL);
+}
+
 static void test_plan_op_checks(const struct backend *b)
 {
     const struct backend_ops *o = b->ops;
@@ -494,21 +579,19 @@ static void test_plan_op_checks(const struct backend *b)
     struct sgd_item wrong = {&f, &v, &dw, 1.0, 0.0f, 0}, negative = {&w, &v, &dw, 1.0, 0.0f, -1};
     struct lerp_item pair = {&w, &f};
     fprintf(stderr, "(eight error messages expected below)\n");
-    CHECK(o->cursor_advance(ctx, &bad) == DR_ERR_INTERNAL);
-    CHECK(o->sgd_multi(ctx, items, 2, &lr, &bad, 0.9f, 1) == DR_ERR_INTERNAL);
-    CHECK(o->sgd_multi(ctx, items, 2, &none, &cur, 0.9f, 1) == DR_ERR_INTERNAL);
-    CHECK(o->sgd_multi(ctx, &wrong, 1, &lr, &cur, 0.9f, 1) == DR_ERR_INTERNAL);
-    CHECK(o->sgd_multi(ctx, &negative, 1, &lr, &cur, 0.9f, 1) == DR_ERR_INTERNAL);
-    CHECK(o->lerp_multi(ctx, &pair, 1, 0.5f, 0) == DR_ERR_INTERNAL);
-    CHECK(o->augment_step(ctx, &x, &labels, &images, &il, &rows, &cur, 3, NULL, 1) ==
-          DR_ERR_INTERNAL);
-    CHECK(o->augment_step(ctx, &x, &labels, &images, &il, &rows, &bad, 4, NULL, 1) ==
-          DR_ERR_INTERNAL);
-    CHECK(o->augment_step(ctx, &x, &labels, &images, &il, &rows, &cur, 4, NULL, 1) == DR_OK);
+    CHECK(advance(b, &bad) == DR_ERR_INTERNAL);
+    CHECK(sgd(b, items, 2, &lr, &bad, 1) == DR_ERR_INTERNAL);
+    CHECK(sgd(b, items, 2, &none, &cur, 1) == DR_ERR_INTERNAL);
+    CHECK(sgd(b, &wrong, 1, &lr, &cur, 1) == DR_ERR_INTERNAL);
+    CHECK(sgd(b, &negative, 1, &lr, &cur, 1) == DR_ERR_INTERNAL);
+    CHECK(lerp_one(b, pair.avg, pair.w, 0.5f, 0) == DR_ERR_INTERNAL);
+    CHECK(batch(b, &x, &labels, &images, &il, &rows, &cur, 3, NULL) == DR_ERR_INTERNAL);
+    CHECK(batch(b, &x, &labels, &images, &il, &rows, &bad, 4, NULL) == DR_ERR_INTERNAL);
+    CHECK(batch(b, &x, &labels, &images, &il, &rows, &cur, 4, NULL) == DR_OK);
     /* epoch 2: the first item (2 epochs) is frozen, the second stepped at lr 0.25 x 2 */
-    CHECK(o->sgd_multi(ctx, items, 2, &lr, &cur, 0.9f, 0) == DR_OK);
+    CHECK(sgd(b, items, 2, &lr, &cur, 0) == DR_OK);
     CHECK(((float *)w.data)[2] == 1.0f && ((float *)w2.data)[2] == 0.5f);
-    CHECK(o->cursor_advance(ctx, &cur) == DR_OK);
+    CHECK(advance(b, &cur) == DR_OK);
     const int32_t *now = cur.data;
     CHECK(now[CURSOR_STEP] == 2 && now[CURSOR_EPOCH] == 2 && now[CURSOR_INDEX] == 2);
     struct tensor *all[] = {&cur, &bad, &lr, &none, &w, &v, &dw, &f, &w2, &v2, &dw2, &x,

@@ -66,6 +66,7 @@ static void test_node_tensors(void)
 {
     static struct tensor T[16];
     static const struct sgd_item items[1];
+    static const struct lerp_item pairs[1];
     int covered[PLAN_OP_COUNT] = {0};
     struct plan_node n;
     for (int acc = 0; acc < 2; acc++) {
@@ -201,6 +202,14 @@ static void test_node_tensors(void)
         n.par.sgd.items = items, n.par.sgd.count = 1, n.src[PLAN_SGD_LR_TABLE] = &T[0];
         n.src[PLAN_SGD_CURSOR] = &T[1];
         EXPECT_LIST(&n, {&T[0], 0}, {&T[1], 0});
+
+        NODE(PLAN_LERP);   /* no slots: the items are read from the node itself */
+        n.par.lerp.items = pairs, n.par.lerp.count = 1;
+        {
+            const struct tensor *ts[PLAN_NODE_MAX_TENSORS];
+            int written[PLAN_NODE_MAX_TENSORS];
+            CHECK(plan_node_tensors(ts, written, &n) == 0);
+        }
 
         NODE(PLAN_CURSOR_ADVANCE);
         n.dst[PLAN_CURSOR] = &T[0];
@@ -370,6 +379,7 @@ static void test_step_twice(struct fixture *f)
     struct tensor rows = {NULL, TENSOR_I32, BATCH, 1, 1, 1};
     struct tensor x = {NULL, TENSOR_ACT, BATCH, 3, 32, 32};
     struct tensor labels = {NULL, TENSOR_I32, BATCH, 1, 1, 1};
+    struct tensor at = {NULL, TENSOR_I32, PLAN_CURSOR_LEN, 1, 1, 1};
     if (trainer_create(&t, &f->e, &f->g, be, &f->train, &f->test, 7) != DR_OK) {
         CHECK(0);
         return;
@@ -377,7 +387,11 @@ static void test_step_twice(struct fixture *f)
     CHECK(be->ops->tensor_alloc(be->ctx, &rows) == DR_OK);
     CHECK(be->ops->tensor_alloc(be->ctx, &x) == DR_OK);
     CHECK(be->ops->tensor_alloc(be->ctx, &labels) == DR_OK);
+    CHECK(be->ops->tensor_alloc(be->ctx, &at) == DR_OK);
     const int epoch = 1;
+    const int32_t first[PLAN_CURSOR_LEN] = {[CURSOR_EPOCH] = epoch};   /* batch 0 of rows */
+    const union plan_params batch = {.batch = {&f->e.augment, BATCH, t.seed}};
+    CHECK(be->ops->tensor_write(be->ctx, &at, first) == DR_OK);
     t.step = 6;   /* as after epoch 0 of 6 steps */
     CHECK(trainer_epoch_begin(&t, epoch) == DR_OK);
     CHECK(read_cursor(be, &t.cursor, cur) == DR_OK);
@@ -398,14 +412,15 @@ static void test_step_twice(struct fixture *f)
         CHECK(ok);
         /* the images: the augment of the same rows for this epoch, computed apart */
         CHECK(be->ops->tensor_write(be->ctx, &rows, perm + s * BATCH) == DR_OK);
-        CHECK(be->ops->augment(be->ctx, &x, &labels, &t.images, &t.image_labels, &rows,
-                               &f->e.augment, t.seed, epoch) == DR_OK);
+        CHECK(plan_run_op(be, PLAN_BATCH, PLAN_DSTS(&x, &labels),
+                          PLAN_SRCS(&t.images, &t.image_labels, &rows, &at), 0, &batch) == DR_OK);
         CHECK(same_tensor(be, &x, &t.model.y[0]));
         CHECK(plan_signature(&t.step_plan) == sig);
     }
     be->ops->tensor_free(be->ctx, &rows);
     be->ops->tensor_free(be->ctx, &x);
     be->ops->tensor_free(be->ctx, &labels);
+    be->ops->tensor_free(be->ctx, &at);
     trainer_free(&t);
 }
 
@@ -456,8 +471,20 @@ static void test_signature(struct fixture *f)
     trainer_free(&t);
 }
 
+/* A BATCH node alone: m's batch from images, labels and rows (batch 0 of stride rows->n,
+ * the epoch cursor's) with aug. */
+static int host_batch(struct trainer *r, const struct tensor *images, const struct tensor *labels,
+                      const struct tensor *rows, const struct tensor *cursor,
+                      const struct augment_params *aug)
+{
+    const union plan_params par = {.batch = {aug, rows->n, r->seed}};
+    return plan_run_op(r->be, PLAN_BATCH, PLAN_DSTS(&r->model.y[0], &r->model.labels),
+                       PLAN_SRCS(images, labels, rows, cursor), 0, &par);
+}
+
 /* The host-driven evaluation of trainer r's model: per batch the rows written, per view
- * augment and the eval forward pass, the weighted sum, and the loss. */
+ * the batch node and the eval forward pass, the weighted sum, and the loss, each node
+ * alone. */
 static int host_evaluate(struct trainer *r, double *loss, double *acc)
 {
     int rc = DR_OK;
@@ -468,10 +495,12 @@ static int host_evaluate(struct trainer *r, double *loss, double *acc)
     float weights[TRAIN_TTA_MAX_VIEWS], st[2];
     int32_t rows_host[TEST_IMAGES];
     struct tensor rows = {NULL, TENSOR_I32, EVAL_BATCH, 1, 1, 1};
+    struct tensor cursor = {NULL, TENSOR_I32, PLAN_CURSOR_LEN, 1, 1, 1};   /* batch 0, epoch 0 */
     int nv = train_tta_views(views, weights, r->e->eval.tta);
     for (int i = 0; i < TEST_IMAGES; i++) rows_host[i] = i;
     model_average_swap(m);   /* the EMA's weights */
     TRY(ops->tensor_alloc(ctx, &rows));
+    TRY(ops->tensor_alloc(ctx, &cursor));
     TRY(ops->tensor_zero(ctx, &m->stats));
     for (int b = 0; b * EVAL_BATCH < TEST_IMAGES; b++) {
         int n = TEST_IMAGES - b * EVAL_BATCH < EVAL_BATCH ? TEST_IMAGES - b * EVAL_BATCH
@@ -481,12 +510,14 @@ static int host_evaluate(struct trainer *r, double *loss, double *acc)
         r->tta_logits.n = n;
         TRY(ops->tensor_write(ctx, &rows, rows_host + b * EVAL_BATCH));
         for (int v = 0; v < nv; v++) {
-            TRY(ops->augment(ctx, &m->y[0], &m->labels, &r->test_images, &r->test_labels, &rows,
-                             &views[v], r->seed, 0));
+            TRY(host_batch(r, &r->test_images, &r->test_labels, &rows, &cursor, &views[v]));
             TRY(model_forward(m, 0));
-            TRY(ops->scaled_copy(ctx, &r->tta_logits, model_logits(m), weights[v], v > 0));
+            TRY(plan_run_op(r->be, PLAN_SCALED_COPY, PLAN_DSTS(&r->tta_logits),
+                            PLAN_SRCS(model_logits(m)), v > 0,
+                            &(union plan_params){.scale = {weights[v]}}));
         }
-        TRY(ops->xent_forward(ctx, &m->stats, &m->probs, &r->tta_logits, &m->labels, 0.0f));
+        TRY(plan_run_op(r->be, PLAN_XENT_FWD, PLAN_DSTS(&m->stats, &m->probs),
+                        PLAN_SRCS(&r->tta_logits, &m->labels), 0, NULL));
     }
     TRY(ops->tensor_read(ctx, st, &m->stats));
     *loss = (double)st[0] / TEST_IMAGES;
@@ -494,12 +525,36 @@ static int host_evaluate(struct trainer *r, double *loss, double *acc)
 cleanup:
     model_average_swap(m);
     if (rows.data) ops->tensor_free(ctx, &rows);
+    if (cursor.data) ops->tensor_free(ctx, &cursor);
     return rc;
 }
 
+/* An SGD node of one item alone, at learning rate lr (a table of one value, the cursor at
+ * its first step) and weight decay wd. */
+static int host_sgd(struct backend *be, struct tensor *w, struct tensor *v, struct tensor *dw,
+                    struct tensor *table, const struct tensor *cursor, float lr, float wd,
+                    float momentum, int nesterov)
+{
+    int rc = DR_OK;
+    const struct sgd_item item = {w, v, dw, 1.0, wd, 0};
+    const union plan_params par = {.sgd = {&item, 1, momentum, nesterov}};
+    TRY(be->ops->tensor_write(be->ctx, table, &lr));
+    TRY(plan_run_op(be, PLAN_SGD, NULL, 0, PLAN_SRCS(table, cursor), 0, &par));
+cleanup:
+    return rc;
+}
+
+/* A LERP node of one item alone. */
+static int host_lerp(struct backend *be, struct tensor *avg, struct tensor *w, float t)
+{
+    const struct lerp_item item = {avg, w};
+    const union plan_params par = {.lerp = {&item, 1, t, 0}};
+    return plan_run_op(be, PLAN_LERP, NULL, 0, NULL, 0, 0, &par);
+}
+
 /* Two epochs of the step plan (trainer_epoch) against the same training driven from the
- * host on a trainer created alike: parameters, momentum, BN statistics, the averages,
- * the training stats and the evaluation agree to the bit. */
+ * host, node by node, each alone, on a trainer created alike: parameters, momentum, BN
+ * statistics, the averages, the training stats and the evaluation agree to the bit. */
 static void test_same_as_host(struct fixture *f)
 {
     struct trainer a, r;
@@ -508,6 +563,8 @@ static void test_same_as_host(struct fixture *f)
     const struct experiment *e = &f->e;
     int32_t perm[TRAIN_IMAGES];
     struct tensor rows = {NULL, TENSOR_I32, BATCH, 1, 1, 1};
+    struct tensor cursor = {NULL, TENSOR_I32, PLAN_CURSOR_LEN, 1, 1, 1};
+    struct tensor table = {NULL, TENSOR_F32, 1, 1, 1, 1};
     if (trainer_create(&a, e, &f->g, be, &f->train, &f->test, 3) != DR_OK ||
         trainer_create(&r, e, &f->g, be, &f->train, &f->test, 3) != DR_OK) {
         CHECK(0);
@@ -515,6 +572,8 @@ static void test_same_as_host(struct fixture *f)
     }
     CHECK(a.plan.steps_per_epoch == TRAIN_IMAGES / BATCH && a.plan.epochs == 2);
     CHECK(ops->tensor_alloc(be->ctx, &rows) == DR_OK);
+    CHECK(ops->tensor_alloc(be->ctx, &cursor) == DR_OK);
+    CHECK(ops->tensor_alloc(be->ctx, &table) == DR_OK);
     struct model *m = &r.model;
     float smoothing = (float)e->train.label_smoothing;
     for (int ep = 0; ep < 2; ep++) {
@@ -522,14 +581,16 @@ static void test_same_as_host(struct fixture *f)
         CHECK(trainer_epoch(&a, ep, NULL, &rec) == DR_OK);
 
         shuffle_epoch(perm, TRAIN_IMAGES, r.seed, ep);
+        const int32_t at[PLAN_CURSOR_LEN] = {[CURSOR_EPOCH] = ep};   /* batch 0 of the rows */
+        CHECK(ops->tensor_write(be->ctx, &cursor, at) == DR_OK);
         CHECK(ops->tensor_zero(be->ctx, &m->stats) == DR_OK);
         for (int s = 0; s < r.plan.steps_per_epoch; s++) {
             float lr, wd, gs;
             train_step_hparams(e, r.step, r.plan.steps_per_epoch, &lr, &wd, &gs, NULL);
             CHECK(model_set_batch(m, BATCH) == DR_OK);
             CHECK(ops->tensor_write(be->ctx, &rows, perm + s * BATCH) == DR_OK);
-            CHECK(ops->augment(be->ctx, &m->y[0], &m->labels, &r.images, &r.image_labels, &rows,
-                               &e->augment, r.seed, ep) == DR_OK);
+            CHECK(host_batch(&r, &r.images, &r.image_labels, &rows, &cursor, &e->augment) ==
+                  DR_OK);
             CHECK(model_forward(m, 1) == DR_OK);
             CHECK(model_loss(m, smoothing) == DR_OK);
             CHECK(model_backward(m, smoothing, gs) == DR_OK);
@@ -538,20 +599,18 @@ static void test_same_as_host(struct fixture *f)
                 if (!d->trainable || (d->train_epochs > 0 && ep >= d->train_epochs)) continue;
                 float lk = (float)((double)lr * e->train.lr_scale[d->kind]);
                 float wk = (float)((double)wd * e->train.wd_scale[d->kind]);
-                CHECK(ops->sgd_update(be->ctx, &m->p[k], &m->v[k], &m->dp[k], lk, wk,
-                                      (float)e->train.momentum, e->train.nesterov) == DR_OK);
+                CHECK(host_sgd(be, &m->p[k], &m->v[k], &m->dp[k], &table, &cursor, lk, wk,
+                               (float)e->train.momentum, e->train.nesterov) == DR_OK);
             }
             r.step++;
             if (r.step % e->train.average.every == 0) {
                 float tt = (float)(1.0 - pow(e->train.average.momentum, e->train.average.every));
                 for (int k = 0; k < r.g->n_params; k++)
-                    CHECK(ops->param_lerp(be->ctx, &m->avg[k], &m->p[k], tt, 0) == DR_OK);
+                    CHECK(host_lerp(be, &m->avg[k], &m->p[k], tt) == DR_OK);
                 for (int i = 0; i < r.g->count; i++) {
                     if (r.g->layers[i].spec.type != LAYER_BN) continue;
-                    CHECK(ops->param_lerp(be->ctx, &m->avg_rmean[i], &m->bn_rmean[i], tt, 0) ==
-                          DR_OK);
-                    CHECK(ops->param_lerp(be->ctx, &m->avg_rvar[i], &m->bn_rvar[i], tt, 0) ==
-                          DR_OK);
+                    CHECK(host_lerp(be, &m->avg_rmean[i], &m->bn_rmean[i], tt) == DR_OK);
+                    CHECK(host_lerp(be, &m->avg_rvar[i], &m->bn_rvar[i], tt) == DR_OK);
                 }
             }
         }
@@ -580,6 +639,8 @@ static void test_same_as_host(struct fixture *f)
                   same_tensor(be, &a.model.avg_rvar[i], &r.model.avg_rvar[i]);
     CHECK(ok);
     ops->tensor_free(be->ctx, &rows);
+    ops->tensor_free(be->ctx, &cursor);
+    ops->tensor_free(be->ctx, &table);
     trainer_free(&a);
     trainer_free(&r);
 }
@@ -737,12 +798,20 @@ static void test_forget(struct fixture *f)
     CHECK(forgets == 2);
 }
 
-/* An engine without the plan's ops cannot build a step plan: an error naming the op,
- * not a call through NULL. */
+/* An engine that runs no SGD nodes (its supports says so) cannot build a step plan: an
+ * error naming the op, not a failure at the first step. */
+static const struct backend_ops *missing_real;
+
+static int supports_no_sgd(void *ctx, const struct plan_node *n)
+{
+    return n->op != PLAN_SGD && missing_real->supports(ctx, n);
+}
+
 static void test_missing_op(struct fixture *f)
 {
     struct backend_ops ops = *f->be.ops;
-    ops.sgd_multi = NULL;
+    missing_real = f->be.ops;
+    ops.supports = supports_no_sgd;
     struct backend be = {&ops, f->be.ctx};
     struct trainer t;
     CHECK(trainer_create(&t, &f->e, &f->g, &be, &f->train, &f->test, 7) == DR_ERR_INTERNAL);

@@ -20,57 +20,48 @@ static const struct backend_ops *real;     /* the CPU engine's table */
 
 /* ------------------------------------------------------------------ wrong ops */
 
-/* act_forward with one output value 1e-2 too large */
-static int act_forward_off(void *ctx, struct tensor *y, const struct tensor *x, enum act_kind kind,
-                           float alpha)
+/* The op made wrong: its nodes run through the real runner, then made wrong. */
+enum wrong { WRONG_NONE, WRONG_ACT_FWD, WRONG_SGD_ONE, WRONG_BATCH_LABEL, WRONG_LINEAR_FWD };
+static enum wrong wrong_op;
+
+/* Adds delta to value `at` of fp32 tensor t (read, changed, written back). */
+static int nudge(void *ctx, struct tensor *t, size_t at, int ulp, float delta)
 {
-    int rc = real->act_forward(ctx, y, x, kind, alpha);
-    size_t n = tensor_count(y);
+    size_t n = tensor_count(t);
     float *h = malloc(n * sizeof(float));
-    if (rc == DR_OK && h && real->tensor_read(ctx, h, y) == DR_OK) {
-        h[n / 2] += 1e-2f;
-        rc = real->tensor_write(ctx, y, h);
+    int rc = h ? real->tensor_read(ctx, h, t) : DR_ERR_NOMEM;
+    if (rc == DR_OK) {
+        h[at] = ulp ? nextafterf(h[at], INFINITY) : h[at] + delta;
+        rc = real->tensor_write(ctx, t, h);
     }
     free(h);
     return rc;
 }
 
-/* sgd_update with the first weight one ulp away: within any tolerance but exact bits */
-static int sgd_update_ulp(void *ctx, struct tensor *w, struct tensor *v, struct tensor *dw,
-                          float lr, float wd, float momentum, int nesterov)
+/* backend_ops.run_node with wrong_op made wrong: an act_forward output value 1e-2 too
+ * large; the first weight of an SGD node of one item (the sgd_update cases) one ulp away,
+ * within any tolerance but not exact bits; the first label of a batch changed; a
+ * linear_forward that fails. */
+static int run_node_wrong(void *ctx, const struct plan_node *n)
 {
-    int rc = real->sgd_update(ctx, w, v, dw, lr, wd, momentum, nesterov);
-    size_t n = tensor_count(w);
-    float *h = malloc(n * sizeof(float));
-    if (rc == DR_OK && h && real->tensor_read(ctx, h, w) == DR_OK) {
-        h[0] = nextafterf(h[0], INFINITY);
-        rc = real->tensor_write(ctx, w, h);
+    if (wrong_op == WRONG_LINEAR_FWD && n->op == PLAN_LINEAR_FWD) return DR_ERR_DEVICE;
+    int rc = real->run_node(ctx, n);
+    if (rc != DR_OK) return rc;
+    if (wrong_op == WRONG_ACT_FWD && n->op == PLAN_ACT_FWD)
+        return nudge(ctx, n->dst[PLAN_Y], tensor_count(n->dst[PLAN_Y]) / 2, 0, 1e-2f);
+    if (wrong_op == WRONG_SGD_ONE && n->op == PLAN_SGD && n->par.sgd.count == 1)
+        return nudge(ctx, n->par.sgd.items[0].w, 0, 1, 0.0f);
+    if (wrong_op == WRONG_BATCH_LABEL && n->op == PLAN_BATCH) {
+        struct tensor *labels = n->dst[PLAN_BATCH_LABELS];
+        int32_t *h = malloc(tensor_count(labels) * sizeof(int32_t));
+        rc = h ? real->tensor_read(ctx, h, labels) : DR_ERR_NOMEM;
+        if (rc == DR_OK) {
+            h[0] = (h[0] + 1) % 10;
+            rc = real->tensor_write(ctx, labels, h);
+        }
+        free(h);
     }
-    free(h);
     return rc;
-}
-
-/* augment with the first label of the batch changed */
-static int augment_label(void *ctx, struct tensor *x, struct tensor *labels,
-                         const struct tensor *images, const struct tensor *image_labels,
-                         const struct tensor *rows, const struct augment_params *aug,
-                         uint64_t seed, int epoch)
-{
-    int rc = real->augment(ctx, x, labels, images, image_labels, rows, aug, seed, epoch);
-    int32_t *h = malloc(tensor_count(labels) * sizeof(int32_t));
-    if (rc == DR_OK && h && real->tensor_read(ctx, h, labels) == DR_OK) {
-        h[0] = (h[0] + 1) % 10;
-        rc = real->tensor_write(ctx, labels, h);
-    }
-    free(h);
-    return rc;
-}
-
-static int linear_forward_fails(void *ctx, struct tensor *y, const struct tensor *x,
-                                const struct tensor *w, const struct tensor *b)
-{
-    (void)ctx, (void)y, (void)x, (void)w, (void)b;
-    return DR_ERR_DEVICE;
 }
 
 /* ------------------------------------------------------------------ running */
@@ -210,6 +201,7 @@ static void test_against(struct backend *ref, struct backend *cpu)
     int checks, failures;
     struct backend_ops ops = *real;
     struct backend wrong = {&ops, cpu->ctx};
+    ops.run_node = run_node_wrong;
 
     /* the CPU engine against itself: every case passes */
     CHECK(run_cases(NULL, ref, cpu, &checks, &failures, log, sizeof(log)) == DR_OK);
@@ -220,7 +212,7 @@ static void test_against(struct backend *ref, struct backend *cpu)
     if (failures) fputs(log, stdout);
 
     /* one value of act_forward off by 1e-2: its cases fail, the backward ones pass */
-    ops.act_forward = act_forward_off;
+    wrong_op = WRONG_ACT_FWD;
     CHECK(run_cases("act", ref, &wrong, &checks, &failures, log, sizeof(log)) == DR_OK);
     CHECK(checks == 3 * ACT_KIND_COUNT && failures == ACT_KIND_COUNT);
     for (int kind = 0; kind < ACT_KIND_COUNT; kind++) {
@@ -234,30 +226,29 @@ static void test_against(struct backend *ref, struct backend *cpu)
     snprintf(summary, sizeof(summary), "== precision fp32: %d checks, %d failed", 3 * ACT_KIND_COUNT,
              ACT_KIND_COUNT);
     CHECK(strstr(log, summary) != NULL);
-    ops.act_forward = real->act_forward;
 
-    /* one ulp in sgd_update: the exact cases fail, the linear forwards after it pass */
-    ops.sgd_update = sgd_update_ulp;
+    /* one ulp in an SGD node of one item: the exact sgd_update cases fail, the linear
+     * forwards after it pass */
+    wrong_op = WRONG_SGD_ONE;
     CHECK(run_cases("sgd", ref, &wrong, &checks, &failures, log, sizeof(log)) == DR_OK);
     CHECK(checks == 8 && failures == 2);   /* and sgd_multi (its own cases), unaffected */
     CHECK(line_says(log, "sgd_update/10x512_nesterov", "FAIL"));
     CHECK(line_says(log, "sgd_update/10x512", "FAIL"));
     CHECK(line_says(log, "sgd_linear/10x512", "ok"));
-    ops.sgd_update = real->sgd_update;
 
-    /* a wrong label: every augmentation case fails on its labels */
-    ops.augment = augment_label;
+    /* a wrong label: every augmentation case fails on its labels (augment_step's 3 too:
+     * every case is a BATCH node) */
+    wrong_op = WRONG_BATCH_LABEL;
     CHECK(run_cases("augment", ref, &wrong, &checks, &failures, log, sizeof(log)) == DR_OK);
-    CHECK(checks == 11 && failures == 8);   /* augment_step's 3 cases are unaffected */
+    CHECK(checks == 11 && failures == 11);
     CHECK(strstr(log, " inf labels ") != NULL);
-    ops.augment = real->augment;
 
     /* an op that returns an error: its cases say so and fail */
-    ops.linear_forward = linear_forward_fails;
+    wrong_op = WRONG_LINEAR_FWD;
     CHECK(run_cases("linear_forward", ref, &wrong, &checks, &failures, log, sizeof(log)) == DR_OK);
     CHECK(checks == 2 && failures == 2);
     CHECK(strstr(log, "ERROR: ") != NULL && line_says(log, "linear_forward/512-10_n16_bias", "FAIL"));
-    ops.linear_forward = real->linear_forward;
+    wrong_op = WRONG_NONE;
 }
 
 int main(void)

@@ -275,15 +275,12 @@ cleanup:
     return rc;
 }
 
-/* Every averaged tensor: one lerp_multi over the list. */
+/* Every averaged tensor: one LERP node over the list, run alone (plan_run_op refuses it,
+ * naming the engine, where the engine does not run LERP nodes). */
 static int average_each(struct model *m, float t, int copy_back)
 {
-    const struct backend_ops *ops = m->be->ops;
-    if (!ops->lerp_multi)
-        return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL,
-                         "the %s engine has no lerp_multi operation: it cannot average weights",
-                         ops->name);
-    return ops->lerp_multi(m->be->ctx, m->lerp_items, m->lerp_count, t, copy_back);
+    const union plan_params par = {.lerp = {m->lerp_items, m->lerp_count, t, copy_back}};
+    return plan_run_op(m->be, PLAN_LERP, NULL, 0, NULL, 0, 0, &par);
 }
 
 /* Releases the averaged copies and their tables (a start that ran out of memory). */

@@ -1,8 +1,9 @@
 /* A graph instantiated on a backend: every layer's output and gradient tensor, the
  * parameters with their gradients and momentum, BN statistics, and the loss state;
- * forward, loss, backward and the optimiser step as plans (kernels/plan.h) run through
- * the backend table: the training step and an evaluation batch as whole plans, each
- * part also on its own. Engine-neutral: it never touches tensor contents. */
+ * forward, loss, backward and the optimiser step as plans (kernels/plan.h) run on the
+ * backend: the training step and an evaluation batch as whole plans, each part also on
+ * its own, weight averaging as a plan of one node. Engine-neutral: it never touches
+ * tensor contents. */
 #ifndef DAWNRUN_MODEL_H
 #define DAWNRUN_MODEL_H
 
@@ -66,8 +67,8 @@ int model_init_whiten(struct model *m, const struct dataset *train);
 int model_average_start(struct model *m);
 
 /* Every averaged tensor: avg += t * (w - avg); then, with copy_back, w = avg, parameters
- * and BN running statistics alike, in one backend lerp_multi call. An engine without
- * lerp_multi: DR_ERR_INTERNAL, naming it. */
+ * and BN running statistics alike, as one LERP node (kernels/plan.h) run alone. An engine
+ * that does not run LERP nodes: DR_ERR_INTERNAL, naming it. */
 int model_average_update(struct model *m, float t, int copy_back);
 
 /* Exchanges the parameters and BN running statistics with their averages (a swap of

@@ -41,25 +41,22 @@ static struct pool_attr layer_pool_attr(const struct layer *l, const struct laye
     return (struct pool_attr){info->pool, l->in_h, l->in_w, l->in_h, l->in_w};
 }
 
-/* Says which op of the table is missing for a plan of the given kinds, or NULL. */
-static const char *missing_op(const struct backend *be, int want_batch, int want_sgd)
-{
-    const struct backend_ops *o = be->ops;
-    if (want_batch && !o->augment_step) return "augment_step";
-    if (want_batch && !o->cursor_advance) return "cursor_advance";
-    if (want_sgd && !o->sgd_multi) return "sgd_multi";
-    return NULL;
-}
-
-/* A plan of a step or batch needs the plan's own ops: an engine without them cannot run
- * one (DR_ERR_INTERNAL, naming the op), rather than failing on a missing function. */
+/* A plan of a step or batch needs the plan's own ops: an engine that does not run them
+ * cannot run one (DR_ERR_INTERNAL, naming the op), rather than failing at the first step.
+ * Asked of the engine with nodes of no tensors (backend_ops.supports: the op alone). */
 static int check_ops(const struct backend *be, int want_batch, int want_sgd)
 {
-    const char *op = missing_op(be, want_batch, want_sgd);
-    if (!op) return DR_OK;
-    return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL,
-                     "the %s engine has no %s operation: it cannot run a step as a plan",
-                     be->ops->name, op);
+    const enum plan_op ops[3] = {PLAN_BATCH, PLAN_CURSOR_ADVANCE, PLAN_SGD};
+    const int wanted[3] = {want_batch, want_batch, want_sgd};
+    for (int i = 0; i < 3; i++) {
+        struct plan_node n;
+        plan_node_init(&n, ops[i]);
+        if (wanted[i] && !be->ops->supports(be->ctx, &n))
+            return dr_report(DR_ERR_INTERNAL, __FILE__, __LINE__, NULL,
+                             "the %s engine does not run %s nodes: it cannot run a step as a "
+                             "plan", be->ops->name, plan_op_name(ops[i]));
+    }
+    return DR_OK;
 }
 
 /* The handles the nodes of a plan use for every layer's output and output gradient, after

@@ -20,7 +20,7 @@ static const struct {
     const char *name, *heading;
 } GROUPS[] = {
     {"conv", "convolutions, forward and backward"},
-    {"ops", "every other op of the backend table, forward and backward"},
+    {"ops", "every other op of the plan's op table, forward and backward"},
     {"augment", "augmentation: each value of the batch against the reference's"},
     {"train", "training: a small network from the same weights on both engines, then an "
               "evaluation"},

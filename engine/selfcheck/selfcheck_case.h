@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels/backend.h"
+#include "kernels/plan.h"
 
 #define SC_NAME_MAX 64
 #define SC_OUTPUTS 6

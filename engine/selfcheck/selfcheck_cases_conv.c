@@ -67,28 +67,33 @@ static int conv_build(struct sc_env *e, const struct sc_case *c)
 static int conv_forward_run(struct sc_side *t, const struct sc_case *c)
 {
     const struct conv_shape *s = c->attr;
-    const struct conv_attr a = {s->k, s->stride, s->pad};
-    return t->be->ops->conv_forward(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), SC_T(t, SC_W),
-                                    s->bias ? SC_T(t, SC_B) : NULL, &a);
+    const union plan_params a = {.conv = {s->k, s->stride, s->pad}};
+    return plan_run_op(t->be, PLAN_CONV_FWD, PLAN_DSTS(SC_T(t, SC_Y)),
+                       PLAN_SRCS(SC_T(t, SC_X), SC_T(t, SC_W), s->bias ? SC_T(t, SC_B) : NULL),
+                       0, &a);
 }
 
 /* dx unless the input is the image batch, dw, db with a bias (not when accumulating) */
 static int conv_backward_run(struct sc_side *t, const struct sc_case *c)
 {
     const struct conv_shape *s = c->attr;
-    const struct conv_attr a = {s->k, s->stride, s->pad};
-    return t->be->ops->conv_backward(t->be->ctx, s->image ? NULL : SC_T(t, SC_DX), SC_T(t, SC_DW),
-                                     s->bias && !c->acc ? SC_T(t, SC_DB) : NULL, SC_T(t, SC_DY),
-                                     SC_T(t, SC_X), SC_T(t, SC_W), &a, c->acc);
+    const union plan_params a = {.conv = {s->k, s->stride, s->pad}};
+    return plan_run_op(t->be, PLAN_CONV_BWD,
+                       PLAN_DSTS(s->image ? NULL : SC_T(t, SC_DX), SC_T(t, SC_DW),
+                                 s->bias && !c->acc ? SC_T(t, SC_DB) : NULL),
+                       PLAN_SRCS(SC_T(t, SC_DY), SC_T(t, SC_X), SC_T(t, SC_W)),
+                       (unsigned)c->acc, &a);
 }
 
 /* the whitening layer: a fixed filter with a trained bias, db only */
 static int conv_backward_db_run(struct sc_side *t, const struct sc_case *c)
 {
     const struct conv_shape *s = c->attr;
-    const struct conv_attr a = {s->k, s->stride, s->pad};
-    return t->be->ops->conv_backward(t->be->ctx, NULL, NULL, SC_T(t, SC_DB), SC_T(t, SC_DY),
-                                     SC_T(t, SC_X), SC_T(t, SC_W), &a, 0);
+    const union plan_params a = {.conv = {s->k, s->stride, s->pad}};
+    struct tensor no_dw = *SC_T(t, SC_DW);   /* not computed: a handle without data */
+    no_dw.data = NULL;
+    return plan_run_op(t->be, PLAN_CONV_BWD, PLAN_DSTS(NULL, &no_dw, SC_T(t, SC_DB)),
+                       PLAN_SRCS(SC_T(t, SC_DY), SC_T(t, SC_X), SC_T(t, SC_W)), 0, &a);
 }
 
 static int add_conv(struct sc_table *t, const struct conv_shape *s)
@@ -156,16 +161,19 @@ static int linear_build(struct sc_env *e, const struct sc_case *c)
 static int linear_forward_run(struct sc_side *t, const struct sc_case *c)
 {
     const struct linear_shape *s = c->attr;
-    return t->be->ops->linear_forward(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), SC_T(t, SC_W),
-                                      s->bias ? SC_T(t, SC_B) : NULL);
+    return plan_run_op(t->be, PLAN_LINEAR_FWD, PLAN_DSTS(SC_T(t, SC_Y)),
+                       PLAN_SRCS(SC_T(t, SC_X), SC_T(t, SC_W), s->bias ? SC_T(t, SC_B) : NULL),
+                       0, NULL);
 }
 
 static int linear_backward_run(struct sc_side *t, const struct sc_case *c)
 {
     const struct linear_shape *s = c->attr;
-    return t->be->ops->linear_backward(t->be->ctx, SC_T(t, SC_DX), SC_T(t, SC_DW),
-                                       s->bias ? SC_T(t, SC_DB) : NULL, SC_T(t, SC_DY),
-                                       SC_T(t, SC_X), SC_T(t, SC_W), c->acc);
+    return plan_run_op(t->be, PLAN_LINEAR_BWD,
+                       PLAN_DSTS(SC_T(t, SC_DX), SC_T(t, SC_DW),
+                                 s->bias ? SC_T(t, SC_DB) : NULL),
+                       PLAN_SRCS(SC_T(t, SC_DY), SC_T(t, SC_X), SC_T(t, SC_W)),
+                       (unsigned)c->acc, NULL);
 }
 
 static int add_linear(struct sc_table *t, const struct linear_shape *s)

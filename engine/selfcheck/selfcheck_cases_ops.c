@@ -59,18 +59,21 @@ cleanup:
 static int bn_forward_train_run(struct sc_side *t, const struct sc_case *c)
 {
     const struct bn_shape *s = c->attr;
-    const struct bn_attr a = {1e-5f, 0.1f, s->splits};
-    return t->be->ops->bn_forward_train(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_S0), SC_T(t, SC_S1),
-                                        SC_T(t, SC_S2), SC_T(t, SC_S3), SC_T(t, SC_X),
-                                        SC_T(t, SC_W), SC_T(t, SC_B), &a);
+    const union plan_params a = {.bn = {1e-5f, 0.1f, s->splits}};
+    return plan_run_op(t->be, PLAN_BN_FWD_TRAIN,
+                       PLAN_DSTS(SC_T(t, SC_Y), SC_T(t, SC_S0), SC_T(t, SC_S1), SC_T(t, SC_S2),
+                                 SC_T(t, SC_S3)),
+                       PLAN_SRCS(SC_T(t, SC_X), SC_T(t, SC_W), SC_T(t, SC_B)), 0, &a);
 }
 
 static int bn_forward_eval_run(struct sc_side *t, const struct sc_case *c)
 {
     const struct bn_shape *s = c->attr;
-    const struct bn_attr a = {1e-5f, 0.1f, s->splits};
-    return t->be->ops->bn_forward_eval(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), SC_T(t, SC_W),
-                                       SC_T(t, SC_B), SC_T(t, SC_S2), SC_T(t, SC_S3), &a);
+    const union plan_params a = {.bn = {1e-5f, 0.1f, s->splits}};
+    return plan_run_op(t->be, PLAN_BN_FWD_EVAL, PLAN_DSTS(SC_T(t, SC_Y)),
+                       PLAN_SRCS(SC_T(t, SC_X), SC_T(t, SC_W), SC_T(t, SC_B), SC_T(t, SC_S2),
+                                 SC_T(t, SC_S3)),
+                       0, &a);
 }
 
 /* the saved statistics from each engine's own forward pass, then the backward */
@@ -78,9 +81,10 @@ static int bn_backward_run(struct sc_side *t, const struct sc_case *c)
 {
     int rc = DR_OK;
     TRY(bn_forward_train_run(t, c));
-    TRY(t->be->ops->bn_backward(t->be->ctx, SC_T(t, SC_DX), SC_T(t, SC_DW), SC_T(t, SC_DB),
-                                SC_T(t, SC_DY), SC_T(t, SC_X), SC_T(t, SC_W), SC_T(t, SC_S0),
-                                SC_T(t, SC_S1), c->acc));
+    TRY(plan_run_op(t->be, PLAN_BN_BWD, PLAN_DSTS(SC_T(t, SC_DX), SC_T(t, SC_DW), SC_T(t, SC_DB)),
+                    PLAN_SRCS(SC_T(t, SC_DY), SC_T(t, SC_X), SC_T(t, SC_W), SC_T(t, SC_S0),
+                              SC_T(t, SC_S1)),
+                    (unsigned)c->acc, NULL));
 cleanup:
     return rc;
 }
@@ -141,14 +145,16 @@ cleanup:
 
 static int act_forward_run(struct sc_side *t, const struct sc_case *c)
 {
-    return t->be->ops->act_forward(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X),
-                                   (enum act_kind)c->arg, ACT_ALPHA);
+    const union plan_params a = {.act = {(enum act_kind)c->arg, ACT_ALPHA}};
+    return plan_run_op(t->be, PLAN_ACT_FWD, PLAN_DSTS(SC_T(t, SC_Y)), PLAN_SRCS(SC_T(t, SC_X)),
+                       0, &a);
 }
 
 static int act_backward_run(struct sc_side *t, const struct sc_case *c)
 {
-    return t->be->ops->act_backward(t->be->ctx, SC_T(t, SC_DX), SC_T(t, SC_DY), SC_T(t, SC_X),
-                                    (enum act_kind)c->arg, ACT_ALPHA, c->acc);
+    const union plan_params a = {.act = {(enum act_kind)c->arg, ACT_ALPHA}};
+    return plan_run_op(t->be, PLAN_ACT_BWD, PLAN_DSTS(SC_T(t, SC_DX)),
+                       PLAN_SRCS(SC_T(t, SC_DY), SC_T(t, SC_X)), (unsigned)c->acc, &a);
 }
 
 /* Every kind of kernels/activation.h, 0 .. ACT_KIND_COUNT - 1. */
@@ -220,25 +226,27 @@ cleanup:
     return rc;
 }
 
-static struct pool_attr pool_attr_of(const struct pool_shape *s)
+static union plan_params pool_attr_of(const struct pool_shape *s)
 {
-    return (struct pool_attr){s->kind, s->k, s->k, s->stride, s->stride};
+    return (union plan_params){.pool = {s->kind, s->k, s->k, s->stride, s->stride}};
 }
 
 static int pool_forward_run(struct sc_side *t, const struct sc_case *c)
 {
-    const struct pool_attr a = pool_attr_of(c->attr);
-    return t->be->ops->pool_forward(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), &a);
+    const union plan_params a = pool_attr_of(c->attr);
+    return plan_run_op(t->be, PLAN_POOL_FWD, PLAN_DSTS(SC_T(t, SC_Y)), PLAN_SRCS(SC_T(t, SC_X)),
+                       0, &a);
 }
 
 /* the forward output from each engine's own forward pass, then the backward */
 static int pool_backward_run(struct sc_side *t, const struct sc_case *c)
 {
     int rc = DR_OK;
-    const struct pool_attr a = pool_attr_of(c->attr);
+    const union plan_params a = pool_attr_of(c->attr);
     TRY(pool_forward_run(t, c));
-    TRY(t->be->ops->pool_backward(t->be->ctx, SC_T(t, SC_DX), SC_T(t, SC_DY), SC_T(t, SC_X),
-                                  SC_T(t, SC_Y), &a, c->acc));
+    TRY(plan_run_op(t->be, PLAN_POOL_BWD, PLAN_DSTS(SC_T(t, SC_DX)),
+                    PLAN_SRCS(SC_T(t, SC_DY), SC_T(t, SC_X), SC_T(t, SC_Y)), (unsigned)c->acc,
+                    &a));
 cleanup:
     return rc;
 }
@@ -300,18 +308,17 @@ cleanup:
 static int concat_forward_run(struct sc_side *t, const struct sc_case *c)
 {
     (void)c;
-    return t->be->ops->concat_forward(t->be->ctx, SC_T(t, SC_Y),
-                                      (const struct tensor *const[]){SC_T(t, SC_X),
-                                                                     SC_T(t, SC_X2)}, 2);
+    return plan_run_op(t->be, PLAN_CONCAT_FWD, PLAN_DSTS(SC_T(t, SC_Y)),
+                       PLAN_SRCS(SC_T(t, SC_X), SC_T(t, SC_X2)), 0, NULL);
 }
 
 /* dx0 overwritten (unless skipped), dx1 accumulated */
 static int concat_backward_run(struct sc_side *t, const struct sc_case *c)
 {
     const struct concat_shape *s = c->attr;
-    return t->be->ops->concat_backward(
-        t->be->ctx, (struct tensor *const[]){s->skip_first ? NULL : SC_T(t, SC_DX), SC_T(t, SC_DX2)},
-        SC_T(t, SC_DY), 2, (const int[]){0, 1});
+    return plan_run_op(t->be, PLAN_CONCAT_BWD,
+                       PLAN_DSTS(s->skip_first ? NULL : SC_T(t, SC_DX), SC_T(t, SC_DX2)),
+                       PLAN_SRCS(SC_T(t, SC_DY)), 1u << 1, NULL);
 }
 
 static int add_concat(struct sc_table *t, const struct concat_shape *s)
@@ -370,22 +377,31 @@ cleanup:
 static int add_forward_run(struct sc_side *t, const struct sc_case *c)
 {
     (void)c;
-    return t->be->ops->add_forward(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), SC_T(t, SC_X2));
+    return plan_run_op(t->be, PLAN_ADD_FWD, PLAN_DSTS(SC_T(t, SC_Y)),
+                       PLAN_SRCS(SC_T(t, SC_X), SC_T(t, SC_X2)), 0, NULL);
 }
 
 static int scale_forward_run(struct sc_side *t, const struct sc_case *c)
 {
     (void)c;
-    return t->be->ops->scale_forward(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), 0.125f);
+    return plan_run_op(t->be, PLAN_SCALE_FWD, PLAN_DSTS(SC_T(t, SC_Y)), PLAN_SRCS(SC_T(t, SC_X)),
+                       0, &(union plan_params){.scale = {0.125f}});
+}
+
+/* A SCALED_COPY node alone: slot dx (=|+=) s * slot dy. */
+static int scaled_copy(struct sc_side *t, int dx, int dy, float s, unsigned acc)
+{
+    return plan_run_op(t->be, PLAN_SCALED_COPY, PLAN_DSTS(SC_T(t, dx)), PLAN_SRCS(SC_T(t, dy)),
+                       acc, &(union plan_params){.scale = {s}});
 }
 
 /* overwriting: y = a (add's backward), y2 = b / 2 (scale's); accumulating: y += a / 4 */
 static int scaled_copy_run(struct sc_side *t, const struct sc_case *c)
 {
     int rc = DR_OK;
-    if (c->acc) return t->be->ops->scaled_copy(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), 0.25f, 1);
-    TRY(t->be->ops->scaled_copy(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), 1.0f, 0));
-    TRY(t->be->ops->scaled_copy(t->be->ctx, SC_T(t, SC_Y2), SC_T(t, SC_X2), 0.5f, 0));
+    if (c->acc) return scaled_copy(t, SC_Y, SC_X, 0.25f, 1);
+    TRY(scaled_copy(t, SC_Y, SC_X, 1.0f, 0));
+    TRY(scaled_copy(t, SC_Y2, SC_X2, 0.5f, 0));
 cleanup:
     return rc;
 }
@@ -393,7 +409,8 @@ cleanup:
 static int flatten_forward_run(struct sc_side *t, const struct sc_case *c)
 {
     (void)c;
-    return t->be->ops->flatten_forward(t->be->ctx, SC_T(t, SC_S0), SC_T(t, SC_X));
+    return plan_run_op(t->be, PLAN_FLATTEN_FWD, PLAN_DSTS(SC_T(t, SC_S0)),
+                       PLAN_SRCS(SC_T(t, SC_X)), 0, NULL);
 }
 
 /* y = dyflat unflattened; b += dyflat */
@@ -401,8 +418,10 @@ static int flatten_backward_run(struct sc_side *t, const struct sc_case *c)
 {
     int rc = DR_OK;
     (void)c;
-    TRY(t->be->ops->flatten_backward(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_S1), 0));
-    TRY(t->be->ops->flatten_backward(t->be->ctx, SC_T(t, SC_X2), SC_T(t, SC_S1), 1));
+    TRY(plan_run_op(t->be, PLAN_FLATTEN_BWD, PLAN_DSTS(SC_T(t, SC_Y)), PLAN_SRCS(SC_T(t, SC_S1)),
+                    0, NULL));
+    TRY(plan_run_op(t->be, PLAN_FLATTEN_BWD, PLAN_DSTS(SC_T(t, SC_X2)),
+                    PLAN_SRCS(SC_T(t, SC_S1)), 1, NULL));
 cleanup:
     return rc;
 }
@@ -478,8 +497,9 @@ cleanup:
 static int xent_forward_run(struct sc_side *t, const struct sc_case *c)
 {
     const struct xent_shape *s = c->attr;
-    return t->be->ops->xent_forward(t->be->ctx, SC_T(t, SC_S1), SC_T(t, SC_Y), SC_T(t, SC_X),
-                                    SC_T(t, SC_S0), s->smoothing);
+    const union plan_params a = {.xent = {s->smoothing, 0.0f}};
+    return plan_run_op(t->be, PLAN_XENT_FWD, PLAN_DSTS(SC_T(t, SC_S1), SC_T(t, SC_Y)),
+                       PLAN_SRCS(SC_T(t, SC_X), SC_T(t, SC_S0)), 0, &a);
 }
 
 /* the probabilities from each engine's own forward pass, then the backward */
@@ -488,8 +508,9 @@ static int xent_backward_run(struct sc_side *t, const struct sc_case *c)
     int rc = DR_OK;
     const struct xent_shape *s = c->attr;
     TRY(xent_forward_run(t, c));
-    TRY(t->be->ops->xent_backward(t->be->ctx, SC_T(t, SC_DX), SC_T(t, SC_Y), SC_T(t, SC_S0),
-                                  s->smoothing, s->scale));
+    TRY(plan_run_op(t->be, PLAN_XENT_BWD, PLAN_DSTS(SC_T(t, SC_DX)),
+                    PLAN_SRCS(SC_T(t, SC_Y), SC_T(t, SC_S0)), 0,
+                    &(union plan_params){.xent = {s->smoothing, s->scale}}));
 cleanup:
     return rc;
 }

@@ -1,9 +1,10 @@
-/* The selfcheck's cases of the optimiser's ops (group ops): sgd_update and param_lerp,
- * which are fp32 in every precision in the CPU twin's rounding order and so must equal
- * it to the bit; and a linear forward after each, through which the tested engine's
- * compute copy of the weights (in its type) must have followed the fp32 master. The
- * steps are large next to the weights, so that a stale copy would miss by far more than
- * the tolerance.
+/* The selfcheck's cases of the optimiser's ops (group ops): an SGD node of one item
+ * (sgd_update: the learning rate from a table of one value) and a LERP node of one
+ * (param_lerp), which are fp32 in every precision in the CPU twin's rounding order and so
+ * must equal it to the bit; and a linear forward after each, through which the tested
+ * engine's compute copy of the weights (in its type) must have followed the fp32 master.
+ * The steps are large next to the weights, so that a stale copy would miss by far more
+ * than the tolerance.
  *
  * The plan's own ops the same way: sgd_multi over tensors of odd sizes with their own
  * learning-rate scales, weight decays and training epochs (some frozen at the cursor's
@@ -26,13 +27,47 @@
 #define OPT_IN 512
 #define OPT_BATCH 16
 
+/* The nodes the cases run, each alone (plan_run_op). */
+
+/* y = x w^T: a LINEAR_FWD node without bias. */
+static int linear(struct sc_side *t, struct tensor *y, const struct tensor *x,
+                  const struct tensor *w)
+{
+    return plan_run_op(t->be, PLAN_LINEAR_FWD, PLAN_DSTS(y), PLAN_SRCS(x, w, NULL), 0, NULL);
+}
+
+/* An SGD node over count items, momentum 0.9, the learning rate from lr at the cursor. */
+static int sgd_node(struct sc_side *t, const struct sgd_item *items, int count,
+                    const struct tensor *lr, const struct tensor *cursor, int nesterov)
+{
+    const union plan_params a = {.sgd = {items, count, 0.9f, nesterov}};
+    return plan_run_op(t->be, PLAN_SGD, NULL, 0, PLAN_SRCS(lr, cursor), 0, &a);
+}
+
+/* A LERP node over count items. */
+static int lerp_node(struct sc_side *t, const struct lerp_item *items, int count, float tt,
+                     int copy_back)
+{
+    const union plan_params a = {.lerp = {items, count, tt, copy_back}};
+    return plan_run_op(t->be, PLAN_LERP, NULL, 0, NULL, 0, 0, &a);
+}
+
 /* ------------------------------------------------------------------ sgd_update */
 
-/* w SC_W, v SC_B, dw SC_DW; the linear forward's x SC_X, y SC_Y */
+/* The step cursor at the first step of the first epoch. */
+static const int32_t FIRST_CURSOR[PLAN_CURSOR_LEN] = {0, 0, 0, 0};
+
+/* w SC_W, v SC_B, dw SC_DW; the learning-rate table of one value SC_S0 and the cursor
+ * SC_S1; the linear forward's x SC_X, y SC_Y */
 static int sgd_build(struct sc_env *e, const struct sc_case *c)
 {
     int rc = DR_OK;
+    const float lr = 0.05f;
     (void)c;
+    TRY(sc_tensor(e, SC_S0, "lr_table", TENSOR_F32, 1, 1, 1, 1));
+    TRY(sc_tensor(e, SC_S1, "cursor", TENSOR_I32, PLAN_CURSOR_LEN, 1, 1, 1));
+    TRY(sc_write_raw(e, SC_S0, &lr));
+    TRY(sc_write_raw(e, SC_S1, FIRST_CURSOR));
     TRY(sc_tensor(e, SC_W, "w", TENSOR_PARAM, OPT_OUT, OPT_IN, 1, 1));
     TRY(sc_tensor(e, SC_B, "v", TENSOR_PARAM, OPT_OUT, OPT_IN, 1, 1));
     TRY(sc_tensor(e, SC_DW, "dw", TENSOR_PARAM, OPT_OUT, OPT_IN, 1, 1));
@@ -46,17 +81,19 @@ cleanup:
     return rc;
 }
 
+/* one item, lr 0.05 (the table's) x 1 */
 static int sgd_run(struct sc_side *t, const struct sc_case *c)
 {
-    return t->be->ops->sgd_update(t->be->ctx, SC_T(t, SC_W), SC_T(t, SC_B), SC_T(t, SC_DW), 0.05f,
-                                  5e-4f * 512.0f, 0.9f, c->arg);
+    const struct sgd_item item = {SC_T(t, SC_W), SC_T(t, SC_B), SC_T(t, SC_DW), 1.0,
+                                  5e-4f * 512.0f, 0};
+    return sgd_node(t, &item, 1, SC_T(t, SC_S0), SC_T(t, SC_S1), c->arg);
 }
 
 static int sgd_linear_run(struct sc_side *t, const struct sc_case *c)
 {
     int rc = DR_OK;
     TRY(sgd_run(t, c));
-    TRY(t->be->ops->linear_forward(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), SC_T(t, SC_W), NULL));
+    TRY(linear(t, SC_T(t, SC_Y), SC_T(t, SC_X), SC_T(t, SC_W)));
 cleanup:
     return rc;
 }
@@ -105,7 +142,8 @@ cleanup:
 
 static int lerp_run(struct sc_side *t, const struct sc_case *c)
 {
-    return t->be->ops->param_lerp(t->be->ctx, SC_T(t, SC_B), SC_T(t, SC_W), 0.25f, c->acc);
+    const struct lerp_item item = {SC_T(t, SC_B), SC_T(t, SC_W)};
+    return lerp_node(t, &item, 1, 0.25f, c->acc);
 }
 
 /* the average, then a linear forward with it and (copied back) with the weight */
@@ -113,10 +151,8 @@ static int lerp_linear_run(struct sc_side *t, const struct sc_case *c)
 {
     int rc = DR_OK;
     TRY(lerp_run(t, c));
-    TRY(t->be->ops->linear_forward(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), SC_T(t, SC_B), NULL));
-    if (c->acc)
-        TRY(t->be->ops->linear_forward(t->be->ctx, SC_T(t, SC_Y2), SC_T(t, SC_X), SC_T(t, SC_W),
-                                       NULL));
+    TRY(linear(t, SC_T(t, SC_Y), SC_T(t, SC_X), SC_T(t, SC_B)));
+    if (c->acc) TRY(linear(t, SC_T(t, SC_Y2), SC_T(t, SC_X), SC_T(t, SC_W)));
 cleanup:
     return rc;
 }
@@ -313,9 +349,8 @@ static int sgd_multi_run(struct sc_side *t, const struct sc_case *c)
         items[i] = (struct sgd_item){&ts[3 * i], &ts[3 * i + 1], &ts[3 * i + 2],
                                      SGD_TENSORS[i].lr_scale, SGD_TENSORS[i].wd,
                                      SGD_TENSORS[i].train_epochs};
-    TRY(t->be->ops->sgd_multi(t->be->ctx, items, SGD_COUNT, SC_T(t, SC_S0), SC_T(t, SC_S1), 0.9f,
-                              c->arg));
-    TRY(t->be->ops->linear_forward(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), &ts[0], NULL));
+    TRY(sgd_node(t, items, SGD_COUNT, SC_T(t, SC_S0), SC_T(t, SC_S1), c->arg));
+    TRY(linear(t, SC_T(t, SC_Y), SC_T(t, SC_X), &ts[0]));
     TRY(multi_read(t, t->host[SC_W], ts, SGD_TENSORS, SGD_COUNT, 3, 0));
     TRY(multi_read(t, t->host[SC_B], ts, SGD_TENSORS, SGD_COUNT, 3, 1));
     TRY(multi_read(t, t->host[SC_DW], ts, SGD_TENSORS, SGD_COUNT, 3, 2));
@@ -339,9 +374,9 @@ static int lerp_multi_run(struct sc_side *t, const struct sc_case *c)
     multi_inputs(in, t->host[SC_S2], LERP_TENSORS, LERP_COUNT, 2);
     TRY(multi_alloc(t, ts, LERP_TENSORS, LERP_COUNT, 2, in));
     for (int i = 0; i < LERP_COUNT; i++) items[i] = (struct lerp_item){&ts[2 * i], &ts[2 * i + 1]};
-    TRY(t->be->ops->lerp_multi(t->be->ctx, items, LERP_COUNT, 0.25f, c->acc));
-    TRY(t->be->ops->linear_forward(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_X), &ts[0], NULL));
-    TRY(t->be->ops->linear_forward(t->be->ctx, SC_T(t, SC_Y2), SC_T(t, SC_X), &ts[1], NULL));
+    TRY(lerp_node(t, items, LERP_COUNT, 0.25f, c->acc));
+    TRY(linear(t, SC_T(t, SC_Y), SC_T(t, SC_X), &ts[0]));
+    TRY(linear(t, SC_T(t, SC_Y2), SC_T(t, SC_X), &ts[1]));
     TRY(multi_read(t, t->host[SC_B], ts, LERP_TENSORS, LERP_COUNT, 2, 0));
     TRY(multi_read(t, t->host[SC_W], ts, LERP_TENSORS, LERP_COUNT, 2, 1));
 cleanup:
@@ -405,7 +440,8 @@ cleanup:
 static int cursor_run(struct sc_side *t, const struct sc_case *c)
 {
     int rc = DR_OK;
-    for (int i = 0; i < c->arg; i++) TRY(t->be->ops->cursor_advance(t->be->ctx, SC_T(t, SC_S1)));
+    for (int i = 0; i < c->arg; i++)
+        TRY(plan_run_op(t->be, PLAN_CURSOR_ADVANCE, PLAN_DSTS(SC_T(t, SC_S1)), NULL, 0, 0, NULL));
 cleanup:
     return rc;
 }
@@ -492,7 +528,7 @@ cleanup:
 static int counts_conv(struct sc_side *s, float *out)
 {
     int rc = DR_OK;
-    const struct conv_attr a = {3, 2, 1};
+    const union plan_params a = {.conv = {3, 2, 1}};
     struct tensor x = {.kind = TENSOR_ACT, .n = 3, .c = 5, .h = 7, .w = 7};
     struct tensor w = {.kind = TENSOR_PARAM, .n = 6, .c = 5, .h = 3, .w = 3};
     struct tensor y = {.kind = TENSOR_ACT, .n = 3, .c = 6, .h = 4, .w = 4};
@@ -504,11 +540,12 @@ static int counts_conv(struct sc_side *s, float *out)
         TRY(s->be->ops->tensor_alloc(s->be->ctx, all[i]));
     TRY(s->be->ops->counters(s->be->ctx, &since));
     for (int pass = 0; pass < 2; pass++) {
-        TRY(s->be->ops->conv_forward(s->be->ctx, &y, &x, &w, NULL, &a));
+        TRY(plan_run_op(s->be, PLAN_CONV_FWD, PLAN_DSTS(&y), PLAN_SRCS(&x, &w, NULL), 0, &a));
         TRY(counts_since(s, &since, &d));
         if (pass == 0) first = d.cudnn_calls;
         else out[COUNT_CONV_FWD_AGAIN] = (float)d.cudnn_calls;
-        TRY(s->be->ops->conv_backward(s->be->ctx, &dx, &dw, NULL, &dy, &x, &w, &a, 0));
+        TRY(plan_run_op(s->be, PLAN_CONV_BWD, PLAN_DSTS(&dx, &dw, NULL), PLAN_SRCS(&dy, &x, &w),
+                        0, &a));
         TRY(counts_since(s, &since, &d));
         if (pass == 1) out[COUNT_CONV_BWD_AGAIN] = (float)d.cudnn_calls;
     }
@@ -551,21 +588,21 @@ static int counts_multi(struct sc_side *s, float *out)
     TRY(s->be->ops->counters(s->be->ctx, &since));
     for (int all = 0; all < 2; all++) {
         const int n = all ? SGD_COUNT : 1;
-        TRY(s->be->ops->sgd_multi(s->be->ctx, items, n, &lr, &cursor, 0.9f, 1));
+        TRY(sgd_node(s, items, n, &lr, &cursor, 1));
         TRY(counts_since(s, &since, &d));
         if (all) out[COUNT_FIRST_UPLOADS] = (float)d.h2d_copies;
-        TRY(s->be->ops->sgd_multi(s->be->ctx, items, n, &lr, &cursor, 0.9f, 1));
+        TRY(sgd_node(s, items, n, &lr, &cursor, 1));
         TRY(counts_since(s, &since, &d));
         out[all ? COUNT_SGD_LAUNCHES_ALL : COUNT_SGD_LAUNCHES_1] = (float)d.kernel_launches;
         steady += traffic(&d);
     }
     items[SGD_COUNT - 1].lr_scale *= 2.0;
-    TRY(s->be->ops->sgd_multi(s->be->ctx, items, SGD_COUNT, &lr, &cursor, 0.9f, 1));
+    TRY(sgd_node(s, items, SGD_COUNT, &lr, &cursor, 1));
     TRY(counts_since(s, &since, &d));
     out[COUNT_CHANGED_UPLOADS] = (float)d.h2d_copies;
-    TRY(s->be->ops->lerp_multi(s->be->ctx, pairs, LERP_COUNT, 0.5f, 1));
+    TRY(lerp_node(s, pairs, LERP_COUNT, 0.5f, 1));
     TRY(counts_since(s, &since, &d));
-    TRY(s->be->ops->lerp_multi(s->be->ctx, pairs, LERP_COUNT, 0.5f, 1));
+    TRY(lerp_node(s, pairs, LERP_COUNT, 0.5f, 1));
     TRY(counts_since(s, &since, &d));
     out[COUNT_LERP_LAUNCHES] = (float)d.kernel_launches;
     steady += traffic(&d);

@@ -5,9 +5,10 @@
  * of a small network with every layer type of the shipped configs, then an evaluation; group toolbox: 10 steps of a network with the
  * speed-training options, stepping with trainer_after_step so that Lookahead acts, then
  * an evaluation with 6 test-time views). The per-step losses and the test loss must
- * track within the tolerance. augment_step (group augment) as augment, with the batch's
- * rows and epoch taken from a step cursor at a batch past the first and a stride longer
- * than the batch. */
+ * track within the tolerance. Each augmentation case runs a BATCH node alone
+ * (kernels/plan.h): augment with the cursor at the first batch of its rows, augment_step
+ * (group augment too) with the cursor at a batch past the first and a stride longer than
+ * the batch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,18 +107,40 @@ cleanup:
     return rc;
 }
 
-/* the batch's rows are the permutation's first AUG_N */
+/* A BATCH node alone: the batch SC_Y, SC_Y2 from the images SC_S0, SC_S1 and the rows
+ * SC_S2 at the cursor SC_S3, batch i's rows at i * stride. */
+static int batch_run(struct sc_side *t, const struct augment_row *a, int stride)
+{
+    const union plan_params p = {.batch = {a->test ? NULL : &a->params, stride, 1234567}};
+    return plan_run_op(t->be, PLAN_BATCH, PLAN_DSTS(SC_T(t, SC_Y), SC_T(t, SC_Y2)),
+                       PLAN_SRCS(SC_T(t, SC_S0), SC_T(t, SC_S1), SC_T(t, SC_S2), SC_T(t, SC_S3)),
+                       0, &p);
+}
+
+/* the cursor SC_S3 at batch index, in the row's epoch */
+static int augment_cursor(struct sc_env *e, const struct augment_row *a, int index)
+{
+    int rc = DR_OK;
+    const int32_t cursor[PLAN_CURSOR_LEN] = {17, a->epoch, index, 0};
+    TRY(sc_tensor(e, SC_S3, "cursor", TENSOR_I32, PLAN_CURSOR_LEN, 1, 1, 1));
+    TRY(sc_write_raw(e, SC_S3, cursor));
+cleanup:
+    return rc;
+}
+
+/* the batch's rows are the permutation's first AUG_N: batch 0 of stride AUG_N */
 static int augment_build(struct sc_env *e, const struct sc_case *c)
 {
-    return augment_inputs(e, c->attr, AUG_CAP, AUG_N);
+    int rc = DR_OK;
+    TRY(augment_inputs(e, c->attr, AUG_CAP, AUG_N));
+    TRY(augment_cursor(e, c->attr, 0));
+cleanup:
+    return rc;
 }
 
 static int augment_run(struct sc_side *t, const struct sc_case *c)
 {
-    const struct augment_row *a = c->attr;
-    return t->be->ops->augment(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_Y2), SC_T(t, SC_S0),
-                               SC_T(t, SC_S1), SC_T(t, SC_S2), a->test ? NULL : &a->params,
-                               1234567, a->epoch);
+    return batch_run(t, c->attr, AUG_N);
 }
 
 /* augment_step: the epoch's whole permutation (AUG_IMAGES rows) and a cursor at batch
@@ -126,25 +149,19 @@ static int augment_run(struct sc_side *t, const struct sc_case *c)
 #define STEP_STRIDE 60
 #define STEP_INDEX 2
 
-/* as augment_build, with rows SC_S2 of AUG_IMAGES and the cursor SC_S3 */
+/* as augment_build, with rows SC_S2 of AUG_IMAGES and the cursor SC_S3 at STEP_INDEX */
 static int augment_step_build(struct sc_env *e, const struct sc_case *c)
 {
     int rc = DR_OK;
-    const struct augment_row *a = c->attr;
-    const int32_t cursor[PLAN_CURSOR_LEN] = {17, a->epoch, STEP_INDEX, 0};
-    TRY(augment_inputs(e, a, AUG_IMAGES, AUG_IMAGES));
-    TRY(sc_tensor(e, SC_S3, "cursor", TENSOR_I32, PLAN_CURSOR_LEN, 1, 1, 1));
-    TRY(sc_write_raw(e, SC_S3, cursor));
+    TRY(augment_inputs(e, c->attr, AUG_IMAGES, AUG_IMAGES));
+    TRY(augment_cursor(e, c->attr, STEP_INDEX));
 cleanup:
     return rc;
 }
 
 static int augment_step_run(struct sc_side *t, const struct sc_case *c)
 {
-    const struct augment_row *a = c->attr;
-    return t->be->ops->augment_step(t->be->ctx, SC_T(t, SC_Y), SC_T(t, SC_Y2), SC_T(t, SC_S0),
-                                    SC_T(t, SC_S1), SC_T(t, SC_S2), SC_T(t, SC_S3), STEP_STRIDE,
-                                    a->test ? NULL : &a->params, 1234567);
+    return batch_run(t, c->attr, STEP_STRIDE);
 }
 
 /* The augmentation rows augment_step is checked with (indices of AUGMENT_ROWS). */

@@ -1,4 +1,4 @@
-/* Runs a plan (kernels/plan.h) on the CPU engine: every node through the engine's table,
+/* Runs a plan (kernels/plan.h) on the CPU engine: every node through its runner,
  * except the batch-norm patterns fused into one pass over memory instead of two or three
  * (bn_fused.h). Which nodes fuse is decided by the analysis every engine shares
  * (kernels/plan_fuse.h), once per plan and signature (plan_signature); this file says what
@@ -15,7 +15,6 @@
 
 #include "../../base/grow.h"
 #include "../../base/status.h"
-#include "../backend_check.h"
 #include "../plan_fuse.h"
 #include "bn_fused.h"
 
@@ -75,8 +74,7 @@ static void entry_clear(struct plan_entry *e)
 /* The number of batch-norm parts of forward node n (its save_mean's count / c). */
 static int bn_parts(const struct plan_node *n)
 {
-    const int splits = n->par.bn.splits;
-    return splits > 1 ? splits : 1;
+    return plan_bn_parts(n->src[PLAN_X], NULL, &n->par.bn);
 }
 
 /* Finds the fused steps of p into e, with room for the coefficients they keep. */
@@ -156,15 +154,12 @@ static void fused_outputs(float **out, const float **res, int *res_first,
 
 static int run_bn_train(const struct plan *p, const struct plan_entry *e, int i)
 {
-    int rc = DR_OK, parts = 1, res_first;
+    int res_first;
     const struct plan_fuse_step *s = &e->steps[i];
     const struct plan_node *n = &p->nodes[i];
     const struct tensor *x = n->src[PLAN_X];
     float *out;
     const float *res;
-    TRY(backend_check_bn_parts(&parts, x, n->dst[PLAN_SAVE_MEAN],
-                               n->dst[PLAN_SAVE_INVSTD], &n->par.bn));
-    EXPECT(parts == bn_parts(n), "bn: %d parts for %d splits", parts, n->par.bn.splits);
     fused_outputs(&out, &res, &res_first, p, s);
     bn_train_fused_cpu(s->keep_y || !out ? fdata(n->dst[PLAN_Y]) : NULL, out,
                        s->keeps_coef ? e->coef + e->coef_at[i] : NULL,
@@ -172,10 +167,9 @@ static int run_bn_train(const struct plan *p, const struct plan_entry *e, int i)
                        fdata(n->dst[PLAN_RUNNING_MEAN]),
                        fdata(n->dst[PLAN_RUNNING_VAR]), fdata(x), res,
                        fdata(n->src[PLAN_GAMMA]), fdata(n->src[PLAN_BETA]), res_first,
-                       x->c, x->n, x->h * x->w, parts, n->par.bn.eps,
+                       x->c, x->n, x->h * x->w, bn_parts(n), n->par.bn.eps,
                        n->par.bn.momentum);
-cleanup:
-    return rc;
+    return DR_OK;
 }
 
 static int run_bn_eval(const struct plan *p, const struct plan_entry *e, int i)
@@ -200,8 +194,7 @@ static int run_bn_bwd(const struct plan *p, const struct plan_entry *e, int i)
     const struct plan_fuse_step *s = &e->steps[i];
     const struct plan_node *n = &p->nodes[i], *a = &p->nodes[s->act];
     const struct tensor *x = n->src[PLAN_BWD_X];
-    TRY(backend_check_bn_parts(&parts, x, n->src[PLAN_BWD_SAVE_MEAN],
-                               n->src[PLAN_BWD_SAVE_INVSTD], NULL));
+    parts = plan_bn_parts(x, n->src[PLAN_BWD_SAVE_MEAN], NULL);
     EXPECT(parts == bn_parts(&p->nodes[s->fwd]), "bn backward: %d parts, the forward %d", parts,
            bn_parts(&p->nodes[s->fwd]));
     bn_backward_fused_cpu(fdata(n->dst[PLAN_DX]), fdata(n->dst[PLAN_DGAMMA]),

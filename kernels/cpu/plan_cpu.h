@@ -1,10 +1,20 @@
-/* The CPU engine's plan executor (backend_ops.plan_compute): the plan's nodes through the
- * engine's table, but for the batch-norm patterns it fuses (found by the analysis the
- * engines share, kernels/plan_fuse.h; what the CPU takes: plan_cpu.c). */
+/* The CPU engine's nodes and plans: its runner table (nodes_cpu.c: backend_ops.supports
+ * and run_node) and its plan executor (plan_cpu.c, backend_ops.plan_compute: the plan's
+ * nodes through the runner table, but for the batch-norm patterns it fuses, found by the
+ * analysis the engines share, kernels/plan_fuse.h). */
 #ifndef DAWNRUN_KERNELS_CPU_PLAN_CPU_H
 #define DAWNRUN_KERNELS_CPU_PLAN_CPU_H
 
 #include "../plan.h"
+
+/* Whether the CPU engine has a runner for node n's op (it has one for every op, in fp32,
+ * whatever the shapes the op's rule allows): 1 or 0. */
+int cpu_node_supported(const struct plan_node *n);
+
+/* Runs node n, which plan_node_check passed, on the CPU kernels (on the calling thread's
+ * OpenMP team); DR_ERR_INTERNAL for an op without a runner, DR_ERR_DATA for a label or a
+ * batch row out of range. */
+int cpu_node_run(const struct plan_node *n);
 
 /* The analyses of the plans run so far, by plan and signature. */
 struct cpu_plan_cache;

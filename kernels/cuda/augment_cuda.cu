@@ -7,10 +7,10 @@
  * the CPU batch bit for bit. A row outside the dataset raises FLAG_BAD_ROW (reported at
  * the next synchronisation) and yields a zero image.
  *
- * augment_step is the same kernel reading the batch's place in the epoch from the step
- * cursor in device memory: its rows start at rows[cursor[CURSOR_INDEX] * stride], its
- * draw uses epoch cursor[CURSOR_EPOCH]; a window outside the rows tensor raises
- * FLAG_BAD_ROW as a bad row does. */
+ * The batch's place in the epoch is read from the step cursor in device memory (the BATCH
+ * node, kernels/plan.h): its rows start at rows[cursor[CURSOR_INDEX] * stride], its draw
+ * uses epoch cursor[CURSOR_EPOCH]; a window outside the rows tensor raises FLAG_BAD_ROW
+ * as a bad row does. */
 #include "cuda_internal.h"
 
 #define PIXELS (AUGMENT_IMAGE * AUGMENT_IMAGE)
@@ -38,19 +38,16 @@ __global__ void augment_kernel(T *x,                   /* (n, 32, 32, 3) */
                                const uint8_t *images,  /* (dataset_rows, 3, 32, 32) */
                                const uint8_t *labels,  /* (dataset_rows) */
                                const int32_t *rows,    /* (rows_count) */
-                               const int32_t *cursor,  /* (PLAN_CURSOR_LEN) or NULL */
+                               const int32_t *cursor,  /* (PLAN_CURSOR_LEN) */
                                int stride, long rows_count, int n, long dataset_rows,
-                               struct augment_params p, int augment, uint64_t seed, int epoch,
-                               int *flags)
+                               struct augment_params p, int augment, uint64_t seed, int *flags)
 {
     const size_t count = (size_t)n * PIXELS;
-    int window_ok = 1;
-    if (cursor) {   /* the batch's rows and epoch from the cursor */
-        const long first = (long)cursor[CURSOR_INDEX] * stride;
-        window_ok = cursor[CURSOR_INDEX] >= 0 && first + n <= rows_count;
-        rows += window_ok ? first : 0;
-        epoch = cursor[CURSOR_EPOCH];
-    }
+    /* the batch's rows and epoch from the cursor */
+    const long first = (long)cursor[CURSOR_INDEX] * stride;
+    const int window_ok = cursor[CURSOR_INDEX] >= 0 && first + n <= rows_count;
+    const int epoch = cursor[CURSOR_EPOCH];
+    rows += window_ok ? first : 0;
     for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < count;
          idx += (size_t)gridDim.x * blockDim.x) {
         const int i = (int)(idx / PIXELS), pix = (int)(idx % PIXELS);
@@ -81,33 +78,6 @@ __global__ void augment_kernel(T *x,                   /* (n, 32, 32, 3) */
     }
 }
 
-int cuda_augment(void *ctx, struct tensor *x, struct tensor *labels, const struct tensor *images,
-                 const struct tensor *image_labels, const struct tensor *rows,
-                 const struct augment_params *aug, uint64_t seed, int epoch)
-{
-    int rc = DR_OK;
-    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
-    const size_t count = (size_t)x->n * PIXELS;
-    size_t dataset_rows = 0;
-    struct augment_params p = {0, PAD_REFLECT, 0, 0, 0, 0, 0, 0, 0, 0};
-    TRY(backend_check_augment(&dataset_rows, x, labels, images, image_labels, rows, aug));
-    if (count == 0) goto cleanup;
-    if (aug) p = *aug;
-    TRY(cuda_enter(c));
-    CUDA_DISPATCH(c->dt, T,
-                  augment_kernel<T><<<cuda_grid(c, count), CUDA_THREADS, 0, c->stream>>>(
-                      (T *)x->data, (int32_t *)labels->data, (const uint8_t *)images->data,
-                      (const uint8_t *)image_labels->data, (const int32_t *)rows->data, NULL,
-                      0, (long)tensor_count(rows), x->n, (long)dataset_rows, p, aug != NULL,
-                      seed, epoch, c->flags_dev));
-    /* reads n rows (int32), n images (IMAGE_BYTES u8) and n labels (u8); writes x (n, 3,
-     * 32, 32) in the compute type and n labels (int32) */
-    CHECK_LAUNCH(c, (size_t)x->n * (sizeof(int32_t) + IMAGE_BYTES + 1),
-                 tensor_count(x) * cuda_dt_size(c->dt) + (size_t)x->n * sizeof(int32_t));
-cleanup:
-    return rc;
-}
-
 int cuda_augment_step(void *ctx, struct tensor *x, struct tensor *labels,
                       const struct tensor *images, const struct tensor *image_labels,
                       const struct tensor *rows, const struct tensor *cursor, int stride,
@@ -116,10 +86,8 @@ int cuda_augment_step(void *ctx, struct tensor *x, struct tensor *labels,
     int rc = DR_OK;
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
     const size_t count = (size_t)x->n * PIXELS;
-    size_t dataset_rows = 0;
+    const size_t dataset_rows = tensor_count(images) / IMAGE_BYTES;
     struct augment_params p = {0, PAD_REFLECT, 0, 0, 0, 0, 0, 0, 0, 0};
-    TRY(backend_check_augment_step(x, rows, cursor, stride));
-    TRY(backend_check_augment(&dataset_rows, x, labels, images, image_labels, rows, aug));
     if (count == 0) goto cleanup;
     if (aug) p = *aug;
     TRY(cuda_enter(c));
@@ -128,7 +96,7 @@ int cuda_augment_step(void *ctx, struct tensor *x, struct tensor *labels,
                       (T *)x->data, (int32_t *)labels->data, (const uint8_t *)images->data,
                       (const uint8_t *)image_labels->data, (const int32_t *)rows->data,
                       (const int32_t *)cursor->data, stride, (long)tensor_count(rows), x->n,
-                      (long)dataset_rows, p, aug != NULL, seed, 0, c->flags_dev));
+                      (long)dataset_rows, p, aug != NULL, seed, c->flags_dev));
     /* reads the cursor, n rows (int32), n images (IMAGE_BYTES u8) and n labels (u8);
      * writes x (n, 3, 32, 32) in the compute type and n labels (int32) */
     CHECK_LAUNCH(c, PLAN_CURSOR_LEN * sizeof(int32_t) +

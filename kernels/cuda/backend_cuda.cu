@@ -1,7 +1,8 @@
 /* CUDA engine: device discovery, creation, memory (allocation and the conversions between
  * the canonical host form and the device storage of cuda_internal.h), synchronisation,
- * and the backend table (which names every op file's functions; the services the op
- * files share are in context_cuda.cu, so no op file calls back into this one). Any
+ * and the backend table (its nodes through nodes_cuda.cu's runner table, its plans
+ * through plan_cuda.cu; the services the op files share are in context_cuda.cu, so no
+ * op file calls back into this one). Any
  * failure to find or initialise a device (no driver, no GPU, cuDNN not initialisable)
  * is reported as DR_ERR_NODEVICE. */
 #include <stdio.h>
@@ -321,33 +322,8 @@ static const struct backend_ops cuda_ops_table = {
     /* .tensor_write = */ cuda_tensor_write,
     /* .tensor_read = */ cuda_tensor_read,
     /* .synchronize = */ cuda_synchronize,
-    /* .augment = */ cuda_augment,
-    /* .conv_forward = */ cuda_conv_forward,
-    /* .conv_backward = */ cuda_conv_backward,
-    /* .bn_forward_train = */ cuda_bn_forward_train,
-    /* .bn_forward_eval = */ cuda_bn_forward_eval,
-    /* .bn_backward = */ cuda_bn_backward,
-    /* .act_forward = */ cuda_act_forward,
-    /* .act_backward = */ cuda_act_backward,
-    /* .pool_forward = */ cuda_pool_forward,
-    /* .pool_backward = */ cuda_pool_backward,
-    /* .concat_forward = */ cuda_concat_forward,
-    /* .concat_backward = */ cuda_concat_backward,
-    /* .add_forward = */ cuda_add_forward,
-    /* .scale_forward = */ cuda_scale_forward,
-    /* .scaled_copy = */ cuda_scaled_copy,
-    /* .flatten_forward = */ cuda_flatten_forward,
-    /* .flatten_backward = */ cuda_flatten_backward,
-    /* .linear_forward = */ cuda_linear_forward,
-    /* .linear_backward = */ cuda_linear_backward,
-    /* .xent_forward = */ cuda_xent_forward,
-    /* .xent_backward = */ cuda_xent_backward,
-    /* .sgd_update = */ cuda_sgd_update,
-    /* .param_lerp = */ cuda_param_lerp,
-    /* .augment_step = */ cuda_augment_step,
-    /* .sgd_multi = */ cuda_sgd_multi,
-    /* .lerp_multi = */ cuda_lerp_multi,
-    /* .cursor_advance = */ cuda_cursor_advance,
+    /* .supports = */ cuda_supports,
+    /* .run_node = */ cuda_run_node,
     /* .plan_compute = */ cuda_plan_compute,
     /* .plan_forget = */ cuda_plan_forget,
     /* .counters = */ cuda_counters,

@@ -336,7 +336,8 @@ int cuda_add_fused(struct cuda_ctx *c, struct tensor *z, double *partial,
     long split_rows = (long)z->n * z->h * z->w;
     EXPECT(tensor_same_shape(z, a) && tensor_same_shape(z, b), "add: shapes differ");
     if (partial) {
-        TRY(backend_check_bn_parts(&splits, z, save_mean, save_invstd, attr));
+        splits = plan_bn_parts(z, save_mean, attr);   /* the batch norm's, its rule checked */
+        (void)save_invstd;   /* its size checked with save_mean's by that rule */
         bn_layout(&splits, &split_rows, &parts, z, attr);   /* the batch norm's, as it takes them */
     } else {
         parts = cuda_reduce_parts(split_rows);
@@ -375,7 +376,7 @@ int cuda_bn_train_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out
                (!act || (out && (pool || tensor_same_shape(out, x)))) &&
                (!res || (act && tensor_same_shape(res, x))) && (!pool || (act && !y && !res)),
            "bn: output unlike input (%d, %d, %d, %d)", x->n, x->c, x->h, x->w);
-    TRY(backend_check_bn_parts(&splits, x, save_mean, save_invstd, a));
+    splits = plan_bn_parts(x, save_mean, a);   /* as the BN_FWD_TRAIN node's rule checked */
     EXPECT(!pool || splits == 1, "bn with max pool: %d parts", splits);
     EXPECT(bn_vec_ok(running_mean, ch) && bn_vec_ok(running_var, ch) && bn_vec_ok(gamma, ch) &&
                bn_vec_ok(beta, ch),
@@ -493,7 +494,7 @@ int cuda_bn_backward_fused(struct cuda_ctx *c, struct tensor *dx, struct tensor 
     EXPECT(!act || fcoef, "bn backward: an activation folded in without the forward's "
                           "coefficients");
     EXPECT(!pool || act, "bn backward: a max pool folded in without its activation");
-    TRY(backend_check_bn_parts(&splits, x, save_mean, save_invstd, NULL));
+    splits = plan_bn_parts(x, save_mean, NULL);   /* as the BN_BWD node's rule checked */
     EXPECT(!pool || splits == 1, "bn backward with max pool: %d parts", splits);
     EXPECT(bn_vec_ok(gamma, ch) && (!vec(dgamma) || bn_vec_ok(dgamma, ch)) &&
                (!vec(dbeta) || bn_vec_ok(dbeta, ch)),

@@ -8,8 +8,8 @@
  *   TENSOR_PARAM  fp32 master in (n, h, w, c) order (conv weights KRSC, as cuDNN's NHWC
  *                 filters; linear weights and vectors are unchanged), followed in half
  *                 precisions by a compute copy of the same layout at cuda_param_copy().
- *                 The copy is rewritten by tensor_write, tensor_zero, sgd_update,
- *                 param_lerp, sgd_multi and lerp_multi. PARAM tensors, and small F32 and
+ *                 The copy is rewritten by tensor_write, tensor_zero and the SGD and
+ *                 LERP nodes (sgd_multi, lerp_multi). PARAM tensors, and small F32 and
  *                 I32 ones, live in the parameter arena (arena_cuda.cu).
  *   TENSOR_F32 / I32 / U8   the canonical form, unchanged.
  * Every op is queued on the context's stream; none waits for the device. */
@@ -25,7 +25,6 @@
 extern "C" {
 #include "../backend.h"
 #include "../plan.h"
-#include "../backend_check.h"
 #include "../../base/status.h"
 }
 #include "check_cuda.h"
@@ -446,7 +445,9 @@ int cuda_add_bias(struct cuda_ctx *c, void *y, const float *b, long rows, int ch
 int cuda_to_fp32(struct cuda_ctx *c, float *out, const void *in, size_t count);
 
 /* ------------------------------------------------------------------ op families */
-/* Each returns a dr_status; arguments as in struct backend_ops (ctx is a cuda_ctx). */
+/* Each returns a dr_status; ctx is a cuda_ctx; the arguments are a node's slots and
+ * parameters (kernels/plan.h), as nodes_cuda.cu's runners hand them over (its rule
+ * checked them), or as the fused paths of plan_cuda.cu take them from checked nodes. */
 
 int cuda_conv_forward(void *ctx, struct tensor *y, const struct tensor *x, const struct tensor *w,
                       const struct tensor *b, const struct conv_attr *a);
@@ -499,13 +500,12 @@ int cuda_xent_forward(void *ctx, struct tensor *stats, struct tensor *probs,
                       const struct tensor *logits, const struct tensor *labels, float smoothing);
 int cuda_xent_backward(void *ctx, struct tensor *dlogits, const struct tensor *probs,
                        const struct tensor *labels, float smoothing, float scale);
-int cuda_sgd_update(void *ctx, struct tensor *w, struct tensor *v, struct tensor *dw, float lr,
-                    float wd, float momentum, int nesterov);
-int cuda_param_lerp(void *ctx, struct tensor *avg, struct tensor *w, float t, int copy_back);
 
-int cuda_augment(void *ctx, struct tensor *x, struct tensor *labels, const struct tensor *images,
-                 const struct tensor *image_labels, const struct tensor *rows,
-                 const struct augment_params *aug, uint64_t seed, int epoch);
+/* ------------------------------------------------------------------ nodes */
+/* nodes_cuda.cu: backend_ops.supports (every op of kernels/plan.h, in every precision)
+ * and backend_ops.run_node (the op family's function below, on the node's slots). */
+int cuda_supports(void *ctx, const struct plan_node *n);
+int cuda_run_node(void *ctx, const struct plan_node *n);
 
 /* ------------------------------------------------------------------ the plan's own ops */
 /* Each reads the cursor (and sgd_multi the learning-rate table) in device memory, so that
@@ -551,7 +551,7 @@ void cuda_arena_release(struct cuda_ctx *c);
 /* ------------------------------------------------------------------ fused batch norm */
 /* bn_cuda.cu, for the plan executor (plan_cuda.cu): a batch norm with the activation that
  * follows it in one elementwise pass (forward), or with the activation's backward folded
- * into its own (backward). Arguments as the backend ops', and: */
+ * into its own (backward). Arguments as the nodes' slots (kernels/plan.h), and: */
 
 /* The forward's per-channel coefficients, (splits, COEF_FWD_COUNT, c) floats:
  * y = ((x - hi) - lo) * scale + shift. */
@@ -606,8 +606,9 @@ size_t cuda_bn_partial_count(const struct tensor *x, const struct bn_attr *a);
  * recomputed with the bits its fused forward stores. With partial not NULL
  * (cuda_bn_partial_count(z, attr) doubles, device), also the statistics' partial sums of
  * z for cuda_bn_train_fused's stats, the train-mode batch norm over z with attributes
- * attr and saved statistics save_mean, save_invstd (checked as that batch norm checks
- * them; all three unused, may be NULL, when partial is NULL). z, a, b (n, c, h, w). */
+ * attr and saved statistics save_mean, save_invstd (as that batch norm's node rule
+ * checked them; all three unused, may be NULL, when partial is NULL). z, a, b
+ * (n, c, h, w). */
 int cuda_add_fused(struct cuda_ctx *c, struct tensor *z, double *partial,
                    const struct tensor *a, const float *a_coef, const struct tensor *b,
                    const struct tensor *save_mean, const struct tensor *save_invstd,
@@ -667,7 +668,7 @@ int cuda_bn_backward_apply_pool(struct cuda_ctx *c, struct tensor *dx, const str
 /* ------------------------------------------------------------------ plans and graphs */
 
 /* plan_cuda.cu. Runs plan p eagerly on the stream: the fused patterns it supports as
- * fused kernels, every other node through the table (plan_run_node). */
+ * fused kernels, every other node through its runner (plan_run_node). */
 int cuda_plan_execute(struct cuda_ctx *c, const struct plan *p);
 
 /* backend_ops.plan_compute: cuda_graph_run(c, p, the generation of p's device buffers,

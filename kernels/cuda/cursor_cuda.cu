@@ -1,4 +1,4 @@
-/* The step cursor's advance on the device (backend_ops.cursor_advance): one thread adds 1
+/* The step cursor's advance on the device (the CURSOR_ADVANCE node): one thread adds 1
  * to the global step and to the batch index, so that a replayed step moves the cursor
  * itself and the host writes it only where the engine says (epoch starts, evaluation). */
 #include "cuda_internal.h"
@@ -13,7 +13,6 @@ int cuda_cursor_advance(void *ctx, struct tensor *cursor)
 {
     int rc = DR_OK;
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
-    TRY(backend_check_cursor(cursor, "cursor_advance"));
     TRY(cuda_enter(c));
     cursor_advance_kernel<<<1, 1, 0, c->stream>>>((int32_t *)cursor->data);
     /* reads and writes the step and the index */

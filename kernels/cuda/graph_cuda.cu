@@ -116,7 +116,7 @@ static int graph_scratch_same(const struct cuda_ctx *c, const struct graph_slot 
 }
 
 /* After a failed capture of p: finds the first node that cannot be captured on its own
- * (each node run through the engine's table, as a plan of one node would run, captured
+ * (each node run through plan_run_node, as a plan of one node would run, captured
  * into a graph that is thrown away; nothing runs) and says which in why (len bytes).
  * Leaves the counts and the stream as they were, and no state of the runner's behind. */
 static void graph_blame(struct cuda_ctx *c, const struct plan *p, char *why, size_t len)

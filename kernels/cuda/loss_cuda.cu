@@ -87,12 +87,6 @@ int cuda_xent_forward(void *ctx, struct tensor *stats, struct tensor *probs,
 {
     int rc = DR_OK;
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
-    EXPECT(logits->h == 1 && logits->w == 1 && tensor_same_shape(probs, logits),
-           "loss: logits (%d, %d, %d, %d) are not (n, k, 1, 1) or unlike probs", logits->n,
-           logits->c, logits->h, logits->w);
-    EXPECT(tensor_count(stats) >= 2, "loss: statistics vector of %zu", tensor_count(stats));
-    EXPECT(tensor_count(labels) >= (size_t)logits->n, "loss: %zu labels for %d examples",
-           tensor_count(labels), logits->n);
     if (logits->n == 0 || logits->c == 0) goto cleanup;
     TRY(cuda_enter(c));
     CUDA_DISPATCH(c->dt, T,
@@ -115,11 +109,6 @@ int cuda_xent_backward(void *ctx, struct tensor *dlogits, const struct tensor *p
     int rc = DR_OK;
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
     const size_t count = tensor_count(probs);
-    EXPECT(tensor_same_shape(dlogits, probs) && probs->h == 1 && probs->w == 1,
-           "loss backward: dlogits unlike probs (%d, %d, %d, %d)", probs->n, probs->c, probs->h,
-           probs->w);
-    EXPECT(tensor_count(labels) >= (size_t)probs->n, "loss backward: %zu labels for %d examples",
-           tensor_count(labels), probs->n);
     if (count == 0) goto cleanup;
     TRY(cuda_enter(c));
     CUDA_DISPATCH(c->dt, T,

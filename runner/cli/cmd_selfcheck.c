@@ -1,7 +1,7 @@
 /* `dawnrun selfcheck [--engine cuda] [--device N] [--precision P] [--threads N]
  * [--only LIST] [--list]`: checks the CUDA engine against the CPU reference engine on
  * this machine, case by case, with the harness and table of engine/selfcheck/selfcheck.h (every op
- * of the backend table forward and backward, the augmentation, short training runs;
+ * of kernels/plan.h forward and backward, the augmentation, short training runs;
  * docs/testing.md lists them). --only chooses cases by name, prefix or group, --list
  * prints the chosen cases' names without running them.
  * Exit status: 0 all passed, 1 a check failed, 2 a bad flag, 6 a device error, 77 no

@@ -14,7 +14,8 @@
  * replays and this one runs eagerly from then on, saying nothing more; a plan freed with
  * its tensors and another built in its place, at the same host and device addresses,
  * starts with a warm-up of its own; a changed state token of the runner (its device
- * buffers moved) warms up again. Exits 0 when every check holds, 1 otherwise (each failed
+ * buffers moved) warms up again; and the engine runs a node of every op (its runner
+ * table, backend_ops.supports). Exits 0 when every check holds, 1 otherwise (each failed
  * check is printed). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -389,6 +390,11 @@ int main(void)
 
     struct net n;
     CHECK(net_create(&n, 1) == 0);
+    for (int k = 0; k < PLAN_OP_COUNT; k++) {   /* a runner for every op (nodes_cuda.cu) */
+        struct plan_node bare;
+        plan_node_init(&bare, (enum plan_op)k);
+        CHECK(n.be.ops->supports(n.be.ctx, &bare));
+    }
     for (int k = 0; k < RUNS; k++) {
         const int before = failures;
         n.x.data = n.inputs[schedule[k]];

@@ -18,6 +18,7 @@
 #include "activation.h"
 #include "augment.h"
 #include "counters.h"
+#include "muon.h"
 #include "pool.h"
 #include "tensor.h"
 
@@ -201,6 +202,17 @@ struct backend_ops {
      * selfcheck). Call it before the first op: once the engine has chosen algorithms under
      * the other setting it fails with DR_ERR_INTERNAL. */
     int (*set_deterministic)(void *ctx, int on);
+
+    /* --- Muon (kernels/muon.h) --- */
+
+    /* One Muon step on every item (w seen as the matrix (w->n, the rest)) whose
+     * train_epochs has not run out at cursor[CURSOR_EPOCH], with
+     * lr = (float)((double)lr_table[cursor[CURSOR_STEP]] * lr_scale) and the momentum,
+     * Nesterov flag and Newton-Schulz settings given; items as sgd_multi's (their wd is not
+     * used). lr_table F32 (steps), cursor I32. */
+    int (*muon_multi)(void *ctx, const struct sgd_item *items, int count,
+                      const struct tensor *lr_table, const struct tensor *cursor, float momentum,
+                      int nesterov, const struct muon_ns *ns);
 };
 
 struct backend {

@@ -153,6 +153,13 @@ static int run_sgd(const struct backend *b, const struct plan_node *n)
                              n->par.sgd.momentum, n->par.sgd.nesterov);
 }
 
+static int run_muon(const struct backend *b, const struct plan_node *n)
+{
+    return b->ops->muon_multi(b->ctx, n->par.muon.items, n->par.muon.count,
+                              n->src[PLAN_SGD_LR_TABLE], n->src[PLAN_SGD_CURSOR],
+                              n->par.muon.momentum, n->par.muon.nesterov, &n->par.muon.ns);
+}
+
 static int run_cursor_advance(const struct backend *b, const struct plan_node *n)
 {
     return b->ops->cursor_advance(b->ctx, n->dst[PLAN_CURSOR]);
@@ -195,6 +202,7 @@ static const struct plan_op_desc plan_ops[PLAN_OP_COUNT] = {
     [PLAN_SGD] = {"sgd", 0, 2, 0, 0, 0, 0, run_sgd},
     [PLAN_CURSOR_ADVANCE] = {"cursor_advance", 1, 0, 0, 0, 0, 1u << PLAN_CURSOR,
                              run_cursor_advance},
+    [PLAN_MUON] = {"muon", 0, 2, 0, 0, 0, 0, run_muon},
 };
 
 #undef VAR
@@ -371,6 +379,15 @@ uint64_t plan_signature(const struct plan *p)
                 h = hash_slot(h, it->dw);
                 h = hash_bytes(h, &it->lr_scale, sizeof(it->lr_scale));
                 h = hash_bytes(h, &it->wd, sizeof(it->wd));
+                h = hash_bytes(h, &it->train_epochs, sizeof(it->train_epochs));
+            }
+        if (n->op == PLAN_MUON)   /* Muon's items, as SGD's */
+            for (int k = 0; k < n->par.muon.count; k++) {
+                const struct sgd_item *it = &n->par.muon.items[k];
+                h = hash_slot(h, it->w);
+                h = hash_slot(h, it->v);
+                h = hash_slot(h, it->dw);
+                h = hash_bytes(h, &it->lr_scale, sizeof(it->lr_scale));
                 h = hash_bytes(h, &it->train_epochs, sizeof(it->train_epochs));
             }
     }

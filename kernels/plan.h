@@ -77,6 +77,7 @@ enum plan_op {
     PLAN_XENT_BWD,
     PLAN_SGD,            /* backend_ops.sgd_multi: every trainable parameter at once */
     PLAN_CURSOR_ADVANCE, /* backend_ops.cursor_advance */
+    PLAN_MUON,           /* backend_ops.muon_multi: the parameters Muon steps (kernels/muon.h) */
     PLAN_OP_COUNT
 };
 
@@ -130,14 +131,15 @@ enum plan_slot {
     PLAN_BATCH_X = 0, PLAN_BATCH_LABELS = 1,     /* BATCH dst */
     PLAN_BATCH_IMAGES = 0, PLAN_BATCH_IMAGE_LABELS = 1, PLAN_BATCH_ROWS = 2,
     PLAN_BATCH_CURSOR = 3,                       /* BATCH src */
-    PLAN_SGD_LR_TABLE = 0, PLAN_SGD_CURSOR = 1,  /* SGD src */
+    PLAN_SGD_LR_TABLE = 0, PLAN_SGD_CURSOR = 1,  /* SGD src, MUON src */
     PLAN_CURSOR = 0                              /* CURSOR_ADVANCE dst */
 };
 
 /* A node's scalar parameters, one member per op family (the op says which is valid).
  * Two members hold a pointer, to data the plan's builder owns: the batch's augmentation
  * (NULL = the test batch) and the SGD node's parameter list, whose tensors (w, v, dw of
- * every item) the node reads and writes besides its srcs (too many for the slots). */
+ * every item) the node reads and writes besides its srcs (too many for the slots); a
+ * MUON node's list likewise. */
 union plan_params {
     struct conv_attr conv;   /* CONV_FWD, CONV_BWD */
     struct bn_attr bn;       /* BN_FWD_TRAIN, BN_FWD_EVAL */
@@ -163,6 +165,13 @@ union plan_params {
         float momentum;
         int nesterov;
     } sgd;                   /* SGD */
+    struct {
+        const struct sgd_item *items;       /* owned by the plan's builder */
+        int count;
+        float momentum;
+        int nesterov;
+        struct muon_ns ns;
+    } muon;                  /* MUON: its items as SGD's */
 };
 
 /* One node: one call of the backend op its kind names. */
@@ -239,13 +248,14 @@ struct plan {
  * up to PLAN_NODE_MAX_TENSORS handles, NULL ones left out: each dst in order (written),
  * followed by itself again as read where the node adds to it (acc) or the op always
  * updates it (rw_dst), then each src (read). An SGD node's items are not listed. Returns
- * the count written to ts, with written[i] = 1 for an output. */
+ * the count written to ts, with written[i] = 1 for an output. A MUON node's items are not
+ * listed either. */
 #define PLAN_NODE_MAX_TENSORS (2 * PLAN_NODE_MAX_DST + PLAN_NODE_MAX_SRC)
 int plan_node_tensors(const struct tensor **ts, int *written, const struct plan_node *n);
 
 /* A hash of everything a captured run depends on: every node's op, phase, layer, counts,
  * accumulate flags and parameters, and every slot's handle with its data pointer and
- * shape (an SGD node's items too). Equal signatures: the plan can be replayed as it was
+ * shape (an SGD or MUON node's items too). Equal signatures: the plan can be replayed as it was
  * captured. */
 uint64_t plan_signature(const struct plan *p);
 

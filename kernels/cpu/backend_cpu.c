@@ -24,6 +24,7 @@
 #include "../tensor_ops.h"
 #include "conv2d_impl.h"
 #include "cpu_isa.h"
+#include "muon_cpu.h"
 #include "plan_cpu.h"
 
 #define CPU_ALIGN 64
@@ -652,6 +653,15 @@ static void cpu_plan_forget_op(void *ctx, const struct plan *p)
     cpu_plan_forget(((struct cpu_ctx *)ctx)->plans, p);
 }
 
+/* backend_ops.muon_multi: Muon's multi-tensor step (kernels/cpu/muon.c). */
+static int cpu_muon_multi(void *ctx, const struct sgd_item *items, int count,
+                          const struct tensor *lr_table, const struct tensor *cursor,
+                          float momentum, int nesterov, const struct muon_ns *ns)
+{
+    cpu_enter(ctx);
+    return muon_multi_cpu(items, count, lr_table, cursor, momentum, nesterov, ns);
+}
+
 /* ------------------------------------------------------------------ the table */
 
 static const struct backend_ops cpu_ops = {
@@ -695,6 +705,7 @@ static const struct backend_ops cpu_ops = {
     .plan_forget = cpu_plan_forget_op,
     .counters = NULL,   /* the CPU engine counts nothing */
     .counters_reset = NULL,
+    .muon_multi = cpu_muon_multi,
 };
 
 /* Processor model from /proc/cpuinfo ("model name"), or "" when it cannot be read. */

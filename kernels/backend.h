@@ -209,7 +209,8 @@ struct backend_ops {
      * train_epochs has not run out at cursor[CURSOR_EPOCH], with
      * lr = (float)((double)lr_table[cursor[CURSOR_STEP]] * lr_scale) and the momentum,
      * Nesterov flag and Newton-Schulz settings given; items as sgd_multi's (their wd is not
-     * used). lr_table F32 (steps), cursor I32. */
+     * used), each dw used as scratch (its contents afterwards are the engine's). lr_table
+     * F32 (steps), cursor I32. */
     int (*muon_multi)(void *ctx, const struct sgd_item *items, int count,
                       const struct tensor *lr_table, const struct tensor *cursor, float momentum,
                       int nesterov, const struct muon_ns *ns);

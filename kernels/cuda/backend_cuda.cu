@@ -353,7 +353,7 @@ static const struct backend_ops cuda_ops_table = {
     /* .counters = */ cuda_counters,
     /* .counters_reset = */ cuda_counters_reset,
     /* .set_deterministic = */ cuda_set_deterministic,
-    /* .muon_multi = */ NULL,
+    /* .muon_multi = */ cuda_muon_multi,
 };
 
 /* ------------------------------------------------------------------ creation */

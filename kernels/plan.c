@@ -179,6 +179,15 @@ uint64_t plan_signature(const struct plan *p)
                 h = hash_slot(h, n->par.lerp.items[k].avg);
                 h = hash_slot(h, n->par.lerp.items[k].w);
             }
+        if (n->op == PLAN_MUON)   /* Muon's items, as SGD's */
+            for (int k = 0; k < n->par.muon.count; k++) {
+                const struct sgd_item *it = &n->par.muon.items[k];
+                h = hash_slot(h, it->w);
+                h = hash_slot(h, it->v);
+                h = hash_slot(h, it->dw);
+                h = hash_bytes(h, &it->lr_scale, sizeof(it->lr_scale));
+                h = hash_bytes(h, &it->train_epochs, sizeof(it->train_epochs));
+            }
     }
     return h;
 }

@@ -58,6 +58,7 @@
 #include "activation.h"
 #include "augment.h"
 #include "backend.h"
+#include "muon.h"
 #include "pool.h"
 
 /* ---------------------------------------------------------------- the ops' parameters */
@@ -151,6 +152,8 @@ enum plan_op {
                             w = avg when copy_back; every compute copy of a PARAM tensor
                             that changes is refreshed (avg may be used for evaluation) */
     PLAN_CURSOR_ADVANCE, /* cursor[CURSOR_STEP] += 1 and cursor[CURSOR_INDEX] += 1 */
+    PLAN_MUON,           /* every item (struct sgd_item) stepped by Muon (kernels/muon.h):
+                            lr_table F32 (steps), cursor, as SGD's */
     PLAN_OP_COUNT
 };
 
@@ -204,15 +207,15 @@ enum plan_slot {
     PLAN_BATCH_X = 0, PLAN_BATCH_LABELS = 1,     /* BATCH dst */
     PLAN_BATCH_IMAGES = 0, PLAN_BATCH_IMAGE_LABELS = 1, PLAN_BATCH_ROWS = 2,
     PLAN_BATCH_CURSOR = 3,                       /* BATCH src */
-    PLAN_SGD_LR_TABLE = 0, PLAN_SGD_CURSOR = 1,  /* SGD src */
+    PLAN_SGD_LR_TABLE = 0, PLAN_SGD_CURSOR = 1,  /* SGD src, MUON src */
     PLAN_CURSOR = 0                              /* CURSOR_ADVANCE dst */
 };
 
 /* A node's scalar parameters, one member per op family (the op says which is valid).
- * Three members hold a pointer, to data the node's builder owns: the batch's
- * augmentation (NULL = the test batch), and the item lists of the SGD and LERP nodes,
- * whose tensors (w, v, dw; avg, w) the node reads and writes besides its slots (too many
- * for them). */
+ * Four members hold a pointer, to data the node's builder owns: the batch's
+ * augmentation (NULL = the test batch), and the item lists of the SGD, MUON and LERP
+ * nodes, whose tensors (w, v, dw; avg, w) the node reads and writes besides its slots
+ * (too many for them). */
 union plan_params {
     struct conv_attr conv;   /* CONV_FWD, CONV_BWD */
     struct bn_attr bn;       /* BN_FWD_TRAIN, BN_FWD_EVAL */
@@ -244,6 +247,13 @@ union plan_params {
         float t;
         int copy_back;
     } lerp;                  /* LERP */
+    struct {
+        const struct sgd_item *items;       /* owned by the node's builder */
+        int count;
+        float momentum;
+        int nesterov;
+        struct muon_ns ns;
+    } muon;                  /* MUON: its items as SGD's */
 };
 
 /* One node: one run of the op its kind names, by the engine's runner for that op. */
@@ -330,15 +340,15 @@ struct plan {
 /* The tensors one node reads and writes, for analyses (which node consumes a tensor):
  * up to PLAN_NODE_MAX_TENSORS handles, NULL ones left out: each dst in order (written),
  * followed by itself again as read where the node adds to it (acc) or the op always
- * updates it (rw_dst), then each src (read). An SGD or LERP node's items are not
+ * updates it (rw_dst), then each src (read). An SGD, MUON or LERP node's items are not
  * listed. Returns the count written to ts, with written[i] = 1 for an output. */
 #define PLAN_NODE_MAX_TENSORS (2 * PLAN_NODE_MAX_DST + PLAN_NODE_MAX_SRC)
 int plan_node_tensors(const struct tensor **ts, int *written, const struct plan_node *n);
 
 /* A hash of everything a captured run depends on: every node's op, phase, layer, counts,
  * accumulate flags and parameters, and every slot's handle with its data pointer and
- * shape (an SGD or LERP node's items too). Equal signatures: the plan can be replayed as
- * it was captured. */
+ * shape (an SGD, MUON or LERP node's items too). Equal signatures: the plan can be
+ * replayed as it was captured. */
 uint64_t plan_signature(const struct plan *p);
 
 /* Called by plan_run_each before (after = 0) and after (after = 1) each node; a nonzero

@@ -48,6 +48,13 @@ static void node_touches(int *reads, int *writes, const struct plan_node *n,
                 plan_fuse_same_tensor(it->dw, t))
                 *reads = *writes = 1;
         }
+    if (n->op == PLAN_MUON)   /* Muon's items, as SGD's */
+        for (int i = 0; i < n->par.muon.count; i++) {
+            const struct sgd_item *it = &n->par.muon.items[i];
+            if (plan_fuse_same_tensor(it->w, t) || plan_fuse_same_tensor(it->v, t) ||
+                plan_fuse_same_tensor(it->dw, t))
+                *reads = *writes = 1;
+        }
 }
 
 /* The nodes of p other than skip that read (want_write = 0) or write (1) t. */

@@ -438,6 +438,27 @@ cleanup:
     return rc;
 }
 
+/* As SGD's, and each item's w a matrix (w->n rows, the rest columns, both > 0, the
+ * columns within int); the
+ * Newton-Schulz settings with steps >= 0 */
+static int rule_muon(const struct plan_node *n)
+{
+    int rc = DR_OK;
+    struct plan_node as_sgd = *n;
+    as_sgd.par.sgd.items = n->par.muon.items;
+    as_sgd.par.sgd.count = n->par.muon.count;
+    TRY(rule_sgd(&as_sgd));
+    EXPECT(n->par.muon.ns.steps >= 0, "muon: %d Newton-Schulz steps", n->par.muon.ns.steps);
+    for (int k = 0; k < n->par.muon.count; k++) {
+        const struct tensor *w = n->par.muon.items[k].w;
+        EXPECT(w->n > 0 && tensor_count(w) / (size_t)w->n > 0 &&
+                   tensor_count(w) / (size_t)w->n <= INT32_MAX,
+               "muon: item %d is not a matrix (%d, %d, %d, %d)", k, w->n, w->c, w->h, w->w);
+    }
+cleanup:
+    return rc;
+}
+
 /* count >= 0 items (items given when count > 0), each avg and w present, of one shape and
  * kind, PARAM or F32 */
 static int rule_lerp(const struct plan_node *n)
@@ -506,6 +527,7 @@ static const struct plan_op_desc plan_ops[PLAN_OP_COUNT] = {
     [PLAN_LERP] = {"lerp", 0, 0, 0, 0, 0, 0, rule_lerp},
     [PLAN_CURSOR_ADVANCE] = {"cursor_advance", 1, 0, 0, 0, 0, BIT(PLAN_CURSOR),
                              rule_cursor_advance},
+    [PLAN_MUON] = {"muon", 0, 2, 0, 0, 0, 0, rule_muon},
 };
 
 #undef VAR

@@ -11,3 +11,13 @@ endforeach()
 # The experiment hash of every shipped config is pinned (tests/vectors/config-hashes.txt).
 add_test(NAME config_hashes_pinned
          COMMAND ${CMAKE_SOURCE_DIR}/tests/config_hashes.sh $<TARGET_FILE:dawnrun> ${CMAKE_SOURCE_DIR})
+
+# configs/airbench94-muon.cfg has the published airbench94_muon's parameter count: the
+# parameters that require gradients in its CifarNet, 24 (whitening bias) + 13,824 +
+# 36,864 + 147,456 + 3 x 589,824 (the six convolutions) + 1,152 (batch-norm shifts) +
+# 2,560 (head) = 1,971,352; the 1,152 frozen batch-norm scales and the 288 whitening
+# weights are the fixed ones (1,972,792 in all).
+add_test(NAME config_airbench94_muon_params
+         COMMAND $<TARGET_FILE:dawnrun> validate ${CMAKE_SOURCE_DIR}/configs/airbench94-muon.cfg)
+set_tests_properties(config_airbench94_muon_params PROPERTIES PASS_REGULAR_EXPRESSION
+  "trainable parameters +1,971,352\nfixed parameters +1,440 ")

@@ -214,6 +214,11 @@ static void test_node_tensors(void)
         NODE(PLAN_CURSOR_ADVANCE);
         n.dst[PLAN_CURSOR] = &T[0];
         EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0});
+
+        NODE(PLAN_MUON);   /* as SGD: the items are the node's own, not listed */
+        n.par.muon.items = items, n.par.muon.count = 1, n.src[PLAN_SGD_LR_TABLE] = &T[0];
+        n.src[PLAN_SGD_CURSOR] = &T[1];
+        EXPECT_LIST(&n, {&T[0], 0}, {&T[1], 0});
 #undef NODE
     }
     for (int k = 0; k < PLAN_OP_COUNT; k++) {

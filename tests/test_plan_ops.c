@@ -349,7 +349,7 @@ static void check_experiment(struct backend *be, const struct experiment *e, con
     struct tensor *inputs[] = {&images, &labels, &rows, &cursor, &lr_table};
     const struct model_batch_src src = {&images, &labels, &rows, &cursor, batch, 1};
     const struct model_step_opts opts = {&e->augment, 0.2f, 1.0f, 5e-4f, 0.9f, 1,
-                                         NULL, NULL, &lr_table};
+                                         NULL, NULL, &lr_table, NULL, 0};
     const struct augment_params views[2] = {{.view = 1}, e->augment};
     const float weights[2] = {0.5f, 0.5f};
     if (graph_build(&g, &e->net, 3, 32, 32, err, sizeof(err)) != DR_OK) {

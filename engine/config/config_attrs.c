@@ -33,6 +33,7 @@ static const struct {
     {"bias_epochs", offsetof(struct layer_spec, bias_epochs), 'i'},
     {"alpha", offsetof(struct layer_spec, alpha), 'f'},
     {"scale", offsetof(struct layer_spec, scale), 'f'},
+    {"init_std", offsetof(struct layer_spec, init_std), 'f'},
 };
 
 int cfg_value_eval(double *v, struct cfg_diag *d, const config_setting_t *s,

@@ -94,6 +94,41 @@ static void read_scales(struct reader *r, const char *group, double *out)
     }
 }
 
+/* train.groups.KIND for every kind the schema has a group for: present or not, and its
+ * settings with train's as the defaults (train's momentum and nesterov already read).
+ * train.muon's settings. */
+static void read_groups(struct reader *r, struct experiment *e)
+{
+    char path[160], sub[192];
+    for (int k = 0; k < PARAM_KIND_COUNT; k++) {
+        struct param_group *g = &e->train.groups[k];
+        const config_setting_t *s;
+        snprintf(path, sizeof(path), "train.groups.%s", param_kind_name((enum param_kind)k));
+        *g = (struct param_group){0, OPTIMIZER_SGD, {0}, e->train.momentum, e->train.nesterov};
+        if (!config_lookup(r->res, path)) continue;
+        g->own = 1;
+        snprintf(sub, sizeof(sub), "%s.optimizer", path);   /* weights only; absent: sgd */
+        if ((s = config_lookup(r->res, sub)) && config_setting_get_string(s) &&
+            !strcmp(config_setting_get_string(s), "muon"))
+            g->optimizer = OPTIMIZER_MUON;
+        snprintf(sub, sizeof(sub), "%s.lr_schedule", path);
+        if (config_lookup(r->res, sub) && !read_schedule(r, sub, &g->lr) && !r->missing)
+            r->missing = "a group's lr_schedule";
+        snprintf(sub, sizeof(sub), "%s.momentum", path);
+        if ((s = config_lookup(r->res, sub)) && cfg_is_number(s)) g->momentum = cfg_number(s);
+        snprintf(sub, sizeof(sub), "%s.nesterov", path);
+        if ((s = config_lookup(r->res, sub)) && config_setting_type(s) == CONFIG_TYPE_BOOL)
+            g->nesterov = config_setting_get_bool(s);
+    }
+    e->train.muon.ns_steps = read_int(r, "train.muon.ns_steps");
+    const config_setting_t *c = need(r, "train.muon.ns_coefficients");
+    for (int i = 0; i < 3; i++)
+        e->train.muon.ns_coefficients[i] =
+            c && config_setting_length(c) == 3 ? config_setting_get_float_elem(c, i) : 0.0;
+    e->train.muon.ns_eps = read_float(r, "train.muon.ns_eps");
+    e->train.muon.normalize = read_bool(r, "train.muon.normalize");
+}
+
 int cfg_fill_experiment(struct experiment *e, const config_t *res,
                         const config_setting_t *schema_root)
 {
@@ -131,6 +166,7 @@ int cfg_fill_experiment(struct experiment *e, const config_t *res,
         if (!strcmp(s, precision_name(p))) e->train.precision = (enum precision)p;
     read_scales(&r, "train.lr_scale", e->train.lr_scale);
     read_scales(&r, "train.wd_scale", e->train.wd_scale);
+    read_groups(&r, e);
     s = read_string(&r, "train.average.kind");
     e->train.average.kind = (enum average_kind)pick(s, averages);
     e->train.average.every = read_int(&r, "train.average.every");

@@ -30,11 +30,14 @@ static void validate_group(struct cfg_diag *d, const config_setting_t *group,
                            const config_setting_t *where, const config_setting_t *keys,
                            const char *path);
 
-/* knots strictly increasing, as many values as knots. */
+/* knots strictly increasing, as many values as knots; both or neither (a parameter
+ * group's optional schedule: train.groups). */
 static void check_schedule(struct cfg_diag *d, const config_setting_t *group, const char *path)
 {
     const config_setting_t *knots = config_setting_get_member(group, "knots");
     const config_setting_t *values = config_setting_get_member(group, "values");
+    if (!knots != !values)
+        cfg_diag_at(d, group, "'%s' needs both knots and values", path);
     if (!knots || !values) return;
     for (int i = 1; i < config_setting_length(knots); i++) {
         double a = cfg_number(config_setting_get_elem(knots, (unsigned)i - 1));

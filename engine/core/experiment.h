@@ -37,6 +37,19 @@ enum average_kind { AVERAGE_NONE, AVERAGE_EMA, AVERAGE_LOOKAHEAD };
  * (reflect padding) with weight 1/8 each. */
 enum tta_kind { TTA_NONE, TTA_FLIP, TTA_FLIP_TRANSLATE };
 
+/* The optimiser of a parameter group (train.groups.KIND.optimizer). */
+enum optimizer_kind { OPTIMIZER_SGD, OPTIMIZER_MUON };
+
+/* A parameter kind's own optimiser settings (train.groups.KIND); `own` 0: the kind
+ * follows train's settings with SGD, and nothing else here is read. */
+struct param_group {
+    int own;                         /* 1: the config gives the kind a group */
+    enum optimizer_kind optimizer;
+    struct schedule lr;              /* count 0: train.lr_schedule */
+    double momentum;                 /* train.momentum when the group does not say */
+    int nesterov;                    /* train.nesterov when the group does not say */
+};
+
 struct experiment {
     char name[128];
     char path[EXPERIMENT_PATH_MAX];      /* the config file */
@@ -57,6 +70,13 @@ struct experiment {
         enum precision precision;
         double lr_scale[PARAM_KIND_COUNT];   /* per parameter kind, multiplies the lr */
         double wd_scale[PARAM_KIND_COUNT];   /* per parameter kind, multiplies weight decay */
+        struct param_group groups[PARAM_KIND_COUNT];   /* by parameter kind */
+        struct {
+            int ns_steps;                    /* Newton-Schulz iterations */
+            double ns_coefficients[3];       /* a, b, c */
+            double ns_eps;
+            int normalize;                   /* renormalise the weight before the step */
+        } muon;                              /* for the groups whose optimizer is Muon */
         struct {
             enum average_kind kind;
             int every;                       /* steps between updates */

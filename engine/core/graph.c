@@ -289,6 +289,7 @@ static struct param_desc *add_param(struct graph *g, int id, enum param_kind kin
     p->init_bound = bound;
     p->init_value = value;
     p->init = PARAM_INIT_DEFAULT;
+    p->init_std = 0.0f;
     p->trainable = trainable;
     p->train_epochs = 0;
     if (trainable) g->n_weights += (int64_t)n * c * h * w;
@@ -319,7 +320,8 @@ static void add_layer_params(struct graph *g, int id, const struct layer_info *i
         break;
     case LAYER_KIND_LINEAR: {
         float bound = (float)(1.0 / sqrt((double)l->in_c));
-        add_param(g, id, PARAM_LINEAR_W, ls->out, l->in_c, 1, 1, bound, 0.0f, train);
+        add_param(g, id, PARAM_LINEAR_W, ls->out, l->in_c, 1, 1, bound, 0.0f, train)->init_std =
+            ls->init_std;
         if (ls->bias) add_param(g, id, PARAM_LINEAR_B, ls->out, 1, 1, 1, bound, 0.0f, train);
         break;
     }

@@ -37,6 +37,8 @@ struct layer_spec {
     int bias_epochs;                       /* whiten: its bias is trained only during the
                                               first bias_epochs epochs (0 = always) */
     float alpha;                           /* celu */
+    float init_std;                        /* linear: > 0: the drawn weight is rescaled to
+                                              this standard deviation (0 = as drawn) */
     float scale;                           /* scale */
     const char *file;                      /* where it was written, for messages (not owned;
                                               NULL = unknown) */
@@ -82,6 +84,8 @@ struct param_desc {
     float init_bound;                      /* uniform(-b, b); 0 with init_value for BN */
     float init_value;
     enum param_init init;
+    float init_std;                        /* > 0: rescaled to this standard deviation
+                                              after the draw (init_rescale_std) */
     int trainable;                         /* 0 for frozen BN weight/bias, frozen layers and
                                               whitening filters */
     int train_epochs;                      /* > 0: trained only while epoch < train_epochs

@@ -2,6 +2,8 @@
  * RNG, and the dirac (identity) start of a conv. */
 #include "init.h"
 
+#include <math.h>
+
 #include "kernels/rng.h"
 
 void init_uniform(float *w /* (count) */, size_t count, uint64_t seed, int param_ordinal,
@@ -24,4 +26,16 @@ void init_dirac(float *w /* (co, ci, k, k) */, int co, int ci, int k)
         for (size_t e = 0; e < filter; e++) f[e] = 0.0f;
         f[(size_t)o * kk + (size_t)(k / 2) * k + k / 2] = 1.0f;
     }
+}
+
+void init_rescale_std(float *w, size_t count, double std)
+{
+    double sum = 0.0, sq = 0.0;
+    if (count < 2) return;
+    for (size_t i = 0; i < count; i++) sum += w[i];
+    const double mean = sum / (double)count;
+    for (size_t i = 0; i < count; i++) sq += ((double)w[i] - mean) * ((double)w[i] - mean);
+    const double sd = sqrt(sq / (double)(count - 1));
+    if (sd == 0.0) return;
+    for (size_t i = 0; i < count; i++) w[i] = (float)((double)w[i] * (std / sd));
 }

@@ -18,4 +18,9 @@ void init_uniform(float *w /* (count) */, size_t count, uint64_t seed, int param
  * are (normally uniform from init_uniform first). */
 void init_dirac(float *w /* (co, ci, k, k) */, int co, int ci, int k);
 
+/* Scales w so that its standard deviation (over all of it, unbiased as torch.std, summed
+ * in double) becomes std: w[i] = (float)(w[i] * (std / sd)); nothing when sd is 0 or
+ * count < 2 (airbench94_muon's head: w *= 1 / w.std()). */
+void init_rescale_std(float *w /* (count) */, size_t count, double std);
+
 #endif

@@ -202,6 +202,7 @@ int model_init_params(struct model *m, uint64_t seed)
             for (size_t i = 0; i < count; i++) host[i] = d->init_value;
         }
         if (d->init == PARAM_INIT_DIRAC) init_dirac(host, d->n, d->c, d->h);
+        if (d->init_std > 0.0f) init_rescale_std(host, count, d->init_std);
         TRY(m->be->ops->tensor_write(m->be->ctx, &m->p[k], host));
         TRY(m->be->ops->tensor_zero(m->be->ctx, &m->v[k]));
     }

@@ -90,6 +90,19 @@ struct model_batch_src {
     uint64_t seed;
 };
 
+/* A parameter group with an optimiser node of its own (train.groups): the trainable
+ * parameters whose kind is in `kinds` (bit k: enum param_kind k), stepped by one SGD node
+ * (their wd as the others') or one Muon node (no weight decay) with the group's learning-
+ * rate table, momentum and Nesterov flag. */
+struct model_opt_group {
+    unsigned kinds;
+    int muon;                           /* 0: SGD, 1: Muon */
+    const struct tensor *lr_table;      /* F32 (total steps) */
+    float momentum;
+    int nesterov;
+    struct muon_ns ns;                  /* Muon only */
+};
+
 /* The hyperparameters of a training step that do not change from step to step; the
  * learning rate is lr_table[cursor[CURSOR_STEP]] (times lr_scale[kind]). */
 struct model_step_opts {
@@ -99,13 +112,17 @@ struct model_step_opts {
     int nesterov;
     const double *lr_scale, *wd_scale;  /* [PARAM_KIND_COUNT], NULL = 1 */
     const struct tensor *lr_table;      /* F32 (total steps) */
+    const struct model_opt_group *groups;   /* [n_groups], kinds disjoint; NULL: none */
+    int n_groups;
 };
 
 /* Builds into p (released first) the training step: the batch at the cursor, the
  * forward pass in train mode over every live layer, the loss into m->stats, the loss
- * gradient and the backward pass, one SGD node over every trainable parameter (items
- * kept in m->sgd_items: lr_scale[kind], (float)(wd * wd_scale[kind]), and the
- * parameter's train_epochs), and the cursor's advance; replayable. The plan points at
+ * gradient and the backward pass, one SGD node over every trainable parameter of a kind
+ * no group of o takes (items kept in m->sgd_items: lr_scale[kind],
+ * (float)(wd * wd_scale[kind]), and the parameter's train_epochs), then one SGD or Muon
+ * node per group of o over its kinds' parameters, in o's order, and the cursor's advance;
+ * replayable. Without groups: the one SGD node over every trainable parameter. The plan points at
  * the model's tensor handles and at src's and o's tensors and aug, which must outlive
  * it; the model's batch size is read when it runs. An engine without the plan's ops:
  * DR_ERR_INTERNAL naming the op. */

@@ -424,6 +424,28 @@ cleanup:
     return rc;
 }
 
+/* The optimiser's items of the trainable parameters whose kind is in `kinds` (bit k:
+ * enum param_kind k), with lr_scale[kind] and (float)(wd * wd_scale[kind]) (NULL scales =
+ * 1), into items; returns how many. */
+static int fill_items(struct sgd_item *items, struct model *m, unsigned kinds, float wd,
+                      const double *lr_scale, const double *wd_scale)
+{
+    const struct graph *g = m->g;
+    int n = 0;
+    for (int k = 0; k < g->n_params; k++) {
+        const struct param_desc *d = &g->params[k];
+        if (!d->trainable || !((kinds >> d->kind) & 1u)) continue;
+        items[n].w = &m->p[k];
+        items[n].v = &m->v[k];
+        items[n].dw = &m->dp[k];
+        items[n].lr_scale = lr_scale ? lr_scale[d->kind] : 1.0;
+        items[n].wd = wd_scale ? (float)((double)wd * wd_scale[d->kind]) : wd;
+        items[n].train_epochs = d->train_epochs;
+        n++;
+    }
+    return n;
+}
+
 /* The optimiser's items: every trainable parameter, with lr_scale[kind] and
  * (float)(wd * wd_scale[kind]) (NULL scales = 1), into a new array *out of *count. */
 static int sgd_items(struct sgd_item **out, int *count, struct model *m, float wd,
@@ -468,22 +490,62 @@ cleanup:
     return rc;
 }
 
+/* The parameter groups' optimiser nodes (model_step_opts.groups), each over its kinds'
+ * items, placed in m->sgd_items from *used on. */
+static int add_groups(struct plan *p, struct model *m, const struct model_step_opts *o,
+                      const struct tensor *cursor, int *used)
+{
+    int rc = DR_OK;
+    for (int k = 0; k < o->n_groups; k++) {
+        const struct model_opt_group *gr = &o->groups[k];
+        struct sgd_item *items = m->sgd_items + *used;
+        const int n = fill_items(items, m, gr->kinds, gr->muon ? 0.0f : o->wd, o->lr_scale,
+                                 gr->muon ? NULL : o->wd_scale);
+        struct plan_node *node = NULL;
+        *used += n;
+        if (!gr->muon) {
+            TRY(add_sgd(p, items, n, gr->lr_table, cursor, gr->momentum, gr->nesterov));
+            continue;
+        }
+        APPEND(node, p, PLAN_MUON, PLAN_PHASE_OPTIMIZER, -1);
+        plan_node_set_tensors(node, NULL, 0, PLAN_SRCS(gr->lr_table, cursor));
+        node->par.muon.items = items;
+        node->par.muon.count = n;
+        node->par.muon.momentum = gr->momentum;
+        node->par.muon.nesterov = gr->nesterov;
+        node->par.muon.ns = gr->ns;
+    }
+cleanup:
+    return rc;
+}
+
 int model_plan_train(struct plan *p, struct model *m, const struct model_batch_src *src,
                      const struct model_step_opts *o)
 {
     int rc = DR_OK;
+    unsigned grouped = 0;
+    int used = 0;
     plan_free(p);
     free(m->sgd_items);
     m->sgd_items = NULL;
     m->sgd_count = 0;
     TRY(check_ops(m->be, 1, 1));
+    for (int k = 0; k < o->n_groups; k++) {
+        EXPECT(!(grouped & o->groups[k].kinds), "parameter groups sharing a kind");
+        grouped |= o->groups[k].kinds;
+    }
     TRY(sgd_items(&m->sgd_items, &m->sgd_count, m, o->wd, o->lr_scale, o->wd_scale));
     TRY(add_batch(p, m, src, o->aug));
     TRY(add_forward(p, m, 1));
     TRY(add_loss(p, m, model_logits(m), o->smoothing));
     TRY(add_backward(p, m, o->smoothing, o->grad_scale));
+    if (o->n_groups > 0)   /* the ungrouped kinds first, then each group's */
+        m->sgd_count = used = fill_items(m->sgd_items, m, ~grouped, o->wd, o->lr_scale,
+                                         o->wd_scale);
     TRY(add_sgd(p, m->sgd_items, m->sgd_count, o->lr_table, src->cursor, o->momentum,
                 o->nesterov));
+    TRY(add_groups(p, m, o, src->cursor, &used));
+    if (o->n_groups > 0) m->sgd_count = used;
     TRY(add_cursor_advance(p, src->cursor));
     p->replayable = 1;
 cleanup:

@@ -82,6 +82,43 @@ cleanup:
     return rc;
 }
 
+/* Every kind with a group of its own (train.groups) as a model_opt_group with its own
+ * learning-rate table: the group's schedule (or train's) at each step, divided by the
+ * batch size for an SGD group with the summed loss as train_step_hparams does, as it is
+ * for a Muon group. */
+static int upload_groups(struct trainer *t)
+{
+    int rc = DR_OK;
+    const struct experiment *e = t->e;
+    const long steps = t->plan.total_steps;
+    float *lr = malloc((size_t)steps * sizeof(float));
+    CHECK_ALLOC(lr, "a parameter group's learning-rate table");
+    EXPECT(steps <= INT32_MAX, "a run of %ld steps", steps);
+    for (int k = 0; k < PARAM_KIND_COUNT; k++) {
+        const struct param_group *pg = &e->train.groups[k];
+        if (!pg->own) continue;
+        const int muon = pg->optimizer == OPTIMIZER_MUON;
+        const struct schedule *sched = pg->lr.count > 0 ? &pg->lr : &e->train.lr;
+        const double per = e->train.loss == LOSS_SUM && !muon ? (double)e->train.batch_size : 1.0;
+        for (long s = 0; s < steps; s++)
+            lr[s] = (float)(schedule_at(sched, (double)s / (double)t->plan.steps_per_epoch) / per);
+        struct model_opt_group *gr = &t->groups[t->n_groups];
+        TRY(upload_vector(t, &t->group_tables[t->n_groups], TENSOR_F32, (int)steps, lr));
+        *gr = (struct model_opt_group){1u << k, muon, &t->group_tables[t->n_groups],
+                                       (float)pg->momentum, pg->nesterov, muon_ns_default()};
+        gr->ns.steps = e->train.muon.ns_steps;
+        gr->ns.a = (float)e->train.muon.ns_coefficients[0];
+        gr->ns.b = (float)e->train.muon.ns_coefficients[1];
+        gr->ns.c = (float)e->train.muon.ns_coefficients[2];
+        gr->ns.eps = (float)e->train.muon.ns_eps;
+        gr->ns.normalize = e->train.muon.normalize;
+        t->n_groups++;
+    }
+cleanup:
+    free(lr);
+    return rc;
+}
+
 /* The training step's plan and the evaluation's two (a full and the last batch). */
 static int build_plans(struct trainer *t)
 {
@@ -99,7 +136,9 @@ static int build_plans(struct trainer *t)
                                 e->train.nesterov,
                                 e->train.lr_scale,
                                 e->train.wd_scale,
-                                &t->lr_table};
+                                &t->lr_table,
+                                t->groups,
+                                t->n_groups};
     TRY(model_plan_train(&t->step_plan, &t->model, &train, &o));
     struct model_batch_src test = {&t->test_images, &t->test_labels, &t->test_rows,
                                    &t->eval_cursor, t->plan.eval_batch, t->seed};
@@ -149,6 +188,7 @@ int trainer_create(struct trainer *t, const struct experiment *e, const struct g
     TRY(upload_vector(t, &t->cursor, TENSOR_I32, PLAN_CURSOR_LEN, NULL));
     TRY(upload_vector(t, &t->eval_cursor, TENSOR_I32, PLAN_CURSOR_LEN, NULL));
     TRY(upload_lr_table(t));
+    TRY(upload_groups(t));
     TRY(build_plans(t));
 cleanup:
     free(test_rows);
@@ -165,6 +205,8 @@ void trainer_free(struct trainer *t)
                            &t->lr_table,   &t->tta_logits};
     for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
         if (ts[i]->data) ops->tensor_free(t->be->ctx, ts[i]);
+    for (int i = 0; i < PARAM_KIND_COUNT; i++)
+        if (t->group_tables[i].data) ops->tensor_free(t->be->ctx, &t->group_tables[i]);
     plan_free(&t->step_plan);
     plan_free(&t->eval_plan);
     plan_free(&t->eval_last_plan);

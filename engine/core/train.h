@@ -88,6 +88,10 @@ struct trainer {
                                                   step's {global step, epoch, batch} */
     struct tensor eval_cursor;                 /* I32 (PLAN_CURSOR_LEN): the evaluation's */
     struct tensor lr_table;                    /* F32 (total_steps): the lr of each step */
+    struct tensor group_tables[PARAM_KIND_COUNT];   /* F32 (total_steps): the lr of each
+                                                  step of groups[i] (train.groups) */
+    struct model_opt_group groups[PARAM_KIND_COUNT];  /* the kinds with a group of their own */
+    int n_groups;
     struct tensor tta_logits;                  /* ACT like the logits: the weighted sum
                                                   over test-time views (eval.tta only) */
     struct plan step_plan;                     /* one training step */

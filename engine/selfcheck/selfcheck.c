@@ -50,6 +50,7 @@ static int table_build(struct sc_table *t)
     TRY(sc_cases_conv(t));
     TRY(sc_cases_ops(t));
     TRY(sc_cases_optim(t));
+    TRY(sc_cases_muon(t));
     TRY(sc_cases_train(t));
     TRY(sc_cases_plan(t));
 cleanup:

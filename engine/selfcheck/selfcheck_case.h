@@ -128,6 +128,7 @@ int sc_cases_conv(struct sc_table *t);     /* convolutions (group conv), linear 
 int sc_cases_ops(struct sc_table *t);      /* batch norm, activations, pools, concat,
                                               add/scale/flatten, the loss */
 int sc_cases_optim(struct sc_table *t);    /* sgd_update, param_lerp */
+int sc_cases_muon(struct sc_table *t);     /* muon_multi */
 int sc_cases_train(struct sc_table *t);    /* the augmentation, the training runs */
 int sc_cases_plan(struct sc_table *t);     /* small steps as plans, run whole and node by node */
 

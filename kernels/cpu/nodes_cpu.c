@@ -17,6 +17,7 @@
 #include "../optimizer.h"
 #include "../pool.h"
 #include "../tensor_ops.h"
+#include "muon_cpu.h"
 #include "plan_cpu.h"
 
 /* fp32 contents of an optional tensor: NULL for an absent tensor or one without data. */
@@ -334,6 +335,14 @@ cleanup:
     return rc;
 }
 
+/* Muon's step of every item not frozen at the cursor's epoch (kernels/cpu/muon.c). */
+static int cpu_muon(const struct plan_node *n)
+{
+    return muon_multi_cpu(n->par.muon.items, n->par.muon.count, n->src[PLAN_SGD_LR_TABLE],
+                          n->src[PLAN_SGD_CURSOR], n->par.muon.momentum, n->par.muon.nesterov,
+                          &n->par.muon.ns);
+}
+
 static int cpu_lerp(const struct plan_node *n)
 {
     for (int k = 0; k < n->par.lerp.count; k++) {
@@ -382,6 +391,7 @@ static const cpu_node_fn cpu_nodes[] = {
     [PLAN_SGD] = cpu_sgd,
     [PLAN_LERP] = cpu_lerp,
     [PLAN_CURSOR_ADVANCE] = cpu_cursor_advance,
+    [PLAN_MUON] = cpu_muon,
 };
 _Static_assert(sizeof(cpu_nodes) / sizeof(cpu_nodes[0]) == PLAN_OP_COUNT,
                "the runner table has a row for every op");

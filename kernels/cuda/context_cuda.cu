@@ -7,7 +7,7 @@ static const char *const slot_names[SLOT_COUNT] = {
     "the cuDNN convolution workspace", "the half-precision weight gradient buffer",
     "the per-channel reduction buffer", "the max-pool index buffer",
     "the convolution output for algorithm trials", "the fused convolution workspace",
-    "the fused convolution weight gradient buffer"};
+    "the fused convolution weight gradient buffer", "Muon's Newton-Schulz buffers"};
 
 size_t cuda_param_copy_offset(size_t count)
 {

@@ -42,6 +42,7 @@ enum cuda_slot {
                       SLOT_CUDNN so that it is final once their graphs are built, and the
                       variant packs that hold its address stay valid */
     SLOT_FUSED_DW, /* a fused convolution's half-precision weight gradient, likewise */
+    SLOT_MUON,     /* Muon's norms and its bf16 Newton-Schulz matrices (muon_cuda.cu) */
     SLOT_COUNT
 };
 
@@ -524,6 +525,11 @@ int cuda_sgd_multi(void *ctx, const struct sgd_item *items, int count,
                    int nesterov);
 int cuda_lerp_multi(void *ctx, const struct lerp_item *items, int count, float t, int copy_back);
 int cuda_cursor_advance(void *ctx, struct tensor *cursor);
+
+/* The MUON node (muon_cuda.cu). */
+int cuda_muon_multi(void *ctx, const struct sgd_item *items, int count,
+                    const struct tensor *lr_table, const struct tensor *cursor, float momentum,
+                    int nesterov, const struct muon_ns *ns);
 
 /* Releases the item tables sgd_cuda.cu keeps in c->tables. */
 void cuda_tables_release(struct cuda_ctx *c);

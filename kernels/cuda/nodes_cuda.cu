@@ -144,6 +144,13 @@ static int node_sgd(void *ctx, const struct plan_node *n)
                              n->par.sgd.momentum, n->par.sgd.nesterov);
 }
 
+static int node_muon(void *ctx, const struct plan_node *n)
+{
+    return cuda_muon_multi(ctx, n->par.muon.items, n->par.muon.count,
+                           n->src[PLAN_SGD_LR_TABLE], n->src[PLAN_SGD_CURSOR],
+                           n->par.muon.momentum, n->par.muon.nesterov, &n->par.muon.ns);
+}
+
 static int node_lerp(void *ctx, const struct plan_node *n)
 {
     return cuda_lerp_multi(ctx, n->par.lerp.items, n->par.lerp.count, n->par.lerp.t,
@@ -188,6 +195,7 @@ static const struct cuda_node_row cuda_nodes[] = {
     {PLAN_SGD, node_sgd},
     {PLAN_LERP, node_lerp},
     {PLAN_CURSOR_ADVANCE, node_cursor_advance},
+    {PLAN_MUON, node_muon},
 };
 static_assert(sizeof(cuda_nodes) / sizeof(cuda_nodes[0]) == PLAN_OP_COUNT,
               "the CUDA engine has a runner for every op");

@@ -579,3 +579,48 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
               });
     return e ? CUBLAS_STATUS_EXECUTION_FAILED : CUBLAS_STATUS_SUCCESS;
 }
+
+/* batch products of cublasGemmEx's kind, product i on A + i stride_a, B + i stride_b and
+ * C + i stride_c (elements); checked as cublasGemmEx checks one, and batch >= 0. */
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta,
+                                          cublasOperation_t tb, int m, int n, int k,
+                                          const void *alpha, const void *A, cudaDataType_t at,
+                                          int lda, long long stride_a, const void *B,
+                                          cudaDataType_t bt, int ldb, long long stride_b,
+                                          const void *beta, void *C, cudaDataType_t ct, int ldc,
+                                          long long stride_c, int batch,
+                                          cublasComputeType_t compute, cublasGemmAlgo_t)
+{
+    if (compute != CUBLAS_COMPUTE_32F || m < 0 || n < 0 || k < 0 || batch < 0 || at != bt ||
+        lda < (ta == CUBLAS_OP_N ? m : k) || ldb < (tb == CUBLAS_OP_N ? k : n) || ldc < m ||
+        lda < 1 || ldb < 1 || ldc < 1 || stride_a < 0 || stride_b < 0 || stride_c < 0) {
+        fprintf(stderr, "emu cuBLAS: invalid strided batched gemm m %d n %d k %d lda %d ldb %d "
+                        "ldc %d batch %d\n", m, n, k, lda, ldb, ldc, batch);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (!h->ws_set && cudaStreamIsCapturing(h->stream, &cap) == cudaSuccess &&
+        cap != cudaStreamCaptureStatusNone) {
+        fprintf(stderr, "emu cuBLAS: a GEMM on a capturing stream from a handle without a "
+                        "workspace of its own (cublasSetWorkspace)\n");
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    const float a = *(const float *)alpha, b = *(const float *)beta;
+    const int ta_t = emu_blas_type(at), tb_t = emu_blas_type(bt), tc_t = emu_blas_type(ct);
+    const size_t sa = at == CUDA_R_32F ? 4 : 2, sb = bt == CUDA_R_32F ? 4 : 2;
+    const size_t sc = ct == CUDA_R_32F ? 4 : 2;
+    void *const ws = h->ws;
+    const size_t scribble = h->ws_bytes < 4096 ? h->ws_bytes : 4096;
+    const cudaError_t e =
+        emu_count_only()
+            ? emu_enqueue(h->stream, EMU_NODE_LIBRARY, []() {})
+            : emu_enqueue(h->stream, EMU_NODE_LIBRARY, [=]() {
+                  for (int i = 0; i < batch; i++)
+                      emu_gemm_run(ta, tb, m, n, k, a,
+                                   (const char *)A + (size_t)i * (size_t)stride_a * sa, ta_t, lda,
+                                   (const char *)B + (size_t)i * (size_t)stride_b * sb, tb_t, ldb,
+                                   b, (char *)C + (size_t)i * (size_t)stride_c * sc, tc_t, ldc);
+                  if (ws) memset(ws, 0x5a, scribble);
+              });
+    return e ? CUBLAS_STATUS_EXECUTION_FAILED : CUBLAS_STATUS_SUCCESS;
+}

@@ -1,4 +1,5 @@
-/* Host emulation: the subset of cuBLAS that the engine calls (cublasGemmEx and the handle
+/* Host emulation: the subset of cuBLAS that the engine calls (cublasGemmEx,
+ * cublasGemmStridedBatchedEx and the handle
  * functions, the workspace among them), with cuBLAS's names and status values;
  * emu_libs.cpp implements it with a naive column-major product that checks the leading
  * dimensions as cuBLAS does. */
@@ -30,3 +31,11 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                             int lda, const void *b, cudaDataType_t bt, int ldb, const void *beta,
                             void *c, cudaDataType_t ct, int ldc, cublasComputeType_t compute,
                             cublasGemmAlgo_t algo);
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta,
+                                          cublasOperation_t tb, int m, int n, int k,
+                                          const void *alpha, const void *a, cudaDataType_t at,
+                                          int lda, long long stride_a, const void *b,
+                                          cudaDataType_t bt, int ldb, long long stride_b,
+                                          const void *beta, void *c, cudaDataType_t ct, int ldc,
+                                          long long stride_c, int batch,
+                                          cublasComputeType_t compute, cublasGemmAlgo_t algo);

@@ -8,7 +8,8 @@
 # come from the engine as well, from `dawnrun validate` with the same settings: "train
 # FLOPs/image" (graph_train_flops, engine/core/graph.h: every layer, the convolutions and linear
 # layers being nearly all of it) and "forward FLOPs/image" (convolutions and linear layers),
-# with the run's steps, epochs, test images and test-time views.
+# with the run's steps, epochs, test images and test-time views, and a step's "optimiser
+# FLOPs/step" where validate prints one (Muon's Newton-Schulz products).
 #
 # The projection is a model, not a measurement:
 #   step ms = (own-kernel bytes + 2 x device-to-device copy bytes) / BANDWIDTH, both
@@ -192,6 +193,8 @@ for i in range(1, n + 1):
                              "train FLOPs in validate").group(1))
     eval_gflop = float(must(r"^forward FLOPs/image +([0-9.]+) GFLOP", validate,
                             "forward FLOPs in validate").group(1))
+    m = re.search(r"^optimiser FLOPs/step +([0-9.]+) GFLOP", validate, re.M)
+    opt_gflop = float(m.group(1)) if m else 0.0   # Muon's Newton-Schulz products
     eb = int(must(r"^eval: .* per ([0-9]+) images", bench, "eval line").group(1))
     m = must(r"^run +([0-9]+) steps x ([0-9]+) images: .*\(([0-9]+) test images x ([0-9]+) epochs",
              validate, "run line in validate")
@@ -205,7 +208,7 @@ for i in range(1, n + 1):
             print("count-structure.sh: %s: %s: graph launches but no own-kernel bytes: does the "
                   "engine count the kernels of a replayed graph? Its memory time is missing" %
                   (name, what), file=sys.stderr)
-    rows.append(dict(name=name, counts=counts, train_flops=train_gflop * 1e9 * batch,
+    rows.append(dict(name=name, counts=counts, train_flops=train_gflop * 1e9 * batch + opt_gflop * 1e9,
                      eval_flops=eval_gflop * 1e9 * eb * views, eb=eb, steps=steps,
                      test=test, epochs=epochs, views=views))
 

@@ -40,6 +40,12 @@ struct muon_ns {
  * coefficients (3.4445, -4.7750, 2.0315), eps 1e-7, normalize on. */
 struct muon_ns muon_ns_default(void);
 
+/* Floating-point operations of the matrix products of `steps` Newton-Schulz iterations
+ * on a (rows, cols) matrix, p = min and q = max of rows and cols: each iteration
+ * 2 p p q (X X^T) + 2 p p p (A A) + 2 p p q (B X), multiply and add counted apart. The
+ * per-element work (momentum, norms, update) is not counted, as for the other ops. */
+double muon_ns_flops(int rows, int cols, int steps);
+
 /* Floats of scratch memory muon_orthogonalize_cpu and muon_step_cpu need for a
  * (rows, cols) matrix: 2 p q + 2 p p, p = min, q = max of rows and cols. */
 size_t muon_scratch_floats(int rows, int cols);

@@ -21,3 +21,14 @@ add_test(NAME config_airbench94_muon_params
          COMMAND $<TARGET_FILE:dawnrun> validate ${CMAKE_SOURCE_DIR}/configs/airbench94-muon.cfg)
 set_tests_properties(config_airbench94_muon_params PROPERTIES PASS_REGULAR_EXPRESSION
   "trainable parameters +1,971,352\nfixed parameters +1,440 ")
+# Muon's products per step, counted by hand: the filters as (64, 216), (64, 576),
+# (256, 576) and three (256, 2304) matrices, 3 iterations of 4 p p q + 2 p p p each:
+# 6,333,530,112 FLOPs; configs without Muon print no such line
+add_test(NAME config_airbench94_muon_flops
+         COMMAND $<TARGET_FILE:dawnrun> validate ${CMAKE_SOURCE_DIR}/configs/airbench94-muon.cfg)
+set_tests_properties(config_airbench94_muon_flops PROPERTIES PASS_REGULAR_EXPRESSION
+  "optimiser FLOPs/step +6[.]3335 GFLOP")
+add_test(NAME config_airbench94_no_muon_flops
+         COMMAND $<TARGET_FILE:dawnrun> validate ${CMAKE_SOURCE_DIR}/configs/airbench94.cfg)
+set_tests_properties(config_airbench94_no_muon_flops PROPERTIES FAIL_REGULAR_EXPRESSION
+  "optimiser FLOPs")

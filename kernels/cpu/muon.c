@@ -22,6 +22,12 @@ struct muon_ns muon_ns_default(void)
     return (struct muon_ns){5, 3.4445f, -4.7750f, 2.0315f, 1e-7f, 1};
 }
 
+double muon_ns_flops(int rows, int cols, int steps)
+{
+    const double p = rows < cols ? rows : cols, q = rows < cols ? cols : rows;
+    return (double)steps * (4.0 * p * p * q + 2.0 * p * p * p);
+}
+
 size_t muon_scratch_floats(int rows, int cols)
 {
     const size_t p = (size_t)(rows < cols ? rows : cols), q = (size_t)(rows < cols ? cols : rows);

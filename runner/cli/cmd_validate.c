@@ -8,6 +8,7 @@
 #include "base/status.h"
 #include "engine/core/run_plan.h"
 #include "engine/core/train.h"
+#include "kernels/muon.h"
 #include "load.h"
 
 /* Prints n with thousands separators. */
@@ -31,6 +32,20 @@ static long long layer_params(const struct graph *g, const struct layer *l)
         if (d->trainable) n += (long long)d->n * d->c * d->h * d->w;
     }
     return n;
+}
+
+/* The matrix products of one training step's Muon updates: every trainable parameter of
+ * a kind whose group's optimiser is Muon, as the matrix (n, c h w); 0 without Muon. */
+static double muon_flops_per_step(const struct experiment *e, const struct graph *g)
+{
+    double flops = 0;
+    for (int k = 0; k < g->n_params; k++) {
+        const struct param_desc *d = &g->params[k];
+        const struct param_group *gr = &e->train.groups[d->kind];
+        if (!d->trainable || !gr->own || gr->optimizer != OPTIMIZER_MUON) continue;
+        flops += muon_ns_flops(d->n, d->c * d->h * d->w, e->train.muon.ns_steps);
+    }
+    return flops;
 }
 
 static int print_network(const struct experiment *e, const struct graph *g)
@@ -77,6 +92,11 @@ static int print_network(const struct experiment *e, const struct graph *g)
     printf("\nforward FLOPs/image   %.4f GFLOP\n", (double)g->flops_forward / 1e9);
     printf("train FLOPs/image     %.4f GFLOP (forward + backward)\n",
            (double)graph_train_flops(g) / 1e9);
+    const double muon = muon_flops_per_step(e, g);
+    if (muon > 0) {
+        printf("optimiser FLOPs/step  %.4f GFLOP (Muon's Newton-Schulz products)\n", muon / 1e9);
+        train_flops += muon * (double)steps;
+    }
     printf("run                   %ld steps x %d images: %.2f PFLOP training + %.3f PFLOP "
            "evaluation (%d test images x %ld epochs",
            steps, plan.batch, train_flops / 1e15, eval_flops / 1e15, test_count, epochs);

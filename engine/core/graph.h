@@ -62,8 +62,6 @@ struct layer_spec *net_spec_add(struct net_spec *s, enum layer_type type);
 struct layer_spec *net_spec_append(struct net_spec *s);
 void net_spec_free(struct net_spec *s);
 
-enum param_kind { PARAM_CONV_W, PARAM_CONV_B, PARAM_BN_W, PARAM_BN_B, PARAM_LINEAR_W,
-                  PARAM_LINEAR_B, PARAM_WHITEN_W, PARAM_WHITEN_B, PARAM_KIND_COUNT };
 
 /* How a parameter starts (model_init_params, trainer_create). */
 enum param_init {
@@ -73,8 +71,6 @@ enum param_init {
     PARAM_INIT_WHITEN     /* whiten weight: computed from the training images (whiten.h) */
 };
 
-/* Config name of a parameter kind ("conv_weight", "bn_bias", "whiten_bias", ...). */
-const char *param_kind_name(enum param_kind k);
 
 /* A trainable parameter tensor of a layer (canonical shape n, c, h, w). */
 struct param_desc {

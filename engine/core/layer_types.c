@@ -2,7 +2,7 @@
  * by it, the activations' rows generated from ACT_KINDS. A type added last to the enum
  * without a row fails to compile (the length check); one added in between without a row
  * leaves that row empty, which layer_info treats as no type and tests/test_graph.c
- * reports. */
+ * reports. Also the parameter kinds' names, generated from PARAM_KINDS. */
 #include "layer_types.h"
 
 #include <string.h>
@@ -81,4 +81,14 @@ int layer_type_from_name(const char *name)
     for (int t = 0; t < LAYER_TYPE_COUNT; t++)
         if (layer_table[t].name && strcmp(layer_table[t].name, name) == 0) return t;
     return -1;
+}
+
+#define PARAM_KIND_NAME_ROW_(id, name) [id] = name,
+static const char *const param_kind_names[] = {PARAM_KINDS(PARAM_KIND_NAME_ROW_)};
+#undef PARAM_KIND_NAME_ROW_
+
+const char *param_kind_name(enum param_kind k)
+{
+    if ((int)k < 0 || k >= PARAM_KIND_COUNT) return "unknown";
+    return param_kind_names[k];
 }

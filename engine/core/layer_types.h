@@ -5,8 +5,8 @@
  * the model and the printers read the row; they switch over the kind, never the type,
  * and their switches have no default, so that a new kind is named by the compiler
  * wherever it needs code. The activations' types and rows are generated from the list of
- * activation kinds (kernels/activation.h, ACT_KINDS). docs/adding-an-op.md walks through
- * adding a type. */
+ * activation kinds (kernels/activation.h, ACT_KINDS). The parameter kinds are listed here
+ * too (PARAM_KINDS). docs/adding-an-op.md walks through adding a type. */
 #ifndef DAWNRUN_ENGINE_LAYER_TYPES_H
 #define DAWNRUN_ENGINE_LAYER_TYPES_H
 
@@ -55,6 +55,26 @@ enum layer_kind {
     LAYER_KIND_LINEAR,       /* weight (out, in) [and bias] */
     LAYER_KIND_SCALE
 };
+
+/* The parameter kinds, X(ID, config name): a layer type with parameters adds its kinds
+ * here, and train.lr_scale, train.wd_scale and train.groups name them by these names. */
+#define PARAM_KINDS(X)                    \
+    X(PARAM_CONV_W, "conv_weight")        \
+    X(PARAM_CONV_B, "conv_bias")          \
+    X(PARAM_BN_W, "bn_weight")            \
+    X(PARAM_BN_B, "bn_bias")              \
+    X(PARAM_LINEAR_W, "linear_weight")    \
+    X(PARAM_LINEAR_B, "linear_bias")      \
+    X(PARAM_WHITEN_W, "whiten_weight")    \
+    X(PARAM_WHITEN_B, "whiten_bias")
+
+#define PARAM_KIND_ENUM_ROW_(id, name) id,
+enum param_kind { PARAM_KINDS(PARAM_KIND_ENUM_ROW_) PARAM_KIND_COUNT };
+#undef PARAM_KIND_ENUM_ROW_
+
+/* Config name of a parameter kind ("conv_weight", "bn_bias", "whiten_bias", ...;
+ * "unknown" when k is not a kind). */
+const char *param_kind_name(enum param_kind k);
 
 /* Attribute rules graph_build checks before shaping (a spec built in code has not been
  * through the config schema's limits), in this order; the first broken one is reported. */

@@ -114,48 +114,67 @@ struct lerp_item {
  *     tensor without data, is not computed;
  *   - what each slot must hold (shapes, kinds, parameters) is the op's rule in the op
  *     table, checked by plan_node_check before any engine sees the node. */
-enum plan_op {
-    PLAN_BATCH,          /* x (n, 3, 32, 32), labels I32 from images U8, image_labels U8,
-                            rows I32, cursor: batch row i is rows[cursor[CURSOR_INDEX] *
-                            stride + i] (i < x->n), the draw's epoch cursor[CURSOR_EPOCH];
-                            aug NULL: the test batch (normalise only) */
-    PLAN_CONV_FWD,       /* y = conv(x, w) + b (b may be NULL) */
-    PLAN_CONV_BWD,
-    PLAN_BN_FWD_TRAIN,   /* saved statistics F32 (S * c) (part s's channel j at s * c + j,
-                            S = max(splits, 1)); running statistics F32 (c) updated once
-                            with the means over the parts of each part's mean and unbiased
-                            variance */
-    PLAN_BN_FWD_EVAL,
-    PLAN_BN_BWD,         /* S from the saved mean's count / c */
-    PLAN_ACT_FWD,
-    PLAN_ACT_BWD,
-    PLAN_POOL_FWD,
-    PLAN_POOL_BWD,
-    PLAN_CONCAT_FWD,
-    PLAN_CONCAT_BWD,     /* at most one input gradient NULL (an input that needs none),
-                            its channels inferred */
-    PLAN_ADD_FWD,
-    PLAN_SCALE_FWD,
-    PLAN_SCALED_COPY,    /* dx (=|+=) s * dy: the backward of add (s = 1) and scale */
-    PLAN_FLATTEN_FWD,    /* y (n, c*h*w, 1, 1) from x (n, c, h, w) */
-    PLAN_FLATTEN_BWD,
-    PLAN_LINEAR_FWD,     /* x, y (n, in, 1, 1), (n, out, 1, 1); w PARAM (out, in, 1, 1);
-                            b PARAM (out) or NULL */
-    PLAN_LINEAR_BWD,
-    PLAN_XENT_FWD,       /* stats F32 (2) += (summed loss, correct count); probs like the
-                            logits */
-    PLAN_XENT_BWD,
-    PLAN_SGD,            /* every item (struct sgd_item) stepped, in one pass where the
-                            engine can: lr_table F32 (steps), cursor */
-    PLAN_LERP,           /* weight averaging of every item, in one pass where the engine
-                            can, per element avg = (1 - t) * avg + t * w in fp32, then
-                            w = avg when copy_back; every compute copy of a PARAM tensor
-                            that changes is refreshed (avg may be used for evaluation) */
-    PLAN_CURSOR_ADVANCE, /* cursor[CURSOR_STEP] += 1 and cursor[CURSOR_INDEX] += 1 */
-    PLAN_MUON,           /* every item (struct sgd_item) stepped by Muon (kernels/muon.h):
-                            lr_table F32 (steps), cursor, as SGD's */
-    PLAN_OP_COUNT
-};
+/* The ops, X(ID, name): ID the enum plan_op value PLAN_ID, name the lower-case name the
+ * op table (kernels/plan_ops.c) and the engines' runners use: each engine defines
+ * cpu_run_<name> (kernels/cpu/) and cuda_run_<name> (kernels/cuda/), wherever the op's
+ * kernels live, and its runner table is generated from this list. */
+#define PLAN_OPS(X)                                                                         \
+    X(BATCH, batch)                                                                         \
+        /* x (n, 3, 32, 32), labels I32 from images U8, image_labels U8,                    \
+           rows I32, cursor: batch row i is rows[cursor[CURSOR_INDEX] *                     \
+           stride + i] (i < x->n), the draw's epoch cursor[CURSOR_EPOCH];                   \
+           aug NULL: the test batch (normalise only) */                                     \
+    X(CONV_FWD, conv_fwd)                                                                   \
+        /* y = conv(x, w) + b (b may be NULL) */                                            \
+    X(CONV_BWD, conv_bwd)                                                                   \
+    X(BN_FWD_TRAIN, bn_fwd_train)                                                           \
+        /* saved statistics F32 (S * c) (part s's channel j at s * c + j,                   \
+           S = max(splits, 1)); running statistics F32 (c) updated once                     \
+           with the means over the parts of each part's mean and unbiased                   \
+           variance */                                                                      \
+    X(BN_FWD_EVAL, bn_fwd_eval)                                                             \
+    X(BN_BWD, bn_bwd)                                                                       \
+        /* S from the saved mean's count / c */                                             \
+    X(ACT_FWD, act_fwd)                                                                     \
+    X(ACT_BWD, act_bwd)                                                                     \
+    X(POOL_FWD, pool_fwd)                                                                   \
+    X(POOL_BWD, pool_bwd)                                                                   \
+    X(CONCAT_FWD, concat_fwd)                                                               \
+    X(CONCAT_BWD, concat_bwd)                                                               \
+        /* at most one input gradient NULL (an input that needs none),                      \
+           its channels inferred */                                                         \
+    X(ADD_FWD, add_fwd)                                                                     \
+    X(SCALE_FWD, scale_fwd)                                                                 \
+    X(SCALED_COPY, scaled_copy)                                                             \
+        /* dx (=|+=) s * dy: the backward of add (s = 1) and scale */                       \
+    X(FLATTEN_FWD, flatten_fwd)                                                             \
+        /* y (n, c*h*w, 1, 1) from x (n, c, h, w) */                                        \
+    X(FLATTEN_BWD, flatten_bwd)                                                             \
+    X(LINEAR_FWD, linear_fwd)                                                               \
+        /* x, y (n, in, 1, 1), (n, out, 1, 1); w PARAM (out, in, 1, 1);                     \
+           b PARAM (out) or NULL */                                                         \
+    X(LINEAR_BWD, linear_bwd)                                                               \
+    X(XENT_FWD, xent_fwd)                                                                   \
+        /* stats F32 (2) += (summed loss, correct count); probs like the                    \
+           logits */                                                                        \
+    X(XENT_BWD, xent_bwd)                                                                   \
+    X(SGD, sgd)                                                                             \
+        /* every item (struct sgd_item) stepped, in one pass where the                      \
+           engine can: lr_table F32 (steps), cursor */                                      \
+    X(LERP, lerp)                                                                           \
+        /* weight averaging of every item, in one pass where the engine                     \
+           can, per element avg = (1 - t) * avg + t * w in fp32, then                       \
+           w = avg when copy_back; every compute copy of a PARAM tensor                     \
+           that changes is refreshed (avg may be used for evaluation) */                    \
+    X(CURSOR_ADVANCE, cursor_advance)                                                       \
+        /* cursor[CURSOR_STEP] += 1 and cursor[CURSOR_INDEX] += 1 */                        \
+    X(MUON, muon)                                                                           \
+        /* every item (struct sgd_item) stepped by Muon (kernels/muon.h):                   \
+           lr_table F32 (steps), cursor, as SGD's */
+
+#define PLAN_OP_ENUM_ROW_(id, name) PLAN_##id,
+enum plan_op { PLAN_OPS(PLAN_OP_ENUM_ROW_) PLAN_OP_COUNT };
+#undef PLAN_OP_ENUM_ROW_
 
 /* What a node is part of, for profiles and messages. */
 enum plan_phase { PLAN_PHASE_BATCH, PLAN_PHASE_FORWARD, PLAN_PHASE_LOSS, PLAN_PHASE_BACKWARD,

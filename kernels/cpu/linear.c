@@ -1,12 +1,15 @@
 /* CPU fully connected layer in features-major layout: single-threaded sgemm calls on
  * fixed blocks, one per OpenMP thread (columns of y for the forward pass, input
- * features for the backward pass), so results are bit-identical from run to run. */
+ * features for the backward pass), so results are bit-identical from run to run; and
+ * the LINEAR_FWD and LINEAR_BWD nodes' runners, which hand it the node's slots. */
 #include "../linear.h"
 
 #include <omp.h>
 #include <stddef.h>
 
+#include "../../base/status.h"
 #include "cpu_util.h"
+#include "plan_cpu.h"
 
 /* [*lo, *hi): block t of nt over [0, total). */
 static void linear_block(int *lo, int *hi, int total, int t, int nt)
@@ -55,4 +58,29 @@ void linear_backward_cpu(float *dx, float *dw, float *db, const float *dy, const
             for (int o = 0; o < out; o++) db[o] = (float)cpu_sum(dy + (size_t)o * n, (size_t)n);
         }
     }
+}
+
+/* ------------------------------------------------------------------ the nodes' runners */
+
+/* fp32 contents of an optional slot: NULL for an absent tensor or one without data. */
+static float *node_data(const struct tensor *t)
+{
+    return t ? (float *)t->data : NULL;
+}
+
+int cpu_run_linear_fwd(const struct plan_node *n)
+{
+    const struct tensor *y = n->dst[PLAN_Y], *x = n->src[PLAN_X];
+    linear_forward_cpu(y->data, x->data, n->src[PLAN_W]->data, node_data(n->src[PLAN_B]), y->c,
+                       x->c, x->n);
+    return DR_OK;
+}
+
+int cpu_run_linear_bwd(const struct plan_node *n)
+{
+    const struct tensor *dy = n->src[PLAN_DY], *x = n->src[PLAN_BWD_X];
+    linear_backward_cpu(node_data(n->dst[PLAN_DX]), node_data(n->dst[PLAN_DW]),
+                        node_data(n->dst[PLAN_DB]), dy->data, x->data,
+                        n->src[PLAN_BWD_W]->data, dy->c, x->c, x->n, PLAN_NODE_ACC(n, PLAN_DX));
+    return DR_OK;
 }

@@ -12,7 +12,6 @@
 #include "../augment.h"
 #include "../batchnorm.h"
 #include "../conv2d.h"
-#include "../linear.h"
 #include "../loss.h"
 #include "../optimizer.h"
 #include "../pool.h"
@@ -30,7 +29,7 @@ static float *fdata(const struct tensor *t)
 
 /* The batch's rows from the cursor's place (a window within the rows) and each row an
  * image of the dataset: a row outside it is a data error. */
-static int cpu_batch(const struct plan_node *n)
+int cpu_run_batch(const struct plan_node *n)
 {
     int rc = DR_OK;
     struct tensor *x = n->dst[PLAN_BATCH_X], *labels = n->dst[PLAN_BATCH_LABELS];
@@ -66,7 +65,7 @@ static struct conv2d_dims conv_dims(const struct tensor *x, const struct tensor 
     return d;
 }
 
-static int cpu_conv_fwd(const struct plan_node *n)
+int cpu_run_conv_fwd(const struct plan_node *n)
 {
     int rc = DR_OK;
     const struct tensor *x = n->src[PLAN_X], *w = n->src[PLAN_W];
@@ -79,7 +78,7 @@ cleanup:
     return rc;
 }
 
-static int cpu_conv_bwd(const struct plan_node *n)
+int cpu_run_conv_bwd(const struct plan_node *n)
 {
     int rc = DR_OK;
     const struct tensor *x = n->src[PLAN_BWD_X], *w = n->src[PLAN_BWD_W];
@@ -96,7 +95,7 @@ cleanup:
 
 /* ------------------------------------------------------------------ batch norm */
 
-static int cpu_bn_fwd_train(const struct plan_node *n)
+int cpu_run_bn_fwd_train(const struct plan_node *n)
 {
     const struct tensor *x = n->src[PLAN_X];
     const struct tensor *mean = n->dst[PLAN_SAVE_MEAN];
@@ -108,7 +107,7 @@ static int cpu_bn_fwd_train(const struct plan_node *n)
     return DR_OK;
 }
 
-static int cpu_bn_fwd_eval(const struct plan_node *n)
+int cpu_run_bn_fwd_eval(const struct plan_node *n)
 {
     const struct tensor *x = n->src[PLAN_X];
     batchnorm_forward_eval_cpu(n->dst[PLAN_Y]->data, x->data, n->src[PLAN_GAMMA]->data,
@@ -118,7 +117,7 @@ static int cpu_bn_fwd_eval(const struct plan_node *n)
     return DR_OK;
 }
 
-static int cpu_bn_bwd(const struct plan_node *n)
+int cpu_run_bn_bwd(const struct plan_node *n)
 {
     const struct tensor *x = n->src[PLAN_BWD_X], *mean = n->src[PLAN_BWD_SAVE_MEAN];
     batchnorm_backward_cpu(fdata(n->dst[PLAN_DX]), fdata(n->dst[PLAN_DGAMMA]),
@@ -131,7 +130,7 @@ static int cpu_bn_bwd(const struct plan_node *n)
 
 /* ------------------------------------------------------------------ activations */
 
-static int cpu_act_fwd(const struct plan_node *n)
+int cpu_run_act_fwd(const struct plan_node *n)
 {
     int rc = DR_OK;
     const struct tensor *x = n->src[PLAN_X];
@@ -142,7 +141,7 @@ cleanup:
     return rc;
 }
 
-static int cpu_act_bwd(const struct plan_node *n)
+int cpu_run_act_bwd(const struct plan_node *n)
 {
     int rc = DR_OK;
     const struct tensor *x = n->src[PLAN_BWD_X];
@@ -165,7 +164,7 @@ static struct pool_dims pool_dims_of(const struct tensor *y, const struct tensor
     return (struct pool_dims){x->c * x->n, x->h, x->w, a->kh, a->kw, a->sh, a->sw, y->h, y->w};
 }
 
-static int cpu_pool_fwd(const struct plan_node *n)
+int cpu_run_pool_fwd(const struct plan_node *n)
 {
     const struct tensor *y = n->dst[PLAN_Y], *x = n->src[PLAN_X];
     const struct pool_dims d = pool_dims_of(y, x, &n->par.pool);
@@ -173,7 +172,7 @@ static int cpu_pool_fwd(const struct plan_node *n)
     return DR_OK;
 }
 
-static int cpu_pool_bwd(const struct plan_node *n)
+int cpu_run_pool_bwd(const struct plan_node *n)
 {
     const struct tensor *dy = n->src[PLAN_DY], *x = n->src[PLAN_BWD_X];
     float *dx = fdata(n->dst[PLAN_DX]);
@@ -186,7 +185,7 @@ static int cpu_pool_bwd(const struct plan_node *n)
 
 /* ------------------------------------------------------------------ structural ops */
 
-static int cpu_concat_fwd(const struct plan_node *n)
+int cpu_run_concat_fwd(const struct plan_node *n)
 {
     const struct tensor *y = n->dst[PLAN_Y];
     const float *xs[PLAN_MAX_CONCAT];
@@ -201,7 +200,7 @@ static int cpu_concat_fwd(const struct plan_node *n)
 
 /* A NULL input gradient (an input that needs none) is skipped; its channels are what dy
  * has beyond the others'. */
-static int cpu_concat_bwd(const struct plan_node *n)
+int cpu_run_concat_bwd(const struct plan_node *n)
 {
     const struct tensor *dy = n->src[PLAN_DY];
     float *dxs[PLAN_MAX_CONCAT];
@@ -216,7 +215,7 @@ static int cpu_concat_bwd(const struct plan_node *n)
     return DR_OK;
 }
 
-static int cpu_add_fwd(const struct plan_node *n)
+int cpu_run_add_fwd(const struct plan_node *n)
 {
     const struct tensor *y = n->dst[PLAN_Y];
     add_forward_cpu(y->data, n->src[PLAN_ADD_A]->data, n->src[PLAN_ADD_B]->data,
@@ -224,14 +223,14 @@ static int cpu_add_fwd(const struct plan_node *n)
     return DR_OK;
 }
 
-static int cpu_scale_fwd(const struct plan_node *n)
+int cpu_run_scale_fwd(const struct plan_node *n)
 {
     const struct tensor *x = n->src[PLAN_X];
     scale_forward_cpu(n->dst[PLAN_Y]->data, x->data, n->par.scale.s, tensor_count(x));
     return DR_OK;
 }
 
-static int cpu_scaled_copy(const struct plan_node *n)
+int cpu_run_scaled_copy(const struct plan_node *n)
 {
     const struct tensor *dy = n->src[PLAN_DY];
     float *dx = fdata(n->dst[PLAN_DX]);
@@ -241,14 +240,14 @@ static int cpu_scaled_copy(const struct plan_node *n)
     return DR_OK;
 }
 
-static int cpu_flatten_fwd(const struct plan_node *n)
+int cpu_run_flatten_fwd(const struct plan_node *n)
 {
     const struct tensor *x = n->src[PLAN_X];
     flatten_forward_cpu(n->dst[PLAN_Y]->data, x->data, x->c, x->n, x->h * x->w);
     return DR_OK;
 }
 
-static int cpu_flatten_bwd(const struct plan_node *n)
+int cpu_run_flatten_bwd(const struct plan_node *n)
 {
     const struct tensor *dx = n->dst[PLAN_DX];
     if (fdata(dx))
@@ -258,23 +257,6 @@ static int cpu_flatten_bwd(const struct plan_node *n)
 }
 
 /* ------------------------------------------------------------------ linear, loss */
-
-static int cpu_linear_fwd(const struct plan_node *n)
-{
-    const struct tensor *y = n->dst[PLAN_Y], *x = n->src[PLAN_X];
-    linear_forward_cpu(y->data, x->data, n->src[PLAN_W]->data, fdata(n->src[PLAN_B]), y->c, x->c,
-                       x->n);
-    return DR_OK;
-}
-
-static int cpu_linear_bwd(const struct plan_node *n)
-{
-    const struct tensor *dy = n->src[PLAN_DY], *x = n->src[PLAN_BWD_X];
-    linear_backward_cpu(fdata(n->dst[PLAN_DX]), fdata(n->dst[PLAN_DW]), fdata(n->dst[PLAN_DB]),
-                        dy->data, x->data, n->src[PLAN_BWD_W]->data, dy->c, x->c, x->n,
-                        PLAN_NODE_ACC(n, PLAN_DX));
-    return DR_OK;
-}
 
 /* Labels must be class indices 0 .. k - 1: a bad one is a data error, not a silent wrong
  * loss. */
@@ -289,7 +271,7 @@ cleanup:
     return rc;
 }
 
-static int cpu_xent_fwd(const struct plan_node *n)
+int cpu_run_xent_fwd(const struct plan_node *n)
 {
     int rc = DR_OK;
     const struct tensor *logits = n->src[PLAN_XENT_LOGITS];
@@ -301,7 +283,7 @@ cleanup:
     return rc;
 }
 
-static int cpu_xent_bwd(const struct plan_node *n)
+int cpu_run_xent_bwd(const struct plan_node *n)
 {
     int rc = DR_OK;
     const struct tensor *probs = n->src[PLAN_XENT_BWD_PROBS];
@@ -317,7 +299,7 @@ cleanup:
 
 /* Every item not frozen at the cursor's epoch, at the table's learning rate for the
  * cursor's step times its lr_scale. */
-static int cpu_sgd(const struct plan_node *n)
+int cpu_run_sgd(const struct plan_node *n)
 {
     int rc = DR_OK;
     const struct tensor *lr_table = n->src[PLAN_SGD_LR_TABLE];
@@ -336,14 +318,14 @@ cleanup:
 }
 
 /* Muon's step of every item not frozen at the cursor's epoch (kernels/cpu/muon.c). */
-static int cpu_muon(const struct plan_node *n)
+int cpu_run_muon(const struct plan_node *n)
 {
     return muon_multi_cpu(n->par.muon.items, n->par.muon.count, n->src[PLAN_SGD_LR_TABLE],
                           n->src[PLAN_SGD_CURSOR], n->par.muon.momentum, n->par.muon.nesterov,
                           &n->par.muon.ns);
 }
 
-static int cpu_lerp(const struct plan_node *n)
+int cpu_run_lerp(const struct plan_node *n)
 {
     for (int k = 0; k < n->par.lerp.count; k++) {
         const struct lerp_item *it = &n->par.lerp.items[k];
@@ -353,7 +335,7 @@ static int cpu_lerp(const struct plan_node *n)
     return DR_OK;
 }
 
-static int cpu_cursor_advance(const struct plan_node *n)
+int cpu_run_cursor_advance(const struct plan_node *n)
 {
     int32_t *cur = n->dst[PLAN_CURSOR]->data;
     cur[CURSOR_STEP]++;
@@ -366,33 +348,9 @@ static int cpu_cursor_advance(const struct plan_node *n)
 typedef int (*cpu_node_fn)(const struct plan_node *n);
 
 /* One runner per op, indexed by enum plan_op. */
-static const cpu_node_fn cpu_nodes[] = {
-    [PLAN_BATCH] = cpu_batch,
-    [PLAN_CONV_FWD] = cpu_conv_fwd,
-    [PLAN_CONV_BWD] = cpu_conv_bwd,
-    [PLAN_BN_FWD_TRAIN] = cpu_bn_fwd_train,
-    [PLAN_BN_FWD_EVAL] = cpu_bn_fwd_eval,
-    [PLAN_BN_BWD] = cpu_bn_bwd,
-    [PLAN_ACT_FWD] = cpu_act_fwd,
-    [PLAN_ACT_BWD] = cpu_act_bwd,
-    [PLAN_POOL_FWD] = cpu_pool_fwd,
-    [PLAN_POOL_BWD] = cpu_pool_bwd,
-    [PLAN_CONCAT_FWD] = cpu_concat_fwd,
-    [PLAN_CONCAT_BWD] = cpu_concat_bwd,
-    [PLAN_ADD_FWD] = cpu_add_fwd,
-    [PLAN_SCALE_FWD] = cpu_scale_fwd,
-    [PLAN_SCALED_COPY] = cpu_scaled_copy,
-    [PLAN_FLATTEN_FWD] = cpu_flatten_fwd,
-    [PLAN_FLATTEN_BWD] = cpu_flatten_bwd,
-    [PLAN_LINEAR_FWD] = cpu_linear_fwd,
-    [PLAN_LINEAR_BWD] = cpu_linear_bwd,
-    [PLAN_XENT_FWD] = cpu_xent_fwd,
-    [PLAN_XENT_BWD] = cpu_xent_bwd,
-    [PLAN_SGD] = cpu_sgd,
-    [PLAN_LERP] = cpu_lerp,
-    [PLAN_CURSOR_ADVANCE] = cpu_cursor_advance,
-    [PLAN_MUON] = cpu_muon,
-};
+#define CPU_NODE_ROW_(id, name) [PLAN_##id] = cpu_run_##name,
+static const cpu_node_fn cpu_nodes[] = {PLAN_OPS(CPU_NODE_ROW_)};
+#undef CPU_NODE_ROW_
 _Static_assert(sizeof(cpu_nodes) / sizeof(cpu_nodes[0]) == PLAN_OP_COUNT,
                "the runner table has a row for every op");
 

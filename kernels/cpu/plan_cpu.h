@@ -7,6 +7,13 @@
 
 #include "../plan.h"
 
+/* The runners, one per op of PLAN_OPS (kernels/plan.h): cpu_run_<name> runs a node that
+ * plan_node_check passed on the CPU kernels. Most are in nodes_cpu.c; an op's may sit
+ * beside its kernels instead (linear's in linear.c). */
+#define CPU_RUN_DECL_(id, name) int cpu_run_##name(const struct plan_node *n);
+PLAN_OPS(CPU_RUN_DECL_)
+#undef CPU_RUN_DECL_
+
 /* Whether the CPU engine has a runner for node n's op (it has one for every op, in fp32,
  * whatever the shapes the op's rule allows): 1 or 0. */
 int cpu_node_supported(const struct plan_node *n);

@@ -491,20 +491,21 @@ int cuda_pool_backward(void *ctx, struct tensor *dx, const struct tensor *dy,
                        const struct tensor *x, const struct tensor *y, const struct pool_attr *a,
                        int accumulate);
 
-int cuda_linear_forward(void *ctx, struct tensor *y, const struct tensor *x,
-                        const struct tensor *w, const struct tensor *b);
-int cuda_linear_backward(void *ctx, struct tensor *dx, struct tensor *dw, struct tensor *db,
-                         const struct tensor *dy, const struct tensor *x, const struct tensor *w,
-                         int accumulate);
-
 int cuda_xent_forward(void *ctx, struct tensor *stats, struct tensor *probs,
                       const struct tensor *logits, const struct tensor *labels, float smoothing);
 int cuda_xent_backward(void *ctx, struct tensor *dlogits, const struct tensor *probs,
                        const struct tensor *labels, float smoothing, float scale);
 
 /* ------------------------------------------------------------------ nodes */
+/* The runners, one per op of PLAN_OPS (kernels/plan.h): cuda_run_<name> hands a node
+ * that plan_node_check passed to the op's CUDA functions. Most are in nodes_cuda.cu; an
+ * op's may sit beside its kernels instead (linear's in linear_cuda.cu). */
+#define CUDA_RUN_DECL_(id, name) int cuda_run_##name(void *ctx, const struct plan_node *n);
+PLAN_OPS(CUDA_RUN_DECL_)
+#undef CUDA_RUN_DECL_
+
 /* nodes_cuda.cu: backend_ops.supports (every op of kernels/plan.h, in every precision)
- * and backend_ops.run_node (the op family's function below, on the node's slots). */
+ * and backend_ops.run_node (the op's runner, through the table generated from PLAN_OPS). */
 int cuda_supports(void *ctx, const struct plan_node *n);
 int cuda_run_node(void *ctx, const struct plan_node *n);
 

@@ -5,7 +5,8 @@
  *   dx (in, n)   = W-view · dy           gemm(N, N, in, n, out), beta 1 to accumulate
  *   dw (in, out) = x · dy^T              gemm(N, T, in, out, n), written in fp32
  * all with fp32 accumulation (CUBLAS_COMPUTE_32F: tensor cores for half inputs, plain
- * fp32 for fp32 inputs). Biases use the shared per-channel kernels. */
+ * fp32 for fp32 inputs). Biases use the shared per-channel kernels. Also the LINEAR_FWD
+ * and LINEAR_BWD nodes' runners, which hand these the node's slots. */
 #include "cuda_internal.h"
 
 static cudaDataType_t cublas_dtype(enum cuda_dtype dt)
@@ -13,7 +14,7 @@ static cudaDataType_t cublas_dtype(enum cuda_dtype dt)
     return dt == CUDA_F32 ? CUDA_R_32F : dt == CUDA_F16 ? CUDA_R_16F : CUDA_R_16BF;
 }
 
-int cuda_linear_forward(void *ctx, struct tensor *y, const struct tensor *x,
+static int cuda_linear_forward(void *ctx, struct tensor *y, const struct tensor *x,
                         const struct tensor *w, const struct tensor *b)
 {
     int rc = DR_OK;
@@ -31,7 +32,7 @@ cleanup:
     return rc;
 }
 
-int cuda_linear_backward(void *ctx, struct tensor *dx, struct tensor *dw, struct tensor *db,
+static int cuda_linear_backward(void *ctx, struct tensor *dx, struct tensor *dw, struct tensor *db,
                          const struct tensor *dy, const struct tensor *x, const struct tensor *w,
                          int accumulate)
 {
@@ -61,4 +62,19 @@ int cuda_linear_backward(void *ctx, struct tensor *dx, struct tensor *dw, struct
     if (db && db->data) TRY(cuda_channel_sum(c, (float *)db->data, dy->data, n, out));
 cleanup:
     return rc;
+}
+
+/* ------------------------------------------------------------------ the nodes' runners */
+
+int cuda_run_linear_fwd(void *ctx, const struct plan_node *n)
+{
+    return cuda_linear_forward(ctx, n->dst[PLAN_Y], n->src[PLAN_X], n->src[PLAN_W],
+                                  n->src[PLAN_B]);
+}
+
+int cuda_run_linear_bwd(void *ctx, const struct plan_node *n)
+{
+    return cuda_linear_backward(ctx, n->dst[PLAN_DX], n->dst[PLAN_DW], n->dst[PLAN_DB],
+                                   n->src[PLAN_DY], n->src[PLAN_BWD_X], n->src[PLAN_BWD_W],
+                                   PLAN_NODE_ACC(n, PLAN_DX));
 }

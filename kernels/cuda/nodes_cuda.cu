@@ -4,7 +4,7 @@
  * functions themselves; every other node of a plan comes here through plan_run_node. */
 #include "cuda_internal.h"
 
-static int node_batch(void *ctx, const struct plan_node *n)
+int cuda_run_batch(void *ctx, const struct plan_node *n)
 {
     return cuda_augment_step(ctx, n->dst[PLAN_BATCH_X], n->dst[PLAN_BATCH_LABELS],
                                 n->src[PLAN_BATCH_IMAGES], n->src[PLAN_BATCH_IMAGE_LABELS],
@@ -12,20 +12,20 @@ static int node_batch(void *ctx, const struct plan_node *n)
                                 n->par.batch.stride, n->par.batch.aug, n->par.batch.seed);
 }
 
-static int node_conv_fwd(void *ctx, const struct plan_node *n)
+int cuda_run_conv_fwd(void *ctx, const struct plan_node *n)
 {
     return cuda_conv_forward(ctx, n->dst[PLAN_Y], n->src[PLAN_X], n->src[PLAN_W],
                                 n->src[PLAN_B], &n->par.conv);
 }
 
-static int node_conv_bwd(void *ctx, const struct plan_node *n)
+int cuda_run_conv_bwd(void *ctx, const struct plan_node *n)
 {
     return cuda_conv_backward(ctx, n->dst[PLAN_DX], n->dst[PLAN_DW], n->dst[PLAN_DB],
                                  n->src[PLAN_DY], n->src[PLAN_BWD_X], n->src[PLAN_BWD_W],
                                  &n->par.conv, PLAN_NODE_ACC(n, PLAN_DX));
 }
 
-static int node_bn_fwd_train(void *ctx, const struct plan_node *n)
+int cuda_run_bn_fwd_train(void *ctx, const struct plan_node *n)
 {
     return cuda_bn_forward_train(ctx, n->dst[PLAN_Y], n->dst[PLAN_SAVE_MEAN],
                                     n->dst[PLAN_SAVE_INVSTD], n->dst[PLAN_RUNNING_MEAN],
@@ -33,14 +33,14 @@ static int node_bn_fwd_train(void *ctx, const struct plan_node *n)
                                     n->src[PLAN_GAMMA], n->src[PLAN_BETA], &n->par.bn);
 }
 
-static int node_bn_fwd_eval(void *ctx, const struct plan_node *n)
+int cuda_run_bn_fwd_eval(void *ctx, const struct plan_node *n)
 {
     return cuda_bn_forward_eval(ctx, n->dst[PLAN_Y], n->src[PLAN_X], n->src[PLAN_GAMMA],
                                    n->src[PLAN_BETA], n->src[PLAN_RUNNING_MEAN],
                                    n->src[PLAN_RUNNING_VAR], &n->par.bn);
 }
 
-static int node_bn_bwd(void *ctx, const struct plan_node *n)
+int cuda_run_bn_bwd(void *ctx, const struct plan_node *n)
 {
     return cuda_bn_backward(ctx, n->dst[PLAN_DX], n->dst[PLAN_DGAMMA],
                                n->dst[PLAN_DBETA], n->src[PLAN_DY], n->src[PLAN_BWD_X],
@@ -48,120 +48,106 @@ static int node_bn_bwd(void *ctx, const struct plan_node *n)
                                n->src[PLAN_BWD_SAVE_INVSTD], PLAN_NODE_ACC(n, PLAN_DX));
 }
 
-static int node_act_fwd(void *ctx, const struct plan_node *n)
+int cuda_run_act_fwd(void *ctx, const struct plan_node *n)
 {
     return cuda_act_forward(ctx, n->dst[PLAN_Y], n->src[PLAN_X], n->par.act.kind,
                                n->par.act.alpha);
 }
 
-static int node_act_bwd(void *ctx, const struct plan_node *n)
+int cuda_run_act_bwd(void *ctx, const struct plan_node *n)
 {
     return cuda_act_backward(ctx, n->dst[PLAN_DX], n->src[PLAN_DY], n->src[PLAN_BWD_X],
                                 n->par.act.kind, n->par.act.alpha, PLAN_NODE_ACC(n, PLAN_DX));
 }
 
-static int node_pool_fwd(void *ctx, const struct plan_node *n)
+int cuda_run_pool_fwd(void *ctx, const struct plan_node *n)
 {
     return cuda_pool_forward(ctx, n->dst[PLAN_Y], n->src[PLAN_X], &n->par.pool);
 }
 
-static int node_pool_bwd(void *ctx, const struct plan_node *n)
+int cuda_run_pool_bwd(void *ctx, const struct plan_node *n)
 {
     return cuda_pool_backward(ctx, n->dst[PLAN_DX], n->src[PLAN_DY], n->src[PLAN_BWD_X],
                                  n->src[PLAN_BWD_Y], &n->par.pool, PLAN_NODE_ACC(n, PLAN_DX));
 }
 
-static int node_concat_fwd(void *ctx, const struct plan_node *n)
+int cuda_run_concat_fwd(void *ctx, const struct plan_node *n)
 {
     return cuda_concat_forward(ctx, n->dst[PLAN_Y], n->src, n->n_src);
 }
 
-static int node_concat_bwd(void *ctx, const struct plan_node *n)
+int cuda_run_concat_bwd(void *ctx, const struct plan_node *n)
 {
     int accumulate[PLAN_NODE_MAX_DST];
     for (int i = 0; i < PLAN_NODE_MAX_DST; i++) accumulate[i] = PLAN_NODE_ACC(n, i);
     return cuda_concat_backward(ctx, n->dst, n->src[PLAN_DY], n->n_dst, accumulate);
 }
 
-static int node_add_fwd(void *ctx, const struct plan_node *n)
+int cuda_run_add_fwd(void *ctx, const struct plan_node *n)
 {
     return cuda_add_forward(ctx, n->dst[PLAN_Y], n->src[PLAN_ADD_A], n->src[PLAN_ADD_B]);
 }
 
-static int node_scale_fwd(void *ctx, const struct plan_node *n)
+int cuda_run_scale_fwd(void *ctx, const struct plan_node *n)
 {
     return cuda_scale_forward(ctx, n->dst[PLAN_Y], n->src[PLAN_X], n->par.scale.s);
 }
 
-static int node_scaled_copy(void *ctx, const struct plan_node *n)
+int cuda_run_scaled_copy(void *ctx, const struct plan_node *n)
 {
     return cuda_scaled_copy(ctx, n->dst[PLAN_DX], n->src[PLAN_DY], n->par.scale.s,
                                PLAN_NODE_ACC(n, PLAN_DX));
 }
 
-static int node_flatten_fwd(void *ctx, const struct plan_node *n)
+int cuda_run_flatten_fwd(void *ctx, const struct plan_node *n)
 {
     return cuda_flatten_forward(ctx, n->dst[PLAN_Y], n->src[PLAN_X]);
 }
 
-static int node_flatten_bwd(void *ctx, const struct plan_node *n)
+int cuda_run_flatten_bwd(void *ctx, const struct plan_node *n)
 {
     return cuda_flatten_backward(ctx, n->dst[PLAN_DX], n->src[PLAN_DY],
                                     PLAN_NODE_ACC(n, PLAN_DX));
 }
 
-static int node_linear_fwd(void *ctx, const struct plan_node *n)
-{
-    return cuda_linear_forward(ctx, n->dst[PLAN_Y], n->src[PLAN_X], n->src[PLAN_W],
-                                  n->src[PLAN_B]);
-}
-
-static int node_linear_bwd(void *ctx, const struct plan_node *n)
-{
-    return cuda_linear_backward(ctx, n->dst[PLAN_DX], n->dst[PLAN_DW], n->dst[PLAN_DB],
-                                   n->src[PLAN_DY], n->src[PLAN_BWD_X], n->src[PLAN_BWD_W],
-                                   PLAN_NODE_ACC(n, PLAN_DX));
-}
-
-static int node_xent_fwd(void *ctx, const struct plan_node *n)
+int cuda_run_xent_fwd(void *ctx, const struct plan_node *n)
 {
     return cuda_xent_forward(ctx, n->dst[PLAN_XENT_STATS], n->dst[PLAN_XENT_PROBS],
                                 n->src[PLAN_XENT_LOGITS], n->src[PLAN_XENT_LABELS],
                                 n->par.xent.smoothing);
 }
 
-static int node_xent_bwd(void *ctx, const struct plan_node *n)
+int cuda_run_xent_bwd(void *ctx, const struct plan_node *n)
 {
     return cuda_xent_backward(ctx, n->dst[PLAN_XENT_DLOGITS], n->src[PLAN_XENT_BWD_PROBS],
                                  n->src[PLAN_XENT_LABELS], n->par.xent.smoothing,
                                  n->par.xent.scale);
 }
 
-static int node_sgd(void *ctx, const struct plan_node *n)
+int cuda_run_sgd(void *ctx, const struct plan_node *n)
 {
     return cuda_sgd_multi(ctx, n->par.sgd.items, n->par.sgd.count,
                              n->src[PLAN_SGD_LR_TABLE], n->src[PLAN_SGD_CURSOR],
                              n->par.sgd.momentum, n->par.sgd.nesterov);
 }
 
-static int node_muon(void *ctx, const struct plan_node *n)
+int cuda_run_muon(void *ctx, const struct plan_node *n)
 {
     return cuda_muon_multi(ctx, n->par.muon.items, n->par.muon.count,
                            n->src[PLAN_SGD_LR_TABLE], n->src[PLAN_SGD_CURSOR],
                            n->par.muon.momentum, n->par.muon.nesterov, &n->par.muon.ns);
 }
 
-static int node_lerp(void *ctx, const struct plan_node *n)
+int cuda_run_lerp(void *ctx, const struct plan_node *n)
 {
     return cuda_lerp_multi(ctx, n->par.lerp.items, n->par.lerp.count, n->par.lerp.t,
                            n->par.lerp.copy_back);
 }
 
-static int node_cursor_advance(void *ctx, const struct plan_node *n)
+int cuda_run_cursor_advance(void *ctx, const struct plan_node *n)
 {
     return cuda_cursor_advance(ctx, n->dst[PLAN_CURSOR]);
 }
-
 
 /* One row of the runner table: the op it runs, so that the table's order is checked. */
 struct cuda_node_row {
@@ -169,34 +155,10 @@ struct cuda_node_row {
     int (*run)(void *ctx, const struct plan_node *n);
 };
 
-/* The runner table, in enum plan_op's order. */
-static const struct cuda_node_row cuda_nodes[] = {
-    {PLAN_BATCH, node_batch},
-    {PLAN_CONV_FWD, node_conv_fwd},
-    {PLAN_CONV_BWD, node_conv_bwd},
-    {PLAN_BN_FWD_TRAIN, node_bn_fwd_train},
-    {PLAN_BN_FWD_EVAL, node_bn_fwd_eval},
-    {PLAN_BN_BWD, node_bn_bwd},
-    {PLAN_ACT_FWD, node_act_fwd},
-    {PLAN_ACT_BWD, node_act_bwd},
-    {PLAN_POOL_FWD, node_pool_fwd},
-    {PLAN_POOL_BWD, node_pool_bwd},
-    {PLAN_CONCAT_FWD, node_concat_fwd},
-    {PLAN_CONCAT_BWD, node_concat_bwd},
-    {PLAN_ADD_FWD, node_add_fwd},
-    {PLAN_SCALE_FWD, node_scale_fwd},
-    {PLAN_SCALED_COPY, node_scaled_copy},
-    {PLAN_FLATTEN_FWD, node_flatten_fwd},
-    {PLAN_FLATTEN_BWD, node_flatten_bwd},
-    {PLAN_LINEAR_FWD, node_linear_fwd},
-    {PLAN_LINEAR_BWD, node_linear_bwd},
-    {PLAN_XENT_FWD, node_xent_fwd},
-    {PLAN_XENT_BWD, node_xent_bwd},
-    {PLAN_SGD, node_sgd},
-    {PLAN_LERP, node_lerp},
-    {PLAN_CURSOR_ADVANCE, node_cursor_advance},
-    {PLAN_MUON, node_muon},
-};
+/* The runner table, in enum plan_op's order (generated from PLAN_OPS). */
+#define CUDA_NODE_ROW_(id, name) {PLAN_##id, cuda_run_##name},
+static const struct cuda_node_row cuda_nodes[] = {PLAN_OPS(CUDA_NODE_ROW_)};
+#undef CUDA_NODE_ROW_
 static_assert(sizeof(cuda_nodes) / sizeof(cuda_nodes[0]) == PLAN_OP_COUNT,
               "the CUDA engine has a runner for every op");
 

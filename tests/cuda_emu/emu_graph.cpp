@@ -1583,7 +1583,8 @@ struct emu_exec {
         if (it != val.end()) return it->second;
         std::vector<float> &v = val[t.uid];
         v.resize(emu_numel(t));
-        for (size_t i = 0; i < v.size(); i++) v[i] = emu_load(t, ptr[t.uid], i);
+        const void *p = ptr[t.uid];
+        for (size_t i = 0; i < v.size(); i++) v[i] = emu_load(t, p, i);
         return v;
     }
     /* stores out (already computed in double or float) rounded to t's type */
@@ -1592,29 +1593,57 @@ struct emu_exec {
         std::vector<float> &v = val[t.uid];
         v.resize(r.size());
         for (size_t i = 0; i < r.size(); i++) v[i] = (float)emu_round(t.dt, r[i]);
-        if (!t.virt)
-            for (size_t i = 0; i < v.size(); i++) emu_store(t, ptr[t.uid], i, v[i]);
+        if (!t.virt) {
+            void *p = ptr[t.uid];
+            for (size_t i = 0; i < v.size(); i++) emu_store(t, p, i, v[i]);
+        }
     }
 };
 
-/* dir 0: y = conv(x, w); 1: dx = conv^T(dy, w); 2: dw = corr(x, dy); x (n, c, h, w),
- * w (k, c, r, s), y (n, k, ho, wo) logical; sums in double. */
-static std::vector<double> emu_conv_loops(int dir, const emu_geom &g, const emu_tensor &xt,
-                                          const emu_tensor &wt, const emu_tensor &yt,
-                                          const std::vector<float> &x, const std::vector<float> &w,
-                                          const std::vector<float> &y)
+/* v (a, c, hw) as (a, hw, c): the channels innermost. */
+static std::vector<float> emu_channels_last(const std::vector<float> &v, int64_t A, int64_t C,
+                                            int64_t HW)
 {
-    const int64_t N = xt.dims[0], C = xt.dims[1], H = xt.dims[2], W = xt.dims[3];
-    const int64_t K = wt.dims[0], R = wt.dims[2], S = wt.dims[3];
-    const int64_t HO = yt.dims[2], WO = yt.dims[3];
-    std::vector<double> acc(dir == 0   ? emu_numel(yt)
-                            : dir == 1 ? emu_numel(xt)
-                                       : emu_numel(wt),
-                            0.0);
+    std::vector<float> o(v.size());
+    for (int64_t i = 0; i < A; i++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t p = 0; p < HW; p++) o[(size_t)((i * HW + p) * C + c)] =
+                v[(size_t)((i * C + c) * HW + p)];
+    return o;
+}
+
+/* v (a, hw, c) back as (a, c, hw). */
+static std::vector<double> emu_channels_first(const std::vector<double> &v, int64_t A, int64_t C,
+                                              int64_t HW)
+{
+    std::vector<double> o(v.size());
+    for (int64_t i = 0; i < A; i++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t p = 0; p < HW; p++) o[(size_t)((i * C + c) * HW + p)] =
+                v[(size_t)((i * HW + p) * C + c)];
+    return o;
+}
+
+/* emu_conv_loops' sums on channels-last copies: x (n, h, w, c) and w (k, r, s, c) read for
+ * dir 0 and 2, y (n, k, ho, wo) as the graph holds it; acc is y's (dir 0), x's (dir 1) or
+ * w's (dir 2) in those layouts. Every output's terms are added in the order of the plain
+ * loop over n, k, output row and column, r, s, then c, so the sums are the same; the
+ * arrays are this file's own, sized by the caller, and no sanitizer checks them. */
+__attribute__((no_sanitize("address", "undefined")))
+static void emu_conv_sums(int dir, const emu_geom &g, int64_t N, int64_t C, int64_t H, int64_t W,
+                          int64_t K, int64_t R, int64_t S, int64_t HO, int64_t WO,
+                          const float *x,   /* (n, h, w, c) */
+                          const float *w,   /* (k, r, s, c) */
+                          const float *y,   /* (n, k, ho, wo) */
+                          double *acc)
+{
     for (int64_t n = 0; n < N; n++)
         for (int64_t k = 0; k < K; k++)
             for (int64_t oh = 0; oh < HO; oh++)
-                for (int64_t ow = 0; ow < WO; ow++)
+                for (int64_t ow = 0; ow < WO; ow++) {
+                    const size_t yi = (size_t)(((n * K + k) * HO + oh) * WO + ow);
+                    const double yv = dir == 0 ? 0.0 : (double)y[yi];
+                    double s = 0.0;
                     for (int64_t r = 0; r < R; r++)
                         for (int64_t q = 0; q < S; q++) {
                             const int64_t ih = oh * g.stride[0] - g.pre[0] + r * g.dil[0];
@@ -1623,18 +1652,42 @@ static std::vector<double> emu_conv_loops(int dir, const emu_geom &g, const emu_
                             /* CUDNN_CONVOLUTION flips the filter */
                             const int64_t fr = g.mode == CUDNN_CONVOLUTION ? R - 1 - r : r;
                             const int64_t fq = g.mode == CUDNN_CONVOLUTION ? S - 1 - q : q;
-                            const size_t yi = (size_t)(((n * K + k) * HO + oh) * WO + ow);
-                            for (int64_t c = 0; c < C; c++) {
-                                const size_t xi = (size_t)(((n * C + c) * H + ih) * W + iw);
-                                const size_t wi = (size_t)(((k * C + c) * R + fr) * S + fq);
-                                if (dir == 0)
-                                    acc[yi] += (double)x[xi] * w[wi];
-                                else if (dir == 1)
-                                    acc[xi] += (double)y[yi] * w[wi];
-                                else
-                                    acc[wi] += (double)x[xi] * y[yi];
-                            }
+                            const size_t xo = (size_t)(((n * H + ih) * W + iw) * C);
+                            const size_t wo = (size_t)(((k * R + fr) * S + fq) * C);
+                            if (dir == 0)
+                                for (int64_t c = 0; c < C; c++) s += (double)x[xo + c] * w[wo + c];
+                            else if (dir == 1)
+                                for (int64_t c = 0; c < C; c++) acc[xo + c] += yv * w[wo + c];
+                            else
+                                for (int64_t c = 0; c < C; c++)
+                                    acc[wo + c] += (double)x[xo + c] * yv;
                         }
+                    if (dir == 0) acc[yi] = s;
+                }
+}
+
+/* dir 0: y = conv(x, w); 1: dx = conv^T(dy, w); 2: dw = corr(x, dy); x (n, c, h, w),
+ * w (k, c, r, s), y (n, k, ho, wo) logical; sums in double, in the result's logical
+ * layout. */
+static std::vector<double> emu_conv_loops(int dir, const emu_geom &g, const emu_tensor &xt,
+                                          const emu_tensor &wt, const emu_tensor &yt,
+                                          const std::vector<float> &x, const std::vector<float> &w,
+                                          const std::vector<float> &y)
+{
+    const int64_t N = xt.dims[0], C = xt.dims[1], H = xt.dims[2], W = xt.dims[3];
+    const int64_t K = wt.dims[0], R = wt.dims[2], S = wt.dims[3];
+    const int64_t HO = yt.dims[2], WO = yt.dims[3];
+    const std::vector<float> none;
+    const std::vector<float> xl = dir == 1 ? none : emu_channels_last(x, N, C, H * W);
+    const std::vector<float> wl = dir == 2 ? none : emu_channels_last(w, K, C, R * S);
+    std::vector<double> acc(dir == 0   ? emu_numel(yt)
+                            : dir == 1 ? emu_numel(xt)
+                                       : emu_numel(wt),
+                            0.0);
+    emu_conv_sums(dir, g, N, C, H, W, K, R, S, HO, WO, xl.data(), wl.data(), y.data(),
+                  acc.data());
+    if (dir == 1) return emu_channels_first(acc, N, C, H * W);
+    if (dir == 2) return emu_channels_first(acc, K, C, R * S);
     return acc;
 }
 

@@ -353,6 +353,55 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t, cudn
     return a != 1 && a <= 3 ? emu_consistent(x, dw, c, dy) : CUDNN_STATUS_NOT_SUPPORTED;
 }
 
+/* An operand of n elements of type t as floats (exact for every type): each element read
+ * once here, through the checked loads, so that the sums below run on plain arrays. */
+static std::vector<float> emu_floats(int t, const void *p, size_t n)
+{
+    std::vector<float> v(p ? n : 0);
+    for (size_t i = 0; i < v.size(); i++) v[i] = (float)emu_get(t, p, i);
+    return v;
+}
+
+/* The sums of one convolution in double, into acc (zeroed, the output's size): dir 0 y's
+ * from x and w, 1 dx's from dy (y) and w, 2 dw's from x and dy. x and y (n, h, w, c), w
+ * (k, r, s, c), as the descriptors say. Each output's terms are added in the same order
+ * whatever the loop arrangement, n, output row and column, k, r, s, then c, so the sums
+ * are those of the plain six-deep loop; the innermost loop runs over c, contiguous in
+ * every operand. The arrays are this file's own, sized above: no sanitizer checks them. */
+__attribute__((no_sanitize("address", "undefined")))
+static void emu_conv_sums(int dir, const emu_tensor_desc *xd, const emu_filter_desc *wd,
+                          const emu_conv_desc *cd, const emu_tensor_desc *yd,
+                          const float *x,   /* (n, h, w, c) */
+                          const float *w,   /* (k, r, s, c) */
+                          const float *y,   /* (n, ho, wo, k) */
+                          double *acc)
+{
+    const int C = xd->c;
+    for (int n = 0; n < xd->n; n++)
+        for (int oh = 0; oh < yd->h; oh++)
+            for (int ow = 0; ow < yd->w; ow++)
+                for (int k = 0; k < wd->k; k++) {
+                    const size_t yi = (((size_t)n * yd->h + oh) * yd->w + ow) * yd->c + k;
+                    const double yv = dir == 0 ? 0.0 : (double)y[yi];
+                    double s = 0.0;
+                    for (int r = 0; r < wd->r; r++)
+                        for (int q = 0; q < wd->s; q++) {
+                            const int ih = oh * cd->u - cd->ph + r, iw = ow * cd->v - cd->pw + q;
+                            if (ih < 0 || ih >= xd->h || iw < 0 || iw >= xd->w) continue;
+                            const size_t xi = (((size_t)n * xd->h + ih) * xd->w + iw) * C;
+                            const size_t wi = (((size_t)k * wd->r + r) * wd->s + q) * C;
+                            const float *xr = x + xi, *wr = w + wi;
+                            if (dir == 0)
+                                for (int c = 0; c < C; c++) s += (double)xr[c] * wr[c];
+                            else if (dir == 1)
+                                for (int c = 0; c < C; c++) acc[xi + c] += yv * wr[c];
+                            else
+                                for (int c = 0; c < C; c++) acc[wi + c] += (double)xr[c] * yv;
+                        }
+                    if (dir == 0) acc[yi] = s;
+                }
+}
+
 /* dir 0: y = alpha conv(x, w) + beta y; 1: dx = alpha conv^T(dy, w) + beta dx;
  * 2: dw = alpha corr(x, dy) + beta dw; the descriptors already checked. nondet: each
  * output's sum moved as a non-deterministic algorithm's would be (emu_atomic_noise). */
@@ -367,29 +416,11 @@ static void emu_conv_run(int dir, const emu_tensor_desc *xd, const emu_filter_de
     const size_t nw = (size_t)wd->k * wd->r * wd->s * wd->c;
     const size_t ny = (size_t)yd->n * yd->h * yd->w * yd->c;
     const size_t nout = dir == 0 ? ny : dir == 1 ? nx : nw;
+    const std::vector<float> xf = emu_floats(dt, dir == 1 ? NULL : x, nx);
+    const std::vector<float> wf = emu_floats(dt, dir == 2 ? NULL : w, nw);
+    const std::vector<float> yf = emu_floats(dt, dir == 0 ? NULL : y, ny);
     std::vector<double> acc(nout, 0.0);
-    for (int n = 0; n < xd->n; n++)
-        for (int oh = 0; oh < yd->h; oh++)
-            for (int ow = 0; ow < yd->w; ow++)
-                for (int k = 0; k < wd->k; k++)
-                    for (int r = 0; r < wd->r; r++)
-                        for (int q = 0; q < wd->s; q++) {
-                            const int ih = oh * cd->u - cd->ph + r, iw = ow * cd->v - cd->pw + q;
-                            if (ih < 0 || ih >= xd->h || iw < 0 || iw >= xd->w) continue;
-                            const size_t yi = (((size_t)n * yd->h + oh) * yd->w + ow) * yd->c + k;
-                            for (int c = 0; c < xd->c; c++) {
-                                const size_t xi =
-                                    (((size_t)n * xd->h + ih) * xd->w + iw) * xd->c + c;
-                                const size_t wi =
-                                    (((size_t)k * wd->r + r) * wd->s + q) * wd->c + c;
-                                if (dir == 0)
-                                    acc[yi] += emu_get(dt, x, xi) * emu_get(dt, w, wi);
-                                else if (dir == 1)
-                                    acc[xi] += emu_get(dt, y, yi) * emu_get(dt, w, wi);
-                                else
-                                    acc[wi] += emu_get(dt, x, xi) * emu_get(dt, y, yi);
-                            }
-                        }
+    emu_conv_sums(dir, xd, wd, cd, yd, xf.data(), wf.data(), yf.data(), acc.data());
     for (size_t i = 0; i < nout; i++) {
         const double v = a * acc[i] + (b != 0.0f ? b * emu_get(dt, out, i) : 0.0);
         emu_put(dt, out, i, nondet ? emu_atomic_noise(v) : v);

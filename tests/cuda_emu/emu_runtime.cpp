@@ -36,7 +36,14 @@
 
 dim3 threadIdx, blockIdx, blockDim, gridDim;
 
-#define EMU_STACK (128 * 1024)
+/* Each emulated thread's stack. The kernels use under 4 KiB (measured with AddressSanitizer
+ * on), and AddressSanitizer clears the shadow of the whole stack at every switch into a
+ * thread, so a small stack keeps launches fast; its lowest EMU_STACK_GUARD bytes hold a
+ * pattern checked after every launch, so that a thread that ran past its stack stops the
+ * run rather than corrupting its neighbour's. */
+#define EMU_STACK (32 * 1024)
+#define EMU_STACK_GUARD 1024
+#define EMU_STACK_FILL 0xa5
 
 static ucontext_t emu_sched;
 static std::vector<ucontext_t> emu_threads;
@@ -71,6 +78,12 @@ static void emu_run_grid(dim3 g, dim3 b, const std::function<void()> &body)
     if (emu_stack_count < n) {
         free(emu_stacks);
         emu_stacks = (char *)malloc((size_t)n * EMU_STACK);
+        if (!emu_stacks) {
+            fprintf(stderr, "emu: no memory for %u threads' stacks\n", n);
+            abort();
+        }
+        for (unsigned t = 0; t < n; t++)
+            memset(emu_stacks + (size_t)t * EMU_STACK, EMU_STACK_FILL, EMU_STACK_GUARD);
         emu_stack_count = n;
     }
     emu_threads.resize(n);
@@ -96,6 +109,15 @@ static void emu_run_grid(dim3 g, dim3 b, const std::function<void()> &body)
                         if (emu_done[t]) left--;
                     }
             }
+    for (unsigned t = 0; t < n; t++) {
+        const unsigned char *guard = (const unsigned char *)emu_stacks + (size_t)t * EMU_STACK;
+        for (size_t i = 0; i < EMU_STACK_GUARD; i++)
+            if (guard[i] != EMU_STACK_FILL) {
+                fprintf(stderr, "emu: thread %u of a launch ran past its %d-byte stack\n", t,
+                        EMU_STACK);
+                abort();
+            }
+    }
 }
 
 /* ------------------------------------------------------------------ stream capture

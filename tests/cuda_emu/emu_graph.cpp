@@ -1600,27 +1600,16 @@ struct emu_exec {
     }
 };
 
-/* v (a, c, hw) as (a, hw, c): the channels innermost. */
-static std::vector<float> emu_channels_last(const std::vector<float> &v, int64_t A, int64_t C,
-                                            int64_t HW)
+/* v (a, p, q) as (a, q, p): with (p, q) = (c, hw) the channels innermost, with
+ * (p, q) = (hw, c) back. */
+template <typename T>
+static std::vector<T> emu_swap_inner(const std::vector<T> &v, int64_t A, int64_t P, int64_t Q)
 {
-    std::vector<float> o(v.size());
+    std::vector<T> o(v.size());
     for (int64_t i = 0; i < A; i++)
-        for (int64_t c = 0; c < C; c++)
-            for (int64_t p = 0; p < HW; p++) o[(size_t)((i * HW + p) * C + c)] =
-                v[(size_t)((i * C + c) * HW + p)];
-    return o;
-}
-
-/* v (a, hw, c) back as (a, c, hw). */
-static std::vector<double> emu_channels_first(const std::vector<double> &v, int64_t A, int64_t C,
-                                              int64_t HW)
-{
-    std::vector<double> o(v.size());
-    for (int64_t i = 0; i < A; i++)
-        for (int64_t c = 0; c < C; c++)
-            for (int64_t p = 0; p < HW; p++) o[(size_t)((i * C + c) * HW + p)] =
-                v[(size_t)((i * HW + p) * C + c)];
+        for (int64_t p = 0; p < P; p++)
+            for (int64_t q = 0; q < Q; q++)
+                o[(size_t)((i * Q + q) * P + p)] = v[(size_t)((i * P + p) * Q + q)];
     return o;
 }
 
@@ -1678,16 +1667,16 @@ static std::vector<double> emu_conv_loops(int dir, const emu_geom &g, const emu_
     const int64_t K = wt.dims[0], R = wt.dims[2], S = wt.dims[3];
     const int64_t HO = yt.dims[2], WO = yt.dims[3];
     const std::vector<float> none;
-    const std::vector<float> xl = dir == 1 ? none : emu_channels_last(x, N, C, H * W);
-    const std::vector<float> wl = dir == 2 ? none : emu_channels_last(w, K, C, R * S);
+    const std::vector<float> xl = dir == 1 ? none : emu_swap_inner(x, N, C, H * W);
+    const std::vector<float> wl = dir == 2 ? none : emu_swap_inner(w, K, C, R * S);
     std::vector<double> acc(dir == 0   ? emu_numel(yt)
                             : dir == 1 ? emu_numel(xt)
                                        : emu_numel(wt),
                             0.0);
     emu_conv_sums(dir, g, N, C, H, W, K, R, S, HO, WO, xl.data(), wl.data(), y.data(),
                   acc.data());
-    if (dir == 1) return emu_channels_first(acc, N, C, H * W);
-    if (dir == 2) return emu_channels_first(acc, K, C, R * S);
+    if (dir == 1) return emu_swap_inner(acc, N, H * W, C);
+    if (dir == 2) return emu_swap_inner(acc, K, R * S, C);
     return acc;
 }
 

@@ -10,6 +10,7 @@
 #include "../base/alloc.h"
 #include "../base/grow.h"
 #include "../base/status.h"
+#include "plan_fused.h"
 
 /* ---------------------------------------------------------------- nodes */
 
@@ -195,7 +196,13 @@ uint64_t plan_signature(const struct plan *p)
 int plan_run_node(const struct backend *b, const struct plan_node *n)
 {
     int rc = DR_OK;
+    struct plan_node parts[PLAN_FUSED_MAX_PARTS];
     TRY(plan_node_check(n));
+    if (!b->ops->supports(b->ctx, n) && plan_op_is_fused(n->op)) {
+        const int count = plan_fused_expand(parts, n);   /* its reference decomposition */
+        for (int i = 0; i < count; i++) TRY(plan_run_node(b, &parts[i]));
+        goto cleanup;
+    }
     EXPECT(b->ops->supports(b->ctx, n), "the %s engine does not run %s nodes", b->ops->name,
            plan_op_name(n->op));
     rc = b->ops->run_node(b->ctx, n);

@@ -172,8 +172,27 @@ struct lerp_item {
         /* every item (struct sgd_item) stepped by Muon (kernels/muon.h):                   \
            lr_table F32 (steps), cursor, as SGD's */
 
+/* The fused ops, X(ID, name) as in PLAN_OPS: each is a run of plain ops in one node, whose
+ * results are those of its reference decomposition (plan_fused_expand, kernels/
+ * plan_fused.h) within the precision's tolerance, bit for bit on the CPU engine. The
+ * plan's builder (engine/core/model_fuse.c) emits one where the graph makes it safe and
+ * the engine supports it (backend_ops.supports, for the node's shapes and precision);
+ * elsewhere it emits the decomposition. An engine runs those it lists (the CPU engine's
+ * runner table takes PLAN_FUSED_OPS after PLAN_OPS; the CUDA engine's has none of them
+ * yet); plan_run_node runs the decomposition of one the engine does not support. */
+#define PLAN_FUSED_OPS(X)                                                                   \
+    X(BN_ACT_TRAIN, bn_act_train)                                                           \
+        /* BN_FWD_TRAIN, then ACT_FWD of its output, then (with a residual)                 \
+           ADD_FWD of the activation and the residual: par.bn_act */                        \
+    X(BN_ACT_EVAL, bn_act_eval)                                                             \
+        /* BN_FWD_EVAL, then ACT_FWD, then (with a residual) ADD_FWD */                     \
+    X(BN_ACT_BWD, bn_act_bwd)                                                               \
+        /* ACT_BWD into the batch norm's dy, then BN_BWD; the batch norm's                  \
+           output recomputed from x and the coefficients its BN_ACT_TRAIN                   \
+           kept */
+
 #define PLAN_OP_ENUM_ROW_(id, name) PLAN_##id,
-enum plan_op { PLAN_OPS(PLAN_OP_ENUM_ROW_) PLAN_OP_COUNT };
+enum plan_op { PLAN_OPS(PLAN_OP_ENUM_ROW_) PLAN_FUSED_OPS(PLAN_OP_ENUM_ROW_) PLAN_OP_COUNT };
 #undef PLAN_OP_ENUM_ROW_
 
 /* What a node is part of, for profiles and messages. */
@@ -227,8 +246,26 @@ enum plan_slot {
     PLAN_BATCH_IMAGES = 0, PLAN_BATCH_IMAGE_LABELS = 1, PLAN_BATCH_ROWS = 2,
     PLAN_BATCH_CURSOR = 3,                       /* BATCH src */
     PLAN_SGD_LR_TABLE = 0, PLAN_SGD_CURSOR = 1,  /* SGD src, MUON src */
-    PLAN_CURSOR = 0                              /* CURSOR_ADVANCE dst */
+    PLAN_CURSOR = 0,                             /* CURSOR_ADVANCE dst */
+    /* the fused batch norm (BN_ACT_TRAIN, BN_ACT_EVAL): dst[0 .. 4] and src[0 .. 2] as
+       BN_FWD_TRAIN's (BN_ACT_EVAL: dst 1 .. 4 NULL, the running statistics read from src
+       4 and 5), then: */
+    PLAN_BNA_ACT = 5,       /* dst: the activation's output (n, c, h, w) */
+    PLAN_BNA_OUT = 6,       /* dst: the residual add's output, NULL without a residual */
+    PLAN_BNA_COEF = 7,      /* dst: the coefficients kept for BN_ACT_BWD, F32 (S * c *
+                               PLAN_BN_COEF_PER_CHANNEL) in the engine's own layout; NULL:
+                               none kept (BN_ACT_TRAIN only) */
+    PLAN_BNA_RES = 3,       /* src: the residual (n, c, h, w), NULL without one */
+    PLAN_BNA_RMEAN = 4, PLAN_BNA_RVAR = 5,       /* src: BN_ACT_EVAL's running statistics */
+    /* BN_ACT_BWD: dst[0 .. 2] and src[0 .. 4] as BN_BWD's, dy the activation's, then: */
+    PLAN_BNA_DACT = 3,      /* dst: the activation's dx (the batch norm's dy) */
+    PLAN_BNA_BWD_Y = 5,     /* src: the batch norm's output (the activation's x) */
+    PLAN_BNA_BWD_COEF = 6   /* src: the coefficients BN_ACT_TRAIN kept */
 };
+
+/* The coefficients a fused batch norm keeps for its backward: floats per part and
+ * channel (PLAN_BNA_COEF). */
+#define PLAN_BN_COEF_PER_CHANNEL 4
 
 /* A node's scalar parameters, one member per op family (the op says which is valid).
  * Four members hold a pointer, to data the node's builder owns: the batch's
@@ -273,6 +310,16 @@ union plan_params {
         int nesterov;
         struct muon_ns ns;
     } muon;                  /* MUON: its items as SGD's */
+    struct {
+        struct bn_attr bn;
+        enum act_kind kind;
+        float alpha;
+        int keep_y;          /* 1: the batch norm's output is written (another reader
+                                needs it); 0: a fused run may leave it unwritten. With a
+                                residual, a fused run never writes the activation's
+                                output (the add alone reads it) */
+        int res_first;       /* the residual was the add's first operand */
+    } bn_act;                /* BN_ACT_TRAIN, BN_ACT_EVAL, BN_ACT_BWD (bn, kind, alpha) */
 };
 
 /* One node: one run of the op its kind names, by the engine's runner for that op. */
@@ -380,8 +427,10 @@ typedef int (*plan_node_hook)(void *user, const struct plan_node *n, int after);
 int plan_run_each(const struct backend *b, const struct plan *p, plan_node_hook hook,
                   void *user);
 
-/* Runs one node on b: plan_node_check, then b's supports (a node the engine does not run
- * is refused, DR_ERR_INTERNAL naming the engine and the op), then b's run_node. */
+/* Runs one node on b: plan_node_check, then b's supports (a fused node the engine does not
+ * run is run as its reference decomposition, plan_fused_expand, each part through
+ * plan_run_node; any other node the engine does not run is refused, DR_ERR_INTERNAL naming
+ * the engine and the op), then b's run_node. */
 int plan_run_node(const struct backend *b, const struct plan_node *n);
 
 /* Runs node n alone, as a plan of one node (plan_run_each): an eager call is a one-node

@@ -8,6 +8,7 @@
 #include "plan.h"
 
 #include "../base/status.h"
+#include "plan_fused.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -528,6 +529,14 @@ static const struct plan_op_desc plan_ops[PLAN_OP_COUNT] = {
     [PLAN_CURSOR_ADVANCE] = {"cursor_advance", 1, 0, 0, 0, 0, BIT(PLAN_CURSOR),
                              rule_cursor_advance},
     [PLAN_MUON] = {"muon", 0, 2, 0, 0, 0, 0, rule_muon},
+    [PLAN_BN_ACT_TRAIN] = {"bn_act_train", 8, 4, BIT(PLAN_BNA_OUT) | BIT(PLAN_BNA_COEF),
+                           BIT(PLAN_BNA_RES), 0, BIT(PLAN_RUNNING_MEAN) | BIT(PLAN_RUNNING_VAR),
+                           plan_fused_rule},
+    [PLAN_BN_ACT_EVAL] = {"bn_act_eval", 8, 6,
+                          BIT(PLAN_SAVE_MEAN) | BIT(PLAN_SAVE_INVSTD) | BIT(PLAN_RUNNING_MEAN) |
+                              BIT(PLAN_RUNNING_VAR) | BIT(PLAN_BNA_OUT) | BIT(PLAN_BNA_COEF),
+                          BIT(PLAN_BNA_RES), 0, 0, plan_fused_rule},
+    [PLAN_BN_ACT_BWD] = {"bn_act_bwd", 4, 7, BIT(PLAN_DX), 0, BIT(PLAN_DX), 0, plan_fused_rule},
 };
 
 #undef VAR

@@ -15,6 +15,7 @@
 
 #include "../kernels/backend.h"
 #include "../kernels/plan.h"
+#include "../kernels/plan_fused.h"
 #include "../base/status.h"
 #include "../kernels/activation.h"
 #include "../kernels/augment.h"
@@ -41,11 +42,11 @@ static void test_table(void)
     CHECK(o->name && strcmp(o->name, "cpu") == 0);
     CHECK(o->destroy && o->device_name && o->tensor_alloc && o->tensor_free && o->tensor_zero);
     CHECK(o->tensor_write && o->tensor_read && o->synchronize && o->supports && o->run_node);
-    CHECK(o->plan_compute && o->plan_forget);
-    for (int k = 0; k < PLAN_OP_COUNT; k++) {   /* a runner for every op */
+    CHECK(!o->plan_compute && !o->plan_forget);   /* plans run node by node */
+    for (int k = 0; k < PLAN_OP_COUNT; k++) {   /* a runner for every plain op */
         struct plan_node n;
         plan_node_init(&n, (enum plan_op)k);
-        CHECK(o->supports(b.ctx, &n));
+        CHECK(plan_op_is_fused((enum plan_op)k) || o->supports(b.ctx, &n));
     }
     struct plan_node none;
     plan_node_init(&none, PLAN_OP_COUNT);

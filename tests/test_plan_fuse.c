@@ -20,7 +20,6 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels/cpu/plan_cpu.h"
 #include "kernels/plan.h"
 #include "kernels/plan_fuse.h"
 
@@ -186,8 +185,30 @@ static void conv_bwd(struct plan *p, int dx, int dw, int dy, int x, int w, int a
 
 /* ------------------------------------------------------------------ the engines' caps */
 
-/* The CPU engine's are its own (cpu_plan_fuse_caps); the CUDA engine's, as
+/* An engine whose fused passes apply a ReLU only, leave values unwritten only in
+ * replayable plans and take the batch norm's sizes from x (what the analysis's act_kinds,
+ * replayable_only, forward_ok and backward_ok express); the CUDA engine's, as
  * kernels/cuda/plan_cuda.cu sets them (not linked into a CPU-only build). */
+static int relu_forward_ok(const struct plan_node *bn, const struct plan_node *act)
+{
+    const struct tensor *y = bn->dst[PLAN_Y], *x = bn->src[PLAN_X];
+    (void)act;
+    return x && x->data && tensor_same_shape(y, x);
+}
+
+static int relu_backward_ok(const struct plan_node *act, const struct plan_node *bwd)
+{
+    const struct tensor *d = act->src[PLAN_DY], *x = bwd->src[PLAN_BWD_X];
+    return d->data && x && tensor_same_shape(d, x);
+}
+
+static const struct plan_fuse_caps RELU_CAPS = {
+    .act_kinds = 1u << ACT_RELU,
+    .replayable_only = 1,
+    .forward_ok = relu_forward_ok,
+    .backward_ok = relu_backward_ok,
+};
+
 static const struct plan_fuse_caps CUDA_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
                                                 NULL, NULL, NULL, 1, NULL, 1, NULL};
 
@@ -316,12 +337,12 @@ static void test_forward_add(void)
                                   {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
                                   {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1}};
     expect_steps("bn+relu+add (cuda)", &p, &CUDA_CAPS, folded, 3);
-    expect_steps("bn+relu+add (cpu)", &p, cpu_plan_fuse_caps(), folded, 3);
+    expect_steps("bn+relu+add (relu only)", &p, &RELU_CAPS, folded, 3);
 
     /* not replayable: the CPU folds the activation alone and writes every output */
     p.replayable = 0;
     expect_steps("bn+relu+add, not replayable (cuda)", &p, &CUDA_CAPS, folded, 3);
-    EXPECT_STEPS("bn+relu+add, not replayable (cpu)", &p, cpu_plan_fuse_caps(),
+    EXPECT_STEPS("bn+relu+add, not replayable (relu only)", &p, &RELU_CAPS,
                  {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1, -1},
                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     p.replayable = 1;
@@ -337,7 +358,7 @@ static void test_forward_add(void)
     /* gelu: the CUDA engine fuses it, the CPU engine does not */
     p.nodes[1].par.act.kind = ACT_GELU;
     expect_steps("bn+gelu+add (cuda)", &p, &CUDA_CAPS, folded, 3);
-    expect_unfused("bn+gelu+add (cpu)", &p, cpu_plan_fuse_caps());
+    expect_unfused("bn+gelu+add (relu only)", &p, &RELU_CAPS);
     p.nodes[1].par.act.kind = (enum act_kind)ACT_KIND_COUNT;   /* not a kind */
     expect_unfused("bn+invalid act (cuda)", &p, &CUDA_CAPS);
     p.nodes[1].par.act.kind = ACT_RELU;
@@ -345,7 +366,7 @@ static void test_forward_add(void)
     /* the CPU passes take their sizes from x: an x of another shape is not fused there */
     t[X].h = 4;
     expect_steps("bn+relu+add, x of another shape (cuda)", &p, &CUDA_CAPS, folded, 3);
-    expect_unfused("bn+relu+add, x of another shape (cpu)", &p, cpu_plan_fuse_caps());
+    expect_unfused("bn+relu+add, x of another shape (relu only)", &p, &RELU_CAPS);
     t[X].h = 3;
 
     /* the residual is written between the batch norm and the add: the add stays apart */
@@ -376,7 +397,7 @@ static void test_second_reader(void)
                                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
                                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1}};
     expect_steps("bn output read twice (cuda)", &p, &CUDA_CAPS, keep, 3);
-    expect_steps("bn output read twice (cpu)", &p, cpu_plan_fuse_caps(), keep, 3);
+    expect_steps("bn output read twice (relu only)", &p, &RELU_CAPS, keep, 3);
 
     /* the reader rewritten to read the activation's output: the add is not folded (its
      * input must be written), the activation is, and the batch norm's output is spared */
@@ -419,7 +440,7 @@ static void test_backward(void)
                                  {5, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
                                  {6, PLAN_FUSE_BN_BWD, 5, -1, 0, 0, 0, -1, -1}};
     expect_steps("act_bwd into bn_bwd (cuda)", &p, &CUDA_CAPS, fused, 4);
-    expect_steps("act_bwd into bn_bwd (cpu)", &p, cpu_plan_fuse_caps(), fused, 4);
+    expect_steps("act_bwd into bn_bwd (relu only)", &p, &RELU_CAPS, fused, 4);
 
     /* the batch norm's backward without a dx (it reads the network's input) */
     p.nodes[6].dst[PLAN_DX] = NULL;
@@ -429,7 +450,7 @@ static void test_backward(void)
     /* not replayable: the CPU does not fold the backward, and keeps the outputs */
     p.replayable = 0;
     expect_steps("act_bwd into bn_bwd, not replayable (cuda)", &p, &CUDA_CAPS, fused, 4);
-    EXPECT_STEPS("act_bwd into bn_bwd, not replayable (cpu)", &p, cpu_plan_fuse_caps(),
+    EXPECT_STEPS("act_bwd into bn_bwd, not replayable (relu only)", &p, &RELU_CAPS,
                  {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1, -1},
                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     p.replayable = 1;
@@ -441,7 +462,7 @@ static void test_backward(void)
     const struct want apart[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1, -1},
                                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1}};
     expect_steps("accumulating act_bwd (cuda)", &p, &CUDA_CAPS, apart, 2);
-    expect_steps("accumulating act_bwd (cpu)", &p, cpu_plan_fuse_caps(), apart, 2);
+    expect_steps("accumulating act_bwd (relu only)", &p, &RELU_CAPS, apart, 2);
     plan_free(&p);
 
     /* gelu: the CUDA engine folds it, the CPU engine nothing */
@@ -449,7 +470,7 @@ static void test_backward(void)
     p.nodes[1].par.act.kind = ACT_GELU;
     p.nodes[5].par.act.kind = ACT_GELU;
     expect_steps("gelu backward (cuda)", &p, &CUDA_CAPS, fused, 4);
-    expect_unfused("gelu backward (cpu)", &p, cpu_plan_fuse_caps());
+    expect_unfused("gelu backward (relu only)", &p, &RELU_CAPS);
     plan_free(&p);
 
     /* the batch norm's input rewritten between the forward and the backward: the
@@ -506,7 +527,7 @@ static void test_eval_views(void)
                                  {5, PLAN_FUSE_BN_EVAL, 6, -1, -1, 0, 0, -1, -1},
                                  {6, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1}};
     expect_steps("two views (cuda)", &p, &CUDA_CAPS, views, 4);
-    expect_steps("two views (cpu)", &p, cpu_plan_fuse_caps(), views, 4);
+    expect_steps("two views (relu only)", &p, &RELU_CAPS, views, 4);
     plan_free(&p);
 
     /* a reader of the first view's batch-norm output, before the second view rewrites
@@ -550,7 +571,7 @@ static void test_add_stats(void)
     EXPECT_STEPS("add takes the statistics", &p, &CUDA_CAPS,
                  {0, PLAN_FUSE_ADD_STATS, -1, -1, -1, 0, 0, 1, -1},
                  {1, PLAN_FUSE_BN_TRAIN, -1, -1, -1, 1, 0, 0, -1});
-    expect_unfused("add takes the statistics (cpu)", &p, cpu_plan_fuse_caps());
+    expect_unfused("add takes the statistics (relu only)", &p, &RELU_CAPS);
     plan_free(&p);
 
     add_fwd(&p, S, A, R);          /* 0 */
@@ -562,7 +583,7 @@ static void test_add_stats(void)
                  {0, PLAN_FUSE_ADD_STATS, -1, -1, -1, 0, 0, 1, -1},
                  {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, 0, -1},
                  {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
-    EXPECT_STEPS("add takes the statistics, relu folded (cpu)", &p, cpu_plan_fuse_caps(),
+    EXPECT_STEPS("add takes the statistics, relu folded (relu only)", &p, &RELU_CAPS,
                  {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, -1, -1},
                  {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     plan_free(&p);
@@ -633,7 +654,7 @@ static void test_conv_bn(void)
     conv_answer.answer = 0;
     expect_steps("the engine refuses", &p, &CONV_CAPS, old_fusion, 4);
     expect_steps("no such path (cuda caps)", &p, &CUDA_CAPS, old_fusion, 4);
-    EXPECT_STEPS("no such path (cpu)", &p, cpu_plan_fuse_caps(),
+    EXPECT_STEPS("no such path (relu only)", &p, &RELU_CAPS,
                  {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 1, -1, -1},
                  {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
                  {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1, -1},
@@ -649,7 +670,7 @@ static void test_conv_bn(void)
     expect_steps("hardswish: not inside the convolutions", &p, &CONV_CAPS, stats_fusion, 5);
     CHECK(conv_answer.bwd_asked == 0);
     expect_steps("hardswish (cuda caps)", &p, &CUDA_CAPS, old_fusion, 4);
-    expect_unfused("hardswish (cpu)", &p, cpu_plan_fuse_caps());
+    expect_unfused("hardswish (relu only)", &p, &RELU_CAPS);
     plan_free(&p);
 
     /* not inside the convolutions: conv0 still sums its output for the batch norm */
@@ -712,7 +733,7 @@ static void test_conv_stats(void)
     expect_steps("the engine refuses the sums", &p, &CONV_CAPS, unsummed, 3);
     conv_answer.answer = 1;
     expect_steps("no such path (cuda caps)", &p, &CUDA_CAPS, unsummed, 3);
-    EXPECT_STEPS("no such path (cpu)", &p, cpu_plan_fuse_caps(),
+    EXPECT_STEPS("no such path (relu only)", &p, &RELU_CAPS,
                  {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, -1, -1},
                  {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     /* a batch norm without an activation after it runs fused for the sums */
@@ -872,7 +893,7 @@ static void test_bn_into_convs(void)
     expect_steps("the engine refuses the weight gradient", &p, &CONV_CAPS, unfolded, 4);
     conv_answer.wgrad_refused = 0;
     expect_steps("no such path (cuda caps)", &p, &CUDA_CAPS, unfolded, 4);
-    expect_steps("no such path (cpu)", &p, cpu_plan_fuse_caps(), unfolded, 4);
+    expect_steps("no such path (relu only)", &p, &RELU_CAPS, unfolded, 4);
     /* the data gradients need not accumulate: only the weight gradients read x */
     p.nodes[7].acc = 0;
     expect_steps("overwriting data gradients", &p, &CONV_CAPS, folded, 8);
@@ -1182,7 +1203,7 @@ static void test_bn_pool(void)
     pool_steps(unpooled, 0, 6);
     build_pool_plan(&p, 0);
     expect_steps("bn+relu+pool (cuda)", &p, &CUDA_CAPS, folded, POOLED);
-    expect_steps("bn+relu+pool (cpu: no pool_fold)", &p, cpu_plan_fuse_caps(), unpooled,
+    expect_steps("bn+relu+pool (relu only: no pool_fold)", &p, &RELU_CAPS, unpooled,
                  UNPOOLED);
     const struct pool_attr tiling = p.nodes[2].par.pool;
     for (size_t i = 0; i < sizeof(apart) / sizeof(apart[0]); i++) {

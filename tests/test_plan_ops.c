@@ -21,6 +21,7 @@
 #include "engine/core/experiment.h"
 #include "engine/core/graph.h"
 #include "engine/core/model.h"
+#include "kernels/plan_fused.h"
 #include "kernels/backend.h"
 #include "kernels/plan.h"
 
@@ -223,12 +224,11 @@ static int supports_no_act(void *ctx, const struct plan_node *n)
     return n->op != PLAN_ACT_FWD && real_ops->supports(ctx, n);
 }
 
-/* The CPU engine: its runner table covers every op; a malformed lone node is refused
+/* The CPU engine: its runner table covers every plain op; a malformed lone node is refused
  * before the engine sees it (DR_ERR_INTERNAL, its output untouched), and so is a node the
- * engine says it does not run; a conv -> batch norm -> ReLU forward run as one plan
- * through plan_compute (the CPU engine's plan executor, which fuses a batch norm with the
- * ReLU after it) gives the bits
- * of the same nodes run one by one as lone nodes (plan_run_op). */
+ * engine says it does not run; a conv -> batch norm -> ReLU forward run as one plan, the
+ * batch norm and the ReLU as one fused node (BN_ACT_TRAIN), gives the bits of the plain
+ * nodes run one by one as lone nodes (plan_run_op). */
 static void test_engine(void)
 {
     struct backend be;
@@ -236,10 +236,10 @@ static void test_engine(void)
         CHECK(0);
         return;
     }
-    for (int k = 0; k < PLAN_OP_COUNT; k++) {
+    for (int k = 0; k < PLAN_OP_COUNT; k++) {   /* the fused ops: tests/test_plan_fused.c */
         struct plan_node n;
         plan_node_init(&n, (enum plan_op)k);
-        CHECK(be.ops->supports(be.ctx, &n));
+        CHECK(plan_op_is_fused((enum plan_op)k) || be.ops->supports(be.ctx, &n));
     }
     struct tensor x = filled(&be, TENSOR_ACT, 2, 3, 8, 8, 1);
     struct tensor w = filled(&be, TENSOR_PARAM, 4, 3, 3, 3, 2);
@@ -282,13 +282,15 @@ static void test_engine(void)
     struct plan_node *n = plan_append(&p, PLAN_CONV_FWD, PLAN_PHASE_FORWARD, 0);
     plan_node_set_tensors(n, PLAN_DSTS(&y[1]), PLAN_SRCS(&x, &w, &b));
     n->par = conv;
-    n = plan_append(&p, PLAN_BN_FWD_TRAIN, PLAN_PHASE_FORWARD, 1);
-    plan_node_set_tensors(n, PLAN_DSTS(&z[1], &stat[1][0], &stat[1][1], &stat[1][2], &stat[1][3]),
-                          PLAN_SRCS(&y[1], &gamma, &beta));
-    n->par = bn;
-    n = plan_append(&p, PLAN_ACT_FWD, PLAN_PHASE_FORWARD, 2);
-    plan_node_set_tensors(n, PLAN_DSTS(&a[1]), PLAN_SRCS(&z[1]));
-    n->par = relu;
+    n = plan_append(&p, PLAN_BN_ACT_TRAIN, PLAN_PHASE_FORWARD, 1);
+    plan_node_set_tensors(n,
+                          PLAN_DSTS(&z[1], &stat[1][0], &stat[1][1], &stat[1][2], &stat[1][3],
+                                    &a[1], NULL, NULL),
+                          PLAN_SRCS(&y[1], &gamma, &beta, NULL));
+    n->par.bn_act.bn = bn.bn;
+    n->par.bn_act.kind = ACT_RELU;
+    n->par.bn_act.keep_y = 1;
+    CHECK(be.ops->supports(be.ctx, n));
     CHECK(plan_compute(&be, &p) == DR_OK);
     CHECK(same_bits(&be, &y[0], &y[1]) && same_bits(&be, &a[0], &a[1]));
     for (int k = 0; k < 4; k++) CHECK(same_bits(&be, &stat[0][k], &stat[1][k]));

@@ -31,6 +31,9 @@ struct model {
     struct tensor *p, *dp, *v;/* [g->n_params] parameters, gradients, momentum */
     struct tensor *bn_mean, *bn_invstd, *bn_rmean, *bn_rvar; /* [g->count], BN layers only;
                                  bn_mean/bn_invstd hold splits * c values */
+    struct tensor *bn_coef;   /* [g->count], BN layers only: the coefficients a fused
+                                 forward keeps for its backward (kernels/plan.h
+                                 PLAN_BNA_COEF), PLAN_BN_COEF_PER_CHANNEL * splits * c */
     struct tensor *avg;       /* [g->n_params] averaged parameters, NULL = no averaging */
     struct tensor *avg_rmean, *avg_rvar; /* [g->count] averaged BN running statistics */
     struct tensor probs;      /* softmax of the logits */

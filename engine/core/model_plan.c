@@ -4,6 +4,7 @@
  * model_loss, model_backward and model_sgd. The model is described here once: every
  * way of running it goes through these builders. */
 #include "model.h"
+#include "model_fuse.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -353,15 +354,41 @@ cleanup:
     return rc;
 }
 
-/* Every live layer's forward node, in graph order. */
-static int add_forward(struct plan *p, struct model *m, int train)
+/* The fused nodes of a plan (model_fuse.h) into a new array *f, for the handles h. */
+static int fuse_decide(struct model_fuse_layer **f, struct model *m,
+                       const struct plan_handles *h, int train, int whole, int with_bwd)
+{
+    int rc = DR_OK;
+    const struct model_fuse_handles fh = {h->y, h->dy};
+    *f = dr_calloc((size_t)m->g->count, sizeof(**f));
+    CHECK_ALLOC(*f, "the plan's fused nodes");
+    model_fuse_decide(*f, m, &fh, train, whole, with_bwd);
+cleanup:
+    return rc;
+}
+
+/* Every live layer's forward node, in graph order, the fused ones as model_fuse.h says
+ * (whole, with_bwd: model_fuse_decide's). */
+static int add_forward(struct plan *p, struct model *m, int train, int whole, int with_bwd)
 {
     int rc = DR_OK;
     struct plan_handles h;
+    struct model_fuse_layer *f = NULL;
+    struct plan_node *n = NULL;
     TRY(handles_make(&h, m));
-    for (int i = 1; i < m->g->count; i++)
-        if (m->live[i]) TRY(add_layer_forward(p, m, &h, i, train));
+    TRY(fuse_decide(&f, m, &h, train, whole, with_bwd));
+    for (int i = 1; i < m->g->count; i++) {
+        if (!m->live[i] || f[i].in_fwd) continue;
+        if (f[i].act < 0) {
+            TRY(add_layer_forward(p, m, &h, i, train));
+            continue;
+        }
+        const struct model_fuse_handles fh = {h.y, h.dy};
+        APPEND(n, p, PLAN_BN_ACT_TRAIN, PLAN_PHASE_FORWARD, i);
+        model_fuse_fwd_node(n, m, &fh, &f[i], i, train);
+    }
 cleanup:
+    free(f);
     handles_free(&h);
     return rc;
 }
@@ -379,20 +406,34 @@ cleanup:
     return rc;
 }
 
-/* The loss gradient, then every live layer's backward nodes in reverse graph order. */
-static int add_backward(struct plan *p, struct model *m, float smoothing, float scale)
+/* The loss gradient, then every live layer's backward nodes in reverse graph order, the
+ * fused ones as model_fuse.h says (whole: model_fuse_decide's, of a training plan with
+ * its backward). */
+static int add_backward(struct plan *p, struct model *m, float smoothing, float scale,
+                        int whole)
 {
     int rc = DR_OK;
     struct plan_node *n = NULL;
     struct plan_handles h;
+    struct model_fuse_layer *f = NULL;
     TRY(handles_make(&h, m));
+    TRY(fuse_decide(&f, m, &h, 1, whole, 1));
     APPEND(n, p, PLAN_XENT_BWD, PLAN_PHASE_LOSS, -1);
     plan_node_set_tensors(n, PLAN_DSTS(h.dy[m->g->output]), PLAN_SRCS(&m->probs, &m->labels));
     n->par.xent.smoothing = smoothing;
     n->par.xent.scale = scale;
-    for (int i = m->g->count - 1; i > 0; i--)
-        if (m->live[i]) TRY(add_layer_backward(p, m, &h, i));
+    for (int i = m->g->count - 1; i > 0; i--) {
+        if (!m->live[i] || f[i].in_bwd) continue;
+        if (!f[i].bwd) {
+            TRY(add_layer_backward(p, m, &h, i));
+            continue;
+        }
+        const struct model_fuse_handles fh = {h.y, h.dy};
+        APPEND(n, p, PLAN_BN_ACT_BWD, PLAN_PHASE_BACKWARD, i);
+        model_fuse_bwd_node(n, m, &fh, &f[i], i);
+    }
 cleanup:
+    free(f);
     handles_free(&h);
     return rc;
 }
@@ -536,9 +577,9 @@ int model_plan_train(struct plan *p, struct model *m, const struct model_batch_s
     }
     TRY(sgd_items(&m->sgd_items, &m->sgd_count, m, o->wd, o->lr_scale, o->wd_scale));
     TRY(add_batch(p, m, src, o->aug));
-    TRY(add_forward(p, m, 1));
+    TRY(add_forward(p, m, 1, 1, 1));
     TRY(add_loss(p, m, model_logits(m), o->smoothing));
-    TRY(add_backward(p, m, o->smoothing, o->grad_scale));
+    TRY(add_backward(p, m, o->smoothing, o->grad_scale, 1));
     if (o->n_groups > 0)   /* the ungrouped kinds first, then each group's */
         m->sgd_count = used = fill_items(m->sgd_items, m, ~grouped, o->wd, o->lr_scale,
                                          o->wd_scale);
@@ -562,13 +603,13 @@ int model_plan_eval(struct plan *p, struct model *m, const struct model_batch_sr
     TRY(check_ops(m->be, 1, 0));
     if (nviews <= 0) {
         TRY(add_batch(p, m, src, NULL));
-        TRY(add_forward(p, m, 0));
+        TRY(add_forward(p, m, 0, 1, 0));
         TRY(add_loss(p, m, model_logits(m), 0.0f));
     } else {
         for (int v = 0; v < nviews; v++) {
             struct plan_node *n = NULL;
             TRY(add_batch(p, m, src, &views[v]));
-            TRY(add_forward(p, m, 0));
+            TRY(add_forward(p, m, 0, 1, 0));
             APPEND(n, p, PLAN_SCALED_COPY, PLAN_PHASE_LOSS, -1);
             plan_node_set_tensors(n, PLAN_DSTS(view_sum), PLAN_SRCS(model_logits(m)));
             n->par.scale.s = weights[v];
@@ -641,7 +682,7 @@ int model_forward(struct model *m, int train)
 {
     int rc = DR_OK;
     struct plan p = {0};
-    TRY(add_forward(&p, m, train));
+    TRY(add_forward(&p, m, train, 0, 0));
     TRY(model_run_plan(m, &p));
 cleanup:
     plan_free(&p);
@@ -663,7 +704,7 @@ int model_backward(struct model *m, float smoothing, float scale)
 {
     int rc = DR_OK;
     struct plan p = {0};
-    TRY(add_backward(&p, m, smoothing, scale));
+    TRY(add_backward(&p, m, smoothing, scale, 0));
     TRY(model_run_plan(m, &p));
 cleanup:
     plan_free(&p);

@@ -1,5 +1,5 @@
 /* The CPU engine's backend table: lifetime, memory, and the nodes (its runner table,
- * nodes_cpu.c, and its plan executor, plan_cpu.c). Activations (TENSOR_ACT) live in host
+ * nodes_cpu.c, with its fused ops in plan_cpu.c; a plan runs node by node). Activations (TENSOR_ACT) live in host
  * memory as fp32 (C, N, H, W) using the tensor's current n, so an activation (n, f, 1, 1)
  * is exactly the features-major (f, n) matrix the linear and loss kernels take.
  * Parameters and vectors are stored in their canonical form. Threads: one OpenMP team
@@ -21,7 +21,6 @@
 struct cpu_ctx {
     int threads;
     char name[192];
-    struct cpu_plan_cache *plans;   /* plan_cpu.c's analyses */
 };
 
 /* Makes every node run on the backend's team size, even when another caller changed it. */
@@ -40,7 +39,6 @@ static size_t cpu_elem_size(enum tensor_kind kind)
 
 static void cpu_destroy(void *ctx)
 {
-    if (ctx) cpu_plan_cache_free(((struct cpu_ctx *)ctx)->plans);
     conv2d_dnnl_release(); /* the cached convolution primitives and their work buffer */
     free(ctx);
 }
@@ -127,7 +125,8 @@ static int cpu_synchronize(void *ctx)
 
 /* ------------------------------------------------------------------ nodes */
 
-/* backend_ops.supports: every op in fp32, whatever the shapes the op table allows. */
+/* backend_ops.supports: every plain op in fp32, whatever the shapes the op table allows,
+ * and the fused ops cpu_fused_supported takes. */
 static int cpu_supports(void *ctx, const struct plan_node *n)
 {
     (void)ctx;
@@ -139,23 +138,6 @@ static int cpu_run_node(void *ctx, const struct plan_node *n)
 {
     cpu_enter(ctx);
     return cpu_node_run(n);
-}
-
-static const struct backend_ops cpu_ops;
-
-/* The plan with the batch-norm patterns of plan_cpu.c fused. */
-static int cpu_plan_compute(void *ctx, const struct plan *p)
-{
-    struct cpu_ctx *c = ctx;
-    const struct backend b = {&cpu_ops, c};
-    cpu_enter(ctx);
-    return cpu_plan_run(&c->plans, &b, p);
-}
-
-/* backend_ops.plan_forget: plan p's analysis goes (p is being freed). */
-static void cpu_plan_forget_op(void *ctx, const struct plan *p)
-{
-    cpu_plan_forget(((struct cpu_ctx *)ctx)->plans, p);
 }
 
 /* ------------------------------------------------------------------ the table */
@@ -172,8 +154,8 @@ static const struct backend_ops cpu_ops = {
     .synchronize = cpu_synchronize,
     .supports = cpu_supports,
     .run_node = cpu_run_node,
-    .plan_compute = cpu_plan_compute,
-    .plan_forget = cpu_plan_forget_op,
+    .plan_compute = NULL,   /* node by node: the builder fused what the engine runs fused */
+    .plan_forget = NULL,
     .counters = NULL,   /* the CPU engine counts nothing */
     .counters_reset = NULL,
 };

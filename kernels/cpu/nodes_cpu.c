@@ -14,6 +14,7 @@
 #include "../conv2d.h"
 #include "../loss.h"
 #include "../optimizer.h"
+#include "../plan_fused.h"
 #include "../pool.h"
 #include "../tensor_ops.h"
 #include "muon_cpu.h"
@@ -349,14 +350,15 @@ typedef int (*cpu_node_fn)(const struct plan_node *n);
 
 /* One runner per op, indexed by enum plan_op. */
 #define CPU_NODE_ROW_(id, name) [PLAN_##id] = cpu_run_##name,
-static const cpu_node_fn cpu_nodes[] = {PLAN_OPS(CPU_NODE_ROW_)};
+static const cpu_node_fn cpu_nodes[] = {PLAN_OPS(CPU_NODE_ROW_) PLAN_FUSED_OPS(CPU_NODE_ROW_)};
 #undef CPU_NODE_ROW_
 _Static_assert(sizeof(cpu_nodes) / sizeof(cpu_nodes[0]) == PLAN_OP_COUNT,
                "the runner table has a row for every op");
 
 int cpu_node_supported(const struct plan_node *n)
 {
-    return (unsigned)n->op < PLAN_OP_COUNT && cpu_nodes[n->op] != NULL;
+    return (unsigned)n->op < PLAN_OP_COUNT && cpu_nodes[n->op] != NULL &&
+           (!plan_op_is_fused(n->op) || cpu_fused_supported(n));
 }
 
 int cpu_node_run(const struct plan_node *n)

@@ -1,7 +1,6 @@
-/* The CPU engine's nodes and plans: its runner table (nodes_cpu.c: backend_ops.supports
- * and run_node) and its plan executor (plan_cpu.c, backend_ops.plan_compute: the plan's
- * nodes through the runner table, but for the batch-norm patterns it fuses, found by the
- * analysis the engines share, kernels/plan_fuse.h). */
+/* The CPU engine's nodes: its runner table (nodes_cpu.c: backend_ops.supports and
+ * run_node), whose fused ops (kernels/plan.h, PLAN_FUSED_OPS) run in plan_cpu.c. A plan
+ * runs node by node (plan_run_each): what fuses was decided by its builder. */
 #ifndef DAWNRUN_KERNELS_CPU_PLAN_CPU_H
 #define DAWNRUN_KERNELS_CPU_PLAN_CPU_H
 
@@ -12,10 +11,11 @@
  * beside its kernels instead (linear's in linear.c). */
 #define CPU_RUN_DECL_(id, name) int cpu_run_##name(const struct plan_node *n);
 PLAN_OPS(CPU_RUN_DECL_)
+PLAN_FUSED_OPS(CPU_RUN_DECL_)
 #undef CPU_RUN_DECL_
 
-/* Whether the CPU engine has a runner for node n's op (it has one for every op, in fp32,
- * whatever the shapes the op's rule allows): 1 or 0. */
+/* Whether the CPU engine runs node n: every plain op, in fp32, whatever the shapes the
+ * op's rule allows; a fused op where cpu_fused_supported says so. 1 or 0. */
 int cpu_node_supported(const struct plan_node *n);
 
 /* Runs node n, which plan_node_check passed, on the CPU kernels (on the calling thread's
@@ -23,24 +23,9 @@ int cpu_node_supported(const struct plan_node *n);
  * batch row out of range. */
 int cpu_node_run(const struct plan_node *n);
 
-/* The analyses of the plans run so far, by plan and signature. */
-struct cpu_plan_cache;
-struct plan_fuse_caps;
-
-/* What the CPU engine's fused passes take (kernels/plan_fuse.h), as cpu_plan_run hands it
- * to plan_fuse_analyse; static, never NULL. */
-const struct plan_fuse_caps *cpu_plan_fuse_caps(void);
-
-/* Runs plan p through backend b (the CPU engine), fusing where plan_cpu.c says, with
- * plan_run_each's results bit for bit; *cache (NULL at first) keeps each plan's analysis.
- * DAWNRUN_CPU_FUSE=0 (read at each run) runs every node one by one. Returns the first
- * failing node's status. */
-int cpu_plan_run(struct cpu_plan_cache **cache, const struct backend *b, const struct plan *p);
-
-/* Drops plan p's analysis from the cache (p is being freed). Safe on NULL. */
-void cpu_plan_forget(struct cpu_plan_cache *cache, const struct plan *p);
-
-/* Releases the cache. Safe on NULL. */
-void cpu_plan_cache_free(struct cpu_plan_cache *cache);
+/* Whether the CPU engine's fused passes (plan_cpu.c) run fused node n: a ReLU, the batch
+ * norm's tensors with data and of its input's shape, and DAWNRUN_CPU_FUSE not "0" (read
+ * at each call); 1 or 0. */
+int cpu_fused_supported(const struct plan_node *n);
 
 #endif

@@ -504,7 +504,8 @@ int cuda_xent_backward(void *ctx, struct tensor *dlogits, const struct tensor *p
 PLAN_OPS(CUDA_RUN_DECL_)
 #undef CUDA_RUN_DECL_
 
-/* nodes_cuda.cu: backend_ops.supports (every op of kernels/plan.h, in every precision)
+/* nodes_cuda.cu: backend_ops.supports (every plain op of kernels/plan.h, in every
+ * precision; none of the fused ops, PLAN_FUSED_OPS)
  * and backend_ops.run_node (the op's runner, through the table generated from PLAN_OPS). */
 int cuda_supports(void *ctx, const struct plan_node *n);
 int cuda_run_node(void *ctx, const struct plan_node *n);

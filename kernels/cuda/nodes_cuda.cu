@@ -155,9 +155,14 @@ struct cuda_node_row {
     int (*run)(void *ctx, const struct plan_node *n);
 };
 
-/* The runner table, in enum plan_op's order (generated from PLAN_OPS). */
+/* The runner table, in enum plan_op's order (generated from PLAN_OPS): no runner for the
+ * fused ops (PLAN_FUSED_OPS), which plan_run_node runs as their decompositions and the
+ * builder does not emit for this engine; its fused paths are plan_cuda.cu's. */
 #define CUDA_NODE_ROW_(id, name) {PLAN_##id, cuda_run_##name},
-static const struct cuda_node_row cuda_nodes[] = {PLAN_OPS(CUDA_NODE_ROW_)};
+#define CUDA_NODE_NONE_(id, name) {PLAN_##id, NULL},
+static const struct cuda_node_row cuda_nodes[] = {PLAN_OPS(CUDA_NODE_ROW_)
+                                                      PLAN_FUSED_OPS(CUDA_NODE_NONE_)};
+#undef CUDA_NODE_NONE_
 #undef CUDA_NODE_ROW_
 static_assert(sizeof(cuda_nodes) / sizeof(cuda_nodes[0]) == PLAN_OP_COUNT,
               "the CUDA engine has a runner for every op");

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 extern "C" {
+#include "kernels/plan_fused.h"
 #include "kernels/precision.h"
 }
 #include "cuda_internal.h"
@@ -390,10 +391,10 @@ int main(void)
 
     struct net n;
     CHECK(net_create(&n, 1) == 0);
-    for (int k = 0; k < PLAN_OP_COUNT; k++) {   /* a runner for every op (nodes_cuda.cu) */
+    for (int k = 0; k < PLAN_OP_COUNT; k++) {   /* a runner for every plain op (nodes_cuda.cu) */
         struct plan_node bare;
         plan_node_init(&bare, (enum plan_op)k);
-        CHECK(n.be.ops->supports(n.be.ctx, &bare));
+        CHECK(n.be.ops->supports(n.be.ctx, &bare) == !plan_op_is_fused((enum plan_op)k));
     }
     for (int k = 0; k < RUNS; k++) {
         const int before = failures;

@@ -1,0 +1,229 @@
+/* The fused ops (kernels/plan.h PLAN_FUSED_OPS) on the CPU engine: each fused node,
+ * with and without a residual, keeping the batch norm's output or not, ghost parts, an
+ * accumulating backward, gives its reference decomposition's bits (plan_fused_expand's
+ * parts run as lone nodes) on every output it writes; a fused node of an activation the
+ * engine's fused passes do not apply (GELU) is not supported and plan_run_node runs its
+ * decomposition; DAWNRUN_CPU_FUSE=0 supports none; the op's rule refuses kept
+ * coefficients of the wrong size and a residual without the add's output. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "base/status.h"
+#include "kernels/backend.h"
+#include "kernels/plan.h"
+#include "kernels/plan_fused.h"
+
+enum { N = 4, C = 3, H = 5, W = 6 };
+
+static struct backend be;
+
+static struct tensor filled(enum tensor_kind kind, int n, int c, int h, int w, unsigned salt)
+{
+    struct tensor t = {NULL, kind, n, c, h, w};
+    CHECK(be.ops->tensor_alloc(be.ctx, &t) == DR_OK);
+    float *v = malloc(tensor_count(&t) * sizeof(float));
+    for (size_t i = 0; v && i < tensor_count(&t); i++)
+        v[i] = (float)((i * 2654435761u + salt * 97u) % 1000u) / 400.0f - 1.25f;
+    if (v) CHECK(be.ops->tensor_write(be.ctx, &t, v) == DR_OK);
+    free(v);
+    return t;
+}
+
+static int same_bits(const struct tensor *a, const struct tensor *b)
+{
+    const size_t bytes = tensor_count(a) * sizeof(float);
+    float *x = malloc(bytes), *y = malloc(bytes);
+    const int same = x && y && be.ops->tensor_read(be.ctx, x, a) == DR_OK &&
+                     be.ops->tensor_read(be.ctx, y, b) == DR_OK && memcmp(x, y, bytes) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+/* One set of tensors a fused batch norm touches: r = 0 for the fused node, 1 for its
+ * decomposition. */
+struct set {
+    struct tensor x, gamma, beta, y, mean, invstd, rmean, rvar, act, out, res, coef;
+    struct tensor dy, dx, dgamma, dbeta, dact;
+};
+
+static void set_make(struct set *s, int parts)
+{
+    s->x = filled(TENSOR_ACT, N, C, H, W, 1);
+    s->gamma = filled(TENSOR_PARAM, C, 1, 1, 1, 2);
+    s->beta = filled(TENSOR_PARAM, C, 1, 1, 1, 3);
+    s->y = filled(TENSOR_ACT, N, C, H, W, 4);
+    s->mean = filled(TENSOR_F32, parts * C, 1, 1, 1, 5);
+    s->invstd = filled(TENSOR_F32, parts * C, 1, 1, 1, 6);
+    s->rmean = filled(TENSOR_F32, C, 1, 1, 1, 7);
+    s->rvar = filled(TENSOR_F32, C, 1, 1, 1, 8);
+    s->act = filled(TENSOR_ACT, N, C, H, W, 9);
+    s->out = filled(TENSOR_ACT, N, C, H, W, 10);
+    s->res = filled(TENSOR_ACT, N, C, H, W, 11);
+    s->coef = filled(TENSOR_F32, PLAN_BN_COEF_PER_CHANNEL * parts * C, 1, 1, 1, 12);
+    s->dy = filled(TENSOR_ACT, N, C, H, W, 13);
+    s->dx = filled(TENSOR_ACT, N, C, H, W, 14);
+    s->dgamma = filled(TENSOR_PARAM, C, 1, 1, 1, 15);
+    s->dbeta = filled(TENSOR_PARAM, C, 1, 1, 1, 16);
+    s->dact = filled(TENSOR_ACT, N, C, H, W, 17);
+}
+
+static void set_free(struct set *s)
+{
+    struct tensor *all[] = {&s->x,   &s->gamma, &s->beta, &s->y,  &s->mean,   &s->invstd,
+                            &s->rmean, &s->rvar, &s->act, &s->out, &s->res,   &s->coef,
+                            &s->dy,  &s->dx,    &s->dgamma, &s->dbeta, &s->dact};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) be.ops->tensor_free(be.ctx, all[i]);
+}
+
+/* The fused forward (train or eval) of set s as node n. */
+static void fwd_node(struct plan_node *n, struct set *s, int train, int residual, int keep_y,
+                     int res_first, int parts, enum act_kind kind)
+{
+    plan_node_init(n, train ? PLAN_BN_ACT_TRAIN : PLAN_BN_ACT_EVAL);
+    if (train)
+        plan_node_set_tensors(n,
+                              PLAN_DSTS(&s->y, &s->mean, &s->invstd, &s->rmean, &s->rvar,
+                                        &s->act, residual ? &s->out : NULL, &s->coef),
+                              PLAN_SRCS(&s->x, &s->gamma, &s->beta, residual ? &s->res : NULL));
+    else
+        plan_node_set_tensors(n,
+                              PLAN_DSTS(&s->y, NULL, NULL, NULL, NULL, &s->act,
+                                        residual ? &s->out : NULL, NULL),
+                              PLAN_SRCS(&s->x, &s->gamma, &s->beta, residual ? &s->res : NULL,
+                                        &s->rmean, &s->rvar));
+    n->par.bn_act.bn = (struct bn_attr){1e-5f, 0.1f, parts};
+    n->par.bn_act.kind = kind;
+    n->par.bn_act.alpha = 0.5f;
+    n->par.bn_act.keep_y = keep_y;
+    n->par.bn_act.res_first = res_first;
+}
+
+static void bwd_node(struct plan_node *n, struct set *s, int acc, enum act_kind kind)
+{
+    plan_node_init(n, PLAN_BN_ACT_BWD);
+    plan_node_set_tensors(n, PLAN_DSTS(&s->dx, &s->dgamma, &s->dbeta, &s->dact),
+                          PLAN_SRCS(&s->dy, &s->x, &s->gamma, &s->mean, &s->invstd, &s->y,
+                                    &s->coef));
+    n->acc = (unsigned)acc;
+    n->par.bn_act.kind = kind;
+}
+
+/* Runs node n whole on set 0's tensors and as its parts on set 1's (the same node built
+ * on set 1 by the caller into d). */
+static void run_both(const struct plan_node *n, const struct plan_node *d)
+{
+    struct plan_node parts[PLAN_FUSED_MAX_PARTS];
+    CHECK(plan_run_one(&be, n) == DR_OK);
+    const int count = plan_fused_expand(parts, d);
+    CHECK(count >= 2);
+    for (int i = 0; i < count; i++) CHECK(plan_run_one(&be, &parts[i]) == DR_OK);
+}
+
+/* Forward, then backward, fused against decomposed, for one combination. */
+static void case_train(int residual, int keep_y, int res_first, int parts, int acc)
+{
+    struct set s[2];
+    struct plan_node n[2];
+    for (int r = 0; r < 2; r++) set_make(&s[r], parts);
+    for (int r = 0; r < 2; r++) fwd_node(&n[r], &s[r], 1, residual, keep_y, res_first, parts,
+                                         ACT_RELU);
+    CHECK(be.ops->supports(be.ctx, &n[0]));
+    run_both(&n[0], &n[1]);
+    int ok = same_bits(&s[0].mean, &s[1].mean) && same_bits(&s[0].invstd, &s[1].invstd) &&
+             same_bits(&s[0].rmean, &s[1].rmean) && same_bits(&s[0].rvar, &s[1].rvar);
+    ok &= residual ? same_bits(&s[0].out, &s[1].out) : same_bits(&s[0].act, &s[1].act);
+    if (keep_y) ok &= same_bits(&s[0].y, &s[1].y);
+    for (int r = 0; r < 2; r++) bwd_node(&n[r], &s[r], acc, ACT_RELU);
+    CHECK(be.ops->supports(be.ctx, &n[0]));
+    run_both(&n[0], &n[1]);
+    ok &= same_bits(&s[0].dx, &s[1].dx) && same_bits(&s[0].dgamma, &s[1].dgamma) &&
+          same_bits(&s[0].dbeta, &s[1].dbeta);
+    if (!ok)
+        printf("train: residual %d keep_y %d res_first %d parts %d acc %d differ\n", residual,
+               keep_y, res_first, parts, acc);
+    CHECK(ok);
+    for (int r = 0; r < 2; r++) set_free(&s[r]);
+}
+
+static void case_eval(int residual, int keep_y)
+{
+    struct set s[2];
+    struct plan_node n[2];
+    for (int r = 0; r < 2; r++) set_make(&s[r], 1);
+    for (int r = 0; r < 2; r++) fwd_node(&n[r], &s[r], 0, residual, keep_y, 0, 1, ACT_RELU);
+    CHECK(be.ops->supports(be.ctx, &n[0]));
+    run_both(&n[0], &n[1]);
+    int ok = residual ? same_bits(&s[0].out, &s[1].out) : same_bits(&s[0].act, &s[1].act);
+    if (keep_y) ok &= same_bits(&s[0].y, &s[1].y);
+    CHECK(ok);
+    for (int r = 0; r < 2; r++) set_free(&s[r]);
+}
+
+/* GELU: the CPU's fused passes do not apply it, so the engine does not support the
+ * node, and plan_run_node runs the decomposition, writing every output. */
+static void case_fallback(void)
+{
+    struct set s[2];
+    struct plan_node n[2];
+    for (int r = 0; r < 2; r++) set_make(&s[r], 1);
+    for (int r = 0; r < 2; r++) fwd_node(&n[r], &s[r], 1, 1, 0, 0, 1, ACT_GELU);
+    CHECK(!be.ops->supports(be.ctx, &n[0]));
+    run_both(&n[0], &n[1]);
+    CHECK(same_bits(&s[0].y, &s[1].y) && same_bits(&s[0].act, &s[1].act) &&
+          same_bits(&s[0].out, &s[1].out));
+    for (int r = 0; r < 2; r++) bwd_node(&n[r], &s[r], 0, ACT_GELU);
+    CHECK(!be.ops->supports(be.ctx, &n[0]));
+    run_both(&n[0], &n[1]);
+    CHECK(same_bits(&s[0].dx, &s[1].dx) && same_bits(&s[0].dact, &s[1].dact));
+    /* fusion switched off: not even a ReLU */
+    fwd_node(&n[0], &s[0], 1, 0, 1, 0, 1, ACT_RELU);
+    CHECK(be.ops->supports(be.ctx, &n[0]));
+    CHECK(setenv("DAWNRUN_CPU_FUSE", "0", 1) == 0);
+    CHECK(!be.ops->supports(be.ctx, &n[0]));
+    CHECK(unsetenv("DAWNRUN_CPU_FUSE") == 0);
+    for (int r = 0; r < 2; r++) set_free(&s[r]);
+}
+
+/* The rule: kept coefficients of another size, a residual without the add's output, a
+ * backward without coefficients; plain ops are not fused and expand to nothing. */
+static void case_rule(void)
+{
+    struct set s;
+    struct plan_node n, parts[PLAN_FUSED_MAX_PARTS];
+    set_make(&s, 2);
+    fprintf(stderr, "(three error messages expected below)\n");
+    fwd_node(&n, &s, 1, 1, 1, 0, 2, ACT_RELU);
+    CHECK(plan_node_check(&n) == DR_OK);
+    n.dst[PLAN_BNA_COEF] = &s.mean;   /* 2 parts x 3 channels: not 4 floats each */
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    n.dst[PLAN_BNA_COEF] = &s.coef;
+    n.dst[PLAN_BNA_OUT] = NULL;
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    bwd_node(&n, &s, 0, ACT_RELU);
+    CHECK(plan_node_check(&n) == DR_OK);
+    n.src[PLAN_BNA_BWD_COEF] = NULL;
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    plan_node_init(&n, PLAN_ADD_FWD);
+    CHECK(plan_fused_expand(parts, &n) == 0 && !plan_op_is_fused(PLAN_ADD_FWD));
+    CHECK(plan_op_is_fused(PLAN_BN_ACT_TRAIN) && plan_op_is_fused(PLAN_BN_ACT_BWD));
+    set_free(&s);
+}
+
+int main(void)
+{
+    if (backend_cpu_create(&be, 2) != DR_OK) return check_finish("test_plan_fused");
+    for (int residual = 0; residual < 2; residual++)
+        for (int keep_y = 0; keep_y < 2; keep_y++) {
+            case_train(residual, keep_y, residual, 1, 0);
+            case_eval(residual, keep_y);
+        }
+    case_train(1, 0, 0, 2, 1);   /* ghost parts, accumulating dx */
+    case_train(0, 1, 0, 4, 1);
+    case_fallback();
+    case_rule();
+    backend_destroy(&be);
+    return check_finish("test_plan_fused");
+}

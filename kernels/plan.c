@@ -1,7 +1,7 @@
 /* The step as data (kernels/plan.h): building a plan, checking a node against its op's
  * row (kernels/plan_ops.c holds the table and the shape rules), listing what each node
- * reads and writes, the signature, the reference node-by-node execution, and a lone node
- * run as a plan of one. */
+ * reads and writes, the signature, the reference node-by-node execution, the fused ops'
+ * reference decompositions, and a lone node run as a plan of one. */
 #include "plan.h"
 
 #include <stdlib.h>
@@ -10,7 +10,6 @@
 #include "../base/alloc.h"
 #include "../base/grow.h"
 #include "../base/status.h"
-#include "plan_fused.h"
 
 /* ---------------------------------------------------------------- nodes */
 
@@ -34,6 +33,90 @@ void plan_node_set_tensors(struct plan_node *n, struct tensor *const *dst, int n
     for (int i = 0; i < n->n_dst; i++) n->dst[i] = dst[i];
     for (int i = 0; i < n->n_src; i++) n->src[i] = src[i];
 }
+
+/* ---------------------------------------------------------------- the fused ops */
+
+/* Appends to parts[*count] a node of kind op in n's phase and layer. */
+static struct plan_node *part(struct plan_node *parts, int *count, const struct plan_node *n,
+                              enum plan_op op)
+{
+    struct plan_node *q = &parts[(*count)++];
+    plan_node_init(q, op);
+    q->phase = n->phase;
+    q->layer = n->layer;
+    return q;
+}
+
+/* The activation and the residual add after a fused batch norm's forward (either kind). */
+static void act_and_add(struct plan_node *parts, int *count, const struct plan_node *n)
+{
+    struct plan_node *a = part(parts, count, n, PLAN_ACT_FWD);
+    plan_node_set_tensors(a, PLAN_DSTS(n->dst[PLAN_BNA_ACT]), PLAN_SRCS(n->dst[PLAN_Y]));
+    a->par.act.kind = n->par.bn_act.kind;
+    a->par.act.alpha = n->par.bn_act.alpha;
+    if (!n->dst[PLAN_BNA_OUT]) return;
+    struct plan_node *q = part(parts, count, n, PLAN_ADD_FWD);
+    const struct tensor *act = n->dst[PLAN_BNA_ACT], *res = n->src[PLAN_BNA_RES];
+    if (n->par.bn_act.res_first)
+        plan_node_set_tensors(q, PLAN_DSTS(n->dst[PLAN_BNA_OUT]), PLAN_SRCS(res, act));
+    else
+        plan_node_set_tensors(q, PLAN_DSTS(n->dst[PLAN_BNA_OUT]), PLAN_SRCS(act, res));
+}
+
+int plan_fused_expand(struct plan_node *parts, const struct plan_node *n)
+{
+    int count = 0;
+    struct plan_node *q = NULL;
+    switch (n->op) {
+    case PLAN_BN_ACT_TRAIN:
+        q = part(parts, &count, n, PLAN_BN_FWD_TRAIN);
+        plan_node_set_tensors(q,
+                              PLAN_DSTS(n->dst[PLAN_Y], n->dst[PLAN_SAVE_MEAN],
+                                        n->dst[PLAN_SAVE_INVSTD], n->dst[PLAN_RUNNING_MEAN],
+                                        n->dst[PLAN_RUNNING_VAR]),
+                              PLAN_SRCS(n->src[PLAN_X], n->src[PLAN_GAMMA], n->src[PLAN_BETA]));
+        q->par.bn = n->par.bn_act.bn;
+        act_and_add(parts, &count, n);
+        break;
+    case PLAN_BN_ACT_EVAL:
+        q = part(parts, &count, n, PLAN_BN_FWD_EVAL);
+        plan_node_set_tensors(q, PLAN_DSTS(n->dst[PLAN_Y]),
+                              PLAN_SRCS(n->src[PLAN_X], n->src[PLAN_GAMMA], n->src[PLAN_BETA],
+                                        n->src[PLAN_BNA_RMEAN], n->src[PLAN_BNA_RVAR]));
+        q->par.bn = n->par.bn_act.bn;
+        act_and_add(parts, &count, n);
+        break;
+    case PLAN_BN_ACT_BWD:
+        q = part(parts, &count, n, PLAN_ACT_BWD);
+        plan_node_set_tensors(q, PLAN_DSTS(n->dst[PLAN_BNA_DACT]),
+                              PLAN_SRCS(n->src[PLAN_DY], n->src[PLAN_BNA_BWD_Y]));
+        q->par.act.kind = n->par.bn_act.kind;
+        q->par.act.alpha = n->par.bn_act.alpha;
+        q = part(parts, &count, n, PLAN_BN_BWD);
+        plan_node_set_tensors(q,
+                              PLAN_DSTS(n->dst[PLAN_DX], n->dst[PLAN_DGAMMA], n->dst[PLAN_DBETA]),
+                              PLAN_SRCS(n->dst[PLAN_BNA_DACT], n->src[PLAN_BWD_X],
+                                        n->src[PLAN_BWD_GAMMA], n->src[PLAN_BWD_SAVE_MEAN],
+                                        n->src[PLAN_BWD_SAVE_INVSTD]));
+        q->acc = n->acc & 1u;   /* dx's accumulate flag */
+        break;
+    default: break;   /* a plain op */
+    }
+    return count;
+}
+
+int plan_op_is_fused(enum plan_op op)
+{
+#define PLAN_FUSED_CASE_(id, name) case PLAN_##id:
+    switch (op) {
+    PLAN_FUSED_OPS(PLAN_FUSED_CASE_)
+        return 1;
+    default: return 0;
+    }
+#undef PLAN_FUSED_CASE_
+}
+
+/* ---------------------------------------------------------------- checks */
 
 /* Whether a node's count fits its row's: the row's own, or a variadic 1 ..
  * PLAN_MAX_CONCAT. */
@@ -66,6 +149,11 @@ int plan_node_check(const struct plan_node *n)
            "plan node %s: accumulate flags %#x on outputs that cannot take them", d->name,
            n->acc);
     TRY(d->rule(n));
+    if (plan_op_is_fused(n->op)) {   /* every part as a node of its own */
+        struct plan_node parts[PLAN_FUSED_MAX_PARTS];
+        const int count = plan_fused_expand(parts, n);
+        for (int i = 0; i < count; i++) TRY(plan_node_check(&parts[i]));
+    }
 cleanup:
     return rc;
 }

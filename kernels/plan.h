@@ -174,7 +174,7 @@ struct lerp_item {
 
 /* The fused ops, X(ID, name) as in PLAN_OPS: each is a run of plain ops in one node, whose
  * results are those of its reference decomposition (plan_fused_expand, kernels/
- * plan_fused.h) within the precision's tolerance, bit for bit on the CPU engine. The
+ * plan.c) within the precision's tolerance, bit for bit on the CPU engine. The
  * plan's builder (engine/core/model_fuse.c) emits one where the graph makes it safe and
  * the engine supports it (backend_ops.supports, for the node's shapes and precision);
  * elsewhere it emits the decomposition. An engine runs those it lists (the CPU engine's
@@ -382,7 +382,7 @@ void plan_node_set_tensors(struct plan_node *n, struct tensor *const *dst, int n
 /* Checks node n against its op's row: a known op, the counts (a variadic one within
  * 1 .. PLAN_MAX_CONCAT), every slot not allowed NULL set and at least one output (of an
  * op that has any), nothing past the counts, acc only on the outputs the op may add to;
- * then the row's shape rule. DR_OK, or DR_ERR_INTERNAL reported with the op's name and
+ * then the row's shape rule; a fused op's parts (plan_fused_expand) each as a node. DR_OK, or DR_ERR_INTERNAL reported with the op's name and
  * the slot or the shape. */
 int plan_node_check(const struct plan_node *n);
 
@@ -466,6 +466,27 @@ struct plan_node *plan_append(struct plan *p, enum plan_op op, enum plan_phase p
  * it learnt about a plan by the plan's address, which a later plan may reuse. Safe on a
  * zeroed plan. */
 void plan_free(struct plan *p);
+
+/* ---------------------------------------------------------------- the fused ops
+ * Their reference decompositions (kernels/plan.c): a fused node as the plain nodes it
+ * stands for, in order, on the same tensors. The builder emits the decomposition where
+ * the engine does not support the fused node, plan_run_node runs it for such a node
+ * handed to it, plan_node_check checks each part as a node of its own after the fused
+ * op's rule (which adds what the fused node has beyond its parts: the kept coefficients),
+ * and the tests compare a fused node's run with its parts'. */
+
+/* Most plain nodes one fused node stands for. */
+#define PLAN_FUSED_MAX_PARTS 3
+
+/* Writes the plain nodes fused node n stands for into parts[0 .. count) (caller-owned,
+ * PLAN_FUSED_MAX_PARTS entries), each in n's phase and layer, and returns count; 0 for a
+ * plain node (parts untouched). The parts write every output the fused node names,
+ * whatever its keep_y: a fused run may leave some unwritten, its decomposition writes
+ * them all. */
+int plan_fused_expand(struct plan_node *parts, const struct plan_node *n);
+
+/* Whether op is a fused op: 1 or 0. */
+int plan_op_is_fused(enum plan_op op);
 
 /* The op's name ("conv_fwd", "bn_bwd", ...) for messages and profiles. */
 const char *plan_op_name(enum plan_op op);

@@ -8,7 +8,6 @@
 #include "plan.h"
 
 #include "../base/status.h"
-#include "plan_fused.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -487,6 +486,45 @@ static int rule_cursor_advance(const struct plan_node *n)
     return cursor_rule("cursor_advance", n->dst[PLAN_CURSOR]);
 }
 
+/* Whether coef holds the coefficients of a batch norm of `parts` parts over c channels. */
+static int coef_fits(const struct tensor *coef, int parts, int c)
+{
+    return coef && coef->data && coef->kind == TENSOR_F32 &&
+           tensor_count(coef) == (size_t)PLAN_BN_COEF_PER_CHANNEL * (size_t)parts * (size_t)c;
+}
+
+/* The fused batch norm's rule (BN_ACT_TRAIN, BN_ACT_EVAL, BN_ACT_BWD), beyond its parts'
+ * (plan_node_check checks each part of its decomposition as a node of its own): a
+ * residual comes with the add's output, and the kept coefficients (BN_ACT_TRAIN's, when
+ * kept; BN_ACT_BWD's, required; BN_ACT_EVAL has none) are F32 of PLAN_BN_COEF_PER_CHANNEL
+ * floats per part and channel. */
+static int rule_bn_act(const struct plan_node *n)
+{
+    int rc = DR_OK;
+    const char *name = plan_op_name(n->op);
+    if (n->op == PLAN_BN_ACT_BWD) {
+        const struct tensor *x = n->src[PLAN_BWD_X];
+        const int s = plan_bn_parts(x, n->src[PLAN_BWD_SAVE_MEAN], NULL);
+        EXPECT(coef_fits(n->src[PLAN_BNA_BWD_COEF], s, x->c),
+               "plan node %s: kept coefficients not of %d parts of %d channels", name, s, x->c);
+        goto cleanup;
+    }
+    EXPECT(!n->dst[PLAN_BNA_OUT] == !n->src[PLAN_BNA_RES],
+           "plan node %s: a residual without the add's output, or the reverse", name);
+    EXPECT(n->par.bn_act.keep_y == 0 || n->par.bn_act.keep_y == 1,
+           "plan node %s: keep_y %d", name, n->par.bn_act.keep_y);
+    if (n->op == PLAN_BN_ACT_EVAL) {
+        EXPECT(!n->dst[PLAN_BNA_COEF], "plan node %s: kept coefficients", name);
+    } else if (n->dst[PLAN_BNA_COEF]) {
+        const struct tensor *x = n->src[PLAN_X];
+        const int s = plan_bn_parts(x, NULL, &n->par.bn_act.bn);
+        EXPECT(coef_fits(n->dst[PLAN_BNA_COEF], s, x->c),
+               "plan node %s: kept coefficients not of %d parts of %d channels", name, s, x->c);
+    }
+cleanup:
+    return rc;
+}
+
 /* ---------------------------------------------------------------- the table */
 
 _Static_assert(PLAN_NODE_MAX_DST <= 32 && PLAN_NODE_MAX_SRC <= 32,
@@ -531,12 +569,12 @@ static const struct plan_op_desc plan_ops[PLAN_OP_COUNT] = {
     [PLAN_MUON] = {"muon", 0, 2, 0, 0, 0, 0, rule_muon},
     [PLAN_BN_ACT_TRAIN] = {"bn_act_train", 8, 4, BIT(PLAN_BNA_OUT) | BIT(PLAN_BNA_COEF),
                            BIT(PLAN_BNA_RES), 0, BIT(PLAN_RUNNING_MEAN) | BIT(PLAN_RUNNING_VAR),
-                           plan_fused_rule},
+                           rule_bn_act},
     [PLAN_BN_ACT_EVAL] = {"bn_act_eval", 8, 6,
                           BIT(PLAN_SAVE_MEAN) | BIT(PLAN_SAVE_INVSTD) | BIT(PLAN_RUNNING_MEAN) |
                               BIT(PLAN_RUNNING_VAR) | BIT(PLAN_BNA_OUT) | BIT(PLAN_BNA_COEF),
-                          BIT(PLAN_BNA_RES), 0, 0, plan_fused_rule},
-    [PLAN_BN_ACT_BWD] = {"bn_act_bwd", 4, 7, BIT(PLAN_DX), 0, BIT(PLAN_DX), 0, plan_fused_rule},
+                          BIT(PLAN_BNA_RES), 0, 0, rule_bn_act},
+    [PLAN_BN_ACT_BWD] = {"bn_act_bwd", 4, 7, BIT(PLAN_DX), 0, BIT(PLAN_DX), 0, rule_bn_act},
 };
 
 #undef VAR

@@ -15,7 +15,6 @@
 
 #include "../kernels/backend.h"
 #include "../kernels/plan.h"
-#include "../kernels/plan_fused.h"
 #include "../base/status.h"
 #include "../kernels/activation.h"
 #include "../kernels/augment.h"

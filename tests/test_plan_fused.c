@@ -13,7 +13,6 @@
 #include "base/status.h"
 #include "kernels/backend.h"
 #include "kernels/plan.h"
-#include "kernels/plan_fused.h"
 
 enum { N = 4, C = 3, H = 5, W = 6 };
 

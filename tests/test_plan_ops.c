@@ -21,7 +21,6 @@
 #include "engine/core/experiment.h"
 #include "engine/core/graph.h"
 #include "engine/core/model.h"
-#include "kernels/plan_fused.h"
 #include "kernels/backend.h"
 #include "kernels/plan.h"
 

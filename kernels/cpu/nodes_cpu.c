@@ -14,7 +14,6 @@
 #include "../conv2d.h"
 #include "../loss.h"
 #include "../optimizer.h"
-#include "../plan_fused.h"
 #include "../pool.h"
 #include "../tensor_ops.h"
 #include "muon_cpu.h"

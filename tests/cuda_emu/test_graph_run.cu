@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 extern "C" {
-#include "kernels/plan_fused.h"
 #include "kernels/precision.h"
 }
 #include "cuda_internal.h"

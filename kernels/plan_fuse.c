@@ -108,12 +108,6 @@ static int value_readers(const struct plan *p, const struct tensor *t, int from,
     return count;
 }
 
-/* Whether the engine's fused passes apply activation kind `kind`. */
-static int act_taken(const struct plan_fuse_caps *caps, enum act_kind kind)
-{
-    return (unsigned)kind < ACT_KIND_COUNT && ((caps->act_kinds >> (unsigned)kind) & 1u);
-}
-
 /* Batch-norm forward node n's output y, input x, scale gamma and shift beta (each
  * (n, c, h, w) or, gamma and beta, (c)): the same slots in BN_FWD_TRAIN and BN_FWD_EVAL. */
 static void bn_fwd_tensors(const struct plan_node *n, const struct tensor **y,
@@ -131,7 +125,7 @@ static void bn_fwd_tensors(const struct plan_node *n, const struct tensor **y,
  * the same shape, is untouched in between; -1 when there is none. (Whether the batch
  * norm's output must still be written is decided from the readers of its value:
  * keep_outputs.) */
-static int forward_act(const struct plan *p, const struct plan_fuse_caps *caps, int i)
+static int forward_act(const struct plan *p, int i)
 {
     const struct tensor *y, *x, *gamma, *beta;
     bn_fwd_tensors(&p->nodes[i], &y, &x, &gamma, &beta);
@@ -139,14 +133,11 @@ static int forward_act(const struct plan *p, const struct plan_fuse_caps *caps, 
     const int j = next_touching(p, y, i);
     if (j < 0) return -1;
     const struct plan_node *a = &p->nodes[j];
-    if (a->op != PLAN_ACT_FWD || !plan_fuse_same_tensor(a->src[PLAN_X], y) ||
-        !act_taken(caps, a->par.act.kind))
-        return -1;
+    if (a->op != PLAN_ACT_FWD || !plan_fuse_same_tensor(a->src[PLAN_X], y)) return -1;
     const struct tensor *out = a->dst[PLAN_Y];
     if (!out || !out->data || !tensor_same_shape(out, y) || plan_fuse_same_tensor(out, y) ||
         plan_fuse_same_tensor(out, x) || touched_between(p, out, i, j, 0))
         return -1;
-    if (caps->forward_ok && !caps->forward_ok(&p->nodes[i], a)) return -1;
     return j;
 }
 
@@ -182,13 +173,13 @@ static int forward_add(const struct plan *p, int i, int j)
  * the same batch norm as m's (x, gamma, statistics), x, gamma, beta and the statistics
  * unchanged from it to m, nothing else writing its output, and k's dy unchanged from k to
  * m; -1 when there is none. */
-static int backward_bn(const struct plan *p, const struct plan_fuse_caps *caps, int k, int *fwd)
+static int backward_bn(const struct plan *p, int k, int *fwd)
 {
     const struct plan_node *a = &p->nodes[k];
     const struct tensor *g = a->dst[PLAN_DX], *d = a->src[PLAN_DY], *y = a->src[PLAN_BWD_X];
     *fwd = -1;
-    if (!g || !g->data || PLAN_NODE_ACC(a, PLAN_DX) || !act_taken(caps, a->par.act.kind) ||
-        !d || !y || plan_fuse_same_tensor(g, d) || plan_fuse_same_tensor(g, y))
+    if (!g || !g->data || PLAN_NODE_ACC(a, PLAN_DX) || !d || !y ||
+        plan_fuse_same_tensor(g, d) || plan_fuse_same_tensor(g, y))
         return -1;
     const int m = next_touching(p, g, k);
     if (m < 0) return -1;
@@ -199,7 +190,6 @@ static int backward_bn(const struct plan *p, const struct plan_fuse_caps *caps, 
     if (b->dst[PLAN_DX] &&
         (plan_fuse_same_tensor(b->dst[PLAN_DX], d) || plan_fuse_same_tensor(b->dst[PLAN_DX], g)))
         return -1;
-    if (caps->backward_ok && !caps->backward_ok(a, b)) return -1;
     for (int i = k - 1; i >= 0; i--) {
         const struct plan_node *f = &p->nodes[i];
         if (f->op != PLAN_BN_FWD_TRAIN || !plan_fuse_same_tensor(f->dst[PLAN_Y], y))
@@ -248,15 +238,14 @@ static int stats_bn(const struct plan *p, const struct plan_fuse_step *s, int q)
 /* Sets keep_y of every fused forward in s: whether a reader of the value it writes into
  * the batch norm's output is neither the activation folded into it nor an activation
  * backward folded into a batch-norm backward that recomputes that output (a folded add
- * reads the activation's output, not this one). In a plan that may not leave a value
- * unwritten (replayable_only), every fused forward writes its output. */
-static void keep_outputs(struct plan_fuse_step *s, const struct plan *p, int write_all)
+ * reads the activation's output, not this one). */
+static void keep_outputs(struct plan_fuse_step *s, const struct plan *p)
 {
     for (int i = 0; i < p->count; i++) {
         if (s[i].kind != PLAN_FUSE_BN_TRAIN && s[i].kind != PLAN_FUSE_BN_EVAL) continue;
         const struct tensor *y, *x, *gamma, *beta;
         bn_fwd_tensors(&p->nodes[i], &y, &x, &gamma, &beta);
-        s[i].keep_y = write_all;
+        s[i].keep_y = 0;
         for (int k = 1; k < p->count && !s[i].keep_y; k++) {
             const int r = (i + k) % p->count;
             int reads, writes;
@@ -722,15 +711,13 @@ void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
                        const struct plan_fuse_caps *caps)
 {
     struct plan_fuse_step *s = steps;
-    /* a value may be left unwritten: the plan's nodes are all its readers */
-    const int may_drop = p->replayable || !caps->replayable_only;
     for (int i = 0; i < p->count; i++)
         s[i] = (struct plan_fuse_step){PLAN_FUSE_RUN, -1, -1, -1, 0, 0, -1, -1};
     /* backward first: which forward batch norms keep their coefficients */
-    for (int k = 0; k < p->count && may_drop; k++) {
+    for (int k = 0; k < p->count; k++) {
         int fwd, m;
         if (p->nodes[k].op != PLAN_ACT_BWD || s[k].kind != PLAN_FUSE_RUN) continue;
-        if ((m = backward_bn(p, caps, k, &fwd)) < 0 || s[m].kind != PLAN_FUSE_RUN) continue;
+        if ((m = backward_bn(p, k, &fwd)) < 0 || s[m].kind != PLAN_FUSE_RUN) continue;
         s[k].kind = PLAN_FUSE_SKIP;
         s[k].fwd = fwd;
         s[m] = (struct plan_fuse_step){PLAN_FUSE_BN_BWD, k, -1, fwd, 0, 0, -1, -1};
@@ -739,17 +726,16 @@ void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
     for (int i = 0; i < p->count; i++) {
         const struct plan_node *n = &p->nodes[i];
         if (n->op != PLAN_BN_FWD_TRAIN && n->op != PLAN_BN_FWD_EVAL) continue;
-        const int j = forward_act(p, caps, i);
+        const int j = forward_act(p, i);
         if (j < 0 && !s[i].keeps_coef) continue;
         s[i].kind = n->op == PLAN_BN_FWD_TRAIN ? PLAN_FUSE_BN_TRAIN : PLAN_FUSE_BN_EVAL;
         s[i].act = j;
         if (j < 0) continue;
         s[j].kind = PLAN_FUSE_SKIP;
-        s[i].add = may_drop ? forward_add(p, i, j) : -1;
+        s[i].add = forward_add(p, i, j);
         if (s[i].add >= 0) s[s[i].add].kind = PLAN_FUSE_SKIP;
     }
-    /* an add left to run alone computes the next batch norm's statistics: nothing is left
-     * unwritten, so any plan may */
+    /* an add left to run alone computes the next batch norm's statistics */
     for (int q = 0; q < p->count && caps->add_stats; q++) {
         int i;
         if (p->nodes[q].op != PLAN_ADD_FWD || s[q].kind != PLAN_FUSE_RUN) continue;
@@ -759,19 +745,19 @@ void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
         s[i].kind = PLAN_FUSE_BN_TRAIN;   /* act -1 when no activation was folded in */
         s[i].stats = q;
     }
-    keep_outputs(s, p, !may_drop);
+    keep_outputs(s, p);
     /* the batch norm inside the convolutions, from the fused batch norms above */
-    for (int i = 0; i < p->count && may_drop && caps->conv_fwd_ok && caps->conv_bwd_ok; i++)
+    for (int i = 0; i < p->count && caps->conv_fwd_ok && caps->conv_bwd_ok; i++)
         conv_bn(s, p, caps, i);
     /* the statistics of the training batch norms left in the convolutions writing their x */
     for (int i = 0; i < p->count && caps->conv_fwd_ok; i++) conv_stats(s, p, caps, i);
     /* the activations only convolutions read, inside them */
-    for (int i = 0; i < p->count && may_drop && caps->conv_fwd_ok && caps->conv_wgrad_ok; i++)
+    for (int i = 0; i < p->count && caps->conv_fwd_ok && caps->conv_wgrad_ok; i++)
         bn_into_convs(s, p, caps, i);
     /* the adds inside the convolutions writing their operands */
-    for (int q = 0; q < p->count && may_drop && caps->conv_add_ok; q++) conv_add(s, p, caps, q);
+    for (int q = 0; q < p->count && caps->conv_add_ok; q++) conv_add(s, p, caps, q);
     /* the max pool after a fused batch norm's activation, from the steps left */
-    for (int i = 0; i < p->count && may_drop && caps->pool_fold; i++) bn_pool(s, p, i);
+    for (int i = 0; i < p->count && caps->pool_fold; i++) bn_pool(s, p, i);
 }
 
 int plan_fuse_enabled(const char *var)

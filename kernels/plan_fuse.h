@@ -1,9 +1,10 @@
-/* The fusion analysis of a plan (kernels/plan.h), shared by the engines' executors
- * (kernels/cpu/plan_cpu.c, kernels/cuda/plan_cuda.cu): which nodes of a plan may run as
- * one of the fused batch-norm patterns, told as one step per node. The rules that make a
- * fusion safe are the same on every engine and live here; an engine says, in a
- * struct plan_fuse_caps, what its fused kernels take (activation kinds, shapes), runs the
- * steps, and owns what the steps need at run time (coefficient buffers, caches).
+/* The CUDA engine's fusion analysis of a plan (kernels/plan.h), for its executor
+ * (kernels/cuda/plan_cuda.cu): which nodes of a plan of plain nodes may run as one of the
+ * fused batch-norm patterns, told as one step per node. The rules that make a fusion safe
+ * live here; the engine says, in a struct plan_fuse_caps, what its fused kernels and
+ * cuDNN's graphs take, runs the steps, and owns what the steps need at run time
+ * (coefficient buffers, caches). (The CPU engine takes its fusion from the plan's builder
+ * instead, as fused nodes: kernels/plan.h, PLAN_FUSED_OPS.)
  *
  * The patterns (docs/gpu.md, "Fused paths"):
  *   - forward: BN_FWD_TRAIN or BN_FWD_EVAL, then an ACT_FWD of its output: one pass
@@ -19,40 +20,35 @@
  *     pre-activation block): the add's kernel writes its output and the batch norm's
  *     per-channel partial sums, and the batch norm starts from those partials, skipping
  *     its own statistics pass (engines whose caps set add_stats);
- *   - the batch norm inside the convolutions (engines whose caps give conv_fwd_ok and
- *     conv_bwd_ok, in a plan that may leave values unwritten): a BN_FWD_TRAIN (one part)
- *     fused with a ReLU and with its backward as above, whose x a CONV_FWD without bias
- *     writes, and whose activation's value only one convolution reads, as CONV_FWD x and
- *     as CONV_BWD x (the same layer, no bias), that CONV_BWD's dx being the ReLU
- *     backward's dy and nothing else's: the convolution writing x also sums it for the
- *     batch norm (CONV_FWD, stats), the batch norm turns the sums into its statistics and
- *     the coefficients of its apply (BN_SUMS), the convolution reading the activation
- *     applies batch norm and ReLU to its input as it reads it (CONV_FWD, fwd), its
- *     backward does the same for the weight gradient and computes the ReLU's mask and
- *     the batch norm's weight gradients after the data gradient (CONV_BWD), and the batch
- *     norm's backward only applies them (BN_APPLY). Neither the batch norm's output nor
- *     the activation's, nor their gradients, are ever written;
- *   - the max pool after the activation (engines whose caps set pool_fold, in a plan that
- *     may leave values unwritten): a BN_TRAIN or BN_EVAL step with an activation, no add
- *     and no kept output (one part), whose activation's value only a POOL_FWD reads (and,
- *     in training, the POOL_BWD of the same attributes and output, as x), the pool's
- *     windows tiling the plane (a max pool, stride equal to the window, the plane a whole
- *     number of windows): the fused pass writes the pool's output and never the
- *     activation's (the pool's node is skipped); in training the batch norm's fused
- *     backward (BN_BWD) takes the pool's dy where the activation's backward took its dy,
- *     finding each window's maximum again from x and the kept coefficients, so that the
- *     pool's backward (skipped) writes nothing; its dx must be that activation
- *     backward's dy alone, written by nothing else;
- *   - the statistics in the convolution (engines whose caps give conv_fwd_ok; any plan,
- *     since nothing is left unwritten): a BN_FWD_TRAIN of one part left to run with its
- *     own statistics pass (fused or not, its statistics from no add, not inside the
- *     convolutions), whose x's value a CONV_FWD without bias writes (the last node
- *     writing x before it), that convolution not already summing for another batch
- *     norm: the convolution (CONV_FWD, stats; with its prologue if it has one) also sums
- *     its output for the batch norm, which becomes a BN_TRAIN (act -1 when none was
- *     folded) whose stats names the convolution and skips its statistics pass;
+ *   - the batch norm inside the convolutions (engines whose caps give conv_fwd_ok and conv_bwd_ok):
+ *     a BN_FWD_TRAIN (one part) fused with a ReLU and with its backward as above, whose x a
+ *     CONV_FWD without bias writes, and whose activation's value only one convolution reads, as
+ *     CONV_FWD x and as CONV_BWD x (the same layer, no bias), that CONV_BWD's dx being the ReLU
+ *     backward's dy and nothing else's: the convolution writing x also sums it for the batch norm
+ *     (CONV_FWD, stats), the batch norm turns the sums into its statistics and the coefficients of
+ *     its apply (BN_SUMS), the convolution reading the activation applies batch norm and ReLU to
+ *     its input as it reads it (CONV_FWD, fwd), its backward does the same for the weight gradient
+ *     and computes the ReLU's mask and the batch norm's weight gradients after the data gradient
+ *     (CONV_BWD), and the batch norm's backward only applies them (BN_APPLY). Neither the batch
+ *     norm's output nor the activation's, nor their gradients, are ever written;
+ *   - the max pool after the activation (engines whose caps set pool_fold): a BN_TRAIN or BN_EVAL
+ *     step with an activation, no add and no kept output (one part), whose activation's value only
+ *     a POOL_FWD reads (and, in training, the POOL_BWD of the same attributes and output, as x),
+ *     the pool's windows tiling the plane (a max pool, stride equal to the window, the plane a
+ *     whole number of windows): the fused pass writes the pool's output and never the activation's
+ *     (the pool's node is skipped); in training the batch norm's fused backward (BN_BWD) takes the
+ *     pool's dy where the activation's backward took its dy, finding each window's maximum again
+ *     from x and the kept coefficients, so that the pool's backward (skipped) writes nothing; its
+ *     dx must be that activation backward's dy alone, written by nothing else;
+ *   - the statistics in the convolution (engines whose caps give conv_fwd_ok): a BN_FWD_TRAIN of
+ *     one part left to run with its own statistics pass (fused or not, its statistics from no add,
+ *     not inside the convolutions), whose x's value a CONV_FWD without bias writes (the last node
+ *     writing x before it), that convolution not already summing for another batch norm: the
+ *     convolution (CONV_FWD, stats; with its prologue if it has one) also sums its output for the
+ *     batch norm, which becomes a BN_TRAIN (act -1 when none was folded) whose stats names the
+ *     convolution and skips its statistics pass;
  *   - the activation inside the convolutions reading it (engines whose caps give
- *     conv_fwd_ok and conv_wgrad_ok, in a plan that may leave values unwritten): a fused
+ *     conv_fwd_ok and conv_wgrad_ok,): a fused
  *     BN_TRAIN with a ReLU and its backward fused (one part, no add, no pool, output not
  *     kept), whose activation's value only bias-free convolutions read, each as CONV_FWD
  *     x and as CONV_BWD x (a pre-activation block's first convolution and its 1x1
@@ -76,7 +72,7 @@
  *     into the batch norm backward's dy, with the batch norm's weight gradients and
  *     coefficients, the batch norm's backward a BN_APPLY. Its dx is never written;
  *   - the add inside the convolution writing its operand (engines whose caps give
- *     conv_add_ok, in a plan that may leave values unwritten): an ADD_FWD run alone,
+ *     conv_add_ok,): an ADD_FWD run alone,
  *     taking a batch norm's statistics (ADD_STATS, that batch norm of one part) or
  *     recomputing a BN_COEF's activation (ADD_PRO), one of whose operands a bias-free
  *     CONV_FWD (run alone or with a prologue, summing for no batch norm) wrote, that value
@@ -173,30 +169,10 @@ struct plan_fuse_step {
                          of a pool folded: fwd is the batch norm's node */
 };
 
-/* Every activation kind (enum act_kind), as a mask for plan_fuse_caps.act_kinds. */
-#define PLAN_FUSE_ALL_ACTS ((1u << ACT_KIND_COUNT) - 1u)
-
-/* What one engine's fused kernels take, beyond the rules every engine shares. */
+/* What the engine's fused kernels take, beyond the rules above. Its own passes apply
+ * every activation kind, and the plan's own nodes decide which values may be left
+ * unwritten (a plan's readers are its nodes, replayed or not). */
 struct plan_fuse_caps {
-    /* The activation kinds the fused passes apply, forward and backward: bit
-     * (1u << kind) for each kind (PLAN_FUSE_ALL_ACTS: every kind). */
-    unsigned act_kinds;
-    /* 1: only a replayable plan (p->replayable) may leave a value unwritten (fold the
-     * add, or the activation's backward, or not write the batch norm's output), since the
-     * readers of a plan run once may be in the plans after it; a plan that is not
-     * replayable still gets its batch norm fused with the activation, writing every
-     * output. 0: the plan's own nodes decide, replayable or not. */
-    int replayable_only;
-    /* Whether the fused forward takes activation node act (an ACT_FWD of a kind in
-     * act_kinds reading bn's output, its output another tensor of that output's shape,
-     * both with data) folded into batch-norm node bn (BN_FWD_TRAIN or BN_FWD_EVAL).
-     * Tensors not named above may be NULL. NULL: every such pair. */
-    int (*forward_ok)(const struct plan_node *bn, const struct plan_node *act);
-    /* Whether the fused backward takes activation backward node act (an ACT_BWD of a
-     * kind in act_kinds, overwriting a dx with data of dy's shape, dy and x non-NULL)
-     * folded into batch-norm backward node bwd (a BN_BWD whose dy is act's dx). Tensors
-     * not named above may be NULL. NULL: every such pair. */
-    int (*backward_ok)(const struct plan_node *act, const struct plan_node *bwd);
     /* 1: an ADD_FWD run alone may compute the statistics of the BN_FWD_TRAIN reading its
      * output (PLAN_FUSE_ADD_STATS); 0: the add and the batch norm run as they would. */
     int add_stats;

@@ -1,15 +1,14 @@
-/* The fusion analysis the engines share (kernels/plan_fuse.h), on small plans built by
- * hand, under the CUDA engine's capabilities (every activation kind, any plan) and the
- * CPU engine's (ReLU only, values left unwritten only in replayable plans, shapes from
- * x): a batch norm, its ReLU and a residual add fold into one step, and the batch norm's
+/* The CUDA engine's fusion analysis (kernels/plan_fuse.h), on small plans built by hand,
+ * under its capabilities (every activation kind, any plan, with and without the cuDNN
+ * graphs' answers): a batch norm, its ReLU and a residual add fold into one step, and the batch norm's
  * output is written only when another node reads it; the add stays apart when the
  * ReLU's output has a second reader; an activation's backward folds into the batch
  * norm's backward, which makes the forward keep its coefficients and spares its output,
- * but not when it accumulates, when the batch norm's input changes between the two, or
- * (CPU) in a plan that is not replayable; an evaluation plan whose two views rewrite the
+ * but not when it accumulates or when the batch norm's input changes between the two; an
+ * evaluation plan whose two views rewrite the
  * same tensors has each view's values considered apart, wrapping round the plan's end; a
- * residual add whose output the next batch norm reads takes that batch norm's statistics
- * (CUDA only), unless the sum is rewritten between or the batch norm reads another tensor;
+ * residual add whose output the next batch norm reads takes that batch norm's statistics,
+ * unless the sum is rewritten between or the batch norm reads another tensor;
  * the batch norm inside the convolutions, a max pool folded into the batch norm before it,
  * a convolution summing its output for the batch norm after it, and a batch norm's
  * activation inside the convolutions that alone read it, an identity shortcut's add
@@ -185,32 +184,9 @@ static void conv_bwd(struct plan *p, int dx, int dw, int dy, int x, int w, int a
 
 /* ------------------------------------------------------------------ the engines' caps */
 
-/* An engine whose fused passes apply a ReLU only, leave values unwritten only in
- * replayable plans and take the batch norm's sizes from x (what the analysis's act_kinds,
- * replayable_only, forward_ok and backward_ok express); the CUDA engine's, as
- * kernels/cuda/plan_cuda.cu sets them (not linked into a CPU-only build). */
-static int relu_forward_ok(const struct plan_node *bn, const struct plan_node *act)
-{
-    const struct tensor *y = bn->dst[PLAN_Y], *x = bn->src[PLAN_X];
-    (void)act;
-    return x && x->data && tensor_same_shape(y, x);
-}
-
-static int relu_backward_ok(const struct plan_node *act, const struct plan_node *bwd)
-{
-    const struct tensor *d = act->src[PLAN_DY], *x = bwd->src[PLAN_BWD_X];
-    return d->data && x && tensor_same_shape(d, x);
-}
-
-static const struct plan_fuse_caps RELU_CAPS = {
-    .act_kinds = 1u << ACT_RELU,
-    .replayable_only = 1,
-    .forward_ok = relu_forward_ok,
-    .backward_ok = relu_backward_ok,
-};
-
-static const struct plan_fuse_caps CUDA_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
-                                                NULL, NULL, NULL, 1, NULL, 1, NULL};
+/* The CUDA engine's caps, as kernels/cuda/plan_cuda.cu sets them (not linked into a
+ * CPU-only build). */
+static const struct plan_fuse_caps CUDA_CAPS = {1, NULL, NULL, NULL, 1, NULL, 1, NULL};
 
 /* An engine with the batch norm inside its convolutions: the CUDA engine's caps with
  * conv_fwd_ok and conv_bwd_ok answering as conv_answer says, counting the questions. */
@@ -264,8 +240,7 @@ static int conv_add_ok(void *user, const struct plan_node *conv, const struct pl
 
 /* The adds are taken into the convolutions only where a test sets add_taken, so that the
  * other patterns' tests see the steps before that pass. */
-static const struct plan_fuse_caps CONV_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
-                                                conv_fwd_ok, conv_bwd_ok, &conv_answer, 1,
+static const struct plan_fuse_caps CONV_CAPS = {1, conv_fwd_ok, conv_bwd_ok, &conv_answer, 1,
                                                 conv_wgrad_ok, 1, conv_add_ok};
 
 /* ------------------------------------------------------------------ expectations */
@@ -337,14 +312,10 @@ static void test_forward_add(void)
                                   {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
                                   {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1}};
     expect_steps("bn+relu+add (cuda)", &p, &CUDA_CAPS, folded, 3);
-    expect_steps("bn+relu+add (relu only)", &p, &RELU_CAPS, folded, 3);
 
-    /* not replayable: the CPU folds the activation alone and writes every output */
+    /* not replayable: folded the same (the plan's nodes are all its readers) */
     p.replayable = 0;
     expect_steps("bn+relu+add, not replayable (cuda)", &p, &CUDA_CAPS, folded, 3);
-    EXPECT_STEPS("bn+relu+add, not replayable (relu only)", &p, &RELU_CAPS,
-                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1, -1},
-                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     p.replayable = 1;
 
     /* the residual as the add's first operand: folded the same */
@@ -355,18 +326,14 @@ static void test_forward_add(void)
     CHECK(plan_fuse_add_other(&p.nodes[2], &t[A], &second) == &t[R] && second == 1);
     CHECK(plan_fuse_add_other(&p.nodes[2], &t[R], &second) == &t[A] && second == 0);
 
-    /* gelu: the CUDA engine fuses it, the CPU engine does not */
+    /* gelu: fused as any kind */
     p.nodes[1].par.act.kind = ACT_GELU;
     expect_steps("bn+gelu+add (cuda)", &p, &CUDA_CAPS, folded, 3);
-    expect_unfused("bn+gelu+add (relu only)", &p, &RELU_CAPS);
-    p.nodes[1].par.act.kind = (enum act_kind)ACT_KIND_COUNT;   /* not a kind */
-    expect_unfused("bn+invalid act (cuda)", &p, &CUDA_CAPS);
     p.nodes[1].par.act.kind = ACT_RELU;
 
-    /* the CPU passes take their sizes from x: an x of another shape is not fused there */
+    /* an x of another shape than the output (the kernels check their shapes) */
     t[X].h = 4;
     expect_steps("bn+relu+add, x of another shape (cuda)", &p, &CUDA_CAPS, folded, 3);
-    expect_unfused("bn+relu+add, x of another shape (relu only)", &p, &RELU_CAPS);
     t[X].h = 3;
 
     /* the residual is written between the batch norm and the add: the add stays apart */
@@ -397,7 +364,6 @@ static void test_second_reader(void)
                                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
                                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1}};
     expect_steps("bn output read twice (cuda)", &p, &CUDA_CAPS, keep, 3);
-    expect_steps("bn output read twice (relu only)", &p, &RELU_CAPS, keep, 3);
 
     /* the reader rewritten to read the activation's output: the add is not folded (its
      * input must be written), the activation is, and the batch norm's output is spared */
@@ -440,19 +406,15 @@ static void test_backward(void)
                                  {5, PLAN_FUSE_SKIP, -1, -1, 0, 0, 0, -1, -1},
                                  {6, PLAN_FUSE_BN_BWD, 5, -1, 0, 0, 0, -1, -1}};
     expect_steps("act_bwd into bn_bwd (cuda)", &p, &CUDA_CAPS, fused, 4);
-    expect_steps("act_bwd into bn_bwd (relu only)", &p, &RELU_CAPS, fused, 4);
 
     /* the batch norm's backward without a dx (it reads the network's input) */
     p.nodes[6].dst[PLAN_DX] = NULL;
     expect_steps("act_bwd into bn_bwd, no dx", &p, &CUDA_CAPS, fused, 4);
     p.nodes[6].dst[PLAN_DX] = &t[DX];
 
-    /* not replayable: the CPU does not fold the backward, and keeps the outputs */
+    /* not replayable: folded the same */
     p.replayable = 0;
     expect_steps("act_bwd into bn_bwd, not replayable (cuda)", &p, &CUDA_CAPS, fused, 4);
-    EXPECT_STEPS("act_bwd into bn_bwd, not replayable (relu only)", &p, &RELU_CAPS,
-                 {0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1, -1},
-                 {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     p.replayable = 1;
     plan_free(&p);
 
@@ -462,15 +424,13 @@ static void test_backward(void)
     const struct want apart[] = {{0, PLAN_FUSE_BN_TRAIN, 1, -1, -1, 1, 0, -1, -1},
                                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1}};
     expect_steps("accumulating act_bwd (cuda)", &p, &CUDA_CAPS, apart, 2);
-    expect_steps("accumulating act_bwd (relu only)", &p, &RELU_CAPS, apart, 2);
     plan_free(&p);
 
-    /* gelu: the CUDA engine folds it, the CPU engine nothing */
+    /* gelu: folded as any kind */
     build_step(&p, 0);
     p.nodes[1].par.act.kind = ACT_GELU;
     p.nodes[5].par.act.kind = ACT_GELU;
     expect_steps("gelu backward (cuda)", &p, &CUDA_CAPS, fused, 4);
-    expect_unfused("gelu backward (relu only)", &p, &RELU_CAPS);
     plan_free(&p);
 
     /* the batch norm's input rewritten between the forward and the backward: the
@@ -527,7 +487,6 @@ static void test_eval_views(void)
                                  {5, PLAN_FUSE_BN_EVAL, 6, -1, -1, 0, 0, -1, -1},
                                  {6, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1}};
     expect_steps("two views (cuda)", &p, &CUDA_CAPS, views, 4);
-    expect_steps("two views (relu only)", &p, &RELU_CAPS, views, 4);
     plan_free(&p);
 
     /* a reader of the first view's batch-norm output, before the second view rewrites
@@ -560,7 +519,7 @@ static void test_eval_views(void)
 /* A residual add whose output is the next batch norm's x: the add takes the statistics
  * (CUDA), the batch norm starting from them, with or without its ReLU folded in; not when
  * another node writes the sum between the two, nor when the batch norm reads another
- * tensor, nor under the CPU engine's caps. */
+ * tensor, nor on an engine whose caps do not take it. */
 static void test_add_stats(void)
 {
     struct plan p = {0};
@@ -571,7 +530,6 @@ static void test_add_stats(void)
     EXPECT_STEPS("add takes the statistics", &p, &CUDA_CAPS,
                  {0, PLAN_FUSE_ADD_STATS, -1, -1, -1, 0, 0, 1, -1},
                  {1, PLAN_FUSE_BN_TRAIN, -1, -1, -1, 1, 0, 0, -1});
-    expect_unfused("add takes the statistics (relu only)", &p, &RELU_CAPS);
     plan_free(&p);
 
     add_fwd(&p, S, A, R);          /* 0 */
@@ -582,9 +540,6 @@ static void test_add_stats(void)
     EXPECT_STEPS("add takes the statistics, relu folded", &p, &CUDA_CAPS,
                  {0, PLAN_FUSE_ADD_STATS, -1, -1, -1, 0, 0, 1, -1},
                  {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, 0, -1},
-                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
-    EXPECT_STEPS("add takes the statistics, relu folded (relu only)", &p, &RELU_CAPS,
-                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, -1, -1},
                  {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     plan_free(&p);
 
@@ -625,7 +580,7 @@ static void conv_bn_plan(struct plan *p, int second_reader, int bias, int accumu
 /* The batch norm inside the convolutions: found with an engine that takes it, and not
  * when the engine refuses, the activation is not a ReLU (hardswish), the relu's output has
  * another reader, the convolution has a bias or accumulates its dx, or the engine has no
- * such path (CPU, CUDA caps without the callbacks). */
+ * such path (the CUDA caps without the callbacks). */
 static void test_conv_bn(void)
 {
     struct plan p = {0};
@@ -654,11 +609,6 @@ static void test_conv_bn(void)
     conv_answer.answer = 0;
     expect_steps("the engine refuses", &p, &CONV_CAPS, old_fusion, 4);
     expect_steps("no such path (cuda caps)", &p, &CUDA_CAPS, old_fusion, 4);
-    EXPECT_STEPS("no such path (relu only)", &p, &RELU_CAPS,
-                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 1, -1, -1},
-                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1},
-                 {6, PLAN_FUSE_SKIP, -1, -1, 1, 0, 0, -1, -1},
-                 {7, PLAN_FUSE_BN_BWD, 6, -1, 1, 0, 0, -1, -1});
     conv_answer.answer = 1;
 
     /* hardswish: the convolutions' graphs apply ReLU only (cuDNN has no pointwise mode
@@ -670,7 +620,6 @@ static void test_conv_bn(void)
     expect_steps("hardswish: not inside the convolutions", &p, &CONV_CAPS, stats_fusion, 5);
     CHECK(conv_answer.bwd_asked == 0);
     expect_steps("hardswish (cuda caps)", &p, &CUDA_CAPS, old_fusion, 4);
-    expect_unfused("hardswish (relu only)", &p, &RELU_CAPS);
     plan_free(&p);
 
     /* not inside the convolutions: conv0 still sums its output for the batch norm */
@@ -733,9 +682,6 @@ static void test_conv_stats(void)
     expect_steps("the engine refuses the sums", &p, &CONV_CAPS, unsummed, 3);
     conv_answer.answer = 1;
     expect_steps("no such path (cuda caps)", &p, &CUDA_CAPS, unsummed, 3);
-    EXPECT_STEPS("no such path (relu only)", &p, &RELU_CAPS,
-                 {1, PLAN_FUSE_BN_TRAIN, 2, -1, -1, 0, 0, -1, -1},
-                 {2, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
     /* a batch norm without an activation after it runs fused for the sums */
     p.nodes[2].src[PLAN_X] = &t[OTHER];
     EXPECT_STEPS("no activation", &p, &CONV_CAPS,
@@ -893,7 +839,6 @@ static void test_bn_into_convs(void)
     expect_steps("the engine refuses the weight gradient", &p, &CONV_CAPS, unfolded, 4);
     conv_answer.wgrad_refused = 0;
     expect_steps("no such path (cuda caps)", &p, &CUDA_CAPS, unfolded, 4);
-    expect_steps("no such path (relu only)", &p, &RELU_CAPS, unfolded, 4);
     /* the data gradients need not accumulate: only the weight gradients read x */
     p.nodes[7].acc = 0;
     expect_steps("overwriting data gradients", &p, &CONV_CAPS, folded, 8);
@@ -1100,12 +1045,6 @@ static void test_conv_add(void)
     EXPECT_STEPS("a plain convolution's add", &p, &CONV_CAPS,
                  {0, PLAN_FUSE_CONV_FWD, -1, 1, -1, 0, 0, -1, -1},
                  {1, PLAN_FUSE_SKIP, -1, -1, -1, 0, 0, -1, -1});
-    {
-        struct plan_fuse_caps replayable_only = CONV_CAPS;
-        replayable_only.replayable_only = 1;
-        p.replayable = 0;
-        expect_unfused("a plan that may not leave values unwritten", &p, &replayable_only);
-    }
     plan_free(&p);
     p = (struct plan){0};
     conv_fwd(&p, OUT, IMG, W0, -1);                  /* 0 */
@@ -1203,8 +1142,6 @@ static void test_bn_pool(void)
     pool_steps(unpooled, 0, 6);
     build_pool_plan(&p, 0);
     expect_steps("bn+relu+pool (cuda)", &p, &CUDA_CAPS, folded, POOLED);
-    expect_steps("bn+relu+pool (relu only: no pool_fold)", &p, &RELU_CAPS, unpooled,
-                 UNPOOLED);
     const struct pool_attr tiling = p.nodes[2].par.pool;
     for (size_t i = 0; i < sizeof(apart) / sizeof(apart[0]); i++) {
         p.nodes[2].par.pool = apart[i].fwd;

@@ -1,8 +1,8 @@
 /* Runs a plan (kernels/plan.h) on the CUDA engine: every node through the engine's own
  * table, except the patterns fused here, replayed as a graph where graph_cuda.cu can.
  *
- * Which nodes fuse (docs/gpu.md, "Fused paths") is decided by the analysis every engine
- * shares (kernels/plan_fuse.h), over the whole plan once per plan and signature
+ * Which nodes fuse (docs/gpu.md, "Fused paths") is decided by the engine's analysis
+ * (kernels/plan_fuse.h), over the whole plan once per plan and signature
  * (plan_signature), kept in c->plans by the plan's address until the plan is freed
  * (cuda_plan_forget, called by plan_free, drops it with the plan's graphs): batch norm,
  * forward and evaluation, with the activation after it (and a residual add after that),
@@ -10,9 +10,8 @@
  * into the batch norm's backward, a residual add taking the statistics of the batch
  * norm that reads its output, and a max pool whose windows tile the plane folded into the
  * batch norm whose activation it reads (bn_pool_cuda.cu). The CUDA engine's fused kernels
- * take every
- * activation kind and leave values unwritten in any plan whose own nodes allow it
- * (plan_fuse_caps below); this file keeps the analyses, the device buffers of the
+ * take every activation kind and leave values unwritten in any plan whose own nodes allow
+ * it; this file keeps the analyses, the device buffers of the
  * coefficients a fused forward keeps for its backward and of the partial sums an add
  * takes for its batch norm, and runs the steps.
  * The batch norm inside the convolutions (cuDNN's fused graphs, conv_fused_cuda.cu) is
@@ -87,9 +86,9 @@ struct plan_cache {
     uint64_t clock;                 /* the last plan_entry.gen given */
 };
 
-/* What the fused kernels (bn_cuda.cu) take beyond the shared rules: every activation
- * kind (the same device functions as the act kernels), and an add taking a batch norm's
- * statistics; the kernels check their shapes themselves. */
+/* What the fused kernels (bn_cuda.cu) take beyond the analysis's rules: an add taking a
+ * batch norm's statistics, the max pool folded in, the cuDNN graphs as conv_fused_cuda.cu
+ * answers; the kernels check their shapes themselves. */
 static int conv_fwd_ok(void *user, const struct plan_node *conv, const struct plan_node *pro,
                        const struct plan_node *stats);
 static int conv_bwd_ok(void *user, const struct plan_node *conv, const struct plan_node *bn);
@@ -97,8 +96,7 @@ static int conv_wgrad_ok(void *user, const struct plan_node *conv, const struct 
 static int conv_add_ok(void *user, const struct plan_node *conv, const struct plan_node *pro,
                        const struct plan_node *add, const struct plan_node *res_bn,
                        const struct plan_node *stats);
-static const struct plan_fuse_caps CUDA_FUSE_CAPS = {PLAN_FUSE_ALL_ACTS, 0, NULL, NULL, 1,
-                                                     conv_fwd_ok, conv_bwd_ok, NULL, 1,
+static const struct plan_fuse_caps CUDA_FUSE_CAPS = {1, conv_fwd_ok, conv_bwd_ok, NULL, 1,
                                                      conv_wgrad_ok, 1, conv_add_ok};
 
 /* The fused graphs' arguments, filled alike for the analysis's trial (conv_fwd_ok,

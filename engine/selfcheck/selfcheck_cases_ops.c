@@ -1,5 +1,7 @@
 /* The selfcheck's cases of our own kernels (group ops): batch norm (plain and ghost, a
- * large mean), every activation kind, max and average pools (ties, global, overlapping
+ * large mean), the fused batch norm with a ReLU and a residual add (kernels/plan.h,
+ * PLAN_FUSED_OPS: each engine runs it fused where it supports it, else as its
+ * decomposition), every activation kind, max and average pools (ties, global, overlapping
  * windows), concat, add, scale, scaled copy, flatten and the cross-entropy loss, each
  * forward, backward and backward accumulating where the op has them. */
 #include <math.h>
@@ -113,6 +115,124 @@ static int add_bn(struct sc_table *t, const struct bn_shape *s)
     memcpy(c.outputs, (int[]){SC_DX, SC_DW, SC_DB}, 3 * sizeof(int));
     TRY(sc_table_add(t, &c));
     sc_name(&c, "bn_backward_acc", "%s", v);
+    c.acc = 1;
+    c.n_outputs = 1;
+    c.outputs[0] = SC_DX;
+    TRY(sc_table_add(t, &c));
+cleanup:
+    return rc;
+}
+
+/* ------------------------------------------------------------------ fused batch norm */
+
+/* bn_build's slots, and: X2 the residual, Y2 the ReLU's output, DX2 the add's output, S4
+ * the kept coefficients (the engine's own layout: not compared), S5 the ReLU's dx */
+static int bn_act_build(struct sc_env *e, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    const struct bn_shape *s = c->attr;
+    const int parts = s->splits > 1 ? s->splits : 1;
+    TRY(bn_build(e, c));
+    TRY(sc_tensor(e, SC_X2, "residual", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_Y2, "act", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_DX2, "sum", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_S4, "coef", TENSOR_F32, PLAN_BN_COEF_PER_CHANNEL * parts * s->c, 1, 1,
+                  1));
+    TRY(sc_tensor(e, SC_S5, "dact", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_random(e, SC_X2, -1.0f, 1.0f));
+cleanup:
+    return rc;
+}
+
+/* The fused forward (train: with the coefficients kept; eval: from the running
+ * statistics), the batch norm's output kept, the residual added when c->acc says so (the
+ * fused ops take no accumulate flag: the field picks the variant). */
+static int bn_act_fwd_run(struct sc_side *t, const struct sc_case *c, int train)
+{
+    struct plan_node n;
+    const struct bn_shape *s = c->attr;
+    const int res = train ? c->acc : 1;
+    plan_node_init(&n, train ? PLAN_BN_ACT_TRAIN : PLAN_BN_ACT_EVAL);
+    if (train)
+        plan_node_set_tensors(&n,
+                              PLAN_DSTS(SC_T(t, SC_Y), SC_T(t, SC_S0), SC_T(t, SC_S1),
+                                        SC_T(t, SC_S2), SC_T(t, SC_S3), SC_T(t, SC_Y2),
+                                        res ? SC_T(t, SC_DX2) : NULL, SC_T(t, SC_S4)),
+                              PLAN_SRCS(SC_T(t, SC_X), SC_T(t, SC_W), SC_T(t, SC_B),
+                                        res ? SC_T(t, SC_X2) : NULL));
+    else
+        plan_node_set_tensors(&n,
+                              PLAN_DSTS(SC_T(t, SC_Y), NULL, NULL, NULL, NULL, SC_T(t, SC_Y2),
+                                        SC_T(t, SC_DX2), NULL),
+                              PLAN_SRCS(SC_T(t, SC_X), SC_T(t, SC_W), SC_T(t, SC_B),
+                                        SC_T(t, SC_X2), SC_T(t, SC_S2), SC_T(t, SC_S3)));
+    n.par.bn_act.bn = (struct bn_attr){1e-5f, 0.1f, s->splits};
+    n.par.bn_act.kind = ACT_RELU;
+    n.par.bn_act.keep_y = 1;
+    return plan_run_one(t->be, &n);
+}
+
+static int bn_act_train_run(struct sc_side *t, const struct sc_case *c)
+{
+    return bn_act_fwd_run(t, c, 1);
+}
+
+static int bn_act_eval_run(struct sc_side *t, const struct sc_case *c)
+{
+    return bn_act_fwd_run(t, c, 0);
+}
+
+/* each engine's own fused forward (no residual), then the fused backward */
+static int bn_act_bwd_run(struct sc_side *t, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    struct plan_node n;
+    const struct sc_case fwd = {.attr = c->attr, .acc = 0};
+    TRY(bn_act_fwd_run(t, &fwd, 1));
+    plan_node_init(&n, PLAN_BN_ACT_BWD);
+    plan_node_set_tensors(&n,
+                          PLAN_DSTS(SC_T(t, SC_DX), SC_T(t, SC_DW), SC_T(t, SC_DB),
+                                    SC_T(t, SC_S5)),
+                          PLAN_SRCS(SC_T(t, SC_DY), SC_T(t, SC_X), SC_T(t, SC_W), SC_T(t, SC_S0),
+                                    SC_T(t, SC_S1), SC_T(t, SC_Y), SC_T(t, SC_S4)));
+    n.acc = (unsigned)c->acc;
+    n.par.bn_act.kind = ACT_RELU;
+    TRY(plan_run_one(t->be, &n));
+cleanup:
+    return rc;
+}
+
+static int add_bn_act(struct sc_table *t, const struct bn_shape *s)
+{
+    int rc = DR_OK;
+    char v[48];
+    snprintf(v, sizeof(v), "%dx%dx%dx%d_mean%.0f", s->n, s->c, s->hw, s->hw, s->offset);
+    if (s->splits > 1) snprintf(v + strlen(v), sizeof(v) - strlen(v), "_ghost%d", s->splits);
+    struct sc_case c = {.group = "ops", .build = bn_act_build, .metric = SC_MAX_REL,
+                        .tol = SC_TOL_OP, .attr = s};
+    sc_name(&c, "bn_act_train", "%s", v);
+    c.run = bn_act_train_run;
+    c.n_outputs = 6;
+    memcpy(c.outputs, (int[]){SC_Y, SC_Y2, SC_S0, SC_S1, SC_S2, SC_S3}, 6 * sizeof(int));
+    TRY(sc_table_add(t, &c));
+    sc_name(&c, "bn_act_train_residual", "%s", v);
+    c.acc = 1;
+    c.outputs[1] = SC_DX2;
+    TRY(sc_table_add(t, &c));
+    c.acc = 0;
+    if (s->splits <= 1) {   /* evaluation has no parts */
+        sc_name(&c, "bn_act_eval", "%s", v);
+        c.run = bn_act_eval_run;
+        c.n_outputs = 2;
+        memcpy(c.outputs, (int[]){SC_Y, SC_DX2}, 2 * sizeof(int));
+        TRY(sc_table_add(t, &c));
+    }
+    sc_name(&c, "bn_act_bwd", "%s", v);
+    c.run = bn_act_bwd_run;
+    c.n_outputs = 3;
+    memcpy(c.outputs, (int[]){SC_DX, SC_DW, SC_DB}, 3 * sizeof(int));
+    TRY(sc_table_add(t, &c));
+    sc_name(&c, "bn_act_bwd_acc", "%s", v);
     c.acc = 1;
     c.n_outputs = 1;
     c.outputs[0] = SC_DX;
@@ -539,6 +659,7 @@ int sc_cases_ops(struct sc_table *t)
 {
     int rc = DR_OK;
     for (size_t i = 0; i < COUNT_OF(BN_SHAPES); i++) TRY(add_bn(t, &BN_SHAPES[i]));
+    for (size_t i = 0; i < COUNT_OF(BN_SHAPES); i++) TRY(add_bn_act(t, &BN_SHAPES[i]));
     TRY(add_acts(t));
     for (size_t i = 0; i < COUNT_OF(POOL_SHAPES); i++) TRY(add_pool(t, &POOL_SHAPES[i]));
     for (size_t i = 0; i < COUNT_OF(CONCAT_SHAPES); i++) TRY(add_concat(t, &CONCAT_SHAPES[i]));

@@ -58,6 +58,7 @@
 #include "activation.h"
 #include "augment.h"
 #include "backend.h"
+#include "dropout.h"
 #include "muon.h"
 #include "pool.h"
 
@@ -170,7 +171,12 @@ struct lerp_item {
         /* cursor[CURSOR_STEP] += 1 and cursor[CURSOR_INDEX] += 1 */                        \
     X(MUON, muon)                                                                           \
         /* every item (struct sgd_item) stepped by Muon (kernels/muon.h):                   \
-           lr_table F32 (steps), cursor, as SGD's */
+           lr_table F32 (steps), cursor, as SGD's */                                        \
+    X(DROPOUT_FWD, dropout_fwd)                                                             \
+        /* y = x masked and scaled (kernels/dropout.h), y like x; the mask's                \
+           step cursor[CURSOR_STEP] */                                                      \
+    X(DROPOUT_BWD, dropout_bwd)                                                             \
+        /* dx (=|+=) dy with the mask of the same step; dx, dy alike */
 
 /* The fused ops, X(ID, name) as in PLAN_OPS: each is a run of plain ops in one node, whose
  * results are those of its reference decomposition (plan_fused_expand, kernels/
@@ -217,7 +223,7 @@ enum plan_phase { PLAN_PHASE_BATCH, PLAN_PHASE_FORWARD, PLAN_PHASE_LOSS, PLAN_PH
 
 /* Slot names (indices into dst[] and src[]), shared by the ops whose slots agree. */
 enum plan_slot {
-    /* forward ops (conv, bn, act, pool, concat, add, scale, flatten, linear): dst */
+    /* forward ops (conv, bn, act, pool, concat, add, scale, flatten, linear, dropout): dst */
     PLAN_Y = 0,
     PLAN_SAVE_MEAN = 1, PLAN_SAVE_INVSTD = 2,    /* BN_FWD_TRAIN */
     PLAN_RUNNING_MEAN = 3, PLAN_RUNNING_VAR = 4, /* BN_FWD_TRAIN dst, BN_FWD_EVAL src */
@@ -226,6 +232,7 @@ enum plan_slot {
     PLAN_W = 1, PLAN_B = 2,                      /* CONV_FWD, LINEAR_FWD (b may be NULL) */
     PLAN_GAMMA = 1, PLAN_BETA = 2,               /* BN_FWD_TRAIN, BN_FWD_EVAL */
     PLAN_ADD_A = 0, PLAN_ADD_B = 1,              /* ADD_FWD */
+    PLAN_DROPOUT_CURSOR = 1,                     /* DROPOUT_FWD, DROPOUT_BWD: the cursor */
     /* backward ops (CONCAT_BWD: dst[0 .. n_dst) its input gradients): dst */
     PLAN_DX = 0,
     PLAN_DW = 1, PLAN_DB = 2,                    /* CONV_BWD, LINEAR_BWD (db may be NULL) */
@@ -310,6 +317,7 @@ union plan_params {
         int nesterov;
         struct muon_ns ns;
     } muon;                  /* MUON: its items as SGD's */
+    struct dropout_attr dropout;   /* DROPOUT_FWD, DROPOUT_BWD */
     struct {
         struct bn_attr bn;
         enum act_kind kind;

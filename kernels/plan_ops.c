@@ -525,10 +525,42 @@ cleanup:
     return rc;
 }
 
+/* y (or dx) like x (or dy), of at most 2^34 elements (the draw's index is element / 4, 32
+ * bits); p in [0, 1), a layer id >= 0; the cursor */
+static int dropout_rule(const char *op, const struct tensor *y, const struct tensor *x,
+                        const struct tensor *cursor, const struct dropout_attr *a)
+{
+    int rc = DR_OK;
+    TRY(cursor_rule(op, cursor));
+    EXPECT(a->p >= 0.0f && a->p < 1.0f, "%s: drop probability %g outside [0, 1)", op,
+           (double)a->p);
+    EXPECT(a->layer >= 0, "%s: layer id %d", op, a->layer);
+    EXPECT(!has(y) || tensor_same_shape(y, x),
+           "%s: output (%d, %d, %d, %d) unlike input (%d, %d, %d, %d)", op, y->n, y->c, y->h,
+           y->w, x->n, x->c, x->h, x->w);
+    EXPECT(tensor_count(x) / 4 <= UINT32_MAX, "%s: %zu elements", op, tensor_count(x));
+cleanup:
+    return rc;
+}
+
+static int rule_dropout_fwd(const struct plan_node *n)
+{
+    return dropout_rule("dropout_fwd", n->dst[PLAN_Y], n->src[PLAN_X],
+                        n->src[PLAN_DROPOUT_CURSOR], &n->par.dropout);
+}
+
+static int rule_dropout_bwd(const struct plan_node *n)
+{
+    return dropout_rule("dropout_bwd", n->dst[PLAN_DX], n->src[PLAN_DY],
+                        n->src[PLAN_DROPOUT_CURSOR], &n->par.dropout);
+}
+
 /* ---------------------------------------------------------------- the table */
 
 _Static_assert(PLAN_NODE_MAX_DST <= 32 && PLAN_NODE_MAX_SRC <= 32,
                "a slot mask (unsigned) has a bit for every slot");
+_Static_assert(sizeof(struct dropout_attr) == sizeof(uint64_t) + sizeof(float) + sizeof(int),
+               "struct dropout_attr has no padding bytes (plan_signature hashes the bytes)");
 
 #define VAR PLAN_VARIADIC
 #define ALL ((1u << PLAN_NODE_MAX_DST) - 1u)   /* every slot of a variadic op */
@@ -575,6 +607,8 @@ static const struct plan_op_desc plan_ops[PLAN_OP_COUNT] = {
                               BIT(PLAN_RUNNING_VAR) | BIT(PLAN_BNA_OUT) | BIT(PLAN_BNA_COEF),
                           BIT(PLAN_BNA_RES), 0, 0, rule_bn_act},
     [PLAN_BN_ACT_BWD] = {"bn_act_bwd", 4, 7, BIT(PLAN_DX), 0, BIT(PLAN_DX), 0, rule_bn_act},
+    [PLAN_DROPOUT_FWD] = {"dropout_fwd", 1, 2, 0, 0, 0, 0, rule_dropout_fwd},
+    [PLAN_DROPOUT_BWD] = {"dropout_bwd", 1, 2, 0, 0, BIT(PLAN_DX), 0, rule_dropout_bwd},
 };
 
 #undef VAR

@@ -1,7 +1,8 @@
 /* The one specification of dawnrun's randomness. Every random decision (weight init,
- * epoch shuffle, crop, flip, cutout) is a pure function of (seed, stream, epoch, index),
- * computed with Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as
- * 1, 2, 3", SC 2011), so that any engine, host or device, reproduces the same draws.
+ * epoch shuffle, crop, flip, cutout, dropout mask) is a pure function of (seed, stream,
+ * epoch, index), computed with Philox4x32-10 (Salmon et al., "Parallel random numbers: as
+ * easy as 1, 2, 3", SC 2011), so that any engine, host or device, reproduces the same
+ * draws.
  *
  *   key     = (seed & 0xffffffff, seed >> 32)
  *   counter = (index, epoch, stream, sub)       four 32-bit words, in that order
@@ -20,6 +21,10 @@
  *   RNG_STREAM_AUGMENT  index = the image's row in the training set, sub = 0 gives
  *                       (crop_x, crop_y, flip, -), sub = 1 gives (cutout_x, cutout_y, -, -);
  *                       see kernels/augment.h.
+ *   RNG_STREAM_DROPOUT  index = element / 4 (the element's canonical NCHW index in the
+ *                       layer's output), epoch = the global training step, sub = the
+ *                       layer's id in the graph; element e takes output word e % 4 and is
+ *                       kept when rng_unit(word) >= p; see kernels/dropout.h.
  * Test vectors: tests/test_rng.c. */
 #ifndef DAWNRUN_RNG_H
 #define DAWNRUN_RNG_H
@@ -35,7 +40,8 @@
 enum rng_stream {
     RNG_STREAM_INIT = 1,
     RNG_STREAM_SHUFFLE = 2,
-    RNG_STREAM_AUGMENT = 3
+    RNG_STREAM_AUGMENT = 3,
+    RNG_STREAM_DROPOUT = 4
 };
 
 struct rng4 {

@@ -768,6 +768,86 @@ static void test_hardswish_layer(void)
     rmdir(dir);
 }
 
+/* experiment_load of path with what it prints to stderr in msg (cut to n - 1 bytes). */
+static int load_quoting(struct experiment *e, const char *path, char *msg, size_t n)
+{
+    fflush(stderr);
+    FILE *cap = tmpfile();
+    const int saved = dup(2);
+    msg[0] = '\0';
+    if (!cap || saved < 0 || dup2(fileno(cap), 2) < 0) {
+        if (cap) fclose(cap);
+        if (saved >= 0) close(saved);
+        return -1;
+    }
+    const int rc = experiment_load(e, path, NULL, 0);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(cap);
+    const size_t got = fread(msg, 1, n - 1, cap);
+    msg[got] = '\0';
+    fclose(cap);
+    return rc;
+}
+
+/* A dropout layer loads as LAYER_DROPOUT with its p (0.5 when left out) and builds; a p
+ * above 1 or below 0 is refused by the schema, naming the file, the line, the layer and
+ * the limit; p = 1 passes the schema (0..1) and is refused when the network is built. */
+static void test_dropout_layer(void)
+{
+    char dir[] = "/tmp/dawnrun_test_dropout_XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    const char *fmt = "name = \"drop\";\nmodel = { layers = (\n  { type = \"conv\"; out = 8; },\n"
+                      "  { name = \"d\"; type = \"dropout\";%s },\n"
+                      "  { name = \"d2\"; type = \"dropout\"; },\n"
+                      "  { type = \"gavgpool\"; }, { type = \"flatten\"; }\n); };\n"
+                      "train = { epochs = 1; lr_schedule = { knots = [0, 1]; "
+                      "values = (0.4, 0); }; };\n";
+    const char *ps[4] = {" p = 0.3;", " p = 1.5;", " p = -0.5;", " p = 1;"};
+    const char *msgs[3] = {NULL, "drop1.cfg:4: layer 'd': 'p' must be <= 1, got 1.5",
+                           "drop2.cfg:4: layer 'd': 'p' must be >= 0, got -0.5"};
+    for (int k = 0; k < 4; k++) {
+        char text[768], path[512], name[32], msg[1024];
+        snprintf(text, sizeof(text), fmt, ps[k]);
+        snprintf(name, sizeof(name), "drop%d.cfg", k);
+        CHECK(write_file(dir, name, text, path, sizeof(path)));
+        struct experiment e;
+        const int rc = load_quoting(&e, path, msg, sizeof(msg));
+        if (k == 1 || k == 2) {
+            CHECK(rc == DR_ERR_CONFIG && strstr(msg, msgs[k]) != NULL);
+            if (!strstr(msg, msgs[k])) printf("message: %s\nwanted: %s\n", msg, msgs[k]);
+            unlink(path);
+            continue;
+        }
+        CHECK(rc == DR_OK);
+        const struct layer_spec *d = rc == DR_OK ? find_layer(&e, "d") : NULL;
+        const struct layer_spec *d2 = rc == DR_OK ? find_layer(&e, "d2") : NULL;
+        CHECK(d && d->type == LAYER_DROPOUT && d->p == (k == 0 ? 0.3f : 1.0f));
+        CHECK(d2 && d2->type == LAYER_DROPOUT && d2->p == 0.5f);
+        CHECK(layer_type_from_name("dropout") == LAYER_DROPOUT);
+        if (rc == DR_OK) {
+            struct graph g;
+            char err[256];
+            const int built = graph_build(&g, &e.net, 3, 32, 32, err, sizeof(err));
+            if (k == 0) {
+                CHECK(built == DR_OK);
+                graph_free(&g);
+            } else {
+                CHECK(built == DR_ERR_CONFIG && strstr(err, "drop3.cfg:4: layer 'd': p (the "
+                                                       "drop probability) must be in [0, 1), "
+                                                       "got 1"));
+            }
+            experiment_free(&e);
+        }
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 /* ---- data directory, failures ---------------------------------------------------------- */
 
 static void test_data_dir_and_failures(void)
@@ -1039,6 +1119,7 @@ int main(void)
     test_model_vars();
     test_layer_defaults();
     test_hardswish_layer();
+    test_dropout_layer();
     test_data_dir_and_failures();
     test_schedule_at();
     test_expr();

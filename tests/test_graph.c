@@ -762,6 +762,40 @@ static void test_small_shapes(void)
     net_spec_free(&s);
 }
 
+/* A dropout layer: the default p from the schema (0.5), its input's shape, no parameters,
+ * one FLOP per element (forward and backward); p outside [0, 1) (1, negative, NaN) named
+ * in the error. */
+static void test_dropout(void)
+{
+    struct net_spec s = {0};
+    struct graph g;
+    char err[256];
+    add(&s, "c", LAYER_CONV)->out = 6;
+    struct layer_spec *l = add(&s, "d", LAYER_DROPOUT);
+    CHECK(l->p == 0.5f);
+    add(&s, "flat", LAYER_FLATTEN);
+    int rc = graph_build(&g, &s, 3, 4, 5, err, sizeof err);
+    CHECK(rc == DR_OK);
+    if (rc != DR_OK) fprintf(stderr, "%s\n", err);
+    if (rc == DR_OK) {
+        const struct layer *d = &g.layers[find(&g, "d")];
+        CHECK(shape_is(&g, "d", 6, 4, 5) && d->param_count == 0 && g.n_params == 1);
+        CHECK(d->flops == 120 && g.flops_elementwise == 120);
+        CHECK(graph_train_flops(&g) == 2 * g.flops_forward + 2 * 120);   /* conv of the image */
+        CHECK(strcmp(layer_type_name(d->spec.type), "dropout") == 0);
+        graph_free(&g);
+    }
+    net_spec_free(&s);
+    const float bad[3] = {1.0f, -0.25f, NAN};
+    const char *text[3] = {"p (the drop probability) must be in [0, 1), got 1",
+                           "must be in [0, 1), got -0.25", "must be in [0, 1), got nan"};
+    for (int k = 0; k < 3; k++) {
+        add(&s, "c1", LAYER_CONV)->out = 8;
+        add(&s, "drop", LAYER_DROPOUT)->p = bad[k];
+        expect_error(&s, "drop", text[k], LINE(1));
+    }
+}
+
 /* The type table: a row for every type, an activation layer type named as its kind for
  * every activation kind, and each activation type builds elementwise (same shape, one
  * FLOP per element, no parameters). */
@@ -824,5 +858,6 @@ int main(void)
     test_airbench();
     test_errors();
     test_small_shapes();
+    test_dropout();
     return check_finish("test_graph");
 }

@@ -15,7 +15,9 @@
  * contents + overwrite result) within 1e-5, parameter gradients are pre-filled with junk
  * to check they are overwritten, and max pooling is checked to route ties to the first
  * maximum. Every activation kind (0 .. ACT_KIND_COUNT - 1) is checked: a new kind needs
- * no edit here unless it has a kink of its own to keep the inputs off. */
+ * no edit here unless it has a kink of its own to keep the inputs off. Dropout is checked
+ * at a fixed seed, step and layer (a fixed mask, so the op is linear in x), and with p = 0
+ * (every element kept, scale 1). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +27,7 @@
 #include "../kernels/activation.h"
 #include "../kernels/batchnorm.h"
 #include "../kernels/conv2d.h"
+#include "../kernels/dropout.h"
 #include "../kernels/linear.h"
 #include "../kernels/loss.h"
 #include "../kernels/pool.h"
@@ -478,6 +481,49 @@ static void test_elementwise(void)
     free(e.a); free(e.b); free(e.y); free(e.r); free(g); free(pre); free(acc);
 }
 
+/* ------------------------------------------------------------------ dropout */
+
+struct dropout_case {
+    struct dropout_attr a;
+    uint32_t step;
+    int c, n, hw;
+    float *x, *y, *r;
+};
+
+static double dropout_loss(void *p)
+{
+    struct dropout_case *d = p;
+    dropout_forward_cpu(d->y, d->x, &d->a, d->step, d->c, d->n, d->hw);
+    return dot(d->y, d->r, (size_t)d->c * d->n * d->hw);
+}
+
+/* The input gradient at a fixed mask (seed, step, layer), overwriting and accumulating;
+ * dropped elements get exactly 0 and kept ones exactly dy / (1 - p). */
+static void test_dropout(float p, int c, int n, int hw)
+{
+    struct dropout_case d = {{.seed = 0x5eedu, .p = p, .layer = 3}, 11, c, n, hw, NULL, NULL, NULL};
+    const size_t cnt = (size_t)c * n * hw;
+    d.x = support_rand_buf(&rng, -1, 1, cnt);
+    d.y = malloc(sizeof(float) * cnt);
+    d.r = support_rand_buf(&rng, -1, 1, cnt);
+    float *g = support_rand_buf(&rng, -9, 9, cnt), *pre = support_rand_buf(&rng, -1, 1, cnt),
+          *acc = copy_buf(pre, cnt);
+    char name[64];
+    snprintf(name, sizeof name, "dropout p %g", (double)p);
+    dropout_backward_cpu(g, d.r, &d.a, d.step, c, n, hw, 0);
+    fd_check(name, d.x, cnt, g, dropout_loss, &d, EPS_LIN, TOL_LIN, TOL_LIN);
+    int exact = 1, kept = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        kept += g[i] != 0.0f;
+        exact &= g[i] == 0.0f || g[i] == d.r[i] * dropout_scale(p);
+    }
+    CHECK(exact);
+    CHECK(p > 0.0f ? kept > 0 && (size_t)kept < cnt : (size_t)kept == cnt);
+    dropout_backward_cpu(acc, d.r, &d.a, d.step, c, n, hw, 1);
+    check_accumulated(name, acc, pre, g, cnt);
+    free(d.x); free(d.y); free(d.r); free(g); free(pre); free(acc);
+}
+
 /* ------------------------------------------------------------------ linear */
 
 struct linear_case {
@@ -596,6 +642,9 @@ int main(void)
     test_concat(2);
     test_concat(3);
     test_elementwise();
+    test_dropout(0.5f, 3, 4, 5);
+    test_dropout(0.2f, 2, 3, 17);
+    test_dropout(0.0f, 2, 2, 6);
 
     test_linear(5, 7, 6, 1);
     test_linear(4, 9, 3, 0);

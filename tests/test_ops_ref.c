@@ -7,7 +7,9 @@
  * Tolerances: outputs that are sums compare with |y - ref| <= 1e-5 * sum|terms| + 1e-6
  * (fp32 accumulation error grows with the terms' magnitude, not with the result);
  * elementwise ops compare within 1e-6 relative; SGD and weight averaging are compared
- * exactly, since each rule is a fixed sequence of fp32 operations. */
+ * exactly, since each rule is a fixed sequence of fp32 operations. Dropout is compared
+ * exactly with its specification (kernels/dropout.h: the Philox words drawn here with
+ * rng_draw, element by element in NCHW order), and its masks' statistics are checked. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include "../kernels/activation.h"
 #include "../kernels/batchnorm.h"
 #include "../kernels/conv2d.h"
+#include "../kernels/dropout.h"
 #include "../kernels/linear.h"
 #include "../kernels/loss.h"
 #include "../kernels/optimizer.h"
@@ -591,6 +594,90 @@ static void test_lerp(int copy_back)
     free(avg); free(w); free(eavg); free(ew);
 }
 
+/* ------------------------------------------------------------------ dropout */
+
+/* The number of kept elements of the (c, n, hw) CPU-layout output y (nonzero: inputs are
+ * never 0 here) and whether y is the specification exactly: for each element, at its NCHW
+ * index i, word i % 4 of rng_draw(seed, RNG_STREAM_DROPOUT, step, i / 4, layer) against p;
+ * kept elements x * (1 / (1 - p)) in fp32, dropped ones +0. */
+static long dropout_spec(int *exact, const float *y, const float *x,
+                         const struct dropout_attr *a, uint32_t step, int c, int n, int hw)
+{
+    const float s = 1.0f / (1.0f - a->p);
+    long kept = 0;
+    *exact = 1;
+    for (int j = 0; j < n; j++)
+        for (int k = 0; k < c; k++)
+            for (int e = 0; e < hw; e++) {
+                const uint64_t i = ((uint64_t)j * (uint64_t)c + (uint64_t)k) * (uint64_t)hw + e;
+                const struct rng4 r = rng_draw(a->seed, RNG_STREAM_DROPOUT, step,
+                                               (uint32_t)(i / 4), (uint32_t)a->layer);
+                const int keep = (float)(r.v[i % 4] >> 8) / 16777216.0f >= a->p;
+                const size_t at = ((size_t)k * n + j) * hw + e;
+                const float want = keep ? x[at] * s : 0.0f;
+                if (memcmp(&y[at], &want, sizeof want) != 0) *exact = 0;
+                kept += y[at] != 0.0f;
+            }
+    return kept;
+}
+
+/* Forward against the specification bit for bit, at a shape whose planes are not a
+ * multiple of 4; the fraction dropped within 0.005 of p over 2^20 elements (a standard
+ * deviation is sqrt(p (1 - p) / 2^20) <= 4.9e-4, so a correct mask fails with probability
+ * below 1e-20); the backward's mask the forward's; another step, layer or seed another
+ * mask, agreeing on p^2 + (1 - p)^2 of the elements, within 0.005 likewise; the same
+ * (seed, step, layer) the same bits. */
+static void test_dropout(float p)
+{
+    enum { C = 16, N = 64, HW = 1024, COUNT = C * N * HW };   /* 2^20 elements */
+    const struct dropout_attr a = {.seed = 0x0123456789abcdefull, .p = p, .layer = 5};
+    float *x = malloc(sizeof(float) * COUNT), *y = malloc(sizeof(float) * COUNT);
+    float *y2 = malloc(sizeof(float) * COUNT), *dx = malloc(sizeof(float) * COUNT);
+    for (size_t i = 0; i < COUNT; i++) x[i] = support_urand(&rng, 0.5f, 2.0f);
+    int exact = 0;
+    char what[96];
+
+    dropout_forward_cpu(y, x, &a, 42, 7, 3, 13);   /* 273 elements: planes of 13 */
+    dropout_spec(&exact, y, x, &a, 42, 7, 3, 13);
+    snprintf(what, sizeof what, "dropout p %g: the specification, bit for bit", (double)p);
+    check_record(exact, __FILE__, __LINE__, what);
+
+    dropout_forward_cpu(y, x, &a, 42, C, N, HW);
+    const long kept = dropout_spec(&exact, y, x, &a, 42, C, N, HW);
+    const double dropped = 1.0 - (double)kept / COUNT;
+    printf("dropout p %g: %.5f of %d elements dropped\n", (double)p, dropped, (int)COUNT);
+    snprintf(what, sizeof what, "dropout p %g: %.5f dropped, exact %d", (double)p, dropped,
+             exact);
+    check_record(exact && fabs(dropped - p) < 0.005, __FILE__, __LINE__, what);
+
+    int same_mask = 1;   /* the backward of the same step: dx = dy * s where y was kept */
+    dropout_backward_cpu(dx, x, &a, 42, C, N, HW, 0);
+    for (size_t i = 0; i < COUNT; i++) same_mask &= (dx[i] != 0.0f) == (y[i] != 0.0f);
+    CHECK(same_mask);
+    CHECK(memcmp(dx, y, sizeof(float) * COUNT) == 0);   /* dy = x: the same values too */
+
+    dropout_forward_cpu(y2, x, &a, 42, C, N, HW);   /* the same key again */
+    CHECK(memcmp(y, y2, sizeof(float) * COUNT) == 0);
+    const struct dropout_attr other_layer = {.seed = a.seed, .p = p, .layer = 6};
+    const struct dropout_attr other_seed = {.seed = a.seed + 1, .p = p, .layer = 5};
+    const struct dropout_attr *keys[3] = {&a, &other_layer, &other_seed};
+    const uint32_t steps[3] = {43, 42, 42};
+    const double expect = (double)p * p + (1.0 - p) * (1.0 - p);
+    for (int k = 0; k < 3; k++) {
+        long agree = 0;
+        dropout_forward_cpu(y2, x, keys[k], steps[k], C, N, HW);
+        for (size_t i = 0; i < COUNT; i++) agree += (y[i] != 0.0f) == (y2[i] != 0.0f);
+        const double f = (double)agree / COUNT;
+        snprintf(what, sizeof what, "dropout p %g: another %s agrees on %.5f (expected %.5f)",
+                 (double)p, k == 0 ? "step" : k == 1 ? "layer" : "seed", f, expect);
+        check_record(fabs(f - expect) < 0.005, __FILE__, __LINE__, what);
+    }
+    free(x);
+    free(y);
+    free(y2);
+    free(dx);
+}
+
 int main(void)
 {
     /* odd sizes: batches that split unevenly into chunks, odd planes, every path */
@@ -632,5 +719,8 @@ int main(void)
     test_sgd(0);
     test_lerp(0);
     test_lerp(1);
+    test_dropout(0.5f);
+    test_dropout(0.1f);
+    test_dropout(0.75f);
     return check_finish("test_ops_ref");
 }

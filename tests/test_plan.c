@@ -243,6 +243,16 @@ static void test_node_tensors(void)
         else
             EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 1}, {&T[2], 1}, {&T[3], 1}, {&T[4], 0},
                         {&T[5], 0}, {&T[6], 0}, {&T[7], 0}, {&T[8], 0}, {&T[9], 0}, {&T[10], 0});
+
+        NODE(PLAN_DROPOUT_FWD);   /* the mask from the cursor's step */
+        n.dst[PLAN_Y] = &T[0], n.src[PLAN_X] = &T[1], n.src[PLAN_DROPOUT_CURSOR] = &T[2];
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0});
+
+        NODE(PLAN_DROPOUT_BWD);
+        n.dst[PLAN_DX] = &T[0], n.src[PLAN_DY] = &T[1], n.src[PLAN_DROPOUT_CURSOR] = &T[2];
+        n.acc = acc;
+        if (acc) EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 0}, {&T[2], 0});
+        else EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0});
 #undef NODE
     }
     for (int k = 0; k < PLAN_OP_COUNT; k++) {
@@ -905,6 +915,103 @@ static void test_fused_nodes(struct fixture *f)
     trainer_free(&a);
 }
 
+/* conv -> relu -> [dropout of p, or none when p < 0] -> global average pool -> flatten ->
+ * linear, plus a dropout of p after the linear layer (the logits) when at_output. */
+static int dropout_net(struct graph *g, float p, int at_output)
+{
+    struct net_spec s = {0};
+    struct layer_spec *l;
+    char err[256];
+    int ok = (l = add(&s, "conv", LAYER_CONV)) != NULL;
+    if (ok) l->out = 8;
+    ok = ok && add(&s, "relu", LAYER_RELU);
+    if (ok && p >= 0.0f && (l = add(&s, "drop", LAYER_DROPOUT)) != NULL) l->p = p;
+    ok = ok && add(&s, "pool", LAYER_GAVGPOOL) && add(&s, "flat", LAYER_FLATTEN);
+    ok = ok && (l = add(&s, "linear", LAYER_LINEAR)) != NULL;
+    if (ok) l->out = 10, l->bias = 1;
+    if (ok && at_output && (l = add(&s, "drop_out", LAYER_DROPOUT)) != NULL) l->p = 0.0f;
+    int rc = ok ? graph_build(g, &s, 3, 32, 32, err, sizeof(err)) : DR_ERR_NOMEM;
+    if (rc != DR_OK && ok) printf("graph_build: %s\n", err);
+    net_spec_free(&s);
+    return rc;
+}
+
+/* How many nodes of op plan p has. */
+static int count_op(const struct plan *p, enum plan_op op)
+{
+    int k = 0;
+    for (int i = 0; i < p->count; i++) k += p->nodes[i].op == op;
+    return k;
+}
+
+/* A dropout layer: in the step plan one DROPOUT_FWD and one DROPOUT_BWD node reading the
+ * trainer's cursor, with the run's seed, the layer's id and p; in the evaluation plans no
+ * node (its readers read its input), so that a fresh model evaluates as the same network
+ * without it (same parameters: a dropout has none); p = 0 aliased in training too (the
+ * step plan of the network without it, node for node, and the same bits after a
+ * training epoch); at the network's output, a copy outside training; a single-part
+ * forward in train mode refused (no cursor), in eval mode run. */
+static void test_dropout(struct fixture *f)
+{
+    struct graph g[4];   /* none, p = 0.5, p = 0, p = 0.5 with a p = 0 dropout at the output */
+    struct trainer t[4];
+    const float ps[4] = {-1.0f, 0.5f, 0.0f, 0.5f};
+    struct experiment e = f->e;
+    e.eval.tta = TTA_NONE;
+    e.train.average.kind = AVERAGE_NONE;
+    for (int k = 0; k < 4; k++) {
+        if (dropout_net(&g[k], ps[k], k == 3) != DR_OK ||
+            trainer_create(&t[k], &e, &g[k], &f->be, &f->train, &f->test, 7) != DR_OK) {
+            CHECK(0);
+            return;
+        }
+    }
+    const struct plan *step = &t[1].step_plan;
+    CHECK(count_op(step, PLAN_DROPOUT_FWD) == 1 && count_op(step, PLAN_DROPOUT_BWD) == 1);
+    for (int i = 0; i < step->count; i++) {
+        const struct plan_node *n = &step->nodes[i];
+        if (n->op != PLAN_DROPOUT_FWD && n->op != PLAN_DROPOUT_BWD) continue;
+        CHECK(n->src[PLAN_DROPOUT_CURSOR] == &t[1].cursor && n->par.dropout.seed == 7 &&
+              n->par.dropout.p == 0.5f && n->par.dropout.layer == 3 && n->layer == 3);
+        CHECK(strcmp(g[1].layers[n->layer].spec.name, "drop") == 0);
+    }
+    for (int k = 0; k < 4; k++) {
+        CHECK(count_op(&t[k].eval_plan, PLAN_DROPOUT_FWD) == 0);
+        CHECK(count_op(&t[k].eval_last_plan, PLAN_DROPOUT_FWD) == 0);
+        CHECK(t[k].eval_plan.count == t[0].eval_plan.count + (k == 3));
+    }
+    CHECK(count_op(&t[3].eval_plan, PLAN_SCALE_FWD) == 1);   /* the logits' copy */
+    CHECK(t[2].step_plan.count == t[0].step_plan.count);
+    CHECK(count_op(&t[2].step_plan, PLAN_DROPOUT_FWD) == 0 &&
+          count_op(&t[2].step_plan, PLAN_DROPOUT_BWD) == 0);
+    for (int i = 0; i < t[0].step_plan.count; i++)
+        CHECK(t[2].step_plan.nodes[i].op == t[0].step_plan.nodes[i].op);
+    double loss[4], acc[4];
+    for (int k = 0; k < 4; k++) CHECK(trainer_evaluate(&t[k], &loss[k], &acc[k]) == DR_OK);
+    printf("dropout: fresh evaluation loss %.6f (none), %.6f (p 0.5), %.6f (p 0), "
+           "%.6f (at the output)\n", loss[0], loss[1], loss[2], loss[3]);
+    CHECK(loss[1] == loss[0] && acc[1] == acc[0] && loss[2] == loss[0] && loss[3] == loss[0]);
+    struct epoch_record rec[4];
+    for (int k = 0; k < 4; k++) CHECK(trainer_epoch(&t[k], 0, NULL, &rec[k]) == DR_OK);
+    printf("dropout: epoch 1 train loss %.6f (none), %.6f (p 0.5), %.6f (p 0), %.6f "
+           "(at the output)\n", rec[0].train_loss, rec[1].train_loss, rec[2].train_loss,
+           rec[3].train_loss);
+    CHECK(rec[2].train_loss == rec[0].train_loss && rec[2].test_loss == rec[0].test_loss);
+    CHECK(rec[1].train_loss != rec[0].train_loss && isfinite(rec[1].train_loss));
+    CHECK(rec[3].train_loss == rec[1].train_loss);   /* p = 0 at the output: the identity */
+    for (int k = 0; k < g[0].n_params; k++) {
+        CHECK(same_tensor(&f->be, &t[2].model.p[k], &t[0].model.p[k]));
+        CHECK(same_tensor(&f->be, &t[3].model.p[k], &t[1].model.p[k]));
+    }
+    fprintf(stderr, "(one error message expected below)\n");
+    CHECK(model_forward(&t[1].model, 1) == DR_ERR_INTERNAL);
+    CHECK(model_forward(&t[1].model, 0) == DR_OK && model_forward(&t[2].model, 1) == DR_OK);
+    for (int k = 0; k < 4; k++) {
+        trainer_free(&t[k]);
+        graph_free(&g[k]);
+    }
+}
+
 /* An engine that runs no SGD nodes (its supports says so) cannot build a step plan: an
  * error naming the op, not a failure at the first step. */
 static const struct backend_ops *missing_real;
@@ -942,6 +1049,7 @@ int main(void)
     test_fused_nodes(&f);
     test_missing_op(&f);
     test_forget(&f);
+    test_dropout(&f);
     backend_destroy(&f.be);
     graph_free(&f.g);
     dataset_free(&f.train);

@@ -1,6 +1,7 @@
-/* The RNG specification (kernels/rng.h), the epoch shuffle and weight initialisation
- * against known answers (Random123 KATs and tests/vectors/augment_vectors.h, made by an
- * independent Python implementation) and against their statistical properties. */
+/* The RNG specification (kernels/rng.h), the epoch shuffle, weight initialisation and the
+ * dropout mask (kernels/dropout.h) against known answers (Random123 KATs and
+ * tests/vectors/augment_vectors.h, made by an independent Python implementation) and
+ * against their statistical properties. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "check.h"
 #include "engine/core/init.h"
+#include "kernels/dropout.h"
 #include "kernels/rng.h"
 #include "engine/core/shuffle.h"
 #include "vectors/augment_vectors.h"
@@ -37,6 +39,14 @@ static void test_known_answers(void)
         CHECK(rng_below(VEC_BELOW[i].u, VEC_BELOW[i].n) == VEC_BELOW[i].r);
     for (int i = 0; i < COUNT(VEC_UNIT); i++)
         CHECK(float_bits(rng_unit(VEC_UNIT[i].u)) == VEC_UNIT[i].bits);
+    for (int i = 0; i < COUNT(VEC_DROPOUT); i++) {
+        const struct vec_dropout *d = &VEC_DROPOUT[i];
+        const struct dropout_attr a = {.seed = d->seed, .p = d->p, .layer = (int)d->layer};
+        uint64_t keep = 0;
+        for (int e = 0; e < 64; e++)
+            keep |= (uint64_t)dropout_keep(&a, d->step, (uint64_t)e) << e;
+        CHECK(keep == d->keep);
+    }
 }
 
 static void test_below_and_unit(void)

@@ -34,6 +34,7 @@ static const struct {
     {"alpha", offsetof(struct layer_spec, alpha), 'f'},
     {"scale", offsetof(struct layer_spec, scale), 'f'},
     {"init_std", offsetof(struct layer_spec, init_std), 'f'},
+    {"p", offsetof(struct layer_spec, p), 'f'},
 };
 
 int cfg_value_eval(double *v, struct cfg_diag *d, const config_setting_t *s,

@@ -164,6 +164,9 @@ static int check_attributes(const struct layer_info **info_out, const struct lay
                            (double)ls->alpha);
     if ((r & LAYER_RULE_SCALE) && !isfinite(ls->scale))
         return build_error(err, errlen, ls, "scale must be finite");
+    if ((r & LAYER_RULE_DROP_P) && !(ls->p >= 0.0f && ls->p < 1.0f))
+        return build_error(err, errlen, ls, "p (the drop probability) must be in [0, 1), got %g",
+                           (double)ls->p);
     return DR_OK;
 }
 
@@ -265,6 +268,7 @@ static int infer_shape(const struct graph *g, struct layer *l, const struct laye
     case LAYER_KIND_BN:
     case LAYER_KIND_ACT:
     case LAYER_KIND_SCALE:
+    case LAYER_KIND_DROPOUT:
         return DR_OK;
     case LAYER_KIND_INPUT:
     case LAYER_KIND_SHORTCUT:   /* resolved before shaping */
@@ -343,6 +347,7 @@ static void add_layer_params(struct graph *g, int id, const struct layer_info *i
     case LAYER_KIND_ADD:
     case LAYER_KIND_FLATTEN:
     case LAYER_KIND_SCALE:
+    case LAYER_KIND_DROPOUT:
         break;   /* no parameters */
     }
     l->param_count = g->n_params - l->param_first;

@@ -40,6 +40,7 @@ struct layer_spec {
     float init_std;                        /* linear: > 0: the drawn weight is rescaled to
                                               this standard deviation (0 = as drawn) */
     float scale;                           /* scale */
+    float p;                               /* dropout: drop probability, in [0, 1) */
     const char *file;                      /* where it was written, for messages (not owned;
                                               NULL = unknown) */
     int line;
@@ -122,10 +123,11 @@ struct graph {
  * a multiply-accumulate being 2 FLOPs: conv 2*co*ci*k*k*ho*wo (+ co*ho*wo with bias),
  * linear 2*in*out (+ out with bias); their sum is graph.flops_forward (ResNet-9 on
  * 32x32: 758,523,904). The rest is graph.flops_elementwise, counted per output element:
- * bn 4 (batch statistics 2, fused scale-and-shift 2), every activation and scale 1 (a
- * transcendental counts 1), add 1, maxpool/avgpool k*k (the window), global pools 1 per
- * input element, concat/flatten 0 (data movement). layer.flops uses the same rule, which
- * each type's row in engine/core/layer_types.c names. */
+ * bn 4 (batch statistics 2, fused scale-and-shift 2), every activation, scale and dropout
+ * 1 (a transcendental counts 1, dropout's mask draw 0), add 1, maxpool/avgpool k*k (the
+ * window), global pools 1 per input element, concat/flatten 0 (data movement).
+ * layer.flops uses the same rule, which each type's row in engine/core/layer_types.c
+ * names. */
 
 /* Resolves names, checks shapes and builds the graph for images of in_c×in_h×in_w.
  * Errors name the layer and its file:line ("nets/x.cfg:12: layer 'l1.conv': ...") and are

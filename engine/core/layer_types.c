@@ -50,6 +50,9 @@ static const struct layer_info layer_table[] = {
     [LAYER_SCALE] = {.name = "scale", .kind = LAYER_KIND_SCALE, ONE_INPUT,
                      .rules = LAYER_RULE_SCALE,
                      .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 1},
+    [LAYER_DROPOUT] = {.name = "dropout", .kind = LAYER_KIND_DROPOUT, ONE_INPUT,
+                       .rules = LAYER_RULE_DROP_P,
+                       .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 1},
     /* counted as the conv it becomes (an identity shortcut is no layer) */
     [LAYER_SHORTCUT] = {.name = "shortcut", .kind = LAYER_KIND_SHORTCUT, ONE_INPUT,
                         .rules = LAYER_RULE_OUT | LAYER_RULE_STRIDE | LAYER_RULE_IN_CHANNELS,

@@ -31,6 +31,7 @@ enum layer_type {
     LAYER_FLATTEN,
     LAYER_LINEAR,    /* out, bias */
     LAYER_SCALE,     /* scale */
+    LAYER_DROPOUT,   /* p: training only; the identity in evaluation */
     LAYER_SHORTCUT,  /* spec only: identity when in == out channels and stride 1, else a
                         bias-free 1×1 conv (out, stride); graph_build resolves it */
     LAYER_WHITEN,    /* k, pad, eps, whiten_images, negate, bias, bias_epochs: a fixed conv
@@ -53,7 +54,9 @@ enum layer_kind {
     LAYER_KIND_ADD,
     LAYER_KIND_FLATTEN,
     LAYER_KIND_LINEAR,       /* weight (out, in) [and bias] */
-    LAYER_KIND_SCALE
+    LAYER_KIND_SCALE,
+    LAYER_KIND_DROPOUT       /* a random mask while training (kernels/dropout.h), else
+                                nothing */
 };
 
 /* The parameter kinds, X(ID, config name): a layer type with parameters adds its kinds
@@ -92,8 +95,9 @@ enum layer_rule {
     LAYER_RULE_MOMENTUM = 1 << 10,    /* momentum in [0, 1] */
     LAYER_RULE_ALPHA = 1 << 11,       /* alpha finite and non-zero */
     LAYER_RULE_SCALE = 1 << 12,       /* scale finite */
-    LAYER_RULE_IN_CHANNELS = 1 << 13  /* expect_in, when > 0, is the input's channels
+    LAYER_RULE_IN_CHANNELS = 1 << 13, /* expect_in, when > 0, is the input's channels
                                          (checked once the input's shape is known) */
+    LAYER_RULE_DROP_P = 1 << 14       /* p in [0, 1) */
 };
 
 /* How a layer's forward FLOPs per image are counted (the convention in graph.h). */

@@ -150,7 +150,9 @@ int model_plan_eval(struct plan *p, struct model *m, const struct model_batch_sr
 int model_run_plan(struct model *m, struct plan *p);
 
 /* Forward pass over y[0] (already filled) in train (batch statistics, running stats
- * updated) or eval mode: the training plan's forward part, run on its own. */
+ * updated) or eval mode: the training plan's forward part, run on its own. A dropout of
+ * p > 0 in train mode is refused (DR_ERR_INTERNAL): its mask needs the step's cursor,
+ * which only the training step's plan has (model_plan_train); likewise model_backward. */
 int model_forward(struct model *m, int train);
 
 /* Softmax cross-entropy of the logits against m->labels; adds (summed loss, correct)

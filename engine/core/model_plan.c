@@ -64,16 +64,21 @@ static int check_ops(const struct backend *be, int want_batch, int want_sgd)
  * the plan's aliases (kernels/plan.h, "Aliases"): a layer whose result is the bytes of
  * another tensor gets no node, and its readers are handed that tensor's handle.
  *   - forward: a flatten of a 1x1 plane (n, c, 1, 1) is its input's bytes in any layout;
- *   - backward: an input of an add (or of a 1x1 flatten) whose gradient the add writes
- *     first (accumulate flag 0) is the add's output gradient itself, when no later write
- *     to that shared buffer on behalf of one gradient comes before a read of another.
- * The copies they replace are exact (1 x dy), so the results are bit-identical. */
+ *     a dropout outside training, or of p = 0, is its input;
+ *   - backward: an input of an add (or of a 1x1 flatten, or of a dropout of p = 0) whose
+ *     gradient the add writes first (accumulate flag 0) is the add's output gradient
+ *     itself, when no later write to that shared buffer on behalf of one gradient comes
+ *     before a read of another.
+ * The copies they replace are exact (1 x dy), so the results are bit-identical. A
+ * training dropout's nodes also take the step's cursor and the run's seed from here. */
 struct plan_handles {
     struct tensor **y;          /* [g->count] each layer's output as its readers see it */
     struct tensor **dy;         /* [g->count] its gradient (NULL for the image) */
     unsigned char *fwd_alias;   /* [g->count] 1: the forward node is left out */
     unsigned char *bwd_alias;   /* [g->count * GRAPH_MAX_INPUTS] 1: that input's gradient
                                    is this layer's, its node left out */
+    const struct tensor *cursor;   /* the step's cursor; NULL in a single-part run */
+    uint64_t seed;                 /* the run's seed (with a cursor) */
 };
 
 static void handles_free(struct plan_handles *h)
@@ -95,6 +100,13 @@ static enum layer_kind kind_of(const struct layer *l)
 {
     const struct layer_info *info = layer_info(l->spec.type);
     return info ? info->kind : LAYER_KIND_INPUT;
+}
+
+/* Whether layer l of kind `kind` is a dropout that is the identity: outside training
+ * (train 0), or of p = 0. */
+static int dropout_identity(const struct layer *l, enum layer_kind kind, int train)
+{
+    return kind == LAYER_KIND_DROPOUT && (!train || l->spec.p == 0.0f);
 }
 
 /* The latest backward write to layer u's gradient after the backward of layer `at`: the
@@ -126,8 +138,10 @@ static int alias_safe(const struct model *m, const struct plan_handles *h, int u
     return 1;
 }
 
-/* The handles of every layer of m, with the aliases described above. */
-static int handles_make(struct plan_handles *h, struct model *m)
+/* The handles of every layer of m in train or eval mode, with the aliases described above;
+ * src (NULL in a single-part run) gives the cursor and the seed. */
+static int handles_make(struct plan_handles *h, struct model *m, int train,
+                        const struct model_batch_src *src)
 {
     int rc = DR_OK;
     const struct graph *g = m->g;
@@ -143,7 +157,8 @@ static int handles_make(struct plan_handles *h, struct model *m)
         const struct layer *l = &g->layers[i];
         h->y[i] = &m->y[i];
         h->dy[i] = i > 0 ? &m->dy[i] : NULL;
-        if (i > 0 && i != g->output && flat_1x1(l, kind_of(l))) {
+        if (i > 0 && i != g->output &&
+            (flat_1x1(l, kind_of(l)) || dropout_identity(l, kind_of(l), train))) {
             h->y[i] = h->y[l->inputs[0]];
             h->fwd_alias[i] = 1;
         }
@@ -151,7 +166,9 @@ static int handles_make(struct plan_handles *h, struct model *m)
     for (int i = g->count - 1; i > 0; i--) {
         const struct layer *l = &g->layers[i];
         const enum layer_kind kind = kind_of(l);
-        if (!m->live[i] || (kind != LAYER_KIND_ADD && !flat_1x1(l, kind))) continue;
+        if (!m->live[i] ||
+            (kind != LAYER_KIND_ADD && !flat_1x1(l, kind) && !dropout_identity(l, kind, train)))
+            continue;
         if (kind == LAYER_KIND_ADD && l->inputs[0] == l->inputs[1]) continue;
         for (int s = 0; s < l->n_inputs; s++) {
             const int u = l->inputs[s];
@@ -164,6 +181,8 @@ static int handles_make(struct plan_handles *h, struct model *m)
             h->bwd_alias[i * GRAPH_MAX_INPUTS + s] = 1;
         }
     }
+    h->cursor = src ? src->cursor : NULL;
+    h->seed = src ? src->seed : 0;
 cleanup:
     if (rc != DR_OK) handles_free(h);
     return rc;
@@ -243,6 +262,20 @@ static int add_layer_forward(struct plan *p, struct model *m, const struct plan_
         APPEND(n, p, PLAN_SCALE_FWD, ph, i);
         plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x));
         n->par.scale.s = l->spec.scale;
+        break;
+    case LAYER_KIND_DROPOUT:
+        if (h->fwd_alias[i]) break;   /* the identity: its readers read x */
+        if (dropout_identity(l, info->kind, train)) {   /* the identity as the output */
+            APPEND(n, p, PLAN_SCALE_FWD, ph, i);
+            plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x));
+            n->par.scale.s = 1.0f;
+            break;
+        }
+        EXPECT(h->cursor, "layer '%s': a training dropout needs the step's cursor (it runs "
+               "in the training step's plan only)", l->spec.name);
+        APPEND(n, p, PLAN_DROPOUT_FWD, ph, i);
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x, h->cursor));
+        n->par.dropout = (struct dropout_attr){.seed = h->seed, .p = l->spec.p, .layer = i};
         break;
     case LAYER_KIND_INPUT:
     case LAYER_KIND_SHORTCUT:   /* graph_build resolves it */
@@ -345,6 +378,22 @@ static int add_layer_backward(struct plan *p, struct model *m, const struct plan
         n->par.scale.s = l->spec.scale;
         n->acc = acc[0] != 0;
         break;
+    case LAYER_KIND_DROPOUT:
+        if (!dx || alias[0]) break;
+        if (dropout_identity(l, info->kind, 1)) {   /* p = 0: dx (=|+=) dy */
+            APPEND(n, p, PLAN_SCALED_COPY, ph, i);
+            plan_node_set_tensors(n, PLAN_DSTS(dx), PLAN_SRCS(dy));
+            n->par.scale.s = 1.0f;
+            n->acc = acc[0] != 0;
+            break;
+        }
+        EXPECT(h->cursor, "layer '%s': a training dropout needs the step's cursor (it runs "
+               "in the training step's plan only)", l->spec.name);
+        APPEND(n, p, PLAN_DROPOUT_BWD, ph, i);
+        plan_node_set_tensors(n, PLAN_DSTS(dx), PLAN_SRCS(dy, h->cursor));
+        n->par.dropout = (struct dropout_attr){.seed = h->seed, .p = l->spec.p, .layer = i};
+        n->acc = acc[0] != 0;
+        break;
     case LAYER_KIND_INPUT:
     case LAYER_KIND_SHORTCUT:   /* graph_build resolves it */
         FAIL(DR_ERR_INTERNAL, "layer '%s': no backward for type %d", l->spec.name,
@@ -367,16 +416,19 @@ cleanup:
     return rc;
 }
 
-/* Every live layer's forward node, in graph order, the fused ones as model_fuse.h says
- * (whole, with_bwd: model_fuse_decide's). */
-static int add_forward(struct plan *p, struct model *m, int train, int whole, int with_bwd)
+/* Every live layer's forward node, in graph order, the fused ones as model_fuse.h says;
+ * src as handles_make's: NULL for a single-part run (model_forward), which fuses nothing
+ * it would leave unwritten (model_fuse_decide's whole = 0), else a whole plan (a training
+ * step with its backward, or an evaluation batch). */
+static int add_forward(struct plan *p, struct model *m, int train,
+                       const struct model_batch_src *src)
 {
     int rc = DR_OK;
     struct plan_handles h;
     struct model_fuse_layer *f = NULL;
     struct plan_node *n = NULL;
-    TRY(handles_make(&h, m));
-    TRY(fuse_decide(&f, m, &h, train, whole, with_bwd));
+    TRY(handles_make(&h, m, train, src));
+    TRY(fuse_decide(&f, m, &h, train, src != NULL, train && src));
     for (int i = 1; i < m->g->count; i++) {
         if (!m->live[i] || f[i].in_fwd) continue;
         if (f[i].act < 0) {
@@ -407,17 +459,17 @@ cleanup:
 }
 
 /* The loss gradient, then every live layer's backward nodes in reverse graph order, the
- * fused ones as model_fuse.h says (whole: model_fuse_decide's, of a training plan with
- * its backward). */
+ * fused ones as model_fuse.h says; src as handles_make's (NULL: a single-part run, which
+ * fuses no backward). */
 static int add_backward(struct plan *p, struct model *m, float smoothing, float scale,
-                        int whole)
+                        const struct model_batch_src *src)
 {
     int rc = DR_OK;
     struct plan_node *n = NULL;
     struct plan_handles h;
     struct model_fuse_layer *f = NULL;
-    TRY(handles_make(&h, m));
-    TRY(fuse_decide(&f, m, &h, 1, whole, 1));
+    TRY(handles_make(&h, m, 1, src));
+    TRY(fuse_decide(&f, m, &h, 1, src != NULL, 1));
     APPEND(n, p, PLAN_XENT_BWD, PLAN_PHASE_LOSS, -1);
     plan_node_set_tensors(n, PLAN_DSTS(h.dy[m->g->output]), PLAN_SRCS(&m->probs, &m->labels));
     n->par.xent.smoothing = smoothing;
@@ -577,9 +629,9 @@ int model_plan_train(struct plan *p, struct model *m, const struct model_batch_s
     }
     TRY(sgd_items(&m->sgd_items, &m->sgd_count, m, o->wd, o->lr_scale, o->wd_scale));
     TRY(add_batch(p, m, src, o->aug));
-    TRY(add_forward(p, m, 1, 1, 1));
+    TRY(add_forward(p, m, 1, src));
     TRY(add_loss(p, m, model_logits(m), o->smoothing));
-    TRY(add_backward(p, m, o->smoothing, o->grad_scale, 1));
+    TRY(add_backward(p, m, o->smoothing, o->grad_scale, src));
     if (o->n_groups > 0)   /* the ungrouped kinds first, then each group's */
         m->sgd_count = used = fill_items(m->sgd_items, m, ~grouped, o->wd, o->lr_scale,
                                          o->wd_scale);
@@ -603,13 +655,13 @@ int model_plan_eval(struct plan *p, struct model *m, const struct model_batch_sr
     TRY(check_ops(m->be, 1, 0));
     if (nviews <= 0) {
         TRY(add_batch(p, m, src, NULL));
-        TRY(add_forward(p, m, 0, 1, 0));
+        TRY(add_forward(p, m, 0, src));
         TRY(add_loss(p, m, model_logits(m), 0.0f));
     } else {
         for (int v = 0; v < nviews; v++) {
             struct plan_node *n = NULL;
             TRY(add_batch(p, m, src, &views[v]));
-            TRY(add_forward(p, m, 0, 1, 0));
+            TRY(add_forward(p, m, 0, src));
             APPEND(n, p, PLAN_SCALED_COPY, PLAN_PHASE_LOSS, -1);
             plan_node_set_tensors(n, PLAN_DSTS(view_sum), PLAN_SRCS(model_logits(m)));
             n->par.scale.s = weights[v];
@@ -682,7 +734,7 @@ int model_forward(struct model *m, int train)
 {
     int rc = DR_OK;
     struct plan p = {0};
-    TRY(add_forward(&p, m, train, 0, 0));
+    TRY(add_forward(&p, m, train, NULL));
     TRY(model_run_plan(m, &p));
 cleanup:
     plan_free(&p);
@@ -704,7 +756,7 @@ int model_backward(struct model *m, float smoothing, float scale)
 {
     int rc = DR_OK;
     struct plan p = {0};
-    TRY(add_backward(&p, m, smoothing, scale, 0));
+    TRY(add_backward(&p, m, smoothing, scale, NULL));
     TRY(model_run_plan(m, &p));
 cleanup:
     plan_free(&p);

@@ -2,8 +2,8 @@
  * large mean), the fused batch norm with a ReLU and a residual add (kernels/plan.h,
  * PLAN_FUSED_OPS: each engine runs it fused where it supports it, else as its
  * decomposition), every activation kind, max and average pools (ties, global, overlapping
- * windows), concat, add, scale, scaled copy, flatten and the cross-entropy loss, each
- * forward, backward and backward accumulating where the op has them. */
+ * windows), concat, add, scale, scaled copy, flatten, the cross-entropy loss and dropout,
+ * each forward, backward and backward accumulating where the op has them. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -655,6 +655,110 @@ cleanup:
     return rc;
 }
 
+/* ------------------------------------------------------------------ dropout */
+
+struct dropout_shape {
+    int n, c, hw;
+    float p;
+};
+
+static const struct dropout_shape DROPOUT_SHAPES[] = {
+    {8, 64, 16, 0.5f},
+    {32, 512, 1, 0.2f},   /* before a classifier: (n, features, 1, 1) */
+    {3, 5, 7, 0.1f},      /* planes of 49: no multiple of 4 */
+};
+
+/* The cursor of every dropout case: a step with all of its 32 bits in use. */
+static const int32_t DROPOUT_CURSOR[PLAN_CURSOR_LEN] = {[CURSOR_STEP] = 123457,
+                                                       [CURSOR_EPOCH] = 4, [CURSOR_INDEX] = 9};
+
+/* |v| in [0.25, 2), either sign: no half-precision subnormal, so each output is within
+ * one rounding of the reference relative to itself. */
+static int dropout_values(struct sc_env *e, int slot, size_t count)
+{
+    int rc = DR_OK;
+    float *v = malloc(sizeof(float) * count), *sign = malloc(sizeof(float) * count);
+    CHECK_ALLOC(v, "selfcheck inputs");
+    CHECK_ALLOC(sign, "selfcheck inputs");
+    sc_uniform(e, v, count, 0.25f, 2.0f);
+    sc_uniform(e, sign, count, -1.0f, 1.0f);
+    for (size_t i = 0; i < count; i++) v[i] = sign[i] < 0.0f ? -v[i] : v[i];
+    TRY(sc_write(e, slot, v));
+cleanup:
+    free(v);
+    free(sign);
+    return rc;
+}
+
+/* x SC_X, y SC_Y, dy SC_DY, dx SC_DX (the accumulating case's starting values), the
+ * cursor SC_S0 */
+static int dropout_build(struct sc_env *e, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    const struct dropout_shape *s = c->attr;
+    const size_t count = (size_t)s->n * s->c * s->hw * s->hw;
+    TRY(sc_tensor(e, SC_X, "x", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_Y, "y", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_DY, "dy", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_DX, "dx", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_S0, "cursor", TENSOR_I32, PLAN_CURSOR_LEN, 1, 1, 1));
+    TRY(dropout_values(e, SC_X, count));
+    TRY(dropout_values(e, SC_DY, count));
+    TRY(dropout_values(e, SC_DX, count));
+    TRY(sc_random(e, SC_Y, -1.0f, 1.0f));
+    TRY(sc_write_raw(e, SC_S0, DROPOUT_CURSOR));
+cleanup:
+    return rc;
+}
+
+/* The nodes' parameters: the case's p, a seed with both halves set, layer 3. */
+static union plan_params dropout_params(const struct sc_case *c)
+{
+    const struct dropout_shape *s = c->attr;
+    return (union plan_params){.dropout = {.seed = 0x9e3779b97f4a7c15ull, .p = s->p, .layer = 3}};
+}
+
+static int dropout_forward_run(struct sc_side *t, const struct sc_case *c)
+{
+    const union plan_params a = dropout_params(c);
+    return plan_run_op(t->be, PLAN_DROPOUT_FWD, PLAN_DSTS(SC_T(t, SC_Y)),
+                       PLAN_SRCS(SC_T(t, SC_X), SC_T(t, SC_S0)), 0, &a);
+}
+
+static int dropout_backward_run(struct sc_side *t, const struct sc_case *c)
+{
+    const union plan_params a = dropout_params(c);
+    return plan_run_op(t->be, PLAN_DROPOUT_BWD, PLAN_DSTS(SC_T(t, SC_DX)),
+                       PLAN_SRCS(SC_T(t, SC_DY), SC_T(t, SC_S0)), (unsigned)c->acc, &a);
+}
+
+/* The mask is the same bits on both engines and each value one product (and one sum)
+ * rounded in fp32: in fp32 the outputs must be equal (maxrel 0); in fp16 / bf16 the
+ * tested engine rounds once more, to its type (2^-11 / 2^-8 of the value, not more of
+ * the output's scale), with a factor 2 for the accumulating sum's fp32 roundings. */
+static int add_dropout(struct sc_table *t, const struct dropout_shape *s)
+{
+    int rc = DR_OK;
+    static const struct {
+        const char *op;
+        sc_run_fn run;
+        int acc, output;
+    } OPS[] = {
+        {"dropout_forward", dropout_forward_run, 0, SC_Y},
+        {"dropout_backward", dropout_backward_run, 0, SC_DX},
+        {"dropout_backward_acc", dropout_backward_run, 1, SC_DX},
+    };
+    for (size_t i = 0; i < COUNT_OF(OPS); i++) {
+        struct sc_case c = {.group = "ops", .build = dropout_build, .run = OPS[i].run,
+                            .metric = SC_MAX_REL, .tol = {0.0, 1e-3, 8e-3}, .attr = s,
+                            .acc = OPS[i].acc, .n_outputs = 1, .outputs = {OPS[i].output}};
+        sc_name(&c, OPS[i].op, "%dx%dx%dx%d_p%g", s->n, s->c, s->hw, s->hw, (double)s->p);
+        TRY(sc_table_add(t, &c));
+    }
+cleanup:
+    return rc;
+}
+
 int sc_cases_ops(struct sc_table *t)
 {
     int rc = DR_OK;
@@ -665,6 +769,8 @@ int sc_cases_ops(struct sc_table *t)
     for (size_t i = 0; i < COUNT_OF(CONCAT_SHAPES); i++) TRY(add_concat(t, &CONCAT_SHAPES[i]));
     for (size_t i = 0; i < COUNT_OF(PLAIN_SHAPES); i++) TRY(add_plain(t, &PLAIN_SHAPES[i]));
     for (size_t i = 0; i < COUNT_OF(XENT_SHAPES); i++) TRY(add_xent(t, &XENT_SHAPES[i]));
+    for (size_t i = 0; i < COUNT_OF(DROPOUT_SHAPES); i++)
+        TRY(add_dropout(t, &DROPOUT_SHAPES[i]));
 cleanup:
     return rc;
 }

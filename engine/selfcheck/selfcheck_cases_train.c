@@ -2,9 +2,10 @@
  * against the CPU batch for a seed, bit for bit in fp32, within one rounding to the half
  * type otherwise; labels equal), and short training runs from the same initial weights
  * on both engines, each step one run of the trainer's step plan (group train: 10 steps
- * of a small network with every layer type of the shipped configs, then an evaluation; group toolbox: 10 steps of a network with the
- * speed-training options, stepping with trainer_after_step so that Lookahead acts, then
- * an evaluation with 6 test-time views). The per-step losses and the test loss must
+ * of a small network with every layer type of the shipped configs, then an evaluation;
+ * group toolbox: 10 steps of a network with the speed-training options and a dropout,
+ * stepping with trainer_after_step so that Lookahead acts, then an evaluation with 6
+ * test-time views). The per-step losses and the test loss must
  * track within the tolerance. Each augmentation case runs a BATCH node alone
  * (kernels/plan.h): augment with the cursor at the first batch of its rows, augment_step
  * (group augment too) with the cursor at a batch past the first and a stride longer than
@@ -303,8 +304,9 @@ static int preact_net(struct net_spec *spec)
 
 /* The speed-training options on one network: a 2x2 whitening layer with its negations
  * and a bias, GELU, dirac-started convs, ghost batch norm (4 parts) with frozen scales,
- * CELU, a global max pool and a bias-free linear layer with airbench's 1/9 scale. It
- * pools early to stay cheap under the emulated CUDA runtime. */
+ * CELU, a global max pool, a dropout before a bias-free linear layer with airbench's 1/9
+ * scale (its mask drawn from each step's cursor, the identity in evaluation). It pools
+ * early to stay cheap under the emulated CUDA runtime. */
 static int toolbox_net(struct net_spec *spec)
 {
     struct layer_spec *l;
@@ -349,6 +351,8 @@ static int toolbox_net(struct net_spec *spec)
     ADD("act2", LAYER_GELU);
     ADD("gmax", LAYER_GMAXPOOL);
     ADD("flat", LAYER_FLATTEN);
+    ADD("drop", LAYER_DROPOUT);
+    if (ok) l->p = 0.25f;
     ADD("linear", LAYER_LINEAR);
     if (ok) {
         l->out = 10;

@@ -146,7 +146,8 @@ int model_plan_eval(struct plan *p, struct model *m, const struct model_batch_sr
  * single-part runs model_forward, model_loss, model_backward, model_sgd: their tensors
  * are read by the plans after them, which a backend's fusion analysis of one plan cannot
  * see); when profiling (m->prof), node by node with a wait around each node, its time
- * added to m->prof by layer type and phase. */
+ * added to m->prof by layer type and phase (a fused node's, kernels/plan.h
+ * PLAN_FUSED_OPS, to its first layer's: the batch norm's). */
 int model_run_plan(struct model *m, struct plan *p);
 
 /* Forward pass over y[0] (already filled) in train (batch statistics, running stats

@@ -304,7 +304,8 @@ static void print_split(const struct model_profile *p, double total)
 {
     double by_type[LAYER_TYPE_COUNT];
     for (int k = 0; k < LAYER_TYPE_COUNT; k++) by_type[k] = p->forward_s[k] + p->backward_s[k];
-    printf("time split by layer type (forward + backward):\n");
+    printf("time split by layer type (forward + backward; a fused node counts as its "
+           "batch norm's):\n");
     for (int k = 0; k < LAYER_TYPE_COUNT; k++) {
         if (by_type[k] <= 0.0) continue;
         printf("  %-9s %6.1f %%  (fwd %.1f ms, bwd %.1f ms per step)\n",

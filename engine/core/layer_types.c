@@ -72,6 +72,12 @@ const struct layer_info *layer_info(enum layer_type t)
     return &layer_table[t];
 }
 
+enum layer_kind layer_type_kind(enum layer_type t)
+{
+    const struct layer_info *info = layer_info(t);
+    return info ? info->kind : LAYER_KIND_INPUT;
+}
+
 const char *layer_type_name(enum layer_type t)
 {
     const struct layer_info *info = layer_info(t);

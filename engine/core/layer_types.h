@@ -129,6 +129,9 @@ struct layer_info {
 /* The row of type t, or NULL when t is not a layer type (or the table lacks its row). */
 const struct layer_info *layer_info(enum layer_type t);
 
+/* The kind of type t (its row's), or LAYER_KIND_INPUT when t is not a layer type. */
+enum layer_kind layer_type_kind(enum layer_type t);
+
 /* Config name of a layer type ("conv", "bn", ...; "unknown" when t is not a type), and
  * the reverse (-1 if unknown). */
 const char *layer_type_name(enum layer_type t);

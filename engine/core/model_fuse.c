@@ -18,12 +18,6 @@
 
 #include "layer_types.h"
 
-static enum layer_kind kind_of(const struct layer *l)
-{
-    const struct layer_info *info = layer_info(l->spec.type);
-    return info ? info->kind : LAYER_KIND_INPUT;
-}
-
 /* The next live layer after i, or -1. */
 static int next_live(const struct model *m, int i)
 {
@@ -47,6 +41,15 @@ static int readers(const struct model *m, int u, int except)
             }
     }
     return count;
+}
+
+/* Fused node n's batch-norm and activation parameters, from batch-norm layer bn and
+ * activation layer act. */
+static void bn_act_params(struct plan_node *n, const struct layer *bn, const struct layer *act)
+{
+    n->par.bn_act.bn = (struct bn_attr){bn->spec.eps, bn->spec.momentum, bn->spec.splits};
+    n->par.bn_act.kind = layer_info(act->spec.type)->act;
+    n->par.bn_act.alpha = act->spec.alpha;
 }
 
 void model_fuse_fwd_node(struct plan_node *n, const struct model *m,
@@ -78,9 +81,7 @@ void model_fuse_fwd_node(struct plan_node *n, const struct model *m,
         plan_node_set_tensors(n, PLAN_DSTS(h->y[i], NULL, NULL, NULL, NULL, h->y[f->act], out,
                                            NULL),
                               PLAN_SRCS(x, &w[0], &w[1], res, &m->bn_rmean[i], &m->bn_rvar[i]));
-    n->par.bn_act.bn = (struct bn_attr){l->spec.eps, l->spec.momentum, l->spec.splits};
-    n->par.bn_act.kind = layer_info(a->spec.type)->act;
-    n->par.bn_act.alpha = a->spec.alpha;
+    bn_act_params(n, l, a);
     n->par.bn_act.keep_y = f->keep_y;
     n->par.bn_act.res_first = res_first;
 }
@@ -100,9 +101,7 @@ void model_fuse_bwd_node(struct plan_node *n, const struct model *m,
                           PLAN_SRCS(h->dy[f->act], h->y[u], &m->p[l->param_first],
                                     &m->bn_mean[i], &m->bn_invstd[i], h->y[i], &m->bn_coef[i]));
     n->acc = m->accum[i * GRAPH_MAX_INPUTS] != 0;
-    n->par.bn_act.bn = (struct bn_attr){l->spec.eps, l->spec.momentum, l->spec.splits};
-    n->par.bn_act.kind = layer_info(a->spec.type)->act;
-    n->par.bn_act.alpha = a->spec.alpha;
+    bn_act_params(n, l, a);
 }
 
 /* Whether the engine runs the node (plan_run_node checks it against its rule). */
@@ -117,7 +116,9 @@ static int residual_add(const struct model *m, int i, int j)
     const int k = next_live(m, j);
     if (k < 0 || readers(m, j, k) != 0) return -1;
     const struct layer *q = &m->g->layers[k];
-    if (kind_of(q) != LAYER_KIND_ADD || (q->inputs[0] == j) == (q->inputs[1] == j)) return -1;
+    if (layer_type_kind(q->spec.type) != LAYER_KIND_ADD ||
+        (q->inputs[0] == j) == (q->inputs[1] == j))
+        return -1;
     const int r = q->inputs[0] == j ? q->inputs[1] : q->inputs[0];
     return r < i ? k : -1;
 }
@@ -131,7 +132,7 @@ static void decide_bn(struct model_fuse_layer *f, const struct model *m,
     struct plan_node n;
     const struct graph *g = m->g;
     const int j = next_live(m, i);
-    if (j < 0 || i == g->output || kind_of(&g->layers[j]) != LAYER_KIND_ACT ||
+    if (j < 0 || i == g->output || layer_type_kind(g->layers[j].spec.type) != LAYER_KIND_ACT ||
         g->layers[j].inputs[0] != i)
         return;
     const int others = readers(m, i, j);
@@ -163,6 +164,6 @@ void model_fuse_decide(struct model_fuse_layer *f, const struct model *m,
     const struct graph *g = m->g;
     for (int i = 0; i < g->count; i++) f[i] = (struct model_fuse_layer){-1, -1, 0, 0, 0, 0};
     for (int i = 1; i < g->count; i++)
-        if (m->live[i] && !f[i].in_fwd && kind_of(&g->layers[i]) == LAYER_KIND_BN)
+        if (m->live[i] && !f[i].in_fwd && layer_type_kind(g->layers[i].spec.type) == LAYER_KIND_BN)
             decide_bn(f, m, h, i, train, whole, with_bwd);
 }

@@ -96,12 +96,6 @@ static int flat_1x1(const struct layer *l, enum layer_kind kind)
     return kind == LAYER_KIND_FLATTEN && l->in_h == 1 && l->in_w == 1 && l->c == l->in_c;
 }
 
-static enum layer_kind kind_of(const struct layer *l)
-{
-    const struct layer_info *info = layer_info(l->spec.type);
-    return info ? info->kind : LAYER_KIND_INPUT;
-}
-
 /* Whether layer l of kind `kind` is a dropout that is the identity: outside training
  * (train 0), or of p = 0. */
 static int dropout_identity(const struct layer *l, enum layer_kind kind, int train)
@@ -158,14 +152,15 @@ static int handles_make(struct plan_handles *h, struct model *m, int train,
         h->y[i] = &m->y[i];
         h->dy[i] = i > 0 ? &m->dy[i] : NULL;
         if (i > 0 && i != g->output &&
-            (flat_1x1(l, kind_of(l)) || dropout_identity(l, kind_of(l), train))) {
+            (flat_1x1(l, layer_type_kind(l->spec.type)) ||
+             dropout_identity(l, layer_type_kind(l->spec.type), train))) {
             h->y[i] = h->y[l->inputs[0]];
             h->fwd_alias[i] = 1;
         }
     }
     for (int i = g->count - 1; i > 0; i--) {
         const struct layer *l = &g->layers[i];
-        const enum layer_kind kind = kind_of(l);
+        const enum layer_kind kind = layer_type_kind(l->spec.type);
         if (!m->live[i] ||
             (kind != LAYER_KIND_ADD && !flat_1x1(l, kind) && !dropout_identity(l, kind, train)))
             continue;
@@ -200,7 +195,7 @@ static int add_layer_forward(struct plan *p, struct model *m, const struct plan_
     struct tensor *w = &m->p[l->param_first];
     struct plan_node *n = NULL;
     const enum plan_phase ph = PLAN_PHASE_FORWARD;
-    switch (info ? info->kind : LAYER_KIND_INPUT) {
+    switch (layer_type_kind(l->spec.type)) {
     case LAYER_KIND_CONV:
     case LAYER_KIND_WHITEN:
         APPEND(n, p, PLAN_CONV_FWD, ph, i);
@@ -308,7 +303,7 @@ static int add_layer_backward(struct plan *p, struct model *m, const struct plan
     struct tensor *w = &m->p[l->param_first], *dw = &m->dp[l->param_first];
     struct plan_node *n = NULL;
     const enum plan_phase ph = PLAN_PHASE_BACKWARD;
-    switch (info ? info->kind : LAYER_KIND_INPUT) {
+    switch (layer_type_kind(l->spec.type)) {
     case LAYER_KIND_CONV:
     case LAYER_KIND_WHITEN:
         APPEND(n, p, PLAN_CONV_BWD, ph, i);
@@ -403,45 +398,56 @@ cleanup:
     return rc;
 }
 
-/* The fused nodes of a plan (model_fuse.h) into a new array *f, for the handles h. */
-static int fuse_decide(struct model_fuse_layer **f, struct model *m,
-                       const struct plan_handles *h, int train, int whole, int with_bwd)
+/* What every node of one plan uses: the handles of each layer's output and gradient
+ * (handles_make) and the fused nodes (model_fuse.h), decided once so that a plan's
+ * forward and backward agree on them. */
+struct plan_layout {
+    struct plan_handles h;
+    struct model_fuse_handles fh;   /* h's y and dy, as model_fuse.h takes them */
+    struct model_fuse_layer *f;     /* [g->count] */
+};
+
+static void layout_free(struct plan_layout *L)
 {
-    int rc = DR_OK;
-    const struct model_fuse_handles fh = {h->y, h->dy};
-    *f = dr_calloc((size_t)m->g->count, sizeof(**f));
-    CHECK_ALLOC(*f, "the plan's fused nodes");
-    model_fuse_decide(*f, m, &fh, train, whole, with_bwd);
-cleanup:
-    return rc;
+    free(L->f);
+    L->f = NULL;
+    handles_free(&L->h);
 }
 
-/* Every live layer's forward node, in graph order, the fused ones as model_fuse.h says;
- * src as handles_make's: NULL for a single-part run (model_forward), which fuses nothing
- * it would leave unwritten (model_fuse_decide's whole = 0), else a whole plan (a training
- * step with its backward, or an evaluation batch). */
-static int add_forward(struct plan *p, struct model *m, int train,
+/* The layout of a plan of m (train: batch statistics); src as handles_make's: NULL for a
+ * single-part run (model_forward, model_backward), which fuses nothing it would leave
+ * unwritten (model_fuse_decide's whole = 0), else a whole plan (a training step with its
+ * backward, or an evaluation batch). */
+static int layout_make(struct plan_layout *L, struct model *m, int train,
                        const struct model_batch_src *src)
 {
     int rc = DR_OK;
-    struct plan_handles h;
-    struct model_fuse_layer *f = NULL;
+    L->f = NULL;
+    TRY(handles_make(&L->h, m, train, src));
+    L->fh = (struct model_fuse_handles){L->h.y, L->h.dy};
+    L->f = dr_calloc((size_t)m->g->count, sizeof(*L->f));
+    CHECK_ALLOC(L->f, "the plan's fused nodes");
+    model_fuse_decide(L->f, m, &L->fh, train, src != NULL, train && src);
+cleanup:
+    if (rc != DR_OK) layout_free(L);
+    return rc;
+}
+
+/* Every live layer's forward node, in graph order, the fused ones as L says. */
+static int add_forward(struct plan *p, struct model *m, const struct plan_layout *L, int train)
+{
+    int rc = DR_OK;
     struct plan_node *n = NULL;
-    TRY(handles_make(&h, m, train, src));
-    TRY(fuse_decide(&f, m, &h, train, src != NULL, train && src));
     for (int i = 1; i < m->g->count; i++) {
-        if (!m->live[i] || f[i].in_fwd) continue;
-        if (f[i].act < 0) {
-            TRY(add_layer_forward(p, m, &h, i, train));
+        if (!m->live[i] || L->f[i].in_fwd) continue;
+        if (L->f[i].act < 0) {
+            TRY(add_layer_forward(p, m, &L->h, i, train));
             continue;
         }
-        const struct model_fuse_handles fh = {h.y, h.dy};
         APPEND(n, p, PLAN_BN_ACT_TRAIN, PLAN_PHASE_FORWARD, i);
-        model_fuse_fwd_node(n, m, &fh, &f[i], i, train);
+        model_fuse_fwd_node(n, m, &L->fh, &L->f[i], i, train);
     }
 cleanup:
-    free(f);
-    handles_free(&h);
     return rc;
 }
 
@@ -459,34 +465,27 @@ cleanup:
 }
 
 /* The loss gradient, then every live layer's backward nodes in reverse graph order, the
- * fused ones as model_fuse.h says; src as handles_make's (NULL: a single-part run, which
- * fuses no backward). */
-static int add_backward(struct plan *p, struct model *m, float smoothing, float scale,
-                        const struct model_batch_src *src)
+ * fused ones as L (made for training) says. */
+static int add_backward(struct plan *p, struct model *m, const struct plan_layout *L,
+                        float smoothing, float scale)
 {
     int rc = DR_OK;
     struct plan_node *n = NULL;
-    struct plan_handles h;
-    struct model_fuse_layer *f = NULL;
-    TRY(handles_make(&h, m, 1, src));
-    TRY(fuse_decide(&f, m, &h, 1, src != NULL, 1));
     APPEND(n, p, PLAN_XENT_BWD, PLAN_PHASE_LOSS, -1);
-    plan_node_set_tensors(n, PLAN_DSTS(h.dy[m->g->output]), PLAN_SRCS(&m->probs, &m->labels));
+    plan_node_set_tensors(n, PLAN_DSTS(L->h.dy[m->g->output]),
+                          PLAN_SRCS(&m->probs, &m->labels));
     n->par.xent.smoothing = smoothing;
     n->par.xent.scale = scale;
     for (int i = m->g->count - 1; i > 0; i--) {
-        if (!m->live[i] || f[i].in_bwd) continue;
-        if (!f[i].bwd) {
-            TRY(add_layer_backward(p, m, &h, i));
+        if (!m->live[i] || L->f[i].in_bwd) continue;
+        if (!L->f[i].bwd) {
+            TRY(add_layer_backward(p, m, &L->h, i));
             continue;
         }
-        const struct model_fuse_handles fh = {h.y, h.dy};
         APPEND(n, p, PLAN_BN_ACT_BWD, PLAN_PHASE_BACKWARD, i);
-        model_fuse_bwd_node(n, m, &fh, &f[i], i);
+        model_fuse_bwd_node(n, m, &L->fh, &L->f[i], i);
     }
 cleanup:
-    free(f);
-    handles_free(&h);
     return rc;
 }
 
@@ -618,6 +617,7 @@ int model_plan_train(struct plan *p, struct model *m, const struct model_batch_s
     int rc = DR_OK;
     unsigned grouped = 0;
     int used = 0;
+    struct plan_layout L = {0};
     plan_free(p);
     free(m->sgd_items);
     m->sgd_items = NULL;
@@ -629,9 +629,10 @@ int model_plan_train(struct plan *p, struct model *m, const struct model_batch_s
     }
     TRY(sgd_items(&m->sgd_items, &m->sgd_count, m, o->wd, o->lr_scale, o->wd_scale));
     TRY(add_batch(p, m, src, o->aug));
-    TRY(add_forward(p, m, 1, src));
+    TRY(layout_make(&L, m, 1, src));
+    TRY(add_forward(p, m, &L, 1));
     TRY(add_loss(p, m, model_logits(m), o->smoothing));
-    TRY(add_backward(p, m, o->smoothing, o->grad_scale, src));
+    TRY(add_backward(p, m, &L, o->smoothing, o->grad_scale));
     if (o->n_groups > 0)   /* the ungrouped kinds first, then each group's */
         m->sgd_count = used = fill_items(m->sgd_items, m, ~grouped, o->wd, o->lr_scale,
                                          o->wd_scale);
@@ -642,6 +643,7 @@ int model_plan_train(struct plan *p, struct model *m, const struct model_batch_s
     TRY(add_cursor_advance(p, src->cursor));
     p->replayable = 1;
 cleanup:
+    layout_free(&L);
     if (rc != DR_OK) plan_free(p);
     return rc;
 }
@@ -651,17 +653,19 @@ int model_plan_eval(struct plan *p, struct model *m, const struct model_batch_sr
                     struct tensor *view_sum)
 {
     int rc = DR_OK;
+    struct plan_layout L = {0};
     plan_free(p);
     TRY(check_ops(m->be, 1, 0));
+    TRY(layout_make(&L, m, 0, src));   /* every view's forward runs over the same tensors */
     if (nviews <= 0) {
         TRY(add_batch(p, m, src, NULL));
-        TRY(add_forward(p, m, 0, src));
+        TRY(add_forward(p, m, &L, 0));
         TRY(add_loss(p, m, model_logits(m), 0.0f));
     } else {
         for (int v = 0; v < nviews; v++) {
             struct plan_node *n = NULL;
             TRY(add_batch(p, m, src, &views[v]));
-            TRY(add_forward(p, m, 0, src));
+            TRY(add_forward(p, m, &L, 0));
             APPEND(n, p, PLAN_SCALED_COPY, PLAN_PHASE_LOSS, -1);
             plan_node_set_tensors(n, PLAN_DSTS(view_sum), PLAN_SRCS(model_logits(m)));
             n->par.scale.s = weights[v];
@@ -672,6 +676,7 @@ int model_plan_eval(struct plan *p, struct model *m, const struct model_batch_sr
     TRY(add_cursor_advance(p, src->cursor));
     p->replayable = 1;
 cleanup:
+    layout_free(&L);
     if (rc != DR_OK) plan_free(p);
     return rc;
 }
@@ -734,9 +739,12 @@ int model_forward(struct model *m, int train)
 {
     int rc = DR_OK;
     struct plan p = {0};
-    TRY(add_forward(&p, m, train, NULL));
+    struct plan_layout L = {0};
+    TRY(layout_make(&L, m, train, NULL));
+    TRY(add_forward(&p, m, &L, train));
     TRY(model_run_plan(m, &p));
 cleanup:
+    layout_free(&L);
     plan_free(&p);
     return rc;
 }
@@ -756,9 +764,12 @@ int model_backward(struct model *m, float smoothing, float scale)
 {
     int rc = DR_OK;
     struct plan p = {0};
-    TRY(add_backward(&p, m, smoothing, scale, NULL));
+    struct plan_layout L = {0};
+    TRY(layout_make(&L, m, 1, NULL));
+    TRY(add_backward(&p, m, &L, smoothing, scale));
     TRY(model_run_plan(m, &p));
 cleanup:
+    layout_free(&L);
     plan_free(&p);
     return rc;
 }

@@ -91,12 +91,18 @@ cleanup:
     return rc;
 }
 
+/* The variant part of a batch-norm case's name: the shape, the mean, the ghost parts. */
+static void bn_variant(char *v, size_t size, const struct bn_shape *s)
+{
+    snprintf(v, size, "%dx%dx%dx%d_mean%.0f", s->n, s->c, s->hw, s->hw, s->offset);
+    if (s->splits > 1) snprintf(v + strlen(v), size - strlen(v), "_ghost%d", s->splits);
+}
+
 static int add_bn(struct sc_table *t, const struct bn_shape *s)
 {
     int rc = DR_OK;
     char v[48];
-    snprintf(v, sizeof(v), "%dx%dx%dx%d_mean%.0f", s->n, s->c, s->hw, s->hw, s->offset);
-    if (s->splits > 1) snprintf(v + strlen(v), sizeof(v) - strlen(v), "_ghost%d", s->splits);
+    bn_variant(v, sizeof(v), s);
     struct sc_case c = {.group = "ops", .build = bn_build, .metric = SC_MAX_REL,
                         .tol = SC_TOL_OP, .attr = s};
     sc_name(&c, "bn_forward_train", "%s", v);
@@ -206,8 +212,7 @@ static int add_bn_act(struct sc_table *t, const struct bn_shape *s)
 {
     int rc = DR_OK;
     char v[48];
-    snprintf(v, sizeof(v), "%dx%dx%dx%d_mean%.0f", s->n, s->c, s->hw, s->hw, s->offset);
-    if (s->splits > 1) snprintf(v + strlen(v), sizeof(v) - strlen(v), "_ghost%d", s->splits);
+    bn_variant(v, sizeof(v), s);
     struct sc_case c = {.group = "ops", .build = bn_act_build, .metric = SC_MAX_REL,
                         .tol = SC_TOL_OP, .attr = s};
     sc_name(&c, "bn_act_train", "%s", v);

@@ -1,9 +1,9 @@
 /* The CPU engine's backend table: lifetime, memory, and the nodes (its runner table,
- * nodes_cpu.c, with its fused ops in plan_cpu.c; a plan runs node by node). Activations (TENSOR_ACT) live in host
- * memory as fp32 (C, N, H, W) using the tensor's current n, so an activation (n, f, 1, 1)
- * is exactly the features-major (f, n) matrix the linear and loss kernels take.
- * Parameters and vectors are stored in their canonical form. Threads: one OpenMP team
- * size for every node, set when the backend is created. */
+ * nodes_cpu.c, with its fused ops in plan_cpu.c; a plan runs node by node). Activations
+ * (TENSOR_ACT) live in host memory as fp32 (C, N, H, W) using the tensor's current n, so
+ * an activation (n, f, 1, 1) is exactly the features-major (f, n) matrix the linear and
+ * loss kernels take. Parameters and vectors are stored in their canonical form. Threads:
+ * one OpenMP team size for every node, set when the backend is created. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -62,16 +62,10 @@ void linear_backward_cpu(float *dx, float *dw, float *db, const float *dy, const
 
 /* ------------------------------------------------------------------ the nodes' runners */
 
-/* fp32 contents of an optional slot: NULL for an absent tensor or one without data. */
-static float *node_data(const struct tensor *t)
-{
-    return t ? (float *)t->data : NULL;
-}
-
 int cpu_run_linear_fwd(const struct plan_node *n)
 {
     const struct tensor *y = n->dst[PLAN_Y], *x = n->src[PLAN_X];
-    linear_forward_cpu(y->data, x->data, n->src[PLAN_W]->data, node_data(n->src[PLAN_B]), y->c,
+    linear_forward_cpu(y->data, x->data, n->src[PLAN_W]->data, cpu_slot_data(n->src[PLAN_B]), y->c,
                        x->c, x->n);
     return DR_OK;
 }
@@ -79,8 +73,8 @@ int cpu_run_linear_fwd(const struct plan_node *n)
 int cpu_run_linear_bwd(const struct plan_node *n)
 {
     const struct tensor *dy = n->src[PLAN_DY], *x = n->src[PLAN_BWD_X];
-    linear_backward_cpu(node_data(n->dst[PLAN_DX]), node_data(n->dst[PLAN_DW]),
-                        node_data(n->dst[PLAN_DB]), dy->data, x->data,
+    linear_backward_cpu(cpu_slot_data(n->dst[PLAN_DX]), cpu_slot_data(n->dst[PLAN_DW]),
+                        cpu_slot_data(n->dst[PLAN_DB]), dy->data, x->data,
                         n->src[PLAN_BWD_W]->data, dy->c, x->c, x->n, PLAN_NODE_ACC(n, PLAN_DX));
     return DR_OK;
 }

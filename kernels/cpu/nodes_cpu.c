@@ -19,12 +19,6 @@
 #include "muon_cpu.h"
 #include "plan_cpu.h"
 
-/* fp32 contents of an optional tensor: NULL for an absent tensor or one without data. */
-static float *fdata(const struct tensor *t)
-{
-    return t ? (float *)t->data : NULL;
-}
-
 /* ------------------------------------------------------------------ data */
 
 /* The batch's rows from the cursor's place (a window within the rows) and each row an
@@ -70,7 +64,8 @@ int cpu_run_conv_fwd(const struct plan_node *n)
     int rc = DR_OK;
     const struct tensor *x = n->src[PLAN_X], *w = n->src[PLAN_W];
     const struct conv2d_dims d = conv_dims(x, w, &n->par.conv);
-    rc = conv2d_forward_cpu(n->dst[PLAN_Y]->data, x->data, w->data, fdata(n->src[PLAN_B]), &d);
+    rc = conv2d_forward_cpu(n->dst[PLAN_Y]->data, x->data, w->data, cpu_slot_data(n->src[PLAN_B]),
+                            &d);
     if (rc != DR_OK)
         FAIL(rc, "conv forward (%d→%d channels, %dx%d, batch %d): %s", d.c, d.co, d.h, d.w,
              d.n, dr_status_str(rc));
@@ -83,9 +78,9 @@ int cpu_run_conv_bwd(const struct plan_node *n)
     int rc = DR_OK;
     const struct tensor *x = n->src[PLAN_BWD_X], *w = n->src[PLAN_BWD_W];
     const struct conv2d_dims d = conv_dims(x, w, &n->par.conv);
-    rc = conv2d_backward_cpu(fdata(n->dst[PLAN_DX]), fdata(n->dst[PLAN_DW]),
-                             fdata(n->dst[PLAN_DB]), n->src[PLAN_DY]->data, x->data, w->data, &d,
-                             PLAN_NODE_ACC(n, PLAN_DX));
+    rc = conv2d_backward_cpu(cpu_slot_data(n->dst[PLAN_DX]), cpu_slot_data(n->dst[PLAN_DW]),
+                             cpu_slot_data(n->dst[PLAN_DB]), n->src[PLAN_DY]->data, x->data,
+                             w->data, &d, PLAN_NODE_ACC(n, PLAN_DX));
     if (rc != DR_OK)
         FAIL(rc, "conv backward (%d→%d channels, %dx%d, batch %d): %s", d.c, d.co, d.h, d.w,
              d.n, dr_status_str(rc));
@@ -120,8 +115,8 @@ int cpu_run_bn_fwd_eval(const struct plan_node *n)
 int cpu_run_bn_bwd(const struct plan_node *n)
 {
     const struct tensor *x = n->src[PLAN_BWD_X], *mean = n->src[PLAN_BWD_SAVE_MEAN];
-    batchnorm_backward_cpu(fdata(n->dst[PLAN_DX]), fdata(n->dst[PLAN_DGAMMA]),
-                           fdata(n->dst[PLAN_DBETA]), n->src[PLAN_DY]->data, x->data,
+    batchnorm_backward_cpu(cpu_slot_data(n->dst[PLAN_DX]), cpu_slot_data(n->dst[PLAN_DGAMMA]),
+                           cpu_slot_data(n->dst[PLAN_DBETA]), n->src[PLAN_DY]->data, x->data,
                            n->src[PLAN_BWD_GAMMA]->data, mean->data,
                            n->src[PLAN_BWD_SAVE_INVSTD]->data, x->c, x->n, x->h * x->w,
                            plan_bn_parts(x, mean, NULL), PLAN_NODE_ACC(n, PLAN_DX));
@@ -145,7 +140,7 @@ int cpu_run_act_bwd(const struct plan_node *n)
 {
     int rc = DR_OK;
     const struct tensor *x = n->src[PLAN_BWD_X];
-    float *dx = fdata(n->dst[PLAN_DX]);
+    float *dx = cpu_slot_data(n->dst[PLAN_DX]);
     if (!dx) return DR_OK;
     EXPECT(activation_backward_cpu(dx, n->src[PLAN_DY]->data, x->data, n->par.act.kind,
                                    n->par.act.alpha, tensor_count(x),
@@ -175,11 +170,11 @@ int cpu_run_pool_fwd(const struct plan_node *n)
 int cpu_run_pool_bwd(const struct plan_node *n)
 {
     const struct tensor *dy = n->src[PLAN_DY], *x = n->src[PLAN_BWD_X];
-    float *dx = fdata(n->dst[PLAN_DX]);
+    float *dx = cpu_slot_data(n->dst[PLAN_DX]);
     if (!dx) return DR_OK;
     const struct pool_dims d = pool_dims_of(dy, x, &n->par.pool);
-    pool_backward_cpu(dx, dy->data, x->data, fdata(n->src[PLAN_BWD_Y]), n->par.pool.kind, &d,
-                      PLAN_NODE_ACC(n, PLAN_DX));
+    pool_backward_cpu(dx, dy->data, x->data, cpu_slot_data(n->src[PLAN_BWD_Y]), n->par.pool.kind,
+                      &d, PLAN_NODE_ACC(n, PLAN_DX));
     return DR_OK;
 }
 
@@ -207,7 +202,7 @@ int cpu_run_concat_bwd(const struct plan_node *n)
     int cs[PLAN_MAX_CONCAT], acc[PLAN_MAX_CONCAT], known = 0;
     for (int i = 0; i < n->n_dst; i++) known += n->dst[i] ? n->dst[i]->c : 0;
     for (int i = 0; i < n->n_dst; i++) {
-        dxs[i] = fdata(n->dst[i]);
+        dxs[i] = cpu_slot_data(n->dst[i]);
         cs[i] = n->dst[i] ? n->dst[i]->c : dy->c - known;
         acc[i] = PLAN_NODE_ACC(n, i);
     }
@@ -233,7 +228,7 @@ int cpu_run_scale_fwd(const struct plan_node *n)
 int cpu_run_scaled_copy(const struct plan_node *n)
 {
     const struct tensor *dy = n->src[PLAN_DY];
-    float *dx = fdata(n->dst[PLAN_DX]);
+    float *dx = cpu_slot_data(n->dst[PLAN_DX]);
     if (dx)
         scaled_copy_cpu(dx, dy->data, n->par.scale.s, tensor_count(dy),
                         PLAN_NODE_ACC(n, PLAN_DX));
@@ -250,7 +245,7 @@ int cpu_run_flatten_fwd(const struct plan_node *n)
 int cpu_run_flatten_bwd(const struct plan_node *n)
 {
     const struct tensor *dx = n->dst[PLAN_DX];
-    if (fdata(dx))
+    if (cpu_slot_data(dx))
         flatten_backward_cpu(dx->data, n->src[PLAN_DY]->data, dx->c, dx->n, dx->h * dx->w,
                              PLAN_NODE_ACC(n, PLAN_DX));
     return DR_OK;

@@ -17,11 +17,6 @@
 _Static_assert(BN_COEF_COUNT == PLAN_BN_COEF_PER_CHANNEL,
                "the kept coefficients' size (kernels/plan.h) is the CPU passes'");
 
-static float *fdata(const struct tensor *t)
-{
-    return t ? (float *)t->data : NULL;
-}
-
 int cpu_fused_supported(const struct plan_node *n)
 {
     const char *fuse = getenv("DAWNRUN_CPU_FUSE");
@@ -38,42 +33,43 @@ int cpu_fused_supported(const struct plan_node *n)
 /* The fused forward's output (the add's, else the activation's) and its residual. */
 static float *fused_out(const struct plan_node *n)
 {
-    return fdata(n->dst[PLAN_BNA_OUT] ? n->dst[PLAN_BNA_OUT] : n->dst[PLAN_BNA_ACT]);
+    return cpu_slot_data(n->dst[PLAN_BNA_OUT] ? n->dst[PLAN_BNA_OUT] : n->dst[PLAN_BNA_ACT]);
 }
 
 int cpu_run_bn_act_train(const struct plan_node *n)
 {
     const struct tensor *x = n->src[PLAN_X];
     const struct bn_attr *a = &n->par.bn_act.bn;
-    bn_train_fused_cpu(n->par.bn_act.keep_y ? fdata(n->dst[PLAN_Y]) : NULL, fused_out(n),
-                       fdata(n->dst[PLAN_BNA_COEF]), fdata(n->dst[PLAN_SAVE_MEAN]),
-                       fdata(n->dst[PLAN_SAVE_INVSTD]), fdata(n->dst[PLAN_RUNNING_MEAN]),
-                       fdata(n->dst[PLAN_RUNNING_VAR]), fdata(x), fdata(n->src[PLAN_BNA_RES]),
-                       fdata(n->src[PLAN_GAMMA]), fdata(n->src[PLAN_BETA]),
-                       n->par.bn_act.res_first, x->c, x->n, x->h * x->w,
-                       plan_bn_parts(x, NULL, a), a->eps, a->momentum);
+    bn_train_fused_cpu(n->par.bn_act.keep_y ? cpu_slot_data(n->dst[PLAN_Y]) : NULL, fused_out(n),
+                       cpu_slot_data(n->dst[PLAN_BNA_COEF]), cpu_slot_data(n->dst[PLAN_SAVE_MEAN]),
+                       cpu_slot_data(n->dst[PLAN_SAVE_INVSTD]),
+                       cpu_slot_data(n->dst[PLAN_RUNNING_MEAN]),
+                       cpu_slot_data(n->dst[PLAN_RUNNING_VAR]), cpu_slot_data(x),
+                       cpu_slot_data(n->src[PLAN_BNA_RES]), cpu_slot_data(n->src[PLAN_GAMMA]),
+                       cpu_slot_data(n->src[PLAN_BETA]), n->par.bn_act.res_first, x->c, x->n,
+                       x->h * x->w, plan_bn_parts(x, NULL, a), a->eps, a->momentum);
     return DR_OK;
 }
 
 int cpu_run_bn_act_eval(const struct plan_node *n)
 {
     const struct tensor *x = n->src[PLAN_X];
-    bn_eval_fused_cpu(n->par.bn_act.keep_y ? fdata(n->dst[PLAN_Y]) : NULL, fused_out(n),
-                      fdata(x), fdata(n->src[PLAN_BNA_RES]), fdata(n->src[PLAN_GAMMA]),
-                      fdata(n->src[PLAN_BETA]), fdata(n->src[PLAN_BNA_RMEAN]),
-                      fdata(n->src[PLAN_BNA_RVAR]), n->par.bn_act.res_first, x->c, x->n,
-                      x->h * x->w, n->par.bn_act.bn.eps);
+    bn_eval_fused_cpu(n->par.bn_act.keep_y ? cpu_slot_data(n->dst[PLAN_Y]) : NULL, fused_out(n),
+                      cpu_slot_data(x), cpu_slot_data(n->src[PLAN_BNA_RES]),
+                      cpu_slot_data(n->src[PLAN_GAMMA]), cpu_slot_data(n->src[PLAN_BETA]),
+                      cpu_slot_data(n->src[PLAN_BNA_RMEAN]), cpu_slot_data(n->src[PLAN_BNA_RVAR]),
+                      n->par.bn_act.res_first, x->c, x->n, x->h * x->w, n->par.bn_act.bn.eps);
     return DR_OK;
 }
 
 int cpu_run_bn_act_bwd(const struct plan_node *n)
 {
     const struct tensor *x = n->src[PLAN_BWD_X];
-    bn_backward_fused_cpu(fdata(n->dst[PLAN_DX]), fdata(n->dst[PLAN_DGAMMA]),
-                          fdata(n->dst[PLAN_DBETA]), fdata(n->src[PLAN_DY]),
-                          fdata(n->src[PLAN_BNA_BWD_COEF]), fdata(x),
-                          fdata(n->src[PLAN_BWD_GAMMA]), fdata(n->src[PLAN_BWD_SAVE_INVSTD]),
-                          x->c, x->n, x->h * x->w,
+    bn_backward_fused_cpu(cpu_slot_data(n->dst[PLAN_DX]), cpu_slot_data(n->dst[PLAN_DGAMMA]),
+                          cpu_slot_data(n->dst[PLAN_DBETA]), cpu_slot_data(n->src[PLAN_DY]),
+                          cpu_slot_data(n->src[PLAN_BNA_BWD_COEF]), cpu_slot_data(x),
+                          cpu_slot_data(n->src[PLAN_BWD_GAMMA]),
+                          cpu_slot_data(n->src[PLAN_BWD_SAVE_INVSTD]), x->c, x->n, x->h * x->w,
                           plan_bn_parts(x, n->src[PLAN_BWD_SAVE_MEAN], NULL),
                           PLAN_NODE_ACC(n, PLAN_DX));
     return DR_OK;

@@ -14,6 +14,13 @@ PLAN_OPS(CPU_RUN_DECL_)
 PLAN_FUSED_OPS(CPU_RUN_DECL_)
 #undef CPU_RUN_DECL_
 
+/* fp32 contents of a node's optional slot, for the runners: NULL for an absent tensor or
+ * one without data. */
+static inline float *cpu_slot_data(const struct tensor *t)
+{
+    return t ? (float *)t->data : NULL;
+}
+
 /* Whether the CPU engine runs node n: every plain op, in fp32, whatever the shapes the
  * op's rule allows; a fused op where cpu_fused_supported says so. 1 or 0. */
 int cpu_node_supported(const struct plan_node *n);

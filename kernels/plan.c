@@ -47,20 +47,47 @@ static struct plan_node *part(struct plan_node *parts, int *count, const struct 
     return q;
 }
 
-/* The activation and the residual add after a fused batch norm's forward (either kind). */
-static void act_and_add(struct plan_node *parts, int *count, const struct plan_node *n)
+/* The activation, and the residual add or the max pool, after a fused batch norm's
+ * forward (either kind). */
+static void act_and_after(struct plan_node *parts, int *count, const struct plan_node *n)
 {
     struct plan_node *a = part(parts, count, n, PLAN_ACT_FWD);
     plan_node_set_tensors(a, PLAN_DSTS(n->dst[PLAN_BNA_ACT]), PLAN_SRCS(n->dst[PLAN_Y]));
     a->par.act.kind = n->par.bn_act.kind;
     a->par.act.alpha = n->par.bn_act.alpha;
     if (!n->dst[PLAN_BNA_OUT]) return;
-    struct plan_node *q = part(parts, count, n, PLAN_ADD_FWD);
     const struct tensor *act = n->dst[PLAN_BNA_ACT], *res = n->src[PLAN_BNA_RES];
+    if (n->par.bn_act.pool.kh > 0) {
+        struct plan_node *q = part(parts, count, n, PLAN_POOL_FWD);
+        plan_node_set_tensors(q, PLAN_DSTS(n->dst[PLAN_BNA_OUT]), PLAN_SRCS(act));
+        q->par.pool = n->par.bn_act.pool;
+        return;
+    }
+    struct plan_node *q = part(parts, count, n, PLAN_ADD_FWD);
     if (n->par.bn_act.res_first)
         plan_node_set_tensors(q, PLAN_DSTS(n->dst[PLAN_BNA_OUT]), PLAN_SRCS(res, act));
     else
         plan_node_set_tensors(q, PLAN_DSTS(n->dst[PLAN_BNA_OUT]), PLAN_SRCS(act, res));
+}
+
+/* The backward's parts before the batch norm's: the max pool's backward (with a pool),
+ * then the activation's, into the batch norm's dy. */
+static void bwd_before_bn(struct plan_node *parts, int *count, const struct plan_node *n)
+{
+    const struct tensor *d = n->src[PLAN_DY];
+    if (n->par.bn_act.pool.kh > 0) {
+        struct plan_node *q = part(parts, count, n, PLAN_POOL_BWD);
+        plan_node_set_tensors(q, PLAN_DSTS(n->dst[PLAN_BNA_DPOOL]),
+                              PLAN_SRCS(d, n->src[PLAN_BNA_BWD_ACT],
+                                        n->src[PLAN_BNA_BWD_POOL_Y]));
+        q->par.pool = n->par.bn_act.pool;
+        d = n->dst[PLAN_BNA_DPOOL];
+    }
+    struct plan_node *q = part(parts, count, n, PLAN_ACT_BWD);
+    plan_node_set_tensors(q, PLAN_DSTS(n->dst[PLAN_BNA_DACT]),
+                          PLAN_SRCS(d, n->src[PLAN_BNA_BWD_Y]));
+    q->par.act.kind = n->par.bn_act.kind;
+    q->par.act.alpha = n->par.bn_act.alpha;
 }
 
 int plan_fused_expand(struct plan_node *parts, const struct plan_node *n)
@@ -69,6 +96,11 @@ int plan_fused_expand(struct plan_node *parts, const struct plan_node *n)
     struct plan_node *q = NULL;
     switch (n->op) {
     case PLAN_BN_ACT_TRAIN:
+        if (n->par.bn_act.add_in) {
+            q = part(parts, &count, n, PLAN_ADD_FWD);
+            plan_node_set_tensors(q, PLAN_DSTS(n->dst[PLAN_BNA_SUM]),
+                                  PLAN_SRCS(n->src[PLAN_BNA_ADD_A], n->src[PLAN_BNA_ADD_B]));
+        }
         q = part(parts, &count, n, PLAN_BN_FWD_TRAIN);
         plan_node_set_tensors(q,
                               PLAN_DSTS(n->dst[PLAN_Y], n->dst[PLAN_SAVE_MEAN],
@@ -76,7 +108,7 @@ int plan_fused_expand(struct plan_node *parts, const struct plan_node *n)
                                         n->dst[PLAN_RUNNING_VAR]),
                               PLAN_SRCS(n->src[PLAN_X], n->src[PLAN_GAMMA], n->src[PLAN_BETA]));
         q->par.bn = n->par.bn_act.bn;
-        act_and_add(parts, &count, n);
+        act_and_after(parts, &count, n);
         break;
     case PLAN_BN_ACT_EVAL:
         q = part(parts, &count, n, PLAN_BN_FWD_EVAL);
@@ -84,14 +116,10 @@ int plan_fused_expand(struct plan_node *parts, const struct plan_node *n)
                               PLAN_SRCS(n->src[PLAN_X], n->src[PLAN_GAMMA], n->src[PLAN_BETA],
                                         n->src[PLAN_BNA_RMEAN], n->src[PLAN_BNA_RVAR]));
         q->par.bn = n->par.bn_act.bn;
-        act_and_add(parts, &count, n);
+        act_and_after(parts, &count, n);
         break;
     case PLAN_BN_ACT_BWD:
-        q = part(parts, &count, n, PLAN_ACT_BWD);
-        plan_node_set_tensors(q, PLAN_DSTS(n->dst[PLAN_BNA_DACT]),
-                              PLAN_SRCS(n->src[PLAN_DY], n->src[PLAN_BNA_BWD_Y]));
-        q->par.act.kind = n->par.bn_act.kind;
-        q->par.act.alpha = n->par.bn_act.alpha;
+        bwd_before_bn(parts, &count, n);
         q = part(parts, &count, n, PLAN_BN_BWD);
         plan_node_set_tensors(q,
                               PLAN_DSTS(n->dst[PLAN_DX], n->dst[PLAN_DGAMMA], n->dst[PLAN_DBETA]),

@@ -188,14 +188,17 @@ struct lerp_item {
  * yet); plan_run_node runs the decomposition of one the engine does not support. */
 #define PLAN_FUSED_OPS(X)                                                                   \
     X(BN_ACT_TRAIN, bn_act_train)                                                           \
-        /* BN_FWD_TRAIN, then ACT_FWD of its output, then (with a residual)                 \
-           ADD_FWD of the activation and the residual: par.bn_act */                        \
+        /* (with par.bn_act.add_in) ADD_FWD of the two operands into x, then                \
+           BN_FWD_TRAIN, then ACT_FWD of its output, then (with a residual) ADD_FWD         \
+           of the activation and the residual, or (with par.bn_act.pool) the max            \
+           POOL_FWD of the activation: par.bn_act */                                        \
     X(BN_ACT_EVAL, bn_act_eval)                                                             \
-        /* BN_FWD_EVAL, then ACT_FWD, then (with a residual) ADD_FWD */                     \
+        /* BN_FWD_EVAL, then ACT_FWD, then (with a residual) ADD_FWD or (with a             \
+           pool) POOL_FWD */                                                                \
     X(BN_ACT_BWD, bn_act_bwd)                                                               \
-        /* ACT_BWD into the batch norm's dy, then BN_BWD; the batch norm's                  \
-           output recomputed from x and the coefficients its BN_ACT_TRAIN                   \
-           kept */
+        /* (with a pool) POOL_BWD into the activation's dy, then ACT_BWD into the           \
+           batch norm's dy, then BN_BWD; the batch norm's output recomputed from x          \
+           and the coefficients its BN_ACT_TRAIN kept */
 
 #define PLAN_OP_ENUM_ROW_(id, name) PLAN_##id,
 enum plan_op { PLAN_OPS(PLAN_OP_ENUM_ROW_) PLAN_FUSED_OPS(PLAN_OP_ENUM_ROW_) PLAN_OP_COUNT };
@@ -218,8 +221,8 @@ enum plan_phase { PLAN_PHASE_BATCH, PLAN_PHASE_FORWARD, PLAN_PHASE_LOSS, PLAN_PH
  * n_src inputs, CONCAT_BWD's n_dst input gradients (any of which may be added to). Every
  * other op has exactly its row's counts, set by plan_append and plan_node_init. Slots
  * from the count on are NULL. */
-#define PLAN_NODE_MAX_DST PLAN_MAX_CONCAT
-#define PLAN_NODE_MAX_SRC PLAN_MAX_CONCAT
+#define PLAN_NODE_MAX_DST 10   /* at least PLAN_MAX_CONCAT, and the fused ops' 9 */
+#define PLAN_NODE_MAX_SRC 10
 
 /* Slot names (indices into dst[] and src[]), shared by the ops whose slots agree. */
 enum plan_slot {
@@ -258,16 +261,26 @@ enum plan_slot {
        BN_FWD_TRAIN's (BN_ACT_EVAL: dst 1 .. 4 NULL, the running statistics read from src
        4 and 5), then: */
     PLAN_BNA_ACT = 5,       /* dst: the activation's output (n, c, h, w) */
-    PLAN_BNA_OUT = 6,       /* dst: the residual add's output, NULL without a residual */
+    PLAN_BNA_OUT = 6,       /* dst: the residual add's output (n, c, h, w), or the max
+                               pool's (n, c, h / kh, w / kw); NULL with neither */
     PLAN_BNA_COEF = 7,      /* dst: the coefficients kept for BN_ACT_BWD, F32 (S * c *
                                PLAN_BN_COEF_PER_CHANNEL) in the engine's own layout; NULL:
                                none kept (BN_ACT_TRAIN only) */
+    PLAN_BNA_SUM = 8,       /* dst: with add_in, the add's output, the same handle as x
+                               (BN_ACT_TRAIN only; else NULL) */
     PLAN_BNA_RES = 3,       /* src: the residual (n, c, h, w), NULL without one */
     PLAN_BNA_RMEAN = 4, PLAN_BNA_RVAR = 5,       /* src: BN_ACT_EVAL's running statistics */
-    /* BN_ACT_BWD: dst[0 .. 2] and src[0 .. 4] as BN_BWD's, dy the activation's, then: */
+    PLAN_BNA_ADD_A = 6, PLAN_BNA_ADD_B = 7,      /* src: with add_in, the add's operands
+                                                    (n, c, h, w); else NULL */
+    /* BN_ACT_BWD: dst[0 .. 2] and src[0 .. 4] as BN_BWD's, dy the activation's (with a
+       pool, the pool's: (n, c, h / kh, w / kw)), then: */
     PLAN_BNA_DACT = 3,      /* dst: the activation's dx (the batch norm's dy) */
+    PLAN_BNA_DPOOL = 4,     /* dst: with a pool, the pool's dx (the activation's dy); NULL
+                               without */
     PLAN_BNA_BWD_Y = 5,     /* src: the batch norm's output (the activation's x) */
-    PLAN_BNA_BWD_COEF = 6   /* src: the coefficients BN_ACT_TRAIN kept */
+    PLAN_BNA_BWD_COEF = 6,  /* src: the coefficients BN_ACT_TRAIN kept */
+    PLAN_BNA_BWD_ACT = 7,   /* src: with a pool, the activation's output (the pool's x) */
+    PLAN_BNA_BWD_POOL_Y = 8 /* src: with a pool, the pool's output */
 };
 
 /* The coefficients a fused batch norm keeps for its backward: floats per part and
@@ -327,7 +340,16 @@ union plan_params {
                                 residual, a fused run never writes the activation's
                                 output (the add alone reads it) */
         int res_first;       /* the residual was the add's first operand */
-    } bn_act;                /* BN_ACT_TRAIN, BN_ACT_EVAL, BN_ACT_BWD (bn, kind, alpha) */
+        int add_in;          /* BN_ACT_TRAIN: 1 when the add writing x is part of the node
+                                (its operands PLAN_BNA_ADD_A, _B, its output PLAN_BNA_SUM);
+                                an engine may take the statistics as it adds */
+        struct pool_attr pool;   /* kh > 0: the max pool after the activation is part of
+                                    the node (forward: its output PLAN_BNA_OUT; backward:
+                                    its dy is the node's), its windows tiling the plane
+                                    (stride the window); kh 0: none. With a pool, a fused
+                                    run never writes the activation's output */
+    } bn_act;                /* BN_ACT_TRAIN, BN_ACT_EVAL, BN_ACT_BWD (bn, kind, alpha,
+                                pool) */
 };
 
 /* One node: one run of the op its kind names, by the engine's runner for that op. */
@@ -484,7 +506,7 @@ void plan_free(struct plan *p);
  * and the tests compare a fused node's run with its parts'. */
 
 /* Most plain nodes one fused node stands for. */
-#define PLAN_FUSED_MAX_PARTS 3
+#define PLAN_FUSED_MAX_PARTS 4
 
 /* Writes the plain nodes fused node n stands for into parts[0 .. count) (caller-owned,
  * PLAN_FUSED_MAX_PARTS entries), each in n's phase and layer, and returns count; 0 for a

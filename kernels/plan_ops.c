@@ -498,24 +498,60 @@ static int coef_fits(const struct tensor *coef, int parts, int c)
  * residual comes with the add's output, and the kept coefficients (BN_ACT_TRAIN's, when
  * kept; BN_ACT_BWD's, required; BN_ACT_EVAL has none) are F32 of PLAN_BN_COEF_PER_CHANNEL
  * floats per part and channel. */
+/* Whether a fused batch norm's pool is a max pool whose windows tile x's plane, the
+ * stride the window (kh 0: no pool). */
+static int bn_act_pool_tiles(const struct pool_attr *a, const struct tensor *x)
+{
+    return a->kind == POOL_MAX && a->kh >= 1 && a->kw >= 1 && a->sh == a->kh &&
+           a->sw == a->kw && x->h % a->kh == 0 && x->w % a->kw == 0;
+}
+
 static int rule_bn_act(const struct plan_node *n)
 {
     int rc = DR_OK;
     const char *name = plan_op_name(n->op);
+    const int pool = n->par.bn_act.pool.kh > 0;
+    EXPECT(n->par.bn_act.pool.kh >= 0, "plan node %s: pool window %d", name,
+           n->par.bn_act.pool.kh);
     if (n->op == PLAN_BN_ACT_BWD) {
         const struct tensor *x = n->src[PLAN_BWD_X];
         const int s = plan_bn_parts(x, n->src[PLAN_BWD_SAVE_MEAN], NULL);
         EXPECT(coef_fits(n->src[PLAN_BNA_BWD_COEF], s, x->c),
                "plan node %s: kept coefficients not of %d parts of %d channels", name, s, x->c);
+        EXPECT(!pool == !n->dst[PLAN_BNA_DPOOL] && !pool == !n->src[PLAN_BNA_BWD_ACT] &&
+                   !pool == !n->src[PLAN_BNA_BWD_POOL_Y],
+               "plan node %s: the pool's tensors %s", name, pool ? "missing" : "without a pool");
+        EXPECT(!pool || bn_act_pool_tiles(&n->par.bn_act.pool, x),
+               "plan node %s: a pool whose windows do not tile the plane", name);
+        EXPECT(!n->par.bn_act.add_in, "plan node %s: an add before the batch norm", name);
         goto cleanup;
     }
-    EXPECT(!n->dst[PLAN_BNA_OUT] == !n->src[PLAN_BNA_RES],
-           "plan node %s: a residual without the add's output, or the reverse", name);
+    EXPECT(!n->dst[PLAN_BNA_OUT] == (!n->src[PLAN_BNA_RES] && !pool),
+           "plan node %s: a residual or pool without the output, or the reverse", name);
+    EXPECT(!pool || !n->src[PLAN_BNA_RES],
+           "plan node %s: both a residual and a pool after the activation", name);
+    EXPECT(!pool || bn_act_pool_tiles(&n->par.bn_act.pool, n->src[PLAN_X]),
+           "plan node %s: a pool whose windows do not tile the plane", name);
     EXPECT(n->par.bn_act.keep_y == 0 || n->par.bn_act.keep_y == 1,
            "plan node %s: keep_y %d", name, n->par.bn_act.keep_y);
+    EXPECT(n->par.bn_act.add_in == 0 || n->par.bn_act.add_in == 1,
+           "plan node %s: add_in %d", name, n->par.bn_act.add_in);
+    if (n->par.bn_act.add_in) {
+        EXPECT(n->op == PLAN_BN_ACT_TRAIN, "plan node %s: an add before the batch norm", name);
+        EXPECT(n->dst[PLAN_BNA_SUM] == n->src[PLAN_X] && n->src[PLAN_BNA_ADD_A] &&
+                   n->src[PLAN_BNA_ADD_B],
+               "plan node %s: the add's output is not x, or an operand is missing", name);
+    } else {
+        EXPECT(!n->dst[PLAN_BNA_SUM] && !n->src[PLAN_BNA_ADD_A] && !n->src[PLAN_BNA_ADD_B],
+               "plan node %s: an add's tensors without add_in", name);
+    }
     if (n->op == PLAN_BN_ACT_EVAL) {
         EXPECT(!n->dst[PLAN_BNA_COEF], "plan node %s: kept coefficients", name);
-    } else if (n->dst[PLAN_BNA_COEF]) {
+        goto cleanup;
+    }
+    EXPECT(!n->src[PLAN_BNA_RMEAN] && !n->src[PLAN_BNA_RVAR],
+           "plan node %s: running statistics read (they are written)", name);
+    if (n->dst[PLAN_BNA_COEF]) {
         const struct tensor *x = n->src[PLAN_X];
         const int s = plan_bn_parts(x, NULL, &n->par.bn_act.bn);
         EXPECT(coef_fits(n->dst[PLAN_BNA_COEF], s, x->c),
@@ -559,6 +595,8 @@ static int rule_dropout_bwd(const struct plan_node *n)
 
 _Static_assert(PLAN_NODE_MAX_DST <= 32 && PLAN_NODE_MAX_SRC <= 32,
                "a slot mask (unsigned) has a bit for every slot");
+_Static_assert(PLAN_NODE_MAX_DST >= PLAN_MAX_CONCAT && PLAN_NODE_MAX_SRC >= PLAN_MAX_CONCAT,
+               "a concat node's slots fit a node");
 _Static_assert(sizeof(struct dropout_attr) == sizeof(uint64_t) + sizeof(float) + sizeof(int),
                "struct dropout_attr has no padding bytes (plan_signature hashes the bytes)");
 
@@ -599,14 +637,20 @@ static const struct plan_op_desc plan_ops[PLAN_OP_COUNT] = {
     [PLAN_CURSOR_ADVANCE] = {"cursor_advance", 1, 0, 0, 0, 0, BIT(PLAN_CURSOR),
                              rule_cursor_advance},
     [PLAN_MUON] = {"muon", 0, 2, 0, 0, 0, 0, rule_muon},
-    [PLAN_BN_ACT_TRAIN] = {"bn_act_train", 8, 4, BIT(PLAN_BNA_OUT) | BIT(PLAN_BNA_COEF),
-                           BIT(PLAN_BNA_RES), 0, BIT(PLAN_RUNNING_MEAN) | BIT(PLAN_RUNNING_VAR),
-                           rule_bn_act},
-    [PLAN_BN_ACT_EVAL] = {"bn_act_eval", 8, 6,
+    [PLAN_BN_ACT_TRAIN] = {"bn_act_train", 9, 8,
+                           BIT(PLAN_BNA_OUT) | BIT(PLAN_BNA_COEF) | BIT(PLAN_BNA_SUM),
+                           BIT(PLAN_BNA_RES) | BIT(PLAN_BNA_RMEAN) | BIT(PLAN_BNA_RVAR) |
+                               BIT(PLAN_BNA_ADD_A) | BIT(PLAN_BNA_ADD_B),
+                           0, BIT(PLAN_RUNNING_MEAN) | BIT(PLAN_RUNNING_VAR), rule_bn_act},
+    [PLAN_BN_ACT_EVAL] = {"bn_act_eval", 9, 8,
                           BIT(PLAN_SAVE_MEAN) | BIT(PLAN_SAVE_INVSTD) | BIT(PLAN_RUNNING_MEAN) |
-                              BIT(PLAN_RUNNING_VAR) | BIT(PLAN_BNA_OUT) | BIT(PLAN_BNA_COEF),
-                          BIT(PLAN_BNA_RES), 0, 0, rule_bn_act},
-    [PLAN_BN_ACT_BWD] = {"bn_act_bwd", 4, 7, BIT(PLAN_DX), 0, BIT(PLAN_DX), 0, rule_bn_act},
+                              BIT(PLAN_RUNNING_VAR) | BIT(PLAN_BNA_OUT) | BIT(PLAN_BNA_COEF) |
+                              BIT(PLAN_BNA_SUM),
+                          BIT(PLAN_BNA_RES) | BIT(PLAN_BNA_ADD_A) | BIT(PLAN_BNA_ADD_B), 0, 0,
+                          rule_bn_act},
+    [PLAN_BN_ACT_BWD] = {"bn_act_bwd", 5, 9, BIT(PLAN_DX) | BIT(PLAN_BNA_DPOOL),
+                         BIT(PLAN_BNA_BWD_ACT) | BIT(PLAN_BNA_BWD_POOL_Y), BIT(PLAN_DX), 0,
+                         rule_bn_act},
     [PLAN_DROPOUT_FWD] = {"dropout_fwd", 1, 2, 0, 0, 0, 0, rule_dropout_fwd},
     [PLAN_DROPOUT_BWD] = {"dropout_bwd", 1, 2, 0, 0, BIT(PLAN_DX), 0, rule_dropout_bwd},
 };

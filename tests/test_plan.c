@@ -220,11 +220,12 @@ static void test_node_tensors(void)
         n.src[PLAN_SGD_CURSOR] = &T[1];
         EXPECT_LIST(&n, {&T[0], 0}, {&T[1], 0});
         NODE(PLAN_BN_ACT_TRAIN);   /* as BN_FWD_TRAIN, then the fused outputs and inputs */
-        for (int i = 0; i < 8; i++) n.dst[i] = &T[i];
-        for (int i = 0; i < 4; i++) n.src[i] = &T[8 + i];
+        for (int i = 0; i < 9; i++) n.dst[i] = &T[i];
+        for (int i = 0; i < 4; i++) n.src[i] = &T[9 + i];
+        n.src[PLAN_BNA_ADD_A] = &T[13], n.src[PLAN_BNA_ADD_B] = &T[14];
         EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 1}, {&T[2], 1}, {&T[3], 1}, {&T[3], 0}, {&T[4], 1},
-                    {&T[4], 0}, {&T[5], 1}, {&T[6], 1}, {&T[7], 1}, {&T[8], 0}, {&T[9], 0},
-                    {&T[10], 0}, {&T[11], 0});
+                    {&T[4], 0}, {&T[5], 1}, {&T[6], 1}, {&T[7], 1}, {&T[8], 1}, {&T[9], 0},
+                    {&T[10], 0}, {&T[11], 0}, {&T[12], 0}, {&T[13], 0}, {&T[14], 0});
 
         NODE(PLAN_BN_ACT_EVAL);   /* no statistics written, no coefficients kept */
         n.dst[PLAN_Y] = &T[0], n.dst[PLAN_BNA_ACT] = &T[1], n.dst[PLAN_BNA_OUT] = &T[2];
@@ -232,17 +233,18 @@ static void test_node_tensors(void)
         EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 1}, {&T[2], 1}, {&T[3], 0}, {&T[4], 0}, {&T[5], 0},
                     {&T[6], 0}, {&T[7], 0}, {&T[8], 0});
 
-        NODE(PLAN_BN_ACT_BWD);
-        for (int i = 0; i < 4; i++) n.dst[i] = &T[i];
-        for (int i = 0; i < 7; i++) n.src[i] = &T[4 + i];
+        NODE(PLAN_BN_ACT_BWD);   /* with a pool's tensors */
+        for (int i = 0; i < 5; i++) n.dst[i] = &T[i];
+        for (int i = 0; i < 9; i++) n.src[i] = &T[5 + i];
         n.acc = acc;
         if (acc)
             EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 1}, {&T[2], 1}, {&T[3], 1},
-                        {&T[4], 0}, {&T[5], 0}, {&T[6], 0}, {&T[7], 0}, {&T[8], 0}, {&T[9], 0},
-                        {&T[10], 0});
+                        {&T[4], 1}, {&T[5], 0}, {&T[6], 0}, {&T[7], 0}, {&T[8], 0}, {&T[9], 0},
+                        {&T[10], 0}, {&T[11], 0}, {&T[12], 0}, {&T[13], 0});
         else
-            EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 1}, {&T[2], 1}, {&T[3], 1}, {&T[4], 0},
-                        {&T[5], 0}, {&T[6], 0}, {&T[7], 0}, {&T[8], 0}, {&T[9], 0}, {&T[10], 0});
+            EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 1}, {&T[2], 1}, {&T[3], 1}, {&T[4], 1},
+                        {&T[5], 0}, {&T[6], 0}, {&T[7], 0}, {&T[8], 0}, {&T[9], 0}, {&T[10], 0},
+                        {&T[11], 0}, {&T[12], 0}, {&T[13], 0});
 
         NODE(PLAN_DROPOUT_FWD);   /* the mask from the cursor's step */
         n.dst[PLAN_Y] = &T[0], n.src[PLAN_X] = &T[1], n.src[PLAN_DROPOUT_CURSOR] = &T[2];

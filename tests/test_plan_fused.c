@@ -85,14 +85,15 @@ static void fwd_node(struct plan_node *n, struct set *s, int train, int residual
     if (train)
         plan_node_set_tensors(n,
                               PLAN_DSTS(&s->y, &s->mean, &s->invstd, &s->rmean, &s->rvar,
-                                        &s->act, residual ? &s->out : NULL, &s->coef),
-                              PLAN_SRCS(&s->x, &s->gamma, &s->beta, residual ? &s->res : NULL));
+                                        &s->act, residual ? &s->out : NULL, &s->coef, NULL),
+                              PLAN_SRCS(&s->x, &s->gamma, &s->beta, residual ? &s->res : NULL,
+                                        NULL, NULL, NULL, NULL));
     else
         plan_node_set_tensors(n,
                               PLAN_DSTS(&s->y, NULL, NULL, NULL, NULL, &s->act,
-                                        residual ? &s->out : NULL, NULL),
+                                        residual ? &s->out : NULL, NULL, NULL),
                               PLAN_SRCS(&s->x, &s->gamma, &s->beta, residual ? &s->res : NULL,
-                                        &s->rmean, &s->rvar));
+                                        &s->rmean, &s->rvar, NULL, NULL));
     n->par.bn_act.bn = (struct bn_attr){1e-5f, 0.1f, parts};
     n->par.bn_act.kind = kind;
     n->par.bn_act.alpha = 0.5f;
@@ -103,9 +104,9 @@ static void fwd_node(struct plan_node *n, struct set *s, int train, int residual
 static void bwd_node(struct plan_node *n, struct set *s, int acc, enum act_kind kind)
 {
     plan_node_init(n, PLAN_BN_ACT_BWD);
-    plan_node_set_tensors(n, PLAN_DSTS(&s->dx, &s->dgamma, &s->dbeta, &s->dact),
+    plan_node_set_tensors(n, PLAN_DSTS(&s->dx, &s->dgamma, &s->dbeta, &s->dact, NULL),
                           PLAN_SRCS(&s->dy, &s->x, &s->gamma, &s->mean, &s->invstd, &s->y,
-                                    &s->coef));
+                                    &s->coef, NULL, NULL));
     n->acc = (unsigned)acc;
     n->par.bn_act.kind = kind;
 }

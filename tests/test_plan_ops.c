@@ -284,8 +284,8 @@ static void test_engine(void)
     n = plan_append(&p, PLAN_BN_ACT_TRAIN, PLAN_PHASE_FORWARD, 1);
     plan_node_set_tensors(n,
                           PLAN_DSTS(&z[1], &stat[1][0], &stat[1][1], &stat[1][2], &stat[1][3],
-                                    &a[1], NULL, NULL),
-                          PLAN_SRCS(&y[1], &gamma, &beta, NULL));
+                                    &a[1], NULL, NULL, NULL),
+                          PLAN_SRCS(&y[1], &gamma, &beta, NULL, NULL, NULL, NULL, NULL));
     n->par.bn_act.bn = bn.bn;
     n->par.bn_act.kind = ACT_RELU;
     n->par.bn_act.keep_y = 1;

@@ -33,15 +33,6 @@ static struct conv_attr layer_conv_attr(const struct layer *l)
     return (struct conv_attr){l->spec.k, l->spec.stride, l->spec.pad};
 }
 
-/* The window of a pool layer, or the whole input plane of a global pool. */
-static struct pool_attr layer_pool_attr(const struct layer *l, const struct layer_info *info)
-{
-    if (info->kind == LAYER_KIND_POOL)
-        return (struct pool_attr){info->pool, l->spec.k, l->spec.k, l->spec.stride,
-                                  l->spec.stride};
-    return (struct pool_attr){info->pool, l->in_h, l->in_w, l->in_h, l->in_w};
-}
-
 /* A plan of a step or batch needs the plan's own ops: an engine that does not run them
  * cannot run one (DR_ERR_INTERNAL, naming the op), rather than failing at the first step.
  * Asked of the engine with nodes of no tensors (backend_ops.supports: the op alone). */
@@ -229,7 +220,7 @@ static int add_layer_forward(struct plan *p, struct model *m, const struct plan_
     case LAYER_KIND_GLOBAL_POOL:
         APPEND(n, p, PLAN_POOL_FWD, ph, i);
         plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x));
-        n->par.pool = layer_pool_attr(l, info);
+        n->par.pool = model_layer_pool_attr(l, info);
         break;
     case LAYER_KIND_CONCAT: {
         const struct tensor *xs[PLAN_MAX_CONCAT];
@@ -330,7 +321,7 @@ static int add_layer_backward(struct plan *p, struct model *m, const struct plan
         if (!dx) break;
         APPEND(n, p, PLAN_POOL_BWD, ph, i);
         plan_node_set_tensors(n, PLAN_DSTS(dx), PLAN_SRCS(dy, x, h->y[i]));
-        n->par.pool = layer_pool_attr(l, info);
+        n->par.pool = model_layer_pool_attr(l, info);
         n->acc = acc[0] != 0;
         break;
     case LAYER_KIND_CONCAT: {

@@ -70,7 +70,8 @@ enum sc_slot {
     SC_Y, SC_Y2,                /* outputs */
     SC_DY, SC_DX, SC_DX2, SC_DW, SC_DB,
     SC_S0, SC_S1, SC_S2, SC_S3, /* the family's own: statistics, labels, rows, losses */
-    SC_S4, SC_S5,               /* more of the family's own (the fused batch norm's) */
+    SC_S4, SC_S5, SC_S6, SC_S7, SC_S8,   /* more of the family's own (the fused batch
+                                            norm's) */
     SC_SLOTS
 };
 

@@ -1,7 +1,7 @@
 /* The selfcheck's cases of our own kernels (group ops): batch norm (plain and ghost, a
- * large mean), the fused batch norm with a ReLU and a residual add (kernels/plan.h,
- * PLAN_FUSED_OPS: each engine runs it fused where it supports it, else as its
- * decomposition), every activation kind, max and average pools (ties, global, overlapping
+ * large mean), the fused batch norm with a ReLU and a residual add, a max pool or the
+ * add before it (kernels/plan.h, PLAN_FUSED_OPS: each engine runs it fused where it
+ * supports it, else as its decomposition), every activation kind, max and average pools (ties, global, overlapping
  * windows), concat, add, scale, scaled copy, flatten, the cross-entropy loss and dropout,
  * each forward, backward and backward accumulating where the op has them. */
 #include <math.h>
@@ -131,6 +131,10 @@ cleanup:
 
 /* ------------------------------------------------------------------ fused batch norm */
 
+/* The fused batch norm cases' variants (sc_case.arg bits): the max pool after the
+ * activation (2 x 2 windows), the add before the batch norm. */
+enum { BNA_POOL = 1, BNA_ADD_IN = 2 };
+
 /* bn_build's slots, and: X2 the residual, Y2 the ReLU's output, DX2 the add's output, S4
  * the kept coefficients (the engine's own layout: not compared), S5 the ReLU's dx */
 static int bn_act_build(struct sc_env *e, const struct sc_case *c)
@@ -150,31 +154,97 @@ cleanup:
     return rc;
 }
 
+/* x for the pool cases: each 2 x 2 window holds a whole number near the shape's mean plus
+ * 0.25 times a permutation of 0 .. 3, exact in every precision, so that after the batch
+ * norm (the same increasing map on a channel) each window's maximum is one element,
+ * far from the others, on both engines. */
+static int pool_window_x(struct sc_env *e, const struct bn_shape *s)
+{
+    int rc = DR_OK;
+    const int hw = s->hw, half = hw / 2;
+    const size_t planes = (size_t)s->n * s->c, windows = planes * half * half;
+    float *x = malloc(sizeof(float) * planes * hw * hw);
+    float *u = malloc(sizeof(float) * 2 * windows);
+    if (!x || !u) FAIL(DR_ERR_NOMEM, "out of memory for the pool case's input");
+    sc_uniform(e, u, 2 * windows, 0.0f, 1.0f);
+    for (size_t w = 0; w < windows; w++) {
+        const size_t plane = w / ((size_t)half * half), at = w % ((size_t)half * half);
+        const int wy = (int)(at / (size_t)half), wx = (int)(at % (size_t)half);
+        const float base = floorf(s->offset) - 2.0f + floorf(u[2 * w] * 4.0f);
+        int left[4] = {0, 1, 2, 3}, code = (int)(u[2 * w + 1] * 24.0f) % 24;
+        for (int k = 0; k < 4; k++) {   /* the code's permutation, rank by rank */
+            const int radix = 4 - k, pick = code % radix;
+            code /= radix;
+            const int rank = left[pick];
+            left[pick] = left[radix - 1];
+            const size_t i = (plane * hw + (size_t)(2 * wy + k / 2)) * hw + 2 * wx + k % 2;
+            x[i] = base + 0.25f * (float)rank;
+        }
+    }
+    TRY(sc_write(e, SC_X, x));
+cleanup:
+    free(x);
+    free(u);
+    return rc;
+}
+
+/* bn_act_build's slots, and by the variant: with the pool, S6 its output, S7 its dy, S8
+ * its dx (the activation's dy), x as pool_window_x; with the add before, X2 and S6 its
+ * operands (about half the shape's mean each), x their sum. */
+static int bn_act_variant_build(struct sc_env *e, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    const struct bn_shape *s = c->attr;
+    TRY(bn_act_build(e, c));
+    if (c->arg & BNA_POOL) {
+        TRY(sc_tensor(e, SC_S6, "pool", TENSOR_ACT, s->n, s->c, s->hw / 2, s->hw / 2));
+        TRY(sc_tensor(e, SC_S7, "dpool_y", TENSOR_ACT, s->n, s->c, s->hw / 2, s->hw / 2));
+        TRY(sc_tensor(e, SC_S8, "dpool", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+        TRY(sc_random(e, SC_S7, -1.0f, 1.0f));
+        TRY(pool_window_x(e, s));
+    }
+    if (c->arg & BNA_ADD_IN) {
+        TRY(sc_tensor(e, SC_S6, "add_b", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+        TRY(sc_random(e, SC_X2, s->offset / 2 - 1.0f, s->offset / 2 + 1.0f));
+        TRY(sc_random(e, SC_S6, s->offset / 2 - 1.0f, s->offset / 2 + 1.0f));
+    }
+cleanup:
+    return rc;
+}
+
 /* The fused forward (train: with the coefficients kept; eval: from the running
- * statistics), the batch norm's output kept, the residual added when c->acc says so (the
- * fused ops take no accumulate flag: the field picks the variant). */
+ * statistics), the residual added when c->acc says so (train; eval always), or the pool
+ * or the add before as c->arg says (the fused ops take no accumulate flag: the field
+ * picks the variant). The batch norm's output is kept but with the pool. */
 static int bn_act_fwd_run(struct sc_side *t, const struct sc_case *c, int train)
 {
     struct plan_node n;
     const struct bn_shape *s = c->attr;
-    const int res = train ? c->acc : 1;
+    const int pool = c->arg & BNA_POOL, add_in = c->arg & BNA_ADD_IN;
+    const int res = !pool && !add_in && (train ? c->acc : 1);
+    struct tensor *out = pool ? SC_T(t, SC_S6) : res ? SC_T(t, SC_DX2) : NULL;
     plan_node_init(&n, train ? PLAN_BN_ACT_TRAIN : PLAN_BN_ACT_EVAL);
     if (train)
         plan_node_set_tensors(&n,
                               PLAN_DSTS(SC_T(t, SC_Y), SC_T(t, SC_S0), SC_T(t, SC_S1),
-                                        SC_T(t, SC_S2), SC_T(t, SC_S3), SC_T(t, SC_Y2),
-                                        res ? SC_T(t, SC_DX2) : NULL, SC_T(t, SC_S4)),
+                                        SC_T(t, SC_S2), SC_T(t, SC_S3), SC_T(t, SC_Y2), out,
+                                        SC_T(t, SC_S4), add_in ? SC_T(t, SC_X) : NULL),
                               PLAN_SRCS(SC_T(t, SC_X), SC_T(t, SC_W), SC_T(t, SC_B),
-                                        res ? SC_T(t, SC_X2) : NULL));
+                                        res ? SC_T(t, SC_X2) : NULL, NULL, NULL,
+                                        add_in ? SC_T(t, SC_X2) : NULL,
+                                        add_in ? SC_T(t, SC_S6) : NULL));
     else
         plan_node_set_tensors(&n,
                               PLAN_DSTS(SC_T(t, SC_Y), NULL, NULL, NULL, NULL, SC_T(t, SC_Y2),
-                                        SC_T(t, SC_DX2), NULL),
+                                        out, NULL, NULL),
                               PLAN_SRCS(SC_T(t, SC_X), SC_T(t, SC_W), SC_T(t, SC_B),
-                                        SC_T(t, SC_X2), SC_T(t, SC_S2), SC_T(t, SC_S3)));
+                                        res ? SC_T(t, SC_X2) : NULL, SC_T(t, SC_S2),
+                                        SC_T(t, SC_S3), NULL, NULL));
     n.par.bn_act.bn = (struct bn_attr){1e-5f, 0.1f, s->splits};
     n.par.bn_act.kind = ACT_RELU;
-    n.par.bn_act.keep_y = 1;
+    n.par.bn_act.keep_y = !pool;
+    n.par.bn_act.add_in = add_in != 0;
+    if (pool) n.par.bn_act.pool = (struct pool_attr){POOL_MAX, 2, 2, 2, 2};
     return plan_run_one(t->be, &n);
 }
 
@@ -188,22 +258,53 @@ static int bn_act_eval_run(struct sc_side *t, const struct sc_case *c)
     return bn_act_fwd_run(t, c, 0);
 }
 
-/* each engine's own fused forward (no residual), then the fused backward */
+/* each engine's own fused forward (no residual; the pool as c->arg says), then the fused
+ * backward (with the pool: from the pool's dy) */
 static int bn_act_bwd_run(struct sc_side *t, const struct sc_case *c)
 {
     int rc = DR_OK;
     struct plan_node n;
-    const struct sc_case fwd = {.attr = c->attr, .acc = 0};
+    const int pool = c->arg & BNA_POOL;
+    const struct sc_case fwd = {.attr = c->attr, .acc = 0, .arg = pool};
     TRY(bn_act_fwd_run(t, &fwd, 1));
     plan_node_init(&n, PLAN_BN_ACT_BWD);
     plan_node_set_tensors(&n,
                           PLAN_DSTS(SC_T(t, SC_DX), SC_T(t, SC_DW), SC_T(t, SC_DB),
-                                    SC_T(t, SC_S5)),
-                          PLAN_SRCS(SC_T(t, SC_DY), SC_T(t, SC_X), SC_T(t, SC_W), SC_T(t, SC_S0),
-                                    SC_T(t, SC_S1), SC_T(t, SC_Y), SC_T(t, SC_S4)));
+                                    SC_T(t, SC_S5), pool ? SC_T(t, SC_S8) : NULL),
+                          PLAN_SRCS(SC_T(t, pool ? SC_S7 : SC_DY), SC_T(t, SC_X), SC_T(t, SC_W),
+                                    SC_T(t, SC_S0), SC_T(t, SC_S1), SC_T(t, SC_Y),
+                                    SC_T(t, SC_S4), pool ? SC_T(t, SC_Y2) : NULL,
+                                    pool ? SC_T(t, SC_S6) : NULL));
     n.acc = (unsigned)c->acc;
     n.par.bn_act.kind = ACT_RELU;
+    if (pool) n.par.bn_act.pool = (struct pool_attr){POOL_MAX, 2, 2, 2, 2};
     TRY(plan_run_one(t->be, &n));
+cleanup:
+    return rc;
+}
+
+/* The pool variants (one part, an even plane): the forward in training and evaluation,
+ * then the backward. */
+static int add_bn_act_pool(struct sc_table *t, struct sc_case *c, const char *v)
+{
+    int rc = DR_OK;
+    c->build = bn_act_variant_build;
+    c->arg = BNA_POOL;
+    c->acc = 0;
+    sc_name(c, "bn_act_train_pool", "%s", v);
+    c->run = bn_act_train_run;
+    c->n_outputs = 5;
+    memcpy(c->outputs, (int[]){SC_S6, SC_S0, SC_S1, SC_S2, SC_S3}, 5 * sizeof(int));
+    TRY(sc_table_add(t, c));
+    sc_name(c, "bn_act_eval_pool", "%s", v);
+    c->run = bn_act_eval_run;
+    c->n_outputs = 1;
+    TRY(sc_table_add(t, c));
+    sc_name(c, "bn_act_bwd_pool", "%s", v);
+    c->run = bn_act_bwd_run;
+    c->n_outputs = 3;
+    memcpy(c->outputs, (int[]){SC_DX, SC_DW, SC_DB}, 3 * sizeof(int));
+    TRY(sc_table_add(t, c));
 cleanup:
     return rc;
 }
@@ -242,6 +343,16 @@ static int add_bn_act(struct sc_table *t, const struct bn_shape *s)
     c.n_outputs = 1;
     c.outputs[0] = SC_DX;
     TRY(sc_table_add(t, &c));
+    /* the add before the batch norm: its sum, the activation and the statistics */
+    sc_name(&c, "bn_act_train_add_in", "%s", v);
+    c.build = bn_act_variant_build;
+    c.run = bn_act_train_run;
+    c.arg = BNA_ADD_IN;
+    c.acc = 0;
+    c.n_outputs = 6;
+    memcpy(c.outputs, (int[]){SC_X, SC_Y2, SC_S0, SC_S1, SC_S2, SC_S3}, 6 * sizeof(int));
+    TRY(sc_table_add(t, &c));
+    if (s->splits <= 1 && s->hw % 2 == 0) TRY(add_bn_act_pool(t, &c, v));
 cleanup:
     return rc;
 }

@@ -3,8 +3,9 @@
  * its backward with the activation's backward folded in (bn_fused.h). The fused passes
  * compute every element as the separate kernels do, so a fused node's results are its
  * decomposition's (plan_fused_expand) bit for bit (tests/test_plan.c compares them). They
- * apply a ReLU only: the engine supports a fused node of another activation kind as its
- * decomposition (plan_run_node), and the builder emits that instead. DAWNRUN_CPU_FUSE=0
+ * apply a ReLU only, and take neither a max pool nor the add before the batch norm: the
+ * engine supports other fused nodes as their decomposition (plan_run_node), and the
+ * builder emits that instead. DAWNRUN_CPU_FUSE=0
  * (read at each question) supports none of them, so that plans built then run every
  * plain node one by one. */
 #include <stdlib.h>
@@ -21,7 +22,8 @@ int cpu_fused_supported(const struct plan_node *n)
 {
     const char *fuse = getenv("DAWNRUN_CPU_FUSE");
     if (fuse && !strcmp(fuse, "0")) return 0;
-    if (n->par.bn_act.kind != ACT_RELU) return 0;
+    if (n->par.bn_act.kind != ACT_RELU || n->par.bn_act.pool.kh > 0 || n->par.bn_act.add_in)
+        return 0;
     if (n->op == PLAN_BN_ACT_BWD) {   /* sizes from the batch norm's x */
         const struct tensor *d = n->src[PLAN_DY], *x = n->src[PLAN_BWD_X];
         return d && d->data && x && tensor_same_shape(d, x);

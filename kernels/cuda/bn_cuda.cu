@@ -420,6 +420,34 @@ cleanup:
     return rc;
 }
 
+int cuda_bn_train_add_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
+                            const struct tensor *res, const struct cuda_bn_act *act,
+                            const struct cuda_bn_pool *pool, float *coef_keep,
+                            struct tensor *save_mean, struct tensor *save_invstd,
+                            struct tensor *running_mean, struct tensor *running_var,
+                            struct tensor *z, const struct tensor *a, const struct tensor *b,
+                            const struct tensor *gamma, const struct tensor *beta,
+                            const struct bn_attr *attr)
+{
+    int rc = DR_OK, splits = 1, parts = 1;
+    long split_rows = 0;
+    double *partial = NULL;
+    float *coef = NULL;
+    bn_layout(&splits, &split_rows, &parts, z, attr);
+    TRY(cuda_enter(c));
+    /* the partial sums where cuda_bn_train_fused's own scratch puts them: its request is
+     * this one, so the buffer stays where it is */
+    TRY(bn_scratch(c, 2 * splits, parts, z->c, COEF_FWD_COUNT * splits, &partial, &coef));
+    TRY(cuda_add_fused(c, z, partial, a, NULL, b, save_mean, save_invstd, attr));
+    {
+        const struct cuda_bn_sums sums = {partial, NULL, NULL};
+        TRY(cuda_bn_train_fused(c, y, out, res, act, pool, coef_keep, &sums, save_mean,
+                                save_invstd, running_mean, running_var, z, gamma, beta, attr));
+    }
+cleanup:
+    return rc;
+}
+
 int cuda_bn_forward_train(void *ctx, struct tensor *y, struct tensor *save_mean,
                           struct tensor *save_invstd, struct tensor *running_mean,
                           struct tensor *running_var, const struct tensor *x,

@@ -502,11 +502,23 @@ int cuda_xent_backward(void *ctx, struct tensor *dlogits, const struct tensor *p
  * op's may sit beside its kernels instead (linear's in linear_cuda.cu). */
 #define CUDA_RUN_DECL_(id, name) int cuda_run_##name(void *ctx, const struct plan_node *n);
 PLAN_OPS(CUDA_RUN_DECL_)
+
+/* The fused ops' runners (fused_nodes_cuda.cu), as PLAN_OPS's. */
+PLAN_FUSED_OPS(CUDA_RUN_DECL_)
 #undef CUDA_RUN_DECL_
 
+/* fused_nodes_cuda.cu: whether the engine runs fused node n (kernels/plan.h,
+ * PLAN_FUSED_OPS) with its own fused kernels: not with DAWNRUN_CUDA_FUSE=0 (read at each
+ * question), nor in the half precisions while DAWNRUN_CUDA_FUSE_CONV is on (there the
+ * plan's plain nodes go to plan_cuda.cu's analysis, which may put the batch norm inside
+ * the convolutions); a pool only of one part, its windows tiling the plane, the batch
+ * norm's output not kept. 1 or 0. */
+int cuda_fused_supported(const struct cuda_ctx *c, const struct plan_node *n);
+
 /* nodes_cuda.cu: backend_ops.supports (every plain op of kernels/plan.h, in every
- * precision; none of the fused ops, PLAN_FUSED_OPS)
- * and backend_ops.run_node (the op's runner, through the table generated from PLAN_OPS). */
+ * precision; the fused ops, PLAN_FUSED_OPS, as cuda_fused_supported says) and
+ * backend_ops.run_node (the op's runner, through the table generated from PLAN_OPS and
+ * PLAN_FUSED_OPS). */
 int cuda_supports(void *ctx, const struct plan_node *n);
 int cuda_run_node(void *ctx, const struct plan_node *n);
 
@@ -621,6 +633,18 @@ int cuda_add_fused(struct cuda_ctx *c, struct tensor *z, double *partial,
                    const struct tensor *a, const float *a_coef, const struct tensor *b,
                    const struct tensor *save_mean, const struct tensor *save_invstd,
                    const struct bn_attr *attr);
+
+/* z = a + b (cuda_add_fused's bits), then the train-mode batch norm over z as
+ * cuda_bn_train_fused (z its x), its statistics' partial sums taken by the add (in
+ * scratch) instead of a pass of their own. z, a, b (n, c, h, w). */
+int cuda_bn_train_add_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
+                            const struct tensor *res, const struct cuda_bn_act *act,
+                            const struct cuda_bn_pool *pool, float *coef_keep,
+                            struct tensor *save_mean, struct tensor *save_invstd,
+                            struct tensor *running_mean, struct tensor *running_var,
+                            struct tensor *z, const struct tensor *a, const struct tensor *b,
+                            const struct tensor *gamma, const struct tensor *beta,
+                            const struct bn_attr *attr);
 
 /* Eval-mode batch norm, y, out, res and pool as for cuda_bn_train_fused. */
 int cuda_bn_eval_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,

@@ -1,7 +1,9 @@
 /* The CUDA engine's nodes (backend_ops.supports, run_node): the runner table, one runner
  * per op of kernels/plan.h, each handing the node's slots and parameters to the op
- * family's function (cuda_internal.h). The fused paths of plan_cuda.cu call those
- * functions themselves; every other node of a plan comes here through plan_run_node. */
+ * family's function (cuda_internal.h), and for the fused ops the engine takes, their
+ * fused kernels (fused_nodes_cuda.cu). The fused steps of plan_cuda.cu's analysis call
+ * those functions themselves; every other node of a plan comes here through
+ * plan_run_node. */
 #include "cuda_internal.h"
 
 int cuda_run_batch(void *ctx, const struct plan_node *n)
@@ -155,23 +157,22 @@ struct cuda_node_row {
     int (*run)(void *ctx, const struct plan_node *n);
 };
 
-/* The runner table, in enum plan_op's order (generated from PLAN_OPS): no runner for the
- * fused ops (PLAN_FUSED_OPS), which plan_run_node runs as their decompositions and the
- * builder does not emit for this engine; its fused paths are plan_cuda.cu's. */
+/* The runner table, in enum plan_op's order (generated from PLAN_OPS, then
+ * PLAN_FUSED_OPS): the fused ops' runners are fused_nodes_cuda.cu's, taken where
+ * cuda_fused_supported says so (else plan_run_node runs their decompositions). */
 #define CUDA_NODE_ROW_(id, name) {PLAN_##id, cuda_run_##name},
-#define CUDA_NODE_NONE_(id, name) {PLAN_##id, NULL},
 static const struct cuda_node_row cuda_nodes[] = {PLAN_OPS(CUDA_NODE_ROW_)
-                                                      PLAN_FUSED_OPS(CUDA_NODE_NONE_)};
-#undef CUDA_NODE_NONE_
+                                                      PLAN_FUSED_OPS(CUDA_NODE_ROW_)};
 #undef CUDA_NODE_ROW_
 static_assert(sizeof(cuda_nodes) / sizeof(cuda_nodes[0]) == PLAN_OP_COUNT,
               "the CUDA engine has a runner for every op");
 
 int cuda_supports(void *ctx, const struct plan_node *n)
 {
-    (void)ctx;
-    return (unsigned)n->op < PLAN_OP_COUNT && cuda_nodes[n->op].op == n->op &&
-           cuda_nodes[n->op].run != NULL;
+    if ((unsigned)n->op >= PLAN_OP_COUNT || cuda_nodes[n->op].op != n->op ||
+        cuda_nodes[n->op].run == NULL)
+        return 0;
+    return !plan_op_is_fused(n->op) || cuda_fused_supported((const struct cuda_ctx *)ctx, n);
 }
 
 int cuda_run_node(void *ctx, const struct plan_node *n)

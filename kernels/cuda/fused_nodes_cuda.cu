@@ -1,0 +1,104 @@
+/* The CUDA engine's fused nodes (kernels/plan.h, PLAN_FUSED_OPS), as the plan's builder
+ * emits them: which it takes (cuda_fused_supported) and their runners, each handing the
+ * node's slots to the fused batch-norm passes (bn_cuda.cu, fused_bn_cuda.cu,
+ * bn_pool_cuda.cu). The passes apply every activation kind; with a residual or a pool the
+ * activation's output is never written, and the batch norm's only when keep_y says so.
+ * In the half precisions with DAWNRUN_CUDA_FUSE_CONV on, the engine takes none of them:
+ * the builder then emits the plain nodes, which plan_cuda.cu's analysis may fuse with the
+ * convolutions around them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+static_assert(COEF_FWD_COUNT == PLAN_BN_COEF_PER_CHANNEL,
+              "the kept coefficients' size (kernels/plan.h) is the fused passes'");
+
+/* Whether the environment variable var is set to "0". */
+static int switched_off(const char *var)
+{
+    const char *v = getenv(var);
+    return v && !strcmp(v, "0");
+}
+
+int cuda_fused_supported(const struct cuda_ctx *c, const struct plan_node *n)
+{
+    if (!c || switched_off("DAWNRUN_CUDA_FUSE")) return 0;
+    if (c->dt != CUDA_F32 && !switched_off("DAWNRUN_CUDA_FUSE_CONV")) return 0;
+    const int bwd = n->op == PLAN_BN_ACT_BWD;
+    const struct tensor *x = n->src[bwd ? PLAN_BWD_X : PLAN_X];
+    if (!x || !x->data) return 0;
+    if (n->par.bn_act.pool.kh > 0) {   /* one part; the rule checked the tiling */
+        const int parts = bwd ? plan_bn_parts(x, n->src[PLAN_BWD_SAVE_MEAN], NULL)
+                              : plan_bn_parts(x, NULL, &n->par.bn_act.bn);
+        if (parts != 1 || (!bwd && n->par.bn_act.keep_y)) return 0;
+    }
+    return 1;
+}
+
+/* The activation of fused node n. */
+static struct cuda_bn_act node_act(const struct plan_node *n)
+{
+    return (struct cuda_bn_act){n->par.bn_act.kind, n->par.bn_act.alpha};
+}
+
+/* The pool of fused node n, or NULL when it has none (into *pool). */
+static const struct cuda_bn_pool *node_pool(struct cuda_bn_pool *pool, const struct plan_node *n)
+{
+    if (n->par.bn_act.pool.kh <= 0) return NULL;
+    *pool = (struct cuda_bn_pool){n->par.bn_act.pool.kh, n->par.bn_act.pool.kw};
+    return pool;
+}
+
+/* The fused forward's output: the residual add's or the pool's, else the activation's. */
+static struct tensor *node_out(const struct plan_node *n)
+{
+    return n->dst[PLAN_BNA_OUT] ? n->dst[PLAN_BNA_OUT] : n->dst[PLAN_BNA_ACT];
+}
+
+int cuda_run_bn_act_train(void *ctx, const struct plan_node *n)
+{
+    struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    const struct cuda_bn_act act = node_act(n);
+    struct cuda_bn_pool pool_buf;
+    const struct cuda_bn_pool *pool = node_pool(&pool_buf, n);
+    struct tensor *y = n->par.bn_act.keep_y ? n->dst[PLAN_Y] : NULL;
+    float *coef = n->dst[PLAN_BNA_COEF] ? (float *)n->dst[PLAN_BNA_COEF]->data : NULL;
+    if (n->par.bn_act.add_in)
+        return cuda_bn_train_add_fused(c, y, node_out(n), n->src[PLAN_BNA_RES], &act, pool, coef,
+                                       n->dst[PLAN_SAVE_MEAN], n->dst[PLAN_SAVE_INVSTD],
+                                       n->dst[PLAN_RUNNING_MEAN], n->dst[PLAN_RUNNING_VAR],
+                                       n->dst[PLAN_BNA_SUM], n->src[PLAN_BNA_ADD_A],
+                                       n->src[PLAN_BNA_ADD_B], n->src[PLAN_GAMMA],
+                                       n->src[PLAN_BETA], &n->par.bn_act.bn);
+    return cuda_bn_train_fused(c, y, node_out(n), n->src[PLAN_BNA_RES], &act, pool, coef, NULL,
+                               n->dst[PLAN_SAVE_MEAN], n->dst[PLAN_SAVE_INVSTD],
+                               n->dst[PLAN_RUNNING_MEAN], n->dst[PLAN_RUNNING_VAR],
+                               n->src[PLAN_X], n->src[PLAN_GAMMA], n->src[PLAN_BETA],
+                               &n->par.bn_act.bn);
+}
+
+int cuda_run_bn_act_eval(void *ctx, const struct plan_node *n)
+{
+    const struct cuda_bn_act act = node_act(n);
+    struct cuda_bn_pool pool_buf;
+    const struct cuda_bn_pool *pool = node_pool(&pool_buf, n);
+    return cuda_bn_eval_fused((struct cuda_ctx *)ctx,
+                              n->par.bn_act.keep_y ? n->dst[PLAN_Y] : NULL, node_out(n),
+                              n->src[PLAN_BNA_RES], &act, pool, n->src[PLAN_X],
+                              n->src[PLAN_GAMMA], n->src[PLAN_BETA], n->src[PLAN_BNA_RMEAN],
+                              n->src[PLAN_BNA_RVAR], &n->par.bn_act.bn);
+}
+
+int cuda_run_bn_act_bwd(void *ctx, const struct plan_node *n)
+{
+    const struct cuda_bn_act act = node_act(n);
+    struct cuda_bn_pool pool_buf;
+    const struct cuda_bn_pool *pool = node_pool(&pool_buf, n);
+    return cuda_bn_backward_fused((struct cuda_ctx *)ctx, n->dst[PLAN_DX], n->dst[PLAN_DGAMMA],
+                                  n->dst[PLAN_DBETA], n->src[PLAN_DY], &act, pool,
+                                  (const float *)n->src[PLAN_BNA_BWD_COEF]->data,
+                                  n->src[PLAN_BWD_X], n->src[PLAN_BWD_GAMMA],
+                                  n->src[PLAN_BWD_SAVE_MEAN], n->src[PLAN_BWD_SAVE_INVSTD],
+                                  PLAN_NODE_ACC(n, PLAN_DX));
+}

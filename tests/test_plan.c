@@ -1014,6 +1014,150 @@ static void test_dropout(struct fixture *f)
     }
 }
 
+/* conv1 -> bn1 -> relu1 -> maxpool2 (2 x 2, tiling 32 x 32) -> conv2 -> add(maxpool2,
+ * conv2) -> bn2 -> relu2 -> global average pool -> flatten -> linear. */
+static int pool_add_net(struct graph *g)
+{
+    struct net_spec s = {0};
+    struct layer_spec *l;
+    char err[256];
+    int ok = (l = add(&s, "conv1", LAYER_CONV)) != NULL;
+    if (ok) l->out = 8;
+    ok = ok && add(&s, "bn1", LAYER_BN) && add(&s, "relu1", LAYER_RELU);
+    ok = ok && (l = add(&s, "maxpool2", LAYER_MAXPOOL)) != NULL;
+    if (ok) l->k = 2, l->stride = 2;
+    ok = ok && (l = add(&s, "conv2", LAYER_CONV)) != NULL;
+    if (ok) l->out = 8;
+    ok = ok && (l = add(&s, "add", LAYER_ADD)) != NULL;
+    if (ok) {
+        l->n_inputs = 2;
+        snprintf(l->inputs[0], sizeof(l->inputs[0]), "maxpool2");
+        snprintf(l->inputs[1], sizeof(l->inputs[1]), "conv2");
+    }
+    ok = ok && add(&s, "bn2", LAYER_BN) && add(&s, "relu2", LAYER_RELU);
+    ok = ok && add(&s, "gpool", LAYER_GAVGPOOL) && add(&s, "flat", LAYER_FLATTEN);
+    ok = ok && (l = add(&s, "linear", LAYER_LINEAR)) != NULL;
+    if (ok) l->out = 10, l->bias = 1;
+    int rc = ok ? graph_build(g, &s, 3, 32, 32, err, sizeof(err)) : DR_ERR_NOMEM;
+    if (rc != DR_OK && ok) printf("graph_build: %s\n", err);
+    net_spec_free(&s);
+    return rc;
+}
+
+/* An engine that says it runs every fused node the rules allow, and runs each as its
+ * decomposition on the CPU engine (whose own fused passes take neither a pool nor the add
+ * before the batch norm): what the builder emits for an engine that does, run with the
+ * plain nodes' bits. */
+static const struct backend_ops *fuse_all_real;
+
+static int fuse_all_supports(void *ctx, const struct plan_node *n)
+{
+    return plan_op_is_fused(n->op) || fuse_all_real->supports(ctx, n);
+}
+
+static int fuse_all_run_node(void *ctx, const struct plan_node *n)
+{
+    const struct backend real = {fuse_all_real, ctx};
+    struct plan_node parts[PLAN_FUSED_MAX_PARTS];
+    const int count = plan_fused_expand(parts, n);
+    if (count == 0) return fuse_all_real->run_node(ctx, n);
+    for (int i = 0; i < count; i++) {
+        const int rc = plan_run_one(&real, &parts[i]);
+        if (rc != DR_OK) return rc;
+    }
+    return DR_OK;
+}
+
+static struct backend_ops fuse_all_ops;
+
+static int fuse_all_compute(void *ctx, const struct plan *p)
+{
+    const struct backend b = {&fuse_all_ops, ctx};
+    return plan_run_each(&b, p, NULL, NULL);
+}
+
+/* The fused node of layer `layer` (a batch norm) of op in p, or NULL. */
+static const struct plan_node *fused_of(const struct plan *p, enum plan_op op, int layer)
+{
+    for (int i = 0; i < p->count; i++)
+        if (p->nodes[i].op == op && p->nodes[i].layer == layer) return &p->nodes[i];
+    return NULL;
+}
+
+/* What the builder folds for an engine that takes it (fuse_all_*): in the step plan, the
+ * max pool into bn1's node, forward and backward (the activation's output never needed:
+ * no pool node of its own, only the global pool's), and the add into bn2's node before
+ * it (its output the batch norm's x, still written); in the evaluation plan the pool
+ * folded again and the add left alone. An epoch gives the bits of the plain nodes
+ * (DAWNRUN_CPU_FUSE=0 on the CPU engine). */
+static void test_pool_add_folds(struct fixture *f)
+{
+    struct graph g;
+    struct trainer a, r;
+    fuse_all_real = f->be.ops;
+    fuse_all_ops = *f->be.ops;
+    fuse_all_ops.supports = fuse_all_supports;
+    fuse_all_ops.run_node = fuse_all_run_node;
+    fuse_all_ops.plan_compute = fuse_all_compute;
+    struct backend be = {&fuse_all_ops, f->be.ctx};
+    struct experiment e = f->e;
+    e.eval.tta = TTA_NONE;
+    e.train.average.kind = AVERAGE_NONE;
+    if (pool_add_net(&g) != DR_OK ||
+        trainer_create(&a, &e, &g, &be, &f->train, &f->test, 5) != DR_OK) {
+        CHECK(0);
+        return;
+    }
+    const int bn1 = 2, relu1 = 3, pool = 4, sum = 6, bn2 = 7;
+    CHECK(!strcmp(g.layers[bn1].spec.name, "bn1") && !strcmp(g.layers[bn2].spec.name, "bn2"));
+    CHECK(trainer_epoch_begin(&a, 0) == DR_OK);
+    const struct plan *step = &a.step_plan;
+    CHECK(count_op(step, PLAN_BN_ACT_TRAIN) == 2 && count_op(step, PLAN_BN_ACT_BWD) == 2);
+    CHECK(count_op(step, PLAN_POOL_FWD) == 1 && count_op(step, PLAN_POOL_BWD) == 1);
+    CHECK(count_op(step, PLAN_ADD_FWD) == 0 && count_op(step, PLAN_ACT_FWD) == 0);
+    const struct plan_node *n = fused_of(step, PLAN_BN_ACT_TRAIN, bn1);
+    CHECK(n && n->par.bn_act.pool.kh == 2 && n->par.bn_act.pool.sw == 2 &&
+          n->par.bn_act.keep_y == 0 && !n->par.bn_act.add_in &&
+          n->dst[PLAN_BNA_OUT] == &a.model.y[pool] && n->dst[PLAN_BNA_COEF]);
+    n = fused_of(step, PLAN_BN_ACT_BWD, bn1);
+    /* the pool's dy: the add's, which passes its gradient on (an alias) */
+    CHECK(n && n->par.bn_act.pool.kh == 2 && n->src[PLAN_DY] == &a.model.dy[sum] &&
+          n->dst[PLAN_BNA_DPOOL] == &a.model.dy[relu1] &&
+          n->src[PLAN_BNA_BWD_POOL_Y] == &a.model.y[pool]);
+    n = fused_of(step, PLAN_BN_ACT_TRAIN, bn2);
+    CHECK(n && n->par.bn_act.add_in && n->par.bn_act.pool.kh == 0 &&
+          n->dst[PLAN_BNA_SUM] == &a.model.y[sum] && n->src[PLAN_X] == &a.model.y[sum]);
+    struct epoch_record ra, rr;
+    CHECK(trainer_epoch(&a, 0, NULL, &ra) == DR_OK);
+    const struct plan *ev = &a.eval_plan;
+    n = fused_of(ev, PLAN_BN_ACT_EVAL, bn1);
+    CHECK(n && n->par.bn_act.pool.kh == 2 && count_op(ev, PLAN_ADD_FWD) == 1);
+    CHECK(count_op(ev, PLAN_POOL_FWD) == 1 && count_op(ev, PLAN_BN_ACT_EVAL) == 2);
+    CHECK(setenv("DAWNRUN_CPU_FUSE", "0", 1) == 0);
+    const int made = trainer_create(&r, &e, &g, &f->be, &f->train, &f->test, 5);
+    CHECK(made == DR_OK);
+    if (made == DR_OK) {
+        CHECK(trainer_epoch(&r, 0, NULL, &rr) == DR_OK);
+        CHECK(count_op(&r.step_plan, PLAN_BN_ACT_TRAIN) == 0);
+        printf("pool and add folded: train loss %.9g, test loss %.9g (plain %.9g, %.9g)\n",
+               ra.train_loss, ra.test_loss, rr.train_loss, rr.test_loss);
+        CHECK(ra.train_loss == rr.train_loss && ra.test_loss == rr.test_loss &&
+              ra.test_acc == rr.test_acc);
+        int ok = 1;
+        for (int k = 0; k < g.n_params; k++)
+            ok &= same_tensor(&f->be, &a.model.p[k], &r.model.p[k]);
+        for (int i = 0; i < g.count; i++)
+            if (g.layers[i].spec.type == LAYER_BN)
+                ok &= same_tensor(&f->be, &a.model.bn_rmean[i], &r.model.bn_rmean[i]) &&
+                      same_tensor(&f->be, &a.model.bn_rvar[i], &r.model.bn_rvar[i]);
+        CHECK(ok);
+        trainer_free(&r);
+    }
+    CHECK(unsetenv("DAWNRUN_CPU_FUSE") == 0);
+    trainer_free(&a);
+    graph_free(&g);
+}
+
 /* An engine that runs no SGD nodes (its supports says so) cannot build a step plan: an
  * error naming the op, not a failure at the first step. */
 static const struct backend_ops *missing_real;
@@ -1052,6 +1196,7 @@ int main(void)
     test_missing_op(&f);
     test_forget(&f);
     test_dropout(&f);
+    test_pool_add_folds(&f);
     backend_destroy(&f.be);
     graph_free(&f.g);
     dataset_free(&f.train);

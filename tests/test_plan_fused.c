@@ -4,7 +4,9 @@
  * parts run as lone nodes) on every output it writes; a fused node of an activation the
  * engine's fused passes do not apply (GELU) is not supported and plan_run_node runs its
  * decomposition; DAWNRUN_CPU_FUSE=0 supports none; the op's rule refuses kept
- * coefficients of the wrong size and a residual without the add's output. */
+ * coefficients of the wrong size and a residual without the add's output. The max pool
+ * after the activation and the add before the batch norm, which the CPU engine runs as
+ * their decompositions: those are the plain nodes, and the rule's limits on them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,6 +214,135 @@ static void case_rule(void)
     set_free(&s);
 }
 
+/* The max pool after the activation (5 x 3 windows, tiling the 5 x 6 plane) and the add
+ * before the batch norm: the CPU engine does not take them (their decomposition runs),
+ * and the decomposition is the plain nodes built here by hand, bit for bit: forward
+ * (training and evaluation) and backward with the pool, training with the add before
+ * (with and without a residual after). Then the rule's refusals. */
+static const struct pool_attr POOL53 = {POOL_MAX, 5, 3, 5, 3};
+
+static void case_pool_and_add(void)
+{
+    struct set s[2];
+    struct plan_node n, parts[PLAN_FUSED_MAX_PARTS];
+    struct tensor pool[2], dpool_y[2], dpool[2];
+    const union plan_params relu = {.act = {ACT_RELU, 0.0f}}, mp = {.pool = POOL53};
+    const union plan_params bn = {.bn = {1e-5f, 0.1f, 1}};
+    for (int r = 0; r < 2; r++) {
+        set_make(&s[r], 1);
+        pool[r] = filled(TENSOR_ACT, N, C, 1, 2, 20);
+        dpool_y[r] = filled(TENSOR_ACT, N, C, 1, 2, 21);
+        dpool[r] = filled(TENSOR_ACT, N, C, H, W, 22);
+    }
+    /* training forward with the pool: 3 parts, the last the pool */
+    fwd_node(&n, &s[0], 1, 0, 0, 0, 1, ACT_RELU);
+    n.dst[PLAN_BNA_OUT] = &pool[0];
+    n.par.bn_act.pool = POOL53;
+    CHECK(plan_node_check(&n) == DR_OK && !be.ops->supports(be.ctx, &n));
+    CHECK(plan_fused_expand(parts, &n) == 3 && parts[2].op == PLAN_POOL_FWD &&
+          parts[2].src[PLAN_X] == &s[0].act && parts[2].dst[PLAN_Y] == &pool[0] &&
+          !memcmp(&parts[2].par.pool, &POOL53, sizeof(POOL53)));
+    CHECK(plan_run_one(&be, &n) == DR_OK);
+    CHECK(plan_run_op(&be, PLAN_BN_FWD_TRAIN,
+                      PLAN_DSTS(&s[1].y, &s[1].mean, &s[1].invstd, &s[1].rmean, &s[1].rvar),
+                      PLAN_SRCS(&s[1].x, &s[1].gamma, &s[1].beta), 0, &bn) == DR_OK);
+    CHECK(plan_run_op(&be, PLAN_ACT_FWD, PLAN_DSTS(&s[1].act), PLAN_SRCS(&s[1].y), 0, &relu) ==
+          DR_OK);
+    CHECK(plan_run_op(&be, PLAN_POOL_FWD, PLAN_DSTS(&pool[1]), PLAN_SRCS(&s[1].act), 0, &mp) ==
+          DR_OK);
+    CHECK(same_bits(&pool[0], &pool[1]) && same_bits(&s[0].mean, &s[1].mean) &&
+          same_bits(&s[0].rvar, &s[1].rvar));
+    /* its backward from the pool's dy: 3 parts, the pool's first */
+    bwd_node(&n, &s[0], 0, ACT_RELU);
+    n.src[PLAN_DY] = &dpool_y[0];
+    n.dst[PLAN_BNA_DPOOL] = &dpool[0];
+    n.src[PLAN_BNA_BWD_ACT] = &s[0].act;
+    n.src[PLAN_BNA_BWD_POOL_Y] = &pool[0];
+    n.par.bn_act.pool = POOL53;
+    CHECK(plan_node_check(&n) == DR_OK && !be.ops->supports(be.ctx, &n));
+    CHECK(plan_fused_expand(parts, &n) == 3 && parts[0].op == PLAN_POOL_BWD &&
+          parts[1].src[PLAN_DY] == &dpool[0]);
+    CHECK(plan_run_one(&be, &n) == DR_OK);
+    CHECK(plan_run_op(&be, PLAN_POOL_BWD, PLAN_DSTS(&dpool[1]),
+                      PLAN_SRCS(&dpool_y[1], &s[1].act, &pool[1]), 0, &mp) == DR_OK);
+    CHECK(plan_run_op(&be, PLAN_ACT_BWD, PLAN_DSTS(&s[1].dact), PLAN_SRCS(&dpool[1], &s[1].y), 0,
+                      &relu) == DR_OK);
+    CHECK(plan_run_op(&be, PLAN_BN_BWD, PLAN_DSTS(&s[1].dx, &s[1].dgamma, &s[1].dbeta),
+                      PLAN_SRCS(&s[1].dact, &s[1].x, &s[1].gamma, &s[1].mean, &s[1].invstd), 0,
+                      NULL) == DR_OK);
+    CHECK(same_bits(&s[0].dx, &s[1].dx) && same_bits(&s[0].dgamma, &s[1].dgamma) &&
+          same_bits(&dpool[0], &dpool[1]));
+    /* evaluation with the pool */
+    fwd_node(&n, &s[0], 0, 0, 0, 0, 1, ACT_RELU);
+    n.dst[PLAN_BNA_OUT] = &pool[0];
+    n.par.bn_act.pool = POOL53;
+    CHECK(plan_node_check(&n) == DR_OK && plan_fused_expand(parts, &n) == 3);
+    CHECK(plan_run_one(&be, &n) == DR_OK);
+    CHECK(plan_run_op(&be, PLAN_BN_FWD_EVAL, PLAN_DSTS(&s[1].y),
+                      PLAN_SRCS(&s[1].x, &s[1].gamma, &s[1].beta, &s[1].rmean, &s[1].rvar), 0,
+                      &bn) == DR_OK);
+    CHECK(plan_run_op(&be, PLAN_ACT_FWD, PLAN_DSTS(&s[1].act), PLAN_SRCS(&s[1].y), 0, &relu) ==
+          DR_OK);
+    CHECK(plan_run_op(&be, PLAN_POOL_FWD, PLAN_DSTS(&pool[1]), PLAN_SRCS(&s[1].act), 0, &mp) ==
+          DR_OK);
+    CHECK(same_bits(&pool[0], &pool[1]));
+    /* training with the add before (x = dy + dx), with a residual after and without */
+    for (int res = 0; res < 2; res++) {
+        fwd_node(&n, &s[0], 1, res, 1, 0, 1, ACT_RELU);
+        n.dst[PLAN_BNA_SUM] = &s[0].x;
+        n.src[PLAN_BNA_ADD_A] = &s[0].dy;
+        n.src[PLAN_BNA_ADD_B] = &s[0].dx;
+        n.par.bn_act.add_in = 1;
+        CHECK(plan_node_check(&n) == DR_OK && !be.ops->supports(be.ctx, &n));
+        CHECK(plan_fused_expand(parts, &n) == 3 + res && parts[0].op == PLAN_ADD_FWD &&
+              parts[0].dst[PLAN_Y] == &s[0].x);
+        CHECK(plan_run_one(&be, &n) == DR_OK);
+        CHECK(plan_run_op(&be, PLAN_ADD_FWD, PLAN_DSTS(&s[1].x), PLAN_SRCS(&s[1].dy, &s[1].dx), 0,
+                          NULL) == DR_OK);
+        CHECK(plan_run_op(&be, PLAN_BN_FWD_TRAIN,
+                          PLAN_DSTS(&s[1].y, &s[1].mean, &s[1].invstd, &s[1].rmean, &s[1].rvar),
+                          PLAN_SRCS(&s[1].x, &s[1].gamma, &s[1].beta), 0, &bn) == DR_OK);
+        CHECK(plan_run_op(&be, PLAN_ACT_FWD, PLAN_DSTS(&s[1].act), PLAN_SRCS(&s[1].y), 0,
+                          &relu) == DR_OK);
+        if (res)
+            CHECK(plan_run_op(&be, PLAN_ADD_FWD, PLAN_DSTS(&s[1].out),
+                              PLAN_SRCS(&s[1].act, &s[1].res), 0, NULL) == DR_OK);
+        CHECK(same_bits(&s[0].x, &s[1].x) && same_bits(&s[0].y, &s[1].y) &&
+              same_bits(&s[0].act, &s[1].act) && same_bits(&s[0].rmean, &s[1].rmean));
+        if (res) CHECK(same_bits(&s[0].out, &s[1].out));
+    }
+    /* the rule */
+    fprintf(stderr, "(six error messages expected below)\n");
+    fwd_node(&n, &s[0], 1, 1, 0, 0, 1, ACT_RELU);   /* a pool and a residual */
+    n.par.bn_act.pool = POOL53;
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    fwd_node(&n, &s[0], 0, 0, 0, 0, 1, ACT_RELU);   /* windows not tiling the plane */
+    n.dst[PLAN_BNA_OUT] = &pool[0];
+    n.par.bn_act.pool = (struct pool_attr){POOL_MAX, 2, 2, 2, 2};
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    fwd_node(&n, &s[0], 1, 0, 1, 0, 1, ACT_RELU);   /* the add's output not x */
+    n.dst[PLAN_BNA_SUM] = &s[0].out;
+    n.src[PLAN_BNA_ADD_A] = &s[0].dy;
+    n.src[PLAN_BNA_ADD_B] = &s[0].dx;
+    n.par.bn_act.add_in = 1;
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    n.dst[PLAN_BNA_SUM] = &s[0].x;   /* operands without add_in */
+    n.par.bn_act.add_in = 0;
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    fwd_node(&n, &s[0], 0, 0, 1, 0, 1, ACT_RELU);   /* the add before in evaluation */
+    n.par.bn_act.add_in = 1;
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    bwd_node(&n, &s[0], 0, ACT_RELU);   /* a pool without its tensors */
+    n.par.bn_act.pool = POOL53;
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    for (int r = 0; r < 2; r++) {
+        set_free(&s[r]);
+        be.ops->tensor_free(be.ctx, &pool[r]);
+        be.ops->tensor_free(be.ctx, &dpool_y[r]);
+        be.ops->tensor_free(be.ctx, &dpool[r]);
+    }
+}
+
 int main(void)
 {
     if (backend_cpu_create(&be, 2) != DR_OK) return check_finish("test_plan_fused");
@@ -224,6 +355,7 @@ int main(void)
     case_train(0, 1, 0, 4, 1);
     case_fallback();
     case_rule();
+    case_pool_and_add();
     backend_destroy(&be);
     return check_finish("test_plan_fused");
 }

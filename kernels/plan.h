@@ -183,9 +183,9 @@ struct lerp_item {
  * plan.c) within the precision's tolerance, bit for bit on the CPU engine. The
  * plan's builder (engine/core/model_fuse.c) emits one where the graph makes it safe and
  * the engine supports it (backend_ops.supports, for the node's shapes and precision);
- * elsewhere it emits the decomposition. An engine runs those it lists (the CPU engine's
- * runner table takes PLAN_FUSED_OPS after PLAN_OPS; the CUDA engine's has none of them
- * yet); plan_run_node runs the decomposition of one the engine does not support. */
+ * elsewhere it emits the decomposition. Both engines' runner tables take PLAN_FUSED_OPS
+ * after PLAN_OPS, and each engine's supports says which nodes it runs fused;
+ * plan_run_node runs the decomposition of one the engine does not support. */
 #define PLAN_FUSED_OPS(X)                                                                   \
     X(BN_ACT_TRAIN, bn_act_train)                                                           \
         /* (with par.bn_act.add_in) ADD_FWD of the two operands into x, then                \
@@ -412,8 +412,8 @@ void plan_node_set_tensors(struct plan_node *n, struct tensor *const *dst, int n
 /* Checks node n against its op's row: a known op, the counts (a variadic one within
  * 1 .. PLAN_MAX_CONCAT), every slot not allowed NULL set and at least one output (of an
  * op that has any), nothing past the counts, acc only on the outputs the op may add to;
- * then the row's shape rule; a fused op's parts (plan_fused_expand) each as a node. DR_OK, or DR_ERR_INTERNAL reported with the op's name and
- * the slot or the shape. */
+ * then the row's shape rule; a fused op's parts (plan_fused_expand) each as a node.
+ * DR_OK, or DR_ERR_INTERNAL reported with the op's name and the slot or the shape. */
 int plan_node_check(const struct plan_node *n);
 
 /* The parts of a train-mode batch norm over x (ghost batch norm): max(a->splits, 1) in

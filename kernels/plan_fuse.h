@@ -3,8 +3,11 @@
  * fused batch-norm patterns, told as one step per node. The rules that make a fusion safe
  * live here; the engine says, in a struct plan_fuse_caps, what its fused kernels and
  * cuDNN's graphs take, runs the steps, and owns what the steps need at run time
- * (coefficient buffers, caches). (The CPU engine takes its fusion from the plan's builder
- * instead, as fused nodes: kernels/plan.h, PLAN_FUSED_OPS.)
+ * (coefficient buffers, caches). The engine relies on it where the batch norm may go
+ * inside cuDNN's convolution graphs (the half precisions, DAWNRUN_CUDA_FUSE_CONV on): there
+ * it takes none of the builder's fused nodes (kernels/plan.h, PLAN_FUSED_OPS), so its
+ * plans hold plain nodes. Elsewhere, as on the CPU engine, the batch-norm patterns come
+ * from the plan's builder as fused nodes, which the analysis runs as they are.
  *
  * The patterns (docs/gpu.md, "Fused paths"):
  *   - forward: BN_FWD_TRAIN or BN_FWD_EVAL, then an ACT_FWD of its output: one pass

@@ -1,8 +1,8 @@
 /* The selfcheck's cases of our own kernels (group ops): batch norm (plain and ghost, a
  * large mean), the fused batch norm with a ReLU and a residual add, a max pool or the
  * add before it (kernels/plan.h, PLAN_FUSED_OPS: each engine runs it fused where it
- * supports it, else as its decomposition), every activation kind, max and average pools (ties, global, overlapping
- * windows), concat, add, scale, scaled copy, flatten, the cross-entropy loss and dropout,
+ * supports it, else as its decomposition), every activation kind, max and average pools
+ * (ties, global, overlapping windows), concat, add, scale, scaled copy, flatten, the cross-entropy loss and dropout,
  * each forward, backward and backward accumulating where the op has them. */
 #include <math.h>
 #include <stdio.h>

@@ -1,8 +1,11 @@
 /* Runs a plan (kernels/plan.h) on the CUDA engine: every node through the engine's own
  * table, except the patterns fused here, replayed as a graph where graph_cuda.cu can.
  *
- * Which nodes fuse (docs/gpu.md, "Fused paths") is decided by the engine's analysis
- * (kernels/plan_fuse.h), over the whole plan once per plan and signature
+ * Which plain nodes fuse (docs/gpu.md, "Fused paths") is decided by the engine's analysis
+ * (kernels/plan_fuse.h; in the half precisions with DAWNRUN_CUDA_FUSE_CONV on, the engine
+ * takes none of the builder's fused nodes, so the analysis sees every batch norm there;
+ * elsewhere the builder's fused nodes, run by fused_nodes_cuda.cu, hold the batch-norm
+ * patterns and the analysis finds what is left), over the whole plan once per plan and signature
  * (plan_signature), kept in c->plans by the plan's address until the plan is freed
  * (cuda_plan_forget, called by plan_free, drops it with the plan's graphs): batch norm,
  * forward and evaluation, with the activation after it (and a residual add after that),

@@ -4,10 +4,11 @@
  *   - the add after the activation is taken too when the activation's output has no
  *     other reader and the add's other operand was computed before i (a residual); the
  *     activation's output is then never written;
- *   - or the max pool after the activation, when the pool alone reads the activation's
- *     output and its windows tile the plane (stride the window): the activation's output
- *     is then never written, so in training the pool's backward and the activation's go
- *     into the batch norm's (below), which finds each window's maximum again from x;
+ *   - or the max pool after the activation (a global one too), when the pool alone reads
+ *     the activation's output and its windows tile the plane (stride the window): the
+ *     activation's output is then never written, so in training the pool's backward and
+ *     the activation's go into the batch norm's (below), which finds each window's
+ *     maximum again from x;
  *   - in training, the activation's backward goes into the batch norm's when i's output
  *     has no other reader (so that its gradient is the activation's alone, written once,
  *     not added to): the forward keeps its coefficients for the backward (the model's
@@ -167,14 +168,17 @@ static int residual_add(const struct model *m, int i, int j)
 }
 
 /* The max-pool layer that may follow activation layer j, or -1: the pool alone reads j,
- * its windows tile the plane and do not overlap (stride the window). */
+ * its windows tile the plane and do not overlap (stride the window; a global max pool's
+ * one window is the plane). */
 static int tiling_pool(const struct model *m, int j)
 {
     const int k = next_live(m, j);
     if (k < 0 || readers(m, j, k) != 0) return -1;
     const struct layer *q = &m->g->layers[k];
     const struct layer_info *info = layer_info(q->spec.type);
-    if (info->kind != LAYER_KIND_POOL || info->pool != POOL_MAX || q->inputs[0] != j) return -1;
+    if ((info->kind != LAYER_KIND_POOL && info->kind != LAYER_KIND_GLOBAL_POOL) ||
+        info->pool != POOL_MAX || q->inputs[0] != j)
+        return -1;
     const struct pool_attr a = model_layer_pool_attr(q, info);
     return a.kh >= 1 && a.sh == a.kh && a.sw == a.kw && q->in_h % a.kh == 0 &&
                    q->in_w % a.kw == 0

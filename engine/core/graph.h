@@ -46,7 +46,8 @@
     X(float, init_std, init_std)     /* linear: > 0: the drawn weight is rescaled to this  \
                                         standard deviation (0 = as drawn) */               \
     X(float, scale, scale)           /* scale */                                           \
-    X(float, p, p)                   /* dropout: drop probability, in [0, 1) */
+    X(float, p, p)                   /* dropout: drop probability, in [0, 1) */            \
+    X(float, init, init)             /* temperature: the scalar's starting value (> 0) */
 
 /* One layer as written in the config (after blocks and variables are expanded). */
 struct layer_spec {
@@ -115,7 +116,8 @@ struct param_desc {
  * (batch, c, h, w). Its parameters are params[param_first .. param_first+param_count):
  * conv: weight [, bias if spec.bias]; bn: weight, bias (always both, frozen ones have
  * trainable 0); linear: weight [, bias if spec.bias]; whiten: weight (PARAM_WHITEN_W,
- * never trainable) [, bias (PARAM_WHITEN_B) if spec.bias]; other types: none. */
+ * never trainable) [, bias (PARAM_WHITEN_B) if spec.bias]; temperature: its scalar
+ * (PARAM_TEMPERATURE, one value, starting at spec.init); other types: none. */
 struct layer {
     struct layer_spec spec;                /* resolved copy (shortcut -> conv) */
     int n_inputs;                          /* >= 1 (0 only for layers[0], the image) */
@@ -141,8 +143,8 @@ struct graph {
  * a multiply-accumulate being 2 FLOPs: conv 2*co*ci*k*k*ho*wo (+ co*ho*wo with bias),
  * linear 2*in*out (+ out with bias); their sum is graph.flops_forward (ResNet-9 on
  * 32x32: 758,523,904). The rest is graph.flops_elementwise, counted per output element:
- * bn 4 (batch statistics 2, fused scale-and-shift 2), every activation, scale and dropout
- * 1 (a transcendental counts 1, dropout's mask draw 0), add 1, maxpool/avgpool k*k (the
+ * bn 4 (batch statistics 2, fused scale-and-shift 2), every activation, scale, dropout and
+ * temperature 1 (a transcendental counts 1, dropout's mask draw 0), add 1, maxpool/avgpool k*k (the
  * window), global pools 1 per input element, concat/flatten 0 (data movement).
  * layer.flops uses the same rule, which each type's row in engine/core/layer_types.c
  * names. */

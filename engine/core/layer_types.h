@@ -29,8 +29,9 @@ enum layer_kind {
     LAYER_KIND_FLATTEN,
     LAYER_KIND_LINEAR,       /* weight (out, in) [and bias] */
     LAYER_KIND_SCALE,
-    LAYER_KIND_DROPOUT       /* a random mask while training (kernels/dropout.h), else
+    LAYER_KIND_DROPOUT,      /* a random mask while training (kernels/dropout.h), else
                                 nothing */
+    LAYER_KIND_TEMPERATURE   /* y = t x, t one trained scalar (kernels/temperature.h) */
 };
 
 /* The parameter kinds, X(ID, config name): a layer type with parameters adds its kinds
@@ -43,7 +44,8 @@ enum layer_kind {
     X(PARAM_LINEAR_W, "linear_weight")    \
     X(PARAM_LINEAR_B, "linear_bias")      \
     X(PARAM_WHITEN_W, "whiten_weight")    \
-    X(PARAM_WHITEN_B, "whiten_bias")
+    X(PARAM_WHITEN_B, "whiten_bias")      \
+    X(PARAM_TEMPERATURE, "temperature")
 
 #define PARAM_KIND_ENUM_ROW_(id, name) id,
 enum param_kind { PARAM_KINDS(PARAM_KIND_ENUM_ROW_) PARAM_KIND_COUNT };
@@ -71,7 +73,8 @@ enum layer_rule {
     LAYER_RULE_SCALE = 1 << 12,       /* scale finite */
     LAYER_RULE_IN_CHANNELS = 1 << 13, /* expect_in, when > 0, is the input's channels
                                          (checked once the input's shape is known) */
-    LAYER_RULE_DROP_P = 1 << 14       /* p in [0, 1) */
+    LAYER_RULE_DROP_P = 1 << 14,      /* p in [0, 1) */
+    LAYER_RULE_INIT = 1 << 15         /* init finite and > 0 */
 };
 
 /* How a layer's forward FLOPs per image are counted (the convention in graph.h). */
@@ -132,6 +135,9 @@ enum layer_flops {
       .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 1)                              \
     /* p: training only; the identity in evaluation */                                     \
     X(DROPOUT, dropout, DROPOUT, LAYER_ONE_INPUT, .rules = LAYER_RULE_DROP_P,              \
+      .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 1)                              \
+    /* init: a trained scalar t, y = t x (the logits' temperature) */                      \
+    X(TEMPERATURE, temperature, TEMPERATURE, LAYER_ONE_INPUT, .rules = LAYER_RULE_INIT,    \
       .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 1)                              \
     /* spec only: identity when in == out channels and stride 1, else a bias-free 1x1     \
        conv (out, stride); graph_build resolves it, and it is counted as the conv it       \

@@ -847,7 +847,7 @@ static void test_type_table(void)
         const struct layer_info *info = layer_info((enum layer_type)t);
         CHECK(info != NULL);   /* a type added to the enum without its row */
         if (!info) {
-            fprintf(stderr, "  layer type %d has no row in engine/core/layer_types.c\n", t);
+            fprintf(stderr, "  layer type %d has no row (LAYER_TYPES, layer_types.h)\n", t);
             continue;
         }
         CHECK(info->min_inputs <= (info->max_inputs ? info->max_inputs : GRAPH_MAX_INPUTS));

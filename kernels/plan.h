@@ -61,6 +61,7 @@
 #include "dropout.h"
 #include "muon.h"
 #include "pool.h"
+#include "temperature.h"
 
 /* ---------------------------------------------------------------- the ops' parameters */
 
@@ -176,7 +177,13 @@ struct lerp_item {
         /* y = x masked and scaled (kernels/dropout.h), y like x; the mask's                \
            step cursor[CURSOR_STEP] */                                                      \
     X(DROPOUT_BWD, dropout_bwd)                                                             \
-        /* dx (=|+=) dy with the mask of the same step; dx, dy alike */
+        /* dx (=|+=) dy with the mask of the same step; dx, dy alike */                     \
+    X(TEMPERATURE_FWD, temperature_fwd)                                                     \
+        /* y = t x (kernels/temperature.h), y like x; t PARAM (1) in                        \
+           slot PLAN_W */                                                                   \
+    X(TEMPERATURE_BWD, temperature_bwd)                                                     \
+        /* dx (=|+=) t dy, dx NULL or like dy; dt PARAM (1) in slot                         \
+           PLAN_DW = sum dy x; src dy, x (PLAN_BWD_X), t (PLAN_BWD_W) */
 
 /* The fused ops, X(ID, name) as in PLAN_OPS: each is a run of plain ops in one node, whose
  * results are those of its reference decomposition (plan_fused_expand, kernels/

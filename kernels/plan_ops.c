@@ -591,6 +591,39 @@ static int rule_dropout_bwd(const struct plan_node *n)
                         n->src[PLAN_DROPOUT_CURSOR], &n->par.dropout);
 }
 
+/* y (or dx, when computed) like x (or dy); t (and dt, when computed) one value, PARAM */
+static int temperature_rule(const char *op, const struct tensor *y, const struct tensor *x,
+                            const struct tensor *t, const struct tensor *dt)
+{
+    int rc = DR_OK;
+    EXPECT(!has(y) || tensor_same_shape(y, x),
+           "%s: output (%d, %d, %d, %d) unlike input (%d, %d, %d, %d)", op, y->n, y->c, y->h,
+           y->w, x->n, x->c, x->h, x->w);
+    EXPECT(has(t) && t->kind == TENSOR_PARAM && tensor_count(t) == 1,
+           "%s: the temperature is not a PARAM tensor of one value", op);
+    EXPECT(!has(dt) || (dt->kind == TENSOR_PARAM && tensor_count(dt) == 1),
+           "%s: the temperature's gradient is not a PARAM tensor of one value", op);
+cleanup:
+    return rc;
+}
+
+static int rule_temperature_fwd(const struct plan_node *n)
+{
+    return temperature_rule("temperature_fwd", n->dst[PLAN_Y], n->src[PLAN_X], n->src[PLAN_W],
+                            NULL);
+}
+
+static int rule_temperature_bwd(const struct plan_node *n)
+{
+    int rc = DR_OK;
+    const struct tensor *dy = n->src[PLAN_DY];
+    TRY(temperature_rule("temperature_bwd", n->dst[PLAN_DX], dy, n->src[PLAN_BWD_W],
+                         n->dst[PLAN_DW]));
+    EXPECT(tensor_same_shape(n->src[PLAN_BWD_X], dy), "temperature_bwd: x unlike dy");
+cleanup:
+    return rc;
+}
+
 /* ---------------------------------------------------------------- the table */
 
 _Static_assert(PLAN_NODE_MAX_DST <= 32 && PLAN_NODE_MAX_SRC <= 32,
@@ -653,6 +686,9 @@ static const struct plan_op_desc plan_ops[PLAN_OP_COUNT] = {
                          rule_bn_act},
     [PLAN_DROPOUT_FWD] = {"dropout_fwd", 1, 2, 0, 0, 0, 0, rule_dropout_fwd},
     [PLAN_DROPOUT_BWD] = {"dropout_bwd", 1, 2, 0, 0, BIT(PLAN_DX), 0, rule_dropout_bwd},
+    [PLAN_TEMPERATURE_FWD] = {"temperature_fwd", 1, 2, 0, 0, 0, 0, rule_temperature_fwd},
+    [PLAN_TEMPERATURE_BWD] = {"temperature_bwd", 2, 3, BIT(PLAN_DX), 0, BIT(PLAN_DX), 0,
+                              rule_temperature_bwd},
 };
 
 #undef VAR

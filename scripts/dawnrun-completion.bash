@@ -32,6 +32,7 @@ train.lr_scale.bn_bias
 train.lr_scale.linear_weight
 train.lr_scale.linear_bias
 train.lr_scale.whiten_bias
+train.lr_scale.temperature
 train.wd_scale.conv_weight
 train.wd_scale.conv_bias
 train.wd_scale.bn_weight
@@ -39,6 +40,7 @@ train.wd_scale.bn_bias
 train.wd_scale.linear_weight
 train.wd_scale.linear_bias
 train.wd_scale.whiten_bias
+train.wd_scale.temperature
 train.groups.conv_weight.optimizer
 train.groups.conv_weight.lr_schedule.knots
 train.groups.conv_weight.lr_schedule.values
@@ -69,6 +71,10 @@ train.groups.whiten_bias.lr_schedule.knots
 train.groups.whiten_bias.lr_schedule.values
 train.groups.whiten_bias.momentum
 train.groups.whiten_bias.nesterov
+train.groups.temperature.lr_schedule.knots
+train.groups.temperature.lr_schedule.values
+train.groups.temperature.momentum
+train.groups.temperature.nesterov
 train.muon.ns_steps
 train.muon.ns_coefficients
 train.muon.ns_eps

@@ -848,6 +848,73 @@ static void test_dropout_layer(void)
     rmdir(dir);
 }
 
+/* A temperature layer loads as LAYER_TEMPERATURE with its init (default 1) and frozen;
+ * init = 0 and -2 are refused by the schema naming the layer; the parameter kind's keys
+ * (train.lr_scale, wd_scale, groups) are read into its slot; a network with one builds,
+ * its scalar starting at init. */
+static void test_temperature_layer(void)
+{
+    char dir[] = "/tmp/dawnrun_test_temperature_XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    const char *fmt = "name = \"temp\";\nmodel = { layers = (\n  { type = \"conv\"; out = 8; },\n"
+                      "  { type = \"gavgpool\"; }, { type = \"flatten\"; },\n"
+                      "  { name = \"t\"; type = \"temperature\";%s },\n"
+                      "  { name = \"t2\"; type = \"temperature\"; frozen = true; }\n); };\n"
+                      "train = { epochs = 1; lr_schedule = { knots = [0, 1]; "
+                      "values = (0.4, 0); }; lr_scale = { temperature = 0.5; };\n"
+                      "  wd_scale = { temperature = 0.0; };\n"
+                      "  groups = { temperature = { momentum = 0.25; }; }; };\n";
+    const char *inits[3] = {" init = 0.125;", " init = 0;", " init = \"-2\";"};
+    const char *msgs[3] = {NULL, "temp1.cfg:5: layer 't': 'init' must be > 0, got 0",
+                           "temp2.cfg:5: layer 't': 'init' must be > 0, got -2"};
+    for (int k = 0; k < 3; k++) {
+        char text[1024], path[512], name[32], msg[1024];
+        snprintf(text, sizeof(text), fmt, inits[k]);
+        snprintf(name, sizeof(name), "temp%d.cfg", k);
+        CHECK(write_file(dir, name, text, path, sizeof(path)));
+        struct experiment e;
+        const int rc = load_quoting(&e, path, msg, sizeof(msg));
+        if (k > 0) {
+            CHECK(rc == DR_ERR_CONFIG && strstr(msg, msgs[k]) != NULL);
+            if (!strstr(msg, msgs[k])) printf("message: %s\nwanted: %s\n", msg, msgs[k]);
+            unlink(path);
+            continue;
+        }
+        CHECK(rc == DR_OK);
+        if (rc != DR_OK) printf("message: %s\n", msg);
+        const struct layer_spec *t = rc == DR_OK ? find_layer(&e, "t") : NULL;
+        const struct layer_spec *t2 = rc == DR_OK ? find_layer(&e, "t2") : NULL;
+        CHECK(t && t->type == LAYER_TEMPERATURE && t->init == 0.125f && t->frozen == 0);
+        CHECK(t2 && t2->type == LAYER_TEMPERATURE && t2->init == 1.0f && t2->frozen == 1);
+        CHECK(layer_type_from_name("temperature") == LAYER_TEMPERATURE);
+        if (rc == DR_OK) {
+            CHECK(e.train.lr_scale[PARAM_TEMPERATURE] == 0.5 &&
+                  e.train.wd_scale[PARAM_TEMPERATURE] == 0.0);
+            CHECK(e.train.lr_scale[PARAM_LINEAR_B] == 1.0 &&
+                  e.train.wd_scale[PARAM_CONV_W] == 1.0);
+            CHECK(e.train.groups[PARAM_TEMPERATURE].own &&
+                  e.train.groups[PARAM_TEMPERATURE].momentum == 0.25 &&
+                  !e.train.groups[PARAM_CONV_W].own);
+            struct graph g;
+            char err[256];
+            const int built = graph_build(&g, &e.net, 3, 32, 32, err, sizeof(err));
+            CHECK(built == DR_OK);
+            if (built == DR_OK) {
+                CHECK(g.n_params == 3 && g.params[1].kind == PARAM_TEMPERATURE &&
+                      g.params[1].init_value == 0.125f && g.params[1].trainable &&
+                      g.params[2].kind == PARAM_TEMPERATURE && !g.params[2].trainable);
+                graph_free(&g);
+            }
+            experiment_free(&e);
+        }
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 /* ---- data directory, failures ---------------------------------------------------------- */
 
 static void test_data_dir_and_failures(void)
@@ -1120,6 +1187,7 @@ int main(void)
     test_layer_defaults();
     test_hardswish_layer();
     test_dropout_layer();
+    test_temperature_layer();
     test_data_dir_and_failures();
     test_schedule_at();
     test_expr();

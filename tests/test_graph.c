@@ -210,7 +210,7 @@ static void test_type_names(void)
     CHECK(strcmp(layer_type_name(LAYER_WHITEN), "whiten") == 0);
     const char *kinds[PARAM_KIND_COUNT] = {"conv_weight", "conv_bias", "bn_weight",
                                            "bn_bias", "linear_weight", "linear_bias",
-                                           "whiten_weight", "whiten_bias"};
+                                           "whiten_weight", "whiten_bias", "temperature"};
     for (int k = 0; k < PARAM_KIND_COUNT; k++)
         CHECK(strcmp(param_kind_name((enum param_kind)k), kinds[k]) == 0);
     CHECK(strcmp(param_kind_name(PARAM_KIND_COUNT), "unknown") == 0);
@@ -796,6 +796,48 @@ static void test_dropout(void)
     }
 }
 
+/* A temperature layer: the default init 1, its input's shape, one trainable scalar
+ * starting at init (none trained when frozen), one FLOP per output; init not finite or
+ * not > 0 refused with the layer named. */
+static void test_temperature(void)
+{
+    struct net_spec s = {0};
+    struct graph g;
+    char err[256];
+    add(&s, "c", LAYER_CONV)->out = 6;
+    add(&s, "flat", LAYER_FLATTEN);
+    struct layer_spec *l = add(&s, "t", LAYER_TEMPERATURE);
+    CHECK(l->init == 1.0f && l->frozen == 0);
+    l->init = 0.25f;
+    add(&s, "u", LAYER_TEMPERATURE)->frozen = 1;
+    int rc = graph_build(&g, &s, 3, 4, 5, err, sizeof err);
+    CHECK(rc == DR_OK);
+    if (rc != DR_OK) fprintf(stderr, "%s\n", err);
+    if (rc == DR_OK) {
+        const struct layer *t = &g.layers[find(&g, "t")], *u = &g.layers[find(&g, "u")];
+        CHECK(shape_is(&g, "t", 120, 1, 1) && shape_is(&g, "u", 120, 1, 1));
+        CHECK(t->param_count == 1 && u->param_count == 1 && g.n_params == 3);
+        const struct param_desc *pt = &g.params[t->param_first], *pu = &g.params[u->param_first];
+        CHECK(pt->kind == PARAM_TEMPERATURE && pt->n * pt->c * pt->h * pt->w == 1 &&
+              pt->init == PARAM_INIT_DEFAULT && pt->init_bound == 0.0f &&
+              pt->init_value == 0.25f && pt->trainable == 1 && pt->layer == t - g.layers);
+        CHECK(pu->kind == PARAM_TEMPERATURE && pu->init_value == 1.0f && pu->trainable == 0);
+        CHECK(g.n_weights == 6 * 3 * 9 + 1);   /* the conv's weight and t, not u */
+        CHECK(t->flops == 120 && g.flops_elementwise == 240);
+        CHECK(strcmp(layer_type_name(t->spec.type), "temperature") == 0);
+        graph_free(&g);
+    }
+    net_spec_free(&s);
+    const float bad[4] = {0.0f, -1.0f, NAN, INFINITY};
+    const char *text[4] = {"init must be finite and > 0, got 0", "must be finite and > 0, got -1",
+                           "must be finite and > 0, got nan", "must be finite and > 0, got inf"};
+    for (int k = 0; k < 4; k++) {
+        add(&s, "c1", LAYER_CONV)->out = 8;
+        add(&s, "temp", LAYER_TEMPERATURE)->init = bad[k];
+        expect_error(&s, "temp", text[k], LINE(1));
+    }
+}
+
 /* The type table: a row for every type, an activation layer type named as its kind for
  * every activation kind, and each activation type builds elementwise (same shape, one
  * FLOP per element, no parameters). */
@@ -805,7 +847,7 @@ static void test_type_table(void)
         const struct layer_info *info = layer_info((enum layer_type)t);
         CHECK(info != NULL);   /* a type added to the enum without its row */
         if (!info) {
-            fprintf(stderr, "  layer type %d has no row in engine/core/layer_types.c\n", t);
+            fprintf(stderr, "  layer type %d has no row (LAYER_TYPES, layer_types.h)\n", t);
             continue;
         }
         CHECK(info->min_inputs <= (info->max_inputs ? info->max_inputs : GRAPH_MAX_INPUTS));
@@ -859,5 +901,6 @@ int main(void)
     test_errors();
     test_small_shapes();
     test_dropout();
+    test_temperature();
     return check_finish("test_graph");
 }

@@ -17,7 +17,8 @@
  * maximum. Every activation kind (0 .. ACT_KIND_COUNT - 1) is checked: a new kind needs
  * no edit here unless it has a kink of its own to keep the inputs off. Dropout is checked
  * at a fixed seed, step and layer (a fixed mask, so the op is linear in x), and with p = 0
- * (every element kept, scale 1). */
+ * (every element kept, scale 1). Temperature is checked for both its gradients, dx and the
+ * scalar's dt (linear in each), dt pre-filled with junk to check it is overwritten. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@
 #include "../kernels/linear.h"
 #include "../kernels/loss.h"
 #include "../kernels/pool.h"
+#include "../kernels/temperature.h"
 #include "../kernels/tensor_ops.h"
 #include "check.h"
 #include "support.h"
@@ -524,6 +526,45 @@ static void test_dropout(float p, int c, int n, int hw)
     free(d.x); free(d.y); free(d.r); free(g); free(pre); free(acc);
 }
 
+/* ------------------------------------------------------------------ temperature */
+
+struct temperature_case {
+    float t;
+    size_t count;
+    float *x, *y, *r;
+};
+
+static double temperature_loss(void *p)
+{
+    struct temperature_case *e = p;
+    temperature_forward_cpu(e->y, e->x, e->t, e->count);
+    return dot(e->y, e->r, e->count);
+}
+
+/* dx and dt of y = t x against finite differences (in x, and in t), dx's accumulate path,
+ * and both gradients computed alone (the other NULL) the same. */
+static void test_temperature(float t, size_t count)
+{
+    struct temperature_case e = {t, count, NULL, NULL, NULL};
+    e.x = support_rand_buf(&rng, -2, 2, count);
+    e.y = malloc(sizeof(float) * count);
+    e.r = support_rand_buf(&rng, -1, 1, count);
+    float *g = support_rand_buf(&rng, -9, 9, count), *pre = support_rand_buf(&rng, -1, 1, count),
+          *acc = copy_buf(pre, count);
+    float dt = 1234.5f, dt_alone = -7.0f;
+    char name[64];
+    snprintf(name, sizeof name, "temperature t %g dx (%zu)", (double)t, count);
+    temperature_backward_cpu(g, &dt, e.r, e.x, e.t, count, 0);
+    fd_check(name, e.x, count, g, temperature_loss, &e, EPS_LIN, TOL_LIN, TOL_LIN);
+    snprintf(name, sizeof name, "temperature t %g dt (%zu)", (double)t, count);
+    fd_check(name, &e.t, 1, &dt, temperature_loss, &e, EPS_LIN, TOL_LIN, TOL_LIN);
+    temperature_backward_cpu(acc, NULL, e.r, e.x, e.t, count, 1);
+    check_accumulated(name, acc, pre, g, count);
+    temperature_backward_cpu(NULL, &dt_alone, e.r, e.x, e.t, count, 0);
+    CHECK(dt_alone == dt);
+    free(e.x); free(e.y); free(e.r); free(g); free(pre); free(acc);
+}
+
 /* ------------------------------------------------------------------ linear */
 
 struct linear_case {
@@ -645,6 +686,9 @@ int main(void)
     test_dropout(0.5f, 3, 4, 5);
     test_dropout(0.2f, 2, 3, 17);
     test_dropout(0.0f, 2, 2, 6);
+    test_temperature(1.0f, 60);
+    test_temperature(0.375f, 17);
+    test_temperature(2.5f, 1);
 
     test_linear(5, 7, 6, 1);
     test_linear(4, 9, 3, 0);

@@ -9,7 +9,10 @@
  * elementwise ops compare within 1e-6 relative; SGD and weight averaging are compared
  * exactly, since each rule is a fixed sequence of fp32 operations. Dropout is compared
  * exactly with its specification (kernels/dropout.h: the Philox words drawn here with
- * rng_draw, element by element in NCHW order), and its masks' statistics are checked. */
+ * rng_draw, element by element in NCHW order), and its masks' statistics are checked.
+ * Temperature's y and dx are compared exactly with their fp32 products and sums, its dt
+ * with a compensated double sum of the products (within 1e-12 of the sum of |dy x|), and
+ * exactly where every partial sum is an integer. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +27,7 @@
 #include "../kernels/loss.h"
 #include "../kernels/optimizer.h"
 #include "../kernels/pool.h"
+#include "../kernels/temperature.h"
 #include "../kernels/tensor_ops.h"
 #include "check.h"
 #include "support.h"
@@ -442,6 +446,53 @@ static void test_structural(void)
     free(y); free(f); free(back); free(a); free(b); free(o);
 }
 
+/* ------------------------------------------------------------------ temperature */
+
+/* y = t x, dx = t dy and dx + t dy, each rounded once in fp32, over a size that runs on
+ * every thread; dt against a compensated (Kahan) double sum; small integers summed
+ * exactly; two runs the same bits. */
+static void test_temperature(float t, size_t cnt)
+{
+    float *x = support_rand_buf(&rng, -4, 4, cnt), *dy = support_rand_buf(&rng, -1, 1, cnt);
+    float *y = malloc(sizeof(float) * cnt), *dx = support_rand_buf(&rng, -1, 1, cnt);
+    float *pre = malloc(sizeof(float) * cnt);
+    memcpy(pre, dx, sizeof(float) * cnt);
+    temperature_forward_cpu(y, x, t, cnt);
+    int ok = 1;
+    for (size_t i = 0; i < cnt; i++) ok &= y[i] == t * x[i];
+    CHECK(ok);
+    float dt = 0.0f, dt2 = 0.0f;
+    temperature_backward_cpu(dx, &dt, dy, x, t, cnt, 1);
+    ok = 1;
+    for (size_t i = 0; i < cnt; i++) ok &= dx[i] == pre[i] + t * dy[i];
+    CHECK(ok);
+    temperature_backward_cpu(dx, &dt2, dy, x, t, cnt, 0);
+    ok = 1;
+    for (size_t i = 0; i < cnt; i++) ok &= dx[i] == t * dy[i];
+    CHECK(ok);
+    CHECK(dt2 == dt);
+    double sum = 0.0, comp = 0.0, mag = 0.0;
+    for (size_t i = 0; i < cnt; i++) {
+        const double term = (double)dy[i] * (double)x[i] - comp, next = sum + term;
+        comp = (next - sum) - term;
+        sum = next;
+        mag += fabs((double)dy[i] * (double)x[i]);
+    }
+    const float fs = (float)sum;   /* dt is the sum rounded once to fp32: within half an ulp */
+    const double half_ulp = 0.5 * ((double)nextafterf(fabsf(fs), INFINITY) - fabs((double)fs));
+    CHECK(fabs((double)dt - sum) <= half_ulp + 1e-12 * mag);
+    /* integers: every partial sum exact, dt exactly the integer sum */
+    long want = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        x[i] = (float)((long)(i % 7) - 3);
+        dy[i] = (float)((long)(i % 5) - 2);
+        want += ((long)(i % 7) - 3) * ((long)(i % 5) - 2);
+    }
+    temperature_backward_cpu(NULL, &dt, dy, x, t, cnt, 0);
+    CHECK(dt == (float)want);
+    free(x); free(dy); free(y); free(dx); free(pre);
+}
+
 /* ------------------------------------------------------------------ linear */
 
 static void test_linear(int out, int in, int n, int bias)
@@ -708,6 +759,8 @@ int main(void)
     test_pool(POOL_AVG, 6, 5, 5, 5, 5, 5, 5);
 
     test_structural();
+    test_temperature(0.7f, 100003);
+    test_temperature(3.0f, 10);
     test_linear(10, 512, 37, 1);
     test_linear(7, 33, 5, 0);
     test_linear(300, 200, 129, 1);   /* large enough to run on every thread */

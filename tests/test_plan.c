@@ -255,6 +255,18 @@ static void test_node_tensors(void)
         n.acc = acc;
         if (acc) EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 0}, {&T[2], 0});
         else EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0});
+
+        NODE(PLAN_TEMPERATURE_FWD);   /* t is read */
+        n.dst[PLAN_Y] = &T[0], n.src[PLAN_X] = &T[1], n.src[PLAN_W] = &T[2];
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0});
+
+        NODE(PLAN_TEMPERATURE_BWD);   /* dt is overwritten, never added to */
+        n.dst[PLAN_DX] = &T[0], n.dst[PLAN_DW] = &T[1], n.src[PLAN_DY] = &T[2];
+        n.src[PLAN_BWD_X] = &T[3], n.src[PLAN_BWD_W] = &T[4], n.acc = acc;
+        if (acc)
+            EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 1}, {&T[2], 0}, {&T[3], 0},
+                        {&T[4], 0});
+        else EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 1}, {&T[2], 0}, {&T[3], 0}, {&T[4], 0});
 #undef NODE
     }
     for (int k = 0; k < PLAN_OP_COUNT; k++) {
@@ -1158,6 +1170,86 @@ static void test_pool_add_folds(struct fixture *f)
     graph_free(&g);
 }
 
+/* conv -> relu -> global average pool -> flatten -> linear, then (mode 1) a temperature
+ * layer at init 1, or (mode 2) a frozen one; mode 0: none. */
+static int temperature_net(struct graph *g, int mode)
+{
+    struct net_spec s = {0};
+    struct layer_spec *l;
+    char err[256];
+    int ok = (l = add(&s, "conv", LAYER_CONV)) != NULL;
+    if (ok) l->out = 8;
+    ok = ok && add(&s, "relu", LAYER_RELU) && add(&s, "pool", LAYER_GAVGPOOL) &&
+         add(&s, "flat", LAYER_FLATTEN);
+    ok = ok && (l = add(&s, "linear", LAYER_LINEAR)) != NULL;
+    if (ok) l->out = 10, l->bias = 1;
+    if (ok && mode > 0 && (l = add(&s, "temp", LAYER_TEMPERATURE)) != NULL)
+        l->frozen = mode == 2;
+    int rc = ok ? graph_build(g, &s, 3, 32, 32, err, sizeof(err)) : DR_ERR_NOMEM;
+    if (rc != DR_OK && ok) printf("graph_build: %s\n", err);
+    net_spec_free(&s);
+    return rc;
+}
+
+/* A temperature layer at the logits: one TEMPERATURE_FWD node in the step and evaluation
+ * plans (reading its scalar, the model's parameter) and one TEMPERATURE_BWD node writing
+ * the scalar's gradient; at init 1 a fresh model evaluates as the network without it; an
+ * epoch trains the scalar away from 1 and leaves a frozen one at 1, whose run is the
+ * network's without it, bit for bit (1 x is x). */
+static void test_temperature(struct fixture *f)
+{
+    struct graph g[3];
+    struct trainer t[3];
+    struct experiment e = f->e;
+    e.eval.tta = TTA_NONE;
+    e.train.average.kind = AVERAGE_NONE;
+    for (int k = 0; k < 3; k++) {
+        if (temperature_net(&g[k], k) != DR_OK ||
+            trainer_create(&t[k], &e, &g[k], &f->be, &f->train, &f->test, 7) != DR_OK) {
+            CHECK(0);
+            return;
+        }
+    }
+    const int tl = g[1].count - 1, tp = g[1].layers[tl].param_first;
+    CHECK(g[1].n_params == g[0].n_params + 1 && tp == g[0].n_params);
+    const struct plan *step = &t[1].step_plan;
+    CHECK(count_op(step, PLAN_TEMPERATURE_FWD) == 1 && count_op(step, PLAN_TEMPERATURE_BWD) == 1);
+    CHECK(count_op(&t[1].eval_plan, PLAN_TEMPERATURE_FWD) == 1);
+    for (int i = 0; i < step->count; i++) {
+        const struct plan_node *n = &step->nodes[i];
+        if (n->op == PLAN_TEMPERATURE_FWD)
+            CHECK(n->layer == tl && n->src[PLAN_W] == &t[1].model.p[tp] &&
+                  n->src[PLAN_X] == &t[1].model.y[tl - 1] && n->dst[PLAN_Y] == &t[1].model.y[tl]);
+        if (n->op == PLAN_TEMPERATURE_BWD)
+            CHECK(n->layer == tl && n->dst[PLAN_DW] == &t[1].model.dp[tp] &&
+                  n->src[PLAN_BWD_W] == &t[1].model.p[tp] && n->acc == 0 &&
+                  n->src[PLAN_DY] == &t[1].model.dy[tl]);
+    }
+    double loss[3], acc[3];
+    for (int k = 0; k < 3; k++) CHECK(trainer_evaluate(&t[k], &loss[k], &acc[k]) == DR_OK);
+    CHECK(loss[1] == loss[0] && acc[1] == acc[0] && loss[2] == loss[0]);
+    struct epoch_record rec[3];
+    for (int k = 0; k < 3; k++) CHECK(trainer_epoch(&t[k], 0, NULL, &rec[k]) == DR_OK);
+    float *t1 = read_all(&f->be, &t[1].model.p[tp]), *t2 = read_all(&f->be, &t[2].model.p[tp]);
+    CHECK(t1 && t2);
+    if (t1 && t2) {
+        printf("temperature: t after an epoch %.6f (trained), %.6f (frozen); train loss %.6f "
+               "(none), %.6f (trained), %.6f (frozen)\n", (double)t1[0], (double)t2[0],
+               rec[0].train_loss, rec[1].train_loss, rec[2].train_loss);
+        CHECK(isfinite(t1[0]) && t1[0] != 1.0f && t2[0] == 1.0f);
+    }
+    CHECK(rec[2].train_loss == rec[0].train_loss && rec[2].test_loss == rec[0].test_loss);
+    CHECK(rec[1].train_loss != rec[0].train_loss && isfinite(rec[1].train_loss));
+    for (int k = 0; k < g[0].n_params; k++)
+        CHECK(same_tensor(&f->be, &t[2].model.p[k], &t[0].model.p[k]));
+    free(t1);
+    free(t2);
+    for (int k = 0; k < 3; k++) {
+        trainer_free(&t[k]);
+        graph_free(&g[k]);
+    }
+}
+
 /* An engine that runs no SGD nodes (its supports says so) cannot build a step plan: an
  * error naming the op, not a failure at the first step. */
 static const struct backend_ops *missing_real;
@@ -1197,6 +1289,7 @@ int main(void)
     test_forget(&f);
     test_dropout(&f);
     test_pool_add_folds(&f);
+    test_temperature(&f);
     backend_destroy(&f.be);
     graph_free(&f.g);
     dataset_free(&f.train);

@@ -8,34 +8,20 @@
 
 #include "config_resolve.h"
 
-/* Where each attribute of the schema goes in a layer_spec: the final struct fill. */
+/* Where each attribute of the schema goes in a layer_spec: the final struct fill, from
+ * LAYER_ATTRS (engine/core/graph.h); the kind from the field's type (a field of another
+ * type fails to compile). */
+#define LAYER_FIELD_ALIAS_(FIELD, NAME)                                                    \
+    {#NAME, offsetof(struct layer_spec, FIELD),                                            \
+     _Generic(((struct layer_spec *)0)->FIELD, int: 'i', float: 'f')},
+#define LAYER_FIELD_ROW_(TYPE, FIELD, NAME) LAYER_FIELD_ALIAS_(FIELD, NAME)
 static const struct {
     const char *name;
     size_t offset;
     char kind; /* 'i' int (bools too), 'f' float */
-} layer_fields[] = {
-    {"out", offsetof(struct layer_spec, out), 'i'},
-    {"in", offsetof(struct layer_spec, expect_in), 'i'},
-    {"channels", offsetof(struct layer_spec, expect_in), 'i'},
-    {"k", offsetof(struct layer_spec, k), 'i'},
-    {"stride", offsetof(struct layer_spec, stride), 'i'},
-    {"pad", offsetof(struct layer_spec, pad), 'i'},
-    {"bias", offsetof(struct layer_spec, bias), 'i'},
-    {"eps", offsetof(struct layer_spec, eps), 'f'},
-    {"momentum", offsetof(struct layer_spec, momentum), 'f'},
-    {"freeze_weight", offsetof(struct layer_spec, freeze_weight), 'i'},
-    {"freeze_bias", offsetof(struct layer_spec, freeze_bias), 'i'},
-    {"splits", offsetof(struct layer_spec, splits), 'i'},
-    {"frozen", offsetof(struct layer_spec, frozen), 'i'},
-    {"dirac", offsetof(struct layer_spec, dirac), 'i'},
-    {"images", offsetof(struct layer_spec, whiten_images), 'i'},
-    {"negate", offsetof(struct layer_spec, negate), 'i'},
-    {"bias_epochs", offsetof(struct layer_spec, bias_epochs), 'i'},
-    {"alpha", offsetof(struct layer_spec, alpha), 'f'},
-    {"scale", offsetof(struct layer_spec, scale), 'f'},
-    {"init_std", offsetof(struct layer_spec, init_std), 'f'},
-    {"p", offsetof(struct layer_spec, p), 'f'},
-};
+} layer_fields[] = {LAYER_ATTRS(LAYER_FIELD_ROW_, LAYER_FIELD_ALIAS_)};
+#undef LAYER_FIELD_ROW_
+#undef LAYER_FIELD_ALIAS_
 
 int cfg_value_eval(double *v, struct cfg_diag *d, const config_setting_t *s,
                    cfg_expr_lookup lookup, void *ctx, const char *where, const char *what)

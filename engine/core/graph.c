@@ -167,6 +167,9 @@ static int check_attributes(const struct layer_info **info_out, const struct lay
     if ((r & LAYER_RULE_DROP_P) && !(ls->p >= 0.0f && ls->p < 1.0f))
         return build_error(err, errlen, ls, "p (the drop probability) must be in [0, 1), got %g",
                            (double)ls->p);
+    if ((r & LAYER_RULE_INIT) && !(ls->init > 0.0f && isfinite(ls->init)))
+        return build_error(err, errlen, ls, "init must be finite and > 0, got %g",
+                           (double)ls->init);
     return DR_OK;
 }
 
@@ -269,6 +272,7 @@ static int infer_shape(const struct graph *g, struct layer *l, const struct laye
     case LAYER_KIND_ACT:
     case LAYER_KIND_SCALE:
     case LAYER_KIND_DROPOUT:
+    case LAYER_KIND_TEMPERATURE:
         return DR_OK;
     case LAYER_KIND_INPUT:
     case LAYER_KIND_SHORTCUT:   /* resolved before shaping */
@@ -301,8 +305,9 @@ static struct param_desc *add_param(struct graph *g, int id, enum param_kind kin
 }
 
 /* Lays out layer id's parameters (conv: weight then bias; bn: weight then bias; linear:
- * weight then bias; whiten: weight then bias) with PyTorch's default initialisation; a
- * frozen layer's are all untrainable, and so are whitening filters. */
+ * weight then bias; whiten: weight then bias; temperature: its scalar at init) with
+ * PyTorch's default initialisation; a frozen layer's are all untrainable, and so are
+ * whitening filters. */
 static void add_layer_params(struct graph *g, int id, const struct layer_info *info)
 {
     struct layer *l = &g->layers[id];
@@ -338,6 +343,9 @@ static void add_layer_params(struct graph *g, int id, const struct layer_info *i
                 ls->bias_epochs;
         break;
     }
+    case LAYER_KIND_TEMPERATURE:   /* one scalar, starting at init */
+        add_param(g, id, PARAM_TEMPERATURE, 1, 1, 1, 1, 0.0f, ls->init, train);
+        break;
     case LAYER_KIND_INPUT:
     case LAYER_KIND_SHORTCUT:
     case LAYER_KIND_ACT:

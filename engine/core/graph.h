@@ -14,33 +14,52 @@
 #define GRAPH_NAME_MAX 96
 #define GRAPH_MAX_INPUTS 8
 
+/* Every layer attribute of the config schema (schemas/config.schema, layer_types), one row
+ * each: X(TYPE, FIELD, NAME) a field `TYPE FIELD` of struct layer_spec (TYPE int, bools
+ * too, or float) filled from the attribute NAME (a bare token, #NAME the string), and
+ * ALIAS(FIELD, NAME) a second name for a field listed before. From it come the fields
+ * below and the loader's table of where each attribute goes (engine/config/config_attrs.c):
+ * a new attribute name is one row here (and its entries in the schema). */
+#define LAYER_ATTRS(X, ALIAS)                                                              \
+    X(int, out, out)                 /* conv/linear/shortcut: output channels */           \
+    X(int, expect_in, in)            /* conv/bn/linear: declared input channels, 0 = any */ \
+    ALIAS(expect_in, channels)                                                             \
+    X(int, k, k)                     /* conv, pools */                                     \
+    X(int, stride, stride)                                                                 \
+    X(int, pad, pad)                 /* pad -1 = k/2 ("same") */                           \
+    X(int, bias, bias)               /* conv/linear: 1 = has bias */                       \
+    X(float, eps, eps)               /* bn */                                              \
+    X(float, momentum, momentum)                                                           \
+    X(int, freeze_weight, freeze_weight)   /* bn: keep gamma at 1 / beta at 0 */           \
+    X(int, freeze_bias, freeze_bias)                                                       \
+    X(int, splits, splits)           /* bn: ghost batch norm, statistics over this many    \
+                                        equal parts of the batch (1 = plain) */            \
+    X(int, frozen, frozen)           /* conv/bn/linear: no parameter is trained */         \
+    X(int, dirac, dirac)             /* conv: the first `in` filters start as the          \
+                                        identity (needs in <= out) */                      \
+    X(int, whiten_images, images)    /* whiten: training images the covariance is          \
+                                        estimated from (the first ones) */                 \
+    X(int, negate, negate)           /* whiten: also the negated filters */                \
+    X(int, bias_epochs, bias_epochs) /* whiten: its bias is trained only during the first  \
+                                        bias_epochs epochs (0 = always) */                 \
+    X(float, alpha, alpha)           /* celu */                                            \
+    X(float, init_std, init_std)     /* linear: > 0: the drawn weight is rescaled to this  \
+                                        standard deviation (0 = as drawn) */               \
+    X(float, scale, scale)           /* scale */                                           \
+    X(float, p, p)                   /* dropout: drop probability, in [0, 1) */            \
+    X(float, init, init)             /* temperature: the scalar's starting value (> 0) */
+
 /* One layer as written in the config (after blocks and variables are expanded). */
 struct layer_spec {
     char name[GRAPH_NAME_MAX];             /* unique, block instances prefix "inst." */
     enum layer_type type;
     int n_inputs;                          /* 0 = the previous layer (or the image) */
     char inputs[GRAPH_MAX_INPUTS][GRAPH_NAME_MAX];
-    int out;                               /* conv/linear/shortcut: output channels */
-    int expect_in;                         /* conv/bn/linear: declared input channels, 0 = any */
-    int k, stride, pad;                    /* conv, pools; pad -1 = k/2 ("same") */
-    int bias;                              /* conv/linear: 1 = has bias */
-    float eps, momentum;                   /* bn */
-    int freeze_weight, freeze_bias;        /* bn: keep gamma at 1 / beta at 0 */
-    int splits;                            /* bn: ghost batch norm, statistics over this
-                                              many equal parts of the batch (1 = plain) */
-    int frozen;                            /* conv/bn/linear: no parameter is trained */
-    int dirac;                             /* conv: the first `in` filters start as the
-                                              identity (needs in <= out) */
-    int whiten_images;                     /* whiten: training images the covariance is
-                                              estimated from (the first ones) */
-    int negate;                            /* whiten: also the negated filters */
-    int bias_epochs;                       /* whiten: its bias is trained only during the
-                                              first bias_epochs epochs (0 = always) */
-    float alpha;                           /* celu */
-    float init_std;                        /* linear: > 0: the drawn weight is rescaled to
-                                              this standard deviation (0 = as drawn) */
-    float scale;                           /* scale */
-    float p;                               /* dropout: drop probability, in [0, 1) */
+#define LAYER_SPEC_FIELD_(TYPE, FIELD, NAME) TYPE FIELD;
+#define LAYER_SPEC_ALIAS_(FIELD, NAME)
+    LAYER_ATTRS(LAYER_SPEC_FIELD_, LAYER_SPEC_ALIAS_)   /* the attributes, as listed above */
+#undef LAYER_SPEC_FIELD_
+#undef LAYER_SPEC_ALIAS_
     const char *file;                      /* where it was written, for messages (not owned;
                                               NULL = unknown) */
     int line;
@@ -97,7 +116,8 @@ struct param_desc {
  * (batch, c, h, w). Its parameters are params[param_first .. param_first+param_count):
  * conv: weight [, bias if spec.bias]; bn: weight, bias (always both, frozen ones have
  * trainable 0); linear: weight [, bias if spec.bias]; whiten: weight (PARAM_WHITEN_W,
- * never trainable) [, bias (PARAM_WHITEN_B) if spec.bias]; other types: none. */
+ * never trainable) [, bias (PARAM_WHITEN_B) if spec.bias]; temperature: its scalar
+ * (PARAM_TEMPERATURE, one value, starting at spec.init); other types: none. */
 struct layer {
     struct layer_spec spec;                /* resolved copy (shortcut -> conv) */
     int n_inputs;                          /* >= 1 (0 only for layers[0], the image) */
@@ -123,8 +143,8 @@ struct graph {
  * a multiply-accumulate being 2 FLOPs: conv 2*co*ci*k*k*ho*wo (+ co*ho*wo with bias),
  * linear 2*in*out (+ out with bias); their sum is graph.flops_forward (ResNet-9 on
  * 32x32: 758,523,904). The rest is graph.flops_elementwise, counted per output element:
- * bn 4 (batch statistics 2, fused scale-and-shift 2), every activation, scale and dropout
- * 1 (a transcendental counts 1, dropout's mask draw 0), add 1, maxpool/avgpool k*k (the
+ * bn 4 (batch statistics 2, fused scale-and-shift 2), every activation, scale, dropout and
+ * temperature 1 (a transcendental counts 1, dropout's mask draw 0), add 1, maxpool/avgpool k*k (the
  * window), global pools 1 per input element, concat/flatten 0 (data movement).
  * layer.flops uses the same rule, which each type's row in engine/core/layer_types.c
  * names. */

@@ -1,6 +1,6 @@
 /* The network as written: the growable net_spec list that the config loader fills and
  * code building a network appends to (engine/core/graph.h). The layer type and parameter
- * kind names are in engine/core/layer_types.c; net_spec_add, which fills a
+ * kind names are listed in engine/core/layer_types.h; net_spec_add, which fills a
  * layer with the schema's defaults, is defined by the config's resolution layer
  * (engine/config/config_defaults.c). */
 #include "graph.h"

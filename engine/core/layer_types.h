@@ -1,44 +1,18 @@
-/* The layer types as data: one row per type in one table (engine/core/layer_types.c) says
- * what the type is called in a config, which kind of layer it is to the graph and the
- * model (every activation is one kind, told apart by its activation), which attributes
- * graph_build checks, how many inputs it takes and how its FLOPs are counted. graph_build,
- * the model and the printers read the row; they switch over the kind, never the type,
- * and their switches have no default, so that a new kind is named by the compiler
- * wherever it needs code. The activations' types and rows are generated from the list of
- * activation kinds (kernels/activation.h, ACT_KINDS). The parameter kinds are listed here
- * too (PARAM_KINDS). docs/adding-an-op.md walks through adding a type. */
+/* The layer types as data: one row per type in one list (LAYER_TYPES, below) says what
+ * the type is called in a config, which kind of layer it is to the graph and the model
+ * (every activation is one kind, told apart by its activation), which attributes
+ * graph_build checks, how many inputs it takes and how its FLOPs are counted; enum
+ * layer_type and the table of rows (engine/core/layer_types.c) are generated from it.
+ * graph_build, the model and the printers read the row; they switch over the kind, never
+ * the type, and their switches have no default, so that a new kind is named by the
+ * compiler wherever it needs code. The activations' types and rows are generated from the
+ * list of activation kinds (kernels/activation.h, ACT_KINDS). The parameter kinds are
+ * listed here too (PARAM_KINDS). docs/adding-an-op.md walks through adding a type. */
 #ifndef DAWNRUN_ENGINE_LAYER_TYPES_H
 #define DAWNRUN_ENGINE_LAYER_TYPES_H
 
 #include "kernels/activation.h"
 #include "kernels/pool.h"
-
-enum layer_type {
-    LAYER_INPUT,     /* the image batch; created by graph_build, never in a spec */
-    LAYER_CONV,      /* out, k, stride, pad, bias */
-    LAYER_BN,        /* eps, momentum, freeze_weight, freeze_bias */
-    /* one type per activation kind, LAYER_<ID> for ACT_<ID> of ACT_KINDS
-       (kernels/activation.h), in its order: LAYER_RELU, LAYER_CELU (alpha), ... */
-#define LAYER_ACT_TYPE_ROW_(ID, NAME, READS_ALPHA, P) LAYER_##ID,
-    ACT_KINDS(LAYER_ACT_TYPE_ROW_, ~)
-#undef LAYER_ACT_TYPE_ROW_
-    LAYER_MAXPOOL,   /* k, stride (default k; 0 in a spec also means k) */
-    LAYER_AVGPOOL,   /* k, stride (default k; 0 in a spec also means k) */
-    LAYER_GMAXPOOL,  /* global max pool */
-    LAYER_GAVGPOOL,  /* global average pool */
-    LAYER_CONCAT,    /* 2+ inputs, channels */
-    LAYER_ADD,       /* 2 inputs, same shape */
-    LAYER_FLATTEN,
-    LAYER_LINEAR,    /* out, bias */
-    LAYER_SCALE,     /* scale */
-    LAYER_DROPOUT,   /* p: training only; the identity in evaluation */
-    LAYER_SHORTCUT,  /* spec only: identity when in == out channels and stride 1, else a
-                        bias-free 1×1 conv (out, stride); graph_build resolves it */
-    LAYER_WHITEN,    /* k, pad, eps, whiten_images, negate, bias, bias_epochs: a fixed conv
-                        of the image whose filters are the patch-covariance eigenvectors
-                        (engine/core/whiten.h); out = 3*k*k, twice that with negate */
-    LAYER_TYPE_COUNT
-};
 
 /* How the graph shapes a layer and the model runs it. */
 enum layer_kind {
@@ -55,8 +29,9 @@ enum layer_kind {
     LAYER_KIND_FLATTEN,
     LAYER_KIND_LINEAR,       /* weight (out, in) [and bias] */
     LAYER_KIND_SCALE,
-    LAYER_KIND_DROPOUT       /* a random mask while training (kernels/dropout.h), else
+    LAYER_KIND_DROPOUT,      /* a random mask while training (kernels/dropout.h), else
                                 nothing */
+    LAYER_KIND_TEMPERATURE   /* y = t x, t one trained scalar (kernels/temperature.h) */
 };
 
 /* The parameter kinds, X(ID, config name): a layer type with parameters adds its kinds
@@ -69,7 +44,8 @@ enum layer_kind {
     X(PARAM_LINEAR_W, "linear_weight")    \
     X(PARAM_LINEAR_B, "linear_bias")      \
     X(PARAM_WHITEN_W, "whiten_weight")    \
-    X(PARAM_WHITEN_B, "whiten_bias")
+    X(PARAM_WHITEN_B, "whiten_bias")      \
+    X(PARAM_TEMPERATURE, "temperature")
 
 #define PARAM_KIND_ENUM_ROW_(id, name) id,
 enum param_kind { PARAM_KINDS(PARAM_KIND_ENUM_ROW_) PARAM_KIND_COUNT };
@@ -97,7 +73,8 @@ enum layer_rule {
     LAYER_RULE_SCALE = 1 << 12,       /* scale finite */
     LAYER_RULE_IN_CHANNELS = 1 << 13, /* expect_in, when > 0, is the input's channels
                                          (checked once the input's shape is known) */
-    LAYER_RULE_DROP_P = 1 << 14       /* p in [0, 1) */
+    LAYER_RULE_DROP_P = 1 << 14,      /* p in [0, 1) */
+    LAYER_RULE_INIT = 1 << 15         /* init finite and > 0 */
 };
 
 /* How a layer's forward FLOPs per image are counted (the convention in graph.h). */
@@ -110,6 +87,85 @@ enum layer_flops {
     LAYER_FLOPS_WINDOW,      /* k k for each output element */
     LAYER_FLOPS_PER_INPUT    /* 1 for each element of the input */
 };
+
+/* Every layer type, one row each, in enum order: X(ID, NAME, KIND, ...) with LAYER_<ID> its
+ * enum value, NAME its config name as a bare token (#NAME the string), KIND its enum
+ * layer_kind (LAYER_KIND_<KIND>), and the rest of its row of struct layer_info as
+ * designated initialisers (.pool, .min_inputs / .max_inputs or LAYER_ONE_INPUT, .rules,
+ * .flops, .flops_per_output, .matmul; what is left out is 0). From it come enum layer_type
+ * (below) and the table (engine/core/layer_types.c): a new type is one row here. The
+ * activations' rows are generated from ACT_KINDS (kernels/activation.h) in their place,
+ * LAYER_<ID> for ACT_<ID>. */
+#define LAYER_TYPES(X)                                                                     \
+    /* the image batch; created by graph_build, never in a spec */                         \
+    X(INPUT, input, INPUT, .flops = LAYER_FLOPS_NONE)                                      \
+    /* out, k, stride, pad, bias */                                                        \
+    X(CONV, conv, CONV, LAYER_ONE_INPUT,                                                   \
+      .rules = LAYER_RULE_OUT | LAYER_RULE_K | LAYER_RULE_PAD | LAYER_RULE_STRIDE |        \
+               LAYER_RULE_IN_CHANNELS,                                                     \
+      .flops = LAYER_FLOPS_CONV, .matmul = 1)                                              \
+    /* eps, momentum, freeze_weight, freeze_bias */                                        \
+    X(BN, bn, BN, LAYER_ONE_INPUT,                                                         \
+      .rules = LAYER_RULE_SPLITS | LAYER_RULE_EPS | LAYER_RULE_MOMENTUM |                  \
+               LAYER_RULE_IN_CHANNELS,                                                     \
+      .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 4)                              \
+    /* one type per activation kind: LAYER_RELU, LAYER_CELU (alpha), ... */               \
+    ACT_KINDS(LAYER_TYPE_ACT_ROW, X)                                                       \
+    /* k, stride (default k; 0 in a spec also means k) */                                  \
+    X(MAXPOOL, maxpool, POOL, .pool = POOL_MAX, LAYER_ONE_INPUT,                           \
+      .rules = LAYER_RULE_K | LAYER_RULE_POOL_STRIDE, .flops = LAYER_FLOPS_WINDOW)         \
+    X(AVGPOOL, avgpool, POOL, .pool = POOL_AVG, LAYER_ONE_INPUT,                           \
+      .rules = LAYER_RULE_K | LAYER_RULE_POOL_STRIDE, .flops = LAYER_FLOPS_WINDOW)         \
+    /* global max and average pools */                                                     \
+    X(GMAXPOOL, gmaxpool, GLOBAL_POOL, .pool = POOL_MAX, LAYER_ONE_INPUT,                  \
+      .flops = LAYER_FLOPS_PER_INPUT)                                                      \
+    X(GAVGPOOL, gavgpool, GLOBAL_POOL, .pool = POOL_AVG, LAYER_ONE_INPUT,                  \
+      .flops = LAYER_FLOPS_PER_INPUT)                                                      \
+    /* 2+ inputs, channels */                                                              \
+    X(CONCAT, concat, CONCAT, .min_inputs = 2, .max_inputs = 0, .flops = LAYER_FLOPS_NONE) \
+    /* 2 inputs, same shape */                                                             \
+    X(ADD, add, ADD, .min_inputs = 2, .max_inputs = 2, .flops = LAYER_FLOPS_ADD)           \
+    X(FLATTEN, flatten, FLATTEN, LAYER_ONE_INPUT, .flops = LAYER_FLOPS_NONE)               \
+    /* out, bias */                                                                        \
+    X(LINEAR, linear, LINEAR, LAYER_ONE_INPUT,                                             \
+      .rules = LAYER_RULE_OUT | LAYER_RULE_IN_CHANNELS, .flops = LAYER_FLOPS_LINEAR,       \
+      .matmul = 1)                                                                         \
+    /* scale */                                                                            \
+    X(SCALE, scale, SCALE, LAYER_ONE_INPUT, .rules = LAYER_RULE_SCALE,                     \
+      .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 1)                              \
+    /* p: training only; the identity in evaluation */                                     \
+    X(DROPOUT, dropout, DROPOUT, LAYER_ONE_INPUT, .rules = LAYER_RULE_DROP_P,              \
+      .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 1)                              \
+    /* init: a trained scalar t, y = t x (the logits' temperature) */                      \
+    X(TEMPERATURE, temperature, TEMPERATURE, LAYER_ONE_INPUT, .rules = LAYER_RULE_INIT,    \
+      .flops = LAYER_FLOPS_PER_OUTPUT, .flops_per_output = 1)                              \
+    /* spec only: identity when in == out channels and stride 1, else a bias-free 1x1     \
+       conv (out, stride); graph_build resolves it, and it is counted as the conv it       \
+       becomes (an identity shortcut is no layer) */                                       \
+    X(SHORTCUT, shortcut, SHORTCUT, LAYER_ONE_INPUT,                                       \
+      .rules = LAYER_RULE_OUT | LAYER_RULE_STRIDE | LAYER_RULE_IN_CHANNELS,                \
+      .flops = LAYER_FLOPS_CONV, .matmul = 1)                                              \
+    /* k, pad, eps, whiten_images, negate, bias, bias_epochs: a fixed conv of the image    \
+       whose filters are the patch-covariance eigenvectors (engine/core/whiten.h);         \
+       out = 3*k*k, twice that with negate */                                              \
+    X(WHITEN, whiten, WHITEN, LAYER_ONE_INPUT,                                             \
+      .rules = LAYER_RULE_K_UPTO_7 | LAYER_RULE_PAD | LAYER_RULE_IMAGES |                  \
+               LAYER_RULE_BIAS_EPOCHS | LAYER_RULE_EPS,                                    \
+      .flops = LAYER_FLOPS_CONV, .matmul = 1)
+
+/* The row of each activation kind's type (ACT_KINDS passes LAYER_TYPES' X as P): its
+ * config name, one FLOP per output, and alpha checked when the kind reads it. */
+#define LAYER_TYPE_ACT_ROW(ID, NAME, READS_ALPHA, X)                                       \
+    X(ID, NAME, ACT, .act = ACT_##ID, LAYER_ONE_INPUT,                                     \
+      .rules = (READS_ALPHA) ? LAYER_RULE_ALPHA : 0u, .flops = LAYER_FLOPS_PER_OUTPUT,     \
+      .flops_per_output = 1)
+
+/* Most types read one input. */
+#define LAYER_ONE_INPUT .min_inputs = 1, .max_inputs = 1
+
+#define LAYER_TYPE_ENUM_ROW_(ID, NAME, KIND, ...) LAYER_##ID,
+enum layer_type { LAYER_TYPES(LAYER_TYPE_ENUM_ROW_) LAYER_TYPE_COUNT };
+#undef LAYER_TYPE_ENUM_ROW_
 
 /* One row of the table. */
 struct layer_info {

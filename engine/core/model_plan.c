@@ -263,6 +263,10 @@ static int add_layer_forward(struct plan *p, struct model *m, const struct plan_
         plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x, h->cursor));
         n->par.dropout = (struct dropout_attr){.seed = h->seed, .p = l->spec.p, .layer = i};
         break;
+    case LAYER_KIND_TEMPERATURE:
+        APPEND(n, p, PLAN_TEMPERATURE_FWD, ph, i);
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x, w));
+        break;
     case LAYER_KIND_INPUT:
     case LAYER_KIND_SHORTCUT:   /* graph_build resolves it */
         FAIL(DR_ERR_INTERNAL, "layer '%s': no forward for type %d", l->spec.name,
@@ -378,6 +382,11 @@ static int add_layer_backward(struct plan *p, struct model *m, const struct plan
         APPEND(n, p, PLAN_DROPOUT_BWD, ph, i);
         plan_node_set_tensors(n, PLAN_DSTS(dx), PLAN_SRCS(dy, h->cursor));
         n->par.dropout = (struct dropout_attr){.seed = h->seed, .p = l->spec.p, .layer = i};
+        n->acc = acc[0] != 0;
+        break;
+    case LAYER_KIND_TEMPERATURE:   /* dx may be NULL: dt is still needed */
+        APPEND(n, p, PLAN_TEMPERATURE_BWD, ph, i);
+        plan_node_set_tensors(n, PLAN_DSTS(dx, dw), PLAN_SRCS(dy, x, w));
         n->acc = acc[0] != 0;
         break;
     case LAYER_KIND_INPUT:

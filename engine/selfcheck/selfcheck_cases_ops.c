@@ -2,8 +2,9 @@
  * large mean), the fused batch norm with a ReLU and a residual add, a max pool or the
  * add before it (kernels/plan.h, PLAN_FUSED_OPS: each engine runs it fused where it
  * supports it, else as its decomposition), every activation kind, max and average pools
- * (ties, global, overlapping windows), concat, add, scale, scaled copy, flatten, the cross-entropy loss and dropout,
- * each forward, backward and backward accumulating where the op has them. */
+ * (ties, global, overlapping windows), concat, add, scale, scaled copy, flatten, the
+ * cross-entropy loss, dropout and temperature, each forward, backward and backward
+ * accumulating where the op has them. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -893,6 +894,85 @@ cleanup:
     return rc;
 }
 
+/* ------------------------------------------------------------------ temperature */
+
+struct temperature_shape {
+    int n, c, hw;
+};
+
+static const struct temperature_shape TEMPERATURE_SHAPES[] = {
+    {512, 10, 1},    /* the logits of a batch */
+    {3, 5, 7},       /* 735 elements: one block, a part of it idle */
+    {20, 64, 32},    /* 1,310,720 elements: more than the CUDA twin's 256 blocks cover */
+};
+
+/* x SC_X, y SC_Y, dy SC_DY, dx SC_DX (the accumulating case's starting values), t SC_W
+ * (one value), dt SC_DW (one value, junk before the backward overwrites it) */
+static int temperature_build(struct sc_env *e, const struct sc_case *c)
+{
+    int rc = DR_OK;
+    const struct temperature_shape *s = c->attr;
+    TRY(sc_tensor(e, SC_X, "x", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_Y, "y", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_DY, "dy", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_DX, "dx", TENSOR_ACT, s->n, s->c, s->hw, s->hw));
+    TRY(sc_tensor(e, SC_W, "t", TENSOR_PARAM, 1, 1, 1, 1));
+    TRY(sc_tensor(e, SC_DW, "dt", TENSOR_PARAM, 1, 1, 1, 1));
+    TRY(sc_random(e, SC_X, -4.0f, 4.0f));
+    TRY(sc_random(e, SC_Y, -1.0f, 1.0f));
+    TRY(sc_random(e, SC_DY, -1.0f, 1.0f));
+    TRY(sc_random(e, SC_DX, -1.0f, 1.0f));
+    TRY(sc_random(e, SC_W, 0.5f, 2.0f));
+    TRY(sc_random(e, SC_DW, 100.0f, 200.0f));
+cleanup:
+    return rc;
+}
+
+static int temperature_forward_run(struct sc_side *t, const struct sc_case *c)
+{
+    (void)c;
+    return plan_run_op(t->be, PLAN_TEMPERATURE_FWD, PLAN_DSTS(SC_T(t, SC_Y)),
+                       PLAN_SRCS(SC_T(t, SC_X), SC_T(t, SC_W)), 0, NULL);
+}
+
+/* dx (c->acc: added to) and dt; the case without outputs[0] == SC_DX computes dt alone */
+static int temperature_backward_run(struct sc_side *t, const struct sc_case *c)
+{
+    struct tensor *dx = c->outputs[0] == SC_DX ? SC_T(t, SC_DX) : NULL;
+    return plan_run_op(t->be, PLAN_TEMPERATURE_BWD, PLAN_DSTS(dx, SC_T(t, SC_DW)),
+                       PLAN_SRCS(SC_T(t, SC_DY), SC_T(t, SC_X), SC_T(t, SC_W)),
+                       (unsigned)c->acc, NULL);
+}
+
+/* y and dx are one product (and one sum) rounded in fp32 from the same inputs: equal in
+ * fp32 (maxrel 0); in fp16 / bf16 the tested engine rounds once more, to its type, with a
+ * factor 2 for the accumulating sum (as dropout's cases). dt is a double sum of exact
+ * products on both engines, in different orders, rounded once to fp32: 0 in practice. */
+static int add_temperature(struct sc_table *t, const struct temperature_shape *s)
+{
+    int rc = DR_OK;
+    static const struct {
+        const char *op;
+        sc_run_fn run;
+        int acc, n_outputs, outputs[2];
+    } OPS[] = {
+        {"temperature_forward", temperature_forward_run, 0, 1, {SC_Y}},
+        {"temperature_backward", temperature_backward_run, 0, 2, {SC_DX, SC_DW}},
+        {"temperature_backward_acc", temperature_backward_run, 1, 2, {SC_DX, SC_DW}},
+        {"temperature_backward_dt", temperature_backward_run, 0, 1, {SC_DW}},
+    };
+    for (size_t i = 0; i < COUNT_OF(OPS); i++) {
+        struct sc_case c = {.group = "ops", .build = temperature_build, .run = OPS[i].run,
+                            .metric = SC_MAX_REL, .tol = {0.0, 1e-3, 8e-3}, .attr = s,
+                            .acc = OPS[i].acc, .n_outputs = OPS[i].n_outputs,
+                            .outputs = {OPS[i].outputs[0], OPS[i].outputs[1]}};
+        sc_name(&c, OPS[i].op, "%dx%dx%dx%d", s->n, s->c, s->hw, s->hw);
+        TRY(sc_table_add(t, &c));
+    }
+cleanup:
+    return rc;
+}
+
 int sc_cases_ops(struct sc_table *t)
 {
     int rc = DR_OK;
@@ -905,6 +985,8 @@ int sc_cases_ops(struct sc_table *t)
     for (size_t i = 0; i < COUNT_OF(XENT_SHAPES); i++) TRY(add_xent(t, &XENT_SHAPES[i]));
     for (size_t i = 0; i < COUNT_OF(DROPOUT_SHAPES); i++)
         TRY(add_dropout(t, &DROPOUT_SHAPES[i]));
+    for (size_t i = 0; i < COUNT_OF(TEMPERATURE_SHAPES); i++)
+        TRY(add_temperature(t, &TEMPERATURE_SHAPES[i]));
 cleanup:
     return rc;
 }

@@ -3,9 +3,9 @@
  * type otherwise; labels equal), and short training runs from the same initial weights
  * on both engines, each step one run of the trainer's step plan (group train: 10 steps
  * of a small network with every layer type of the shipped configs, then an evaluation;
- * group toolbox: 10 steps of a network with the speed-training options and a dropout,
- * stepping with trainer_after_step so that Lookahead acts, then an evaluation with 6
- * test-time views). The per-step losses and the test loss must
+ * group toolbox: 10 steps of a network with the speed-training options, a dropout and a
+ * temperature, stepping with trainer_after_step so that Lookahead acts, then an
+ * evaluation with 6 test-time views). The per-step losses and the test loss must
  * track within the tolerance. Each augmentation case runs a BATCH node alone
  * (kernels/plan.h): augment with the cursor at the first batch of its rows, augment_step
  * (group augment too) with the cursor at a batch past the first and a stride longer than
@@ -305,8 +305,9 @@ static int preact_net(struct net_spec *spec)
 /* The speed-training options on one network: a 2x2 whitening layer with its negations
  * and a bias, GELU, dirac-started convs, ghost batch norm (4 parts) with frozen scales,
  * CELU, a global max pool, a dropout before a bias-free linear layer with airbench's 1/9
- * scale (its mask drawn from each step's cursor, the identity in evaluation). It pools
- * early to stay cheap under the emulated CUDA runtime. */
+ * scale (its mask drawn from each step's cursor, the identity in evaluation), and a
+ * trained temperature of the logits (starting at 1.5). It pools early to stay cheap under
+ * the emulated CUDA runtime. */
 static int toolbox_net(struct net_spec *spec)
 {
     struct layer_spec *l;
@@ -360,6 +361,8 @@ static int toolbox_net(struct net_spec *spec)
     }
     ADD("logits", LAYER_SCALE);
     if (ok) l->scale = 1.0f / 9.0f;
+    ADD("temp", LAYER_TEMPERATURE);
+    if (ok) l->init = 1.5f;
 #undef ADD
     return ok ? DR_OK : DR_ERR_NOMEM;
 }
@@ -389,7 +392,8 @@ static void small_experiment(struct experiment *e, int precision)
 }
 
 /* The toolbox run's options: airbench's translate and alternating flip, BN shifts at
- * lr x 64 and wd / 64, Lookahead every 2 steps, and 6-view test-time augmentation. */
+ * lr x 64 and wd / 64, the temperature at lr / 4 without weight decay, Lookahead every 2
+ * steps, and 6-view test-time augmentation. */
 static void toolbox_experiment(struct experiment *e, int precision)
 {
     small_experiment(e, precision);
@@ -397,6 +401,8 @@ static void toolbox_experiment(struct experiment *e, int precision)
     e->augment = (struct augment_params){2, PAD_REFLECT, 1, 1, 0, 1, 0, 0, 0, 0};
     e->train.lr_scale[PARAM_BN_B] = 64.0;
     e->train.wd_scale[PARAM_BN_B] = 1.0 / 64.0;
+    e->train.lr_scale[PARAM_TEMPERATURE] = 0.25;
+    e->train.wd_scale[PARAM_TEMPERATURE] = 0.0;
     e->train.average.kind = AVERAGE_LOOKAHEAD;
     e->train.average.every = 2;
     e->train.average.decay = 0.95;

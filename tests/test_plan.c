@@ -1027,7 +1027,7 @@ static void test_dropout(struct fixture *f)
 }
 
 /* conv1 -> bn1 -> relu1 -> maxpool2 (2 x 2, tiling 32 x 32) -> conv2 -> add(maxpool2,
- * conv2) -> bn2 -> relu2 -> global average pool -> flatten -> linear. */
+ * conv2) -> bn2 -> relu2 -> global max pool -> flatten -> linear. */
 static int pool_add_net(struct graph *g)
 {
     struct net_spec s = {0};
@@ -1047,7 +1047,7 @@ static int pool_add_net(struct graph *g)
         snprintf(l->inputs[1], sizeof(l->inputs[1]), "conv2");
     }
     ok = ok && add(&s, "bn2", LAYER_BN) && add(&s, "relu2", LAYER_RELU);
-    ok = ok && add(&s, "gpool", LAYER_GAVGPOOL) && add(&s, "flat", LAYER_FLATTEN);
+    ok = ok && add(&s, "gpool", LAYER_GMAXPOOL) && add(&s, "flat", LAYER_FLATTEN);
     ok = ok && (l = add(&s, "linear", LAYER_LINEAR)) != NULL;
     if (ok) l->out = 10, l->bias = 1;
     int rc = ok ? graph_build(g, &s, 3, 32, 32, err, sizeof(err)) : DR_ERR_NOMEM;
@@ -1098,9 +1098,9 @@ static const struct plan_node *fused_of(const struct plan *p, enum plan_op op, i
 
 /* What the builder folds for an engine that takes it (fuse_all_*): in the step plan, the
  * max pool into bn1's node, forward and backward (the activation's output never needed:
- * no pool node of its own, only the global pool's), and the add into bn2's node before
- * it (its output the batch norm's x, still written); in the evaluation plan the pool
- * folded again and the add left alone. An epoch gives the bits of the plain nodes
+ * no pool node at all), and into bn2's node the add before it (its output the batch
+ * norm's x, still written) and the global max pool after it (one 16 x 16 window); in the
+ * evaluation plan the pools folded again and the add left alone. An epoch gives the bits of the plain nodes
  * (DAWNRUN_CPU_FUSE=0 on the CPU engine). */
 static void test_pool_add_folds(struct fixture *f)
 {
@@ -1125,7 +1125,7 @@ static void test_pool_add_folds(struct fixture *f)
     CHECK(trainer_epoch_begin(&a, 0) == DR_OK);
     const struct plan *step = &a.step_plan;
     CHECK(count_op(step, PLAN_BN_ACT_TRAIN) == 2 && count_op(step, PLAN_BN_ACT_BWD) == 2);
-    CHECK(count_op(step, PLAN_POOL_FWD) == 1 && count_op(step, PLAN_POOL_BWD) == 1);
+    CHECK(count_op(step, PLAN_POOL_FWD) == 0 && count_op(step, PLAN_POOL_BWD) == 0);
     CHECK(count_op(step, PLAN_ADD_FWD) == 0 && count_op(step, PLAN_ACT_FWD) == 0);
     const struct plan_node *n = fused_of(step, PLAN_BN_ACT_TRAIN, bn1);
     CHECK(n && n->par.bn_act.pool.kh == 2 && n->par.bn_act.pool.sw == 2 &&
@@ -1137,14 +1137,15 @@ static void test_pool_add_folds(struct fixture *f)
           n->dst[PLAN_BNA_DPOOL] == &a.model.dy[relu1] &&
           n->src[PLAN_BNA_BWD_POOL_Y] == &a.model.y[pool]);
     n = fused_of(step, PLAN_BN_ACT_TRAIN, bn2);
-    CHECK(n && n->par.bn_act.add_in && n->par.bn_act.pool.kh == 0 &&
+    CHECK(n && n->par.bn_act.add_in && n->par.bn_act.pool.kh == 16 &&
+          n->par.bn_act.pool.sw == 16 && n->dst[PLAN_BNA_OUT] == &a.model.y[bn2 + 2] &&
           n->dst[PLAN_BNA_SUM] == &a.model.y[sum] && n->src[PLAN_X] == &a.model.y[sum]);
     struct epoch_record ra, rr;
     CHECK(trainer_epoch(&a, 0, NULL, &ra) == DR_OK);
     const struct plan *ev = &a.eval_plan;
     n = fused_of(ev, PLAN_BN_ACT_EVAL, bn1);
     CHECK(n && n->par.bn_act.pool.kh == 2 && count_op(ev, PLAN_ADD_FWD) == 1);
-    CHECK(count_op(ev, PLAN_POOL_FWD) == 1 && count_op(ev, PLAN_BN_ACT_EVAL) == 2);
+    CHECK(count_op(ev, PLAN_POOL_FWD) == 0 && count_op(ev, PLAN_BN_ACT_EVAL) == 2);
     CHECK(setenv("DAWNRUN_CPU_FUSE", "0", 1) == 0);
     const int made = trainer_create(&r, &e, &g, &f->be, &f->train, &f->test, 5);
     CHECK(made == DR_OK);

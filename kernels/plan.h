@@ -423,6 +423,11 @@ void plan_node_set_tensors(struct plan_node *n, struct tensor *const *dst, int n
  * DR_OK, or DR_ERR_INTERNAL reported with the op's name and the slot or the shape. */
 int plan_node_check(const struct plan_node *n);
 
+/* Whether the windows of max pool a tile an h x w plane: a max pool, stride equal to the
+ * window, the plane a whole number of windows (so each element is in one window). The
+ * pools a fused batch norm may take (PLAN_FUSED_OPS). 1 or 0. */
+int plan_pool_tiles(const struct pool_attr *a, int h, int w);
+
 /* The parts of a train-mode batch norm over x (ghost batch norm): max(a->splits, 1) in
  * the forward pass (a given), the saved mean's count / x->c in the backward pass (a NULL;
  * 1 without channels). BN_FWD_TRAIN's and BN_BWD's rules check that it divides x->n and

@@ -637,14 +637,6 @@ static void conv_add(struct plan_fuse_step *s, const struct plan *p,
     }
 }
 
-/* Whether pool attributes a over x make a max pool whose windows tile the plane: stride
- * equal to the window, the plane a whole number of windows. */
-static int pool_tiles(const struct pool_attr *a, const struct tensor *x)
-{
-    return a->kind == POOL_MAX && a->kh >= 1 && a->kw >= 1 && a->sh == a->kh &&
-           a->sw == a->kw && x->h % a->kh == 0 && x->w % a->kw == 0;
-}
-
 /* pool_readers' roles: 0 a POOL_FWD reading t as its x, 1 a POOL_BWD reading t as its x
  * alone. */
 static int pool_role(const struct plan_node *n, const struct tensor *t, int writes)
@@ -683,8 +675,9 @@ static void bn_pool(struct plan_fuse_step *s, const struct plan *p, int i)
     if (!pool_readers(p, out, j, &f, &b) || f < j || s[f].kind != PLAN_FUSE_RUN) return;
     const struct plan_node *nf = &p->nodes[f];
     const struct tensor *y = nf->dst[PLAN_Y];
-    if (!y || !y->data || !pool_tiles(&nf->par.pool, out) || plan_fuse_same_tensor(y, out) ||
-        plan_fuse_same_tensor(y, x) || touched_between(p, y, i, f, 0))
+    if (!y || !y->data || !plan_pool_tiles(&nf->par.pool, out->h, out->w) ||
+        plan_fuse_same_tensor(y, out) || plan_fuse_same_tensor(y, x) ||
+        touched_between(p, y, i, f, 0))
         return;
     const int m = fused_backward_of(s, p, i);
     if (b >= 0) {   /* the pool's backward goes into the batch norm's */
@@ -758,12 +751,6 @@ void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
     for (int q = 0; q < p->count && caps->conv_add_ok; q++) conv_add(s, p, caps, q);
     /* the max pool after a fused batch norm's activation, from the steps left */
     for (int i = 0; i < p->count && caps->pool_fold; i++) bn_pool(s, p, i);
-}
-
-int plan_fuse_enabled(const char *var)
-{
-    const char *v = getenv(var);
-    return !(v && !strcmp(v, "0"));
 }
 
 const struct tensor *plan_fuse_add_other(const struct plan_node *add, const struct tensor *t,

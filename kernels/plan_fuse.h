@@ -222,10 +222,6 @@ struct plan_fuse_caps {
 void plan_fuse_analyse(struct plan_fuse_step *steps, const struct plan *p,
                        const struct plan_fuse_caps *caps);
 
-/* Whether fusion is on for an engine whose switch is the environment variable var:
- * 0 when var is "0", else 1 (unset included). Read at each call. */
-int plan_fuse_enabled(const char *var);
-
 /* Whether a and b are the same memory: both non-NULL, and the same handle or handles of
  * the same non-NULL data. */
 int plan_fuse_same_tensor(const struct tensor *a, const struct tensor *b);

@@ -498,14 +498,6 @@ static int coef_fits(const struct tensor *coef, int parts, int c)
  * residual comes with the add's output, and the kept coefficients (BN_ACT_TRAIN's, when
  * kept; BN_ACT_BWD's, required; BN_ACT_EVAL has none) are F32 of PLAN_BN_COEF_PER_CHANNEL
  * floats per part and channel. */
-/* Whether a fused batch norm's pool is a max pool whose windows tile x's plane, the
- * stride the window (kh 0: no pool). */
-static int bn_act_pool_tiles(const struct pool_attr *a, const struct tensor *x)
-{
-    return a->kind == POOL_MAX && a->kh >= 1 && a->kw >= 1 && a->sh == a->kh &&
-           a->sw == a->kw && x->h % a->kh == 0 && x->w % a->kw == 0;
-}
-
 static int rule_bn_act(const struct plan_node *n)
 {
     int rc = DR_OK;
@@ -521,7 +513,7 @@ static int rule_bn_act(const struct plan_node *n)
         EXPECT(!pool == !n->dst[PLAN_BNA_DPOOL] && !pool == !n->src[PLAN_BNA_BWD_ACT] &&
                    !pool == !n->src[PLAN_BNA_BWD_POOL_Y],
                "plan node %s: the pool's tensors %s", name, pool ? "missing" : "without a pool");
-        EXPECT(!pool || bn_act_pool_tiles(&n->par.bn_act.pool, x),
+        EXPECT(!pool || plan_pool_tiles(&n->par.bn_act.pool, x->h, x->w),
                "plan node %s: a pool whose windows do not tile the plane", name);
         EXPECT(!n->par.bn_act.add_in, "plan node %s: an add before the batch norm", name);
         goto cleanup;
@@ -530,7 +522,8 @@ static int rule_bn_act(const struct plan_node *n)
            "plan node %s: a residual or pool without the output, or the reverse", name);
     EXPECT(!pool || !n->src[PLAN_BNA_RES],
            "plan node %s: both a residual and a pool after the activation", name);
-    EXPECT(!pool || bn_act_pool_tiles(&n->par.bn_act.pool, n->src[PLAN_X]),
+    EXPECT(!pool || plan_pool_tiles(&n->par.bn_act.pool, n->src[PLAN_X]->h,
+                                    n->src[PLAN_X]->w),
            "plan node %s: a pool whose windows do not tile the plane", name);
     EXPECT(n->par.bn_act.keep_y == 0 || n->par.bn_act.keep_y == 1,
            "plan node %s: keep_y %d", name, n->par.bn_act.keep_y);
@@ -704,6 +697,12 @@ const char *plan_op_name(enum plan_op op)
 {
     const struct plan_op_desc *d = plan_op_desc(op);
     return d ? d->name : "?";
+}
+
+int plan_pool_tiles(const struct pool_attr *a, int h, int w)
+{
+    return a->kind == POOL_MAX && a->kh >= 1 && a->kw >= 1 && a->sh == a->kh &&
+           a->sw == a->kw && h % a->kh == 0 && w % a->kw == 0;
 }
 
 int plan_bn_parts(const struct tensor *x, const struct tensor *save_mean,

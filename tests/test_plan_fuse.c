@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "base/env.h"
 #include "kernels/plan.h"
 #include "kernels/plan_fuse.h"
 
@@ -1065,13 +1066,13 @@ static void test_edges(void)
     plan_fuse_analyse(&s, &p, &CUDA_CAPS);   /* touches nothing */
     const char *var = "DAWNRUN_PLAN_FUSE_TEST";
     unsetenv(var);
-    CHECK(plan_fuse_enabled(var) == 1);
+    CHECK(env_switch_on(var) == 1);
     setenv(var, "0", 1);
-    CHECK(plan_fuse_enabled(var) == 0);
+    CHECK(env_switch_on(var) == 0);
     setenv(var, "1", 1);
-    CHECK(plan_fuse_enabled(var) == 1);
+    CHECK(env_switch_on(var) == 1);
     setenv(var, "", 1);
-    CHECK(plan_fuse_enabled(var) == 1);
+    CHECK(env_switch_on(var) == 1);
     unsetenv(var);
     CHECK(!strcmp(plan_fuse_kind_name(PLAN_FUSE_BN_BWD), "bn_bwd"));
     CHECK(!strcmp(plan_fuse_kind_name(PLAN_FUSE_ADD_STATS), "add_stats"));

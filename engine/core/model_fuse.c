@@ -180,10 +180,7 @@ static int tiling_pool(const struct model *m, int j)
         info->pool != POOL_MAX || q->inputs[0] != j)
         return -1;
     const struct pool_attr a = model_layer_pool_attr(q, info);
-    return a.kh >= 1 && a.sh == a.kh && a.sw == a.kw && q->in_h % a.kh == 0 &&
-                   q->in_w % a.kw == 0
-               ? k
-               : -1;
+    return plan_pool_tiles(&a, q->in_h, q->in_w) ? k : -1;
 }
 
 /* The add layer whose output is batch norm i's x and that runs just before it, not in

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../base/env.h"
 #include "../../base/status.h"
 #include "bn_fused.h"
 #include "plan_cpu.h"
@@ -20,8 +21,7 @@ _Static_assert(BN_COEF_COUNT == PLAN_BN_COEF_PER_CHANNEL,
 
 int cpu_fused_supported(const struct plan_node *n)
 {
-    const char *fuse = getenv("DAWNRUN_CPU_FUSE");
-    if (fuse && !strcmp(fuse, "0")) return 0;
+    if (!env_switch_on("DAWNRUN_CPU_FUSE")) return 0;
     if (n->par.bn_act.kind != ACT_RELU || n->par.bn_act.pool.kh > 0 || n->par.bn_act.add_in)
         return 0;
     if (n->op == PLAN_BN_ACT_BWD) {   /* sizes from the batch norm's x */

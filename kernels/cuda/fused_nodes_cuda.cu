@@ -6,25 +6,16 @@
  * In the half precisions with DAWNRUN_CUDA_FUSE_CONV on, the engine takes none of them:
  * the builder then emits the plain nodes, which plan_cuda.cu's analysis may fuse with the
  * convolutions around them. */
-#include <stdlib.h>
-#include <string.h>
-
 #include "cuda_internal.h"
+#include "../../base/env.h"
 
 static_assert(COEF_FWD_COUNT == PLAN_BN_COEF_PER_CHANNEL,
               "the kept coefficients' size (kernels/plan.h) is the fused passes'");
 
-/* Whether the environment variable var is set to "0". */
-static int switched_off(const char *var)
-{
-    const char *v = getenv(var);
-    return v && !strcmp(v, "0");
-}
-
 int cuda_fused_supported(const struct cuda_ctx *c, const struct plan_node *n)
 {
-    if (!c || switched_off("DAWNRUN_CUDA_FUSE")) return 0;
-    if (c->dt != CUDA_F32 && !switched_off("DAWNRUN_CUDA_FUSE_CONV")) return 0;
+    if (!c || !env_switch_on("DAWNRUN_CUDA_FUSE")) return 0;
+    if (c->dt != CUDA_F32 && env_switch_on("DAWNRUN_CUDA_FUSE_CONV")) return 0;
     const int bwd = n->op == PLAN_BN_ACT_BWD;
     const struct tensor *x = n->src[bwd ? PLAN_BWD_X : PLAN_X];
     if (!x || !x->data) return 0;

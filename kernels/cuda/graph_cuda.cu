@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "../../base/env.h"
 #include "../../base/grow.h"
 
 #define GRAPH_SLOTS 4   /* graphs kept per plan, one per signature */
@@ -57,10 +58,9 @@ static int graph_cache_get(struct cuda_ctx *c, struct graph_cache **out)
     int rc = DR_OK;
     struct graph_cache *g = (struct graph_cache *)c->graphs;
     if (!g) {
-        const char *env = getenv("DAWNRUN_CUDA_GRAPH");
         g = (struct graph_cache *)calloc(1, sizeof(*g));
         CHECK_ALLOC(g, "the CUDA graph cache");
-        g->enabled = !(env && strcmp(env, "0") == 0);
+        g->enabled = env_switch_on("DAWNRUN_CUDA_GRAPH");
         c->graphs = g;
     }
     *out = g;

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "../../base/env.h"
 #include "../../base/grow.h"
 
 #include "conv_bn_cuda.h"
@@ -493,7 +494,7 @@ static int plan_entry_for(struct cuda_ctx *c, const struct plan *p, struct plan_
     int rc = DR_OK;
     struct plan_cache *pc = (struct plan_cache *)c->plans;
     struct plan_entry *e = NULL;
-    const int conv_on = plan_fuse_enabled("DAWNRUN_CUDA_FUSE_CONV");
+    const int conv_on = env_switch_on("DAWNRUN_CUDA_FUSE_CONV");
     if (!pc) {
         pc = (struct plan_cache *)calloc(1, sizeof(*pc));
         CHECK_ALLOC(pc, "the CUDA plan cache");
@@ -751,7 +752,7 @@ int cuda_plan_execute(struct cuda_ctx *c, const struct plan *p)
 {
     int rc = DR_OK;
     struct plan_entry *e = NULL;
-    if (!plan_fuse_enabled("DAWNRUN_CUDA_FUSE")) {
+    if (!env_switch_on("DAWNRUN_CUDA_FUSE")) {
         const struct backend b = {c->ops, c};
         return plan_run_each(&b, p, NULL, NULL);
     }

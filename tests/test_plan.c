@@ -410,6 +410,22 @@ static int same_tensor(struct backend *be, const struct tensor *a, const struct 
     return ok;
 }
 
+/* Whether two trainers of the same graph hold the same bits: every parameter, its
+ * momentum, and every batch norm's running statistics. */
+static int same_trained_state(struct backend *be, const struct trainer *a,
+                              const struct trainer *r)
+{
+    int ok = 1;
+    for (int k = 0; k < a->g->n_params; k++)
+        ok &= same_tensor(be, &a->model.p[k], &r->model.p[k]) &&
+              same_tensor(be, &a->model.v[k], &r->model.v[k]);
+    for (int i = 0; i < a->g->count; i++)
+        if (a->g->layers[i].spec.type == LAYER_BN)
+            ok &= same_tensor(be, &a->model.bn_rmean[i], &r->model.bn_rmean[i]) &&
+                  same_tensor(be, &a->model.bn_rvar[i], &r->model.bn_rvar[i]);
+    return ok;
+}
+
 static int read_cursor(struct backend *be, const struct tensor *cursor, int32_t *out)
 {
     return be->ops->tensor_read(be->ctx, out, cursor);
@@ -914,15 +930,7 @@ static void test_fused_nodes(struct fixture *f)
                ra.train_loss, ra.test_loss, rr.train_loss, rr.test_loss);
         CHECK(ra.train_loss == rr.train_loss && ra.test_loss == rr.test_loss &&
               ra.test_acc == rr.test_acc);
-        int ok = 1;
-        for (int k = 0; k < a.g->n_params; k++)
-            ok &= same_tensor(&f->be, &a.model.p[k], &r.model.p[k]) &&
-                  same_tensor(&f->be, &a.model.v[k], &r.model.v[k]);
-        for (int i = 0; i < a.g->count; i++)
-            if (a.g->layers[i].spec.type == LAYER_BN)
-                ok &= same_tensor(&f->be, &a.model.bn_rmean[i], &r.model.bn_rmean[i]) &&
-                      same_tensor(&f->be, &a.model.bn_rvar[i], &r.model.bn_rvar[i]);
-        CHECK(ok);
+        CHECK(same_trained_state(&f->be, &a, &r));
         trainer_free(&r);
     }
     CHECK(unsetenv("DAWNRUN_CPU_FUSE") == 0);
@@ -1156,14 +1164,7 @@ static void test_pool_add_folds(struct fixture *f)
                ra.train_loss, ra.test_loss, rr.train_loss, rr.test_loss);
         CHECK(ra.train_loss == rr.train_loss && ra.test_loss == rr.test_loss &&
               ra.test_acc == rr.test_acc);
-        int ok = 1;
-        for (int k = 0; k < g.n_params; k++)
-            ok &= same_tensor(&f->be, &a.model.p[k], &r.model.p[k]);
-        for (int i = 0; i < g.count; i++)
-            if (g.layers[i].spec.type == LAYER_BN)
-                ok &= same_tensor(&f->be, &a.model.bn_rmean[i], &r.model.bn_rmean[i]) &&
-                      same_tensor(&f->be, &a.model.bn_rvar[i], &r.model.bn_rvar[i]);
-        CHECK(ok);
+        CHECK(same_trained_state(&f->be, &a, &r));
         trainer_free(&r);
     }
     CHECK(unsetenv("DAWNRUN_CPU_FUSE") == 0);

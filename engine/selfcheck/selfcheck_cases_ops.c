@@ -136,6 +136,9 @@ cleanup:
  * activation (2 x 2 windows), the add before the batch norm. */
 enum { BNA_POOL = 1, BNA_ADD_IN = 2 };
 
+/* The pool cases' max pool: 2 x 2 windows tiling the plane. */
+static const struct pool_attr BNA_POOL_2X2 = {POOL_MAX, 2, 2, 2, 2};
+
 /* bn_build's slots, and: X2 the residual, Y2 the ReLU's output, DX2 the add's output, S4
  * the kept coefficients (the engine's own layout: not compared), S5 the ReLU's dx */
 static int bn_act_build(struct sc_env *e, const struct sc_case *c)
@@ -263,7 +266,7 @@ static int bn_act_fwd_run(struct sc_side *t, const struct sc_case *c, int train)
     n.par.bn_act.kind = ACT_RELU;
     n.par.bn_act.keep_y = !pool;
     n.par.bn_act.add_in = add_in != 0;
-    if (pool) n.par.bn_act.pool = (struct pool_attr){POOL_MAX, 2, 2, 2, 2};
+    if (pool) n.par.bn_act.pool = BNA_POOL_2X2;
     return plan_run_one(t->be, &n);
 }
 
@@ -296,7 +299,7 @@ static int bn_act_bwd_run(struct sc_side *t, const struct sc_case *c)
                                     pool ? SC_T(t, SC_S6) : NULL));
     n.acc = (unsigned)c->acc;
     n.par.bn_act.kind = ACT_RELU;
-    if (pool) n.par.bn_act.pool = (struct pool_attr){POOL_MAX, 2, 2, 2, 2};
+    if (pool) n.par.bn_act.pool = BNA_POOL_2X2;
     TRY(plan_run_one(t->be, &n));
 cleanup:
     return rc;

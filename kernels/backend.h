@@ -49,7 +49,7 @@ struct backend_ops {
      * kernels/plan.h's plan_compute, which records the backend in the plan. */
     int (*plan_compute)(void *ctx, const struct plan *p);
     /* Optional (NULL: the engine keeps nothing per plan): drops whatever the engine keeps
-     * about plan p (an analysis, device buffers, captured graphs), keyed by p's address,
+     * about plan p (captured graphs), keyed by p's address,
      * because p is being freed and a later plan may sit at that address. plan_free calls
      * it for the backend plan_compute last ran p on. */
     void (*plan_forget)(void *ctx, const struct plan *p);

@@ -28,10 +28,14 @@ void plan_node_set_tensors(struct plan_node *n, struct tensor *const *dst, int n
 {
     memset(n->dst, 0, sizeof(n->dst));
     memset(n->src, 0, sizeof(n->src));
+    const struct plan_op_desc *d = plan_op_desc(n->op);
     n->n_dst = nd < PLAN_NODE_MAX_DST ? nd : PLAN_NODE_MAX_DST;
     n->n_src = ns < PLAN_NODE_MAX_SRC ? ns : PLAN_NODE_MAX_SRC;
     for (int i = 0; i < n->n_dst; i++) n->dst[i] = dst[i];
     for (int i = 0; i < n->n_src; i++) n->src[i] = src[i];
+    /* a fixed op keeps its row's counts, the slots not given NULL */
+    if (d && d->n_dst != PLAN_VARIADIC && n->n_dst < d->n_dst) n->n_dst = d->n_dst;
+    if (d && d->n_src != PLAN_VARIADIC && n->n_src < d->n_src) n->n_src = d->n_src;
 }
 
 /* ---------------------------------------------------------------- the fused ops */
@@ -117,6 +121,44 @@ int plan_fused_expand(struct plan_node *parts, const struct plan_node *n)
                                         n->src[PLAN_BNA_RMEAN], n->src[PLAN_BNA_RVAR]));
         q->par.bn = n->par.bn_act.bn;
         act_and_after(parts, &count, n);
+        break;
+    case PLAN_CONV_FUSED_FWD:
+        q = part(parts, &count, n, PLAN_CONV_FWD);
+        plan_node_set_tensors(q, PLAN_DSTS(n->dst[PLAN_Y]),
+                              PLAN_SRCS(n->src[PLAN_X], n->src[PLAN_W], NULL));
+        q->par.conv = n->par.conv;
+        if (n->dst[PLAN_CF_OUT]) {   /* the sum's order does not change its bits */
+            q = part(parts, &count, n, PLAN_ADD_FWD);
+            plan_node_set_tensors(q, PLAN_DSTS(n->dst[PLAN_CF_OUT]),
+                                  PLAN_SRCS(n->dst[PLAN_Y], n->src[PLAN_CF_RES]));
+        }
+        break;
+    case PLAN_CONV_FUSED_BWD:
+        q = part(parts, &count, n, PLAN_CONV_BWD);
+        plan_node_set_tensors(q, PLAN_DSTS(n->dst[PLAN_DX], n->dst[PLAN_DW], NULL),
+                              PLAN_SRCS(n->src[PLAN_DY], n->src[PLAN_BWD_X], n->src[PLAN_BWD_W]));
+        q->par.conv = n->par.conv;
+        q->acc = n->acc & 1u;   /* dx's accumulate flag */
+        if (n->dst[PLAN_CB_DZ]) {
+            q = part(parts, &count, n, PLAN_ACT_BWD);
+            plan_node_set_tensors(q, PLAN_DSTS(n->dst[PLAN_CB_DZ]),
+                                  PLAN_SRCS(n->dst[PLAN_DX], n->src[PLAN_CB_BN_Y]));
+            q->par.act.kind = ACT_RELU;
+        }
+        break;
+    case PLAN_BN_APPLY_BWD:
+        q = part(parts, &count, n, PLAN_BN_BWD);
+        plan_node_set_tensors(q,
+                              PLAN_DSTS(n->dst[PLAN_DX], n->dst[PLAN_DGAMMA], n->dst[PLAN_DBETA]),
+                              PLAN_SRCS(n->src[PLAN_DY], n->src[PLAN_BWD_X],
+                                        n->src[PLAN_BWD_GAMMA], n->src[PLAN_BWD_SAVE_MEAN],
+                                        n->src[PLAN_BWD_SAVE_INVSTD]));
+        q->acc = n->acc & 1u;
+        break;
+    case PLAN_ADD_PRO:
+        q = part(parts, &count, n, PLAN_ADD_FWD);
+        plan_node_set_tensors(q, PLAN_DSTS(n->dst[PLAN_Y]),
+                              PLAN_SRCS(n->src[PLAN_ADD_A], n->src[PLAN_ADD_B]));
         break;
     case PLAN_BN_ACT_BWD:
         bwd_before_bn(parts, &count, n);

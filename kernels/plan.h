@@ -14,14 +14,14 @@
  * in the op table (plan_op_desc, kernels/plan_ops.c: the name, the counts, which slots may
  * be NULL, which outputs are added to or updated, the shape rule); what a node reads and
  * writes, the signature, the checks and the dispatch are loops over the shape and the
- * table, and an analysis (kernels/plan_fuse.c) names a node's tensors by slot. An engine
+ * table. An engine
  * keeps one runner per op (its runner table: cpu_nodes in kernels/cpu/nodes_cpu.c,
  * cuda_nodes in kernels/cuda/nodes_cuda.cu) and says which nodes it runs (supports).
  *
  * A plan does not own its tensors: nodes point at the engine's struct tensor handles,
  * whose data and n may change between runs (a smaller last eval batch; weight averaging
- * swaps handles). A backend that keeps anything between runs of a plan (an analysis, a
- * captured graph) checks plan_signature() and redoes it when the signature changed, and
+ * swaps handles). A backend that keeps anything between runs of a plan (a captured
+ * graph) checks plan_signature() and redoes it when the signature changed, and
  * drops it when the plan is freed (plan_free: backend_ops.plan_forget), since a plan built
  * later at the same address, its tensors at the same device addresses, has the same
  * signature without being the same plan.
@@ -205,7 +205,25 @@ struct lerp_item {
     X(BN_ACT_BWD, bn_act_bwd)                                                               \
         /* (with a pool) POOL_BWD into the activation's dy, then ACT_BWD into the           \
            batch norm's dy, then BN_BWD; the batch norm's output recomputed from x          \
-           and the coefficients its BN_ACT_TRAIN kept */
+           and the coefficients its BN_ACT_TRAIN kept */                                    \
+    X(CONV_FUSED_FWD, conv_fused_fwd)                                                       \
+        /* CONV_FWD (bias-free), then (with a residual) ADD_FWD of its output and the       \
+           residual: an engine may read the input through a batch norm's apply and         \
+           ReLU (a prologue), sum the output for the next batch norm, and recompute        \
+           the residual through another batch norm's apply and ReLU */                     \
+    X(CONV_FUSED_BWD, conv_fused_bwd)                                                       \
+        /* CONV_BWD (bias-free), then (with the batch norm's backward, PLAN_CB_DZ)          \
+           ACT_BWD, a ReLU, of its dx: an engine reads x through the batch norm's apply     \
+           and ReLU for the weight gradient, and with PLAN_CB_DZ computes the ReLU's        \
+           mask and the batch norm's weight gradients and input-gradient coefficients     \
+           after the data gradient */                                                      \
+    X(BN_APPLY_BWD, bn_apply_bwd)                                                           \
+        /* BN_BWD: an engine may apply the input-gradient coefficients a CONV_FUSED_BWD     \
+           computed, that node having written the weight gradients */                      \
+    X(ADD_PRO, add_pro)                                                                     \
+        /* ADD_FWD whose first operand is the activation of a batch norm that kept its      \
+           coefficients (a BN_ACT_TRAIN with PLAN_BNA_VEC): an engine may recompute it      \
+           from that batch norm's x as it reads it */
 
 #define PLAN_OP_ENUM_ROW_(id, name) PLAN_##id,
 enum plan_op { PLAN_OPS(PLAN_OP_ENUM_ROW_) PLAN_FUSED_OPS(PLAN_OP_ENUM_ROW_) PLAN_OP_COUNT };
@@ -228,8 +246,8 @@ enum plan_phase { PLAN_PHASE_BATCH, PLAN_PHASE_FORWARD, PLAN_PHASE_LOSS, PLAN_PH
  * n_src inputs, CONCAT_BWD's n_dst input gradients (any of which may be added to). Every
  * other op has exactly its row's counts, set by plan_append and plan_node_init. Slots
  * from the count on are NULL. */
-#define PLAN_NODE_MAX_DST 10   /* at least PLAN_MAX_CONCAT, and the fused ops' 9 */
-#define PLAN_NODE_MAX_SRC 10
+#define PLAN_NODE_MAX_DST 10   /* at least PLAN_MAX_CONCAT, and the fused ops' 10 */
+#define PLAN_NODE_MAX_SRC 12   /* at least PLAN_MAX_CONCAT, and the fused ops' 11 */
 
 /* Slot names (indices into dst[] and src[]), shared by the ops whose slots agree. */
 enum plan_slot {
@@ -275,6 +293,18 @@ enum plan_slot {
                                none kept (BN_ACT_TRAIN only) */
     PLAN_BNA_SUM = 8,       /* dst: with add_in, the add's output, the same handle as x
                                (BN_ACT_TRAIN only; else NULL) */
+    PLAN_BNA_VEC = 9,       /* dst (BN_ACT_TRAIN only): the batch norm's vectors
+                               (PLAN_BNV_*), when convolutions or an ADD_PRO read its
+                               activation through its apply: a fused run writes its scale
+                               and bias there and no elementwise output (y, activation:
+                               keep_y 0, no residual, no pool); NULL: none */
+    PLAN_BNA_VEC_IN = 8,    /* src (BN_ACT_TRAIN only): the same vectors, when the
+                               CONV_FUSED_FWD writing x summed it there: a fused run takes
+                               its statistics from those sums (one part); NULL: none */
+    PLAN_BNA_ADD_PRO_X = 9, PLAN_BNA_ADD_PRO_COEF = 10,   /* src: with add_in, when the
+                               add's first operand is the activation of a batch norm that
+                               kept its coefficients (as ADD_PRO): that batch norm's x and
+                               kept coefficients (one part); else NULL */
     PLAN_BNA_RES = 3,       /* src: the residual (n, c, h, w), NULL without one */
     PLAN_BNA_RMEAN = 4, PLAN_BNA_RVAR = 5,       /* src: BN_ACT_EVAL's running statistics */
     PLAN_BNA_ADD_A = 6, PLAN_BNA_ADD_B = 7,      /* src: with add_in, the add's operands
@@ -287,8 +317,64 @@ enum plan_slot {
     PLAN_BNA_BWD_Y = 5,     /* src: the batch norm's output (the activation's x) */
     PLAN_BNA_BWD_COEF = 6,  /* src: the coefficients BN_ACT_TRAIN kept */
     PLAN_BNA_BWD_ACT = 7,   /* src: with a pool, the activation's output (the pool's x) */
-    PLAN_BNA_BWD_POOL_Y = 8 /* src: with a pool, the pool's output */
+    PLAN_BNA_BWD_POOL_Y = 8, /* src: with a pool, the pool's output */
+    /* CONV_FUSED_FWD: dst Y (the convolution's output) and src X, W as CONV_FWD's (no
+       bias), then: */
+    PLAN_CF_OUT = 1,        /* dst: the residual add's output (n, co, oh, ow); NULL without
+                               a residual. With one, a fused run never writes Y */
+    PLAN_CF_SUMS = 2,       /* dst: the vectors (PLAN_BNV_*) of the batch norm whose x is
+                               the node's output (the add's with a residual): a fused run
+                               writes its sums there; NULL: none */
+    PLAN_CF_PRO_X = 2,      /* src: with a prologue, the x of the batch norm whose
+                               activation is X (a fused run reads it through the apply
+                               instead of X); NULL without */
+    PLAN_CF_PRO_VEC = 3,    /* src: with a prologue, that batch norm's vectors */
+    PLAN_CF_RES = 4,        /* src: the residual (n, co, oh, ow); NULL without */
+    PLAN_CF_RES_X = 5, PLAN_CF_RES_VEC = 6,   /* src: when the residual is the activation
+                               of a batch norm read through its apply, that batch norm's x
+                               and vectors; else NULL */
+    /* CONV_FUSED_BWD: dst DX, DW and src DY, BWD_X, BWD_W as CONV_BWD's (no bias), x
+       being the activation of the batch norm read through its apply, then: */
+    PLAN_CB_DZ = 2,         /* dst: with the batch norm's backward, the ReLU backward's dx
+                               (the batch norm's dy); a fused run then never writes DX
+                               (required), and adds what it holds when the node adds to
+                               it; NULL without */
+    PLAN_CB_DGAMMA = 3, PLAN_CB_DBETA = 4,   /* dst: with the batch norm's backward, its
+                               weight gradients (each may be NULL), written by a fused run
+                               here and by the decomposition in BN_APPLY_BWD */
+    PLAN_CB_VEC = 5,        /* dst: with the batch norm's backward, its vectors (the weight
+                               gradients where DGAMMA / DBETA are NULL, the coefficients) */
+    PLAN_CB_PRO_X = 3,      /* src: the batch norm's x */
+    PLAN_CB_PRO_VEC = 4,    /* src: its vectors (the apply's scale and bias) */
+    PLAN_CB_BN_Y = 5,       /* src: with its backward, the batch norm's output (the ReLU's
+                               x), then its saved statistics and parameters: */
+    PLAN_CB_MEAN = 6, PLAN_CB_INVSTD = 7, PLAN_CB_GAMMA = 8, PLAN_CB_BETA = 9,
+    /* BN_APPLY_BWD: BN_BWD's slots, then: */
+    PLAN_BAB_VEC = 5,       /* src: the batch norm's vectors, as CONV_FUSED_BWD wrote them */
+    /* ADD_PRO: ADD_FWD's slots (PLAN_ADD_A the activation), then: */
+    PLAN_AP_X = 2,          /* src: the batch norm's x */
+    PLAN_AP_COEF = 3        /* src: its kept coefficients (PLAN_BNA_COEF, one part) */
 };
+
+/* The per-channel vectors of a batch norm whose passes the convolutions around it take
+ * (PLAN_BNA_VEC, PLAN_CF_SUMS, PLAN_CF_PRO_VEC, PLAN_CB_VEC, PLAN_BAB_VEC): one F32 tensor
+ * of PLAN_BNV_COUNT * plan_bn_vec_stride(c) floats, vector v from v * stride on, each in
+ * the engine's own layout within its c floats. */
+enum plan_bn_vec {
+    PLAN_BNV_SUM, PLAN_BNV_SQSUM,       /* the sums of x a convolution took */
+    PLAN_BNV_SCALE, PLAN_BNV_BIAS,      /* the apply's scale and bias */
+    PLAN_BNV_DSCALE, PLAN_BNV_DBIAS,    /* the weight gradients, where the batch norm's
+                                           own tensors do not take them */
+    PLAN_BNV_EQ_DY, PLAN_BNV_EQ_X, PLAN_BNV_EQ_B,   /* the input gradient's coefficients */
+    PLAN_BNV_COUNT
+};
+
+/* The floats between two vectors of a batch norm over c channels: c rounded up to a
+ * multiple of 4 (16-byte aligned vectors). */
+static inline size_t plan_bn_vec_stride(int c)
+{
+    return ((size_t)(c > 0 ? c : 0) + 3) / 4 * 4;
+}
 
 /* The coefficients a fused batch norm keeps for its backward: floats per part and
  * channel (PLAN_BNA_COEF). */
@@ -300,7 +386,8 @@ enum plan_slot {
  * nodes, whose tensors (w, v, dw; avg, w) the node reads and writes besides its slots
  * (too many for them). */
 union plan_params {
-    struct conv_attr conv;   /* CONV_FWD, CONV_BWD */
+    struct conv_attr conv;   /* CONV_FWD, CONV_BWD, CONV_FUSED_FWD, CONV_FUSED_BWD (what
+                                else the fused ones take, their slots say) */
     struct bn_attr bn;       /* BN_FWD_TRAIN, BN_FWD_EVAL */
     struct pool_attr pool;   /* POOL_FWD, POOL_BWD */
     struct {
@@ -401,8 +488,10 @@ const struct plan_op_desc *plan_op_desc(enum plan_op op);
 void plan_node_init(struct plan_node *n, enum plan_op op);
 
 /* Sets node n's slots and counts: dst[0 .. nd) from dst, src[0 .. ns) from src, the rest
- * NULL. nd and ns at most PLAN_NODE_MAX_DST and PLAN_NODE_MAX_SRC (larger counts are
- * cut, and plan_node_check then fails on a fixed op). */
+ * NULL. A variadic op's counts are nd and ns; a fixed op's its row's, when they are not
+ * fewer (the slots past nd and ns NULL: a fused op's optional trailing slots need not be
+ * listed). nd and ns at most PLAN_NODE_MAX_DST and PLAN_NODE_MAX_SRC (larger counts are
+ * cut, and plan_node_check then fails on a fixed op given too many). */
 void plan_node_set_tensors(struct plan_node *n, struct tensor *const *dst, int nd,
                            const struct tensor *const *src, int ns);
 

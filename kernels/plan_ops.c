@@ -493,6 +493,129 @@ static int coef_fits(const struct tensor *coef, int parts, int c)
            tensor_count(coef) == (size_t)PLAN_BN_COEF_PER_CHANNEL * (size_t)parts * (size_t)c;
 }
 
+/* Whether vec holds the vectors of a batch norm over c channels (enum plan_bn_vec). */
+static int bn_vec_fits(const struct tensor *vec, int c)
+{
+    return has(vec) && vec->kind == TENSOR_F32 &&
+           tensor_count(vec) == (size_t)PLAN_BNV_COUNT * plan_bn_vec_stride(c);
+}
+
+/* A fused batch norm's add before it whose first operand is recomputed (PLAN_BNA_ADD_PRO_X,
+ * _COEF): both or neither, only with add_in, x like the operand, the coefficients of one
+ * part. */
+static int bn_act_add_pro_rule(const struct plan_node *n)
+{
+    int rc = DR_OK;
+    const char *name = plan_op_name(n->op);
+    const struct tensor *px = n->src[PLAN_BNA_ADD_PRO_X], *pc = n->src[PLAN_BNA_ADD_PRO_COEF];
+    EXPECT(!px == !pc && (!px || n->par.bn_act.add_in),
+           "plan node %s: a recomputed operand without its x, coefficients or add", name);
+    if (px)
+        EXPECT(tensor_same_shape(px, n->src[PLAN_BNA_ADD_A]) && coef_fits(pc, 1, px->c),
+               "plan node %s: the recomputed operand's x or coefficients do not fit", name);
+cleanup:
+    return rc;
+}
+
+/* BN_ACT_TRAIN's vectors (PLAN_BNA_VEC, PLAN_BNA_VEC_IN): of x's channels, the same
+ * handle when both are given, one part; with PLAN_BNA_VEC no elementwise output is kept
+ * (keep_y 0, no residual, no pool) and the activation is a ReLU (the prologue's). */
+static int bn_act_vec_rule(const struct plan_node *n)
+{
+    int rc = DR_OK;
+    const char *name = plan_op_name(n->op);
+    const struct tensor *x = n->src[PLAN_X], *vec = n->dst[PLAN_BNA_VEC];
+    const struct tensor *in = n->src[PLAN_BNA_VEC_IN];
+    if (!vec && !in) goto cleanup;
+    EXPECT(plan_bn_parts(x, NULL, &n->par.bn_act.bn) == 1,
+           "plan node %s: vectors with %d parts", name, n->par.bn_act.bn.splits);
+    EXPECT((!vec || bn_vec_fits(vec, x->c)) && (!in || bn_vec_fits(in, x->c)) &&
+               (!vec || !in || vec == in),
+           "plan node %s: vectors not of %d channels, or two of them", name, x->c);
+    EXPECT(!in || !n->par.bn_act.add_in, "plan node %s: sums from a convolution and an add",
+           name);
+    if (vec)
+        EXPECT(!n->par.bn_act.keep_y && !n->src[PLAN_BNA_RES] && n->par.bn_act.pool.kh == 0 &&
+                   n->par.bn_act.kind == ACT_RELU,
+               "plan node %s: vectors with an output kept, a residual, a pool or no ReLU",
+               name);
+cleanup:
+    return rc;
+}
+
+/* CONV_FUSED_FWD's rule beyond its parts': no bias; the prologue's x like X and its
+ * vectors, both or neither; the residual with the add's output; a recomputed residual's x
+ * like it with its vectors; the sums of the output's channels. */
+static int rule_conv_fused_fwd(const struct plan_node *n)
+{
+    int rc = DR_OK;
+    const struct tensor *x = n->src[PLAN_X], *y = n->dst[PLAN_Y];
+    const struct tensor *px = n->src[PLAN_CF_PRO_X], *pv = n->src[PLAN_CF_PRO_VEC];
+    const struct tensor *res = n->src[PLAN_CF_RES], *rx = n->src[PLAN_CF_RES_X];
+    const struct tensor *rv = n->src[PLAN_CF_RES_VEC], *sums = n->dst[PLAN_CF_SUMS];
+    EXPECT(!px == !pv && (!px || (tensor_same_shape(px, x) && bn_vec_fits(pv, x->c))),
+           "conv_fused_fwd: a prologue's x unlike x, or without its vectors");
+    EXPECT(!res == !n->dst[PLAN_CF_OUT], "conv_fused_fwd: a residual without the output");
+    EXPECT(!rx == !rv && (!rx || (res && tensor_same_shape(rx, y) && bn_vec_fits(rv, y->c))),
+           "conv_fused_fwd: a recomputed residual's x unlike the output, or without vectors");
+    EXPECT(!sums || bn_vec_fits(sums, y->c), "conv_fused_fwd: sums not of %d channels", y->c);
+cleanup:
+    return rc;
+}
+
+/* CONV_FUSED_BWD's rule beyond its parts': the batch norm's x like x, its vectors; with
+ * its backward (PLAN_CB_DZ) dx, the vectors written, the ReLU's x, the statistics and
+ * parameters of one part, and nothing of it without. */
+static int rule_conv_fused_bwd(const struct plan_node *n)
+{
+    int rc = DR_OK;
+    const struct tensor *x = n->src[PLAN_BWD_X], *dz = n->dst[PLAN_CB_DZ];
+    EXPECT(tensor_same_shape(n->src[PLAN_CB_PRO_X], x) &&
+               bn_vec_fits(n->src[PLAN_CB_PRO_VEC], x->c),
+           "conv_fused_bwd: the batch norm's x unlike x, or its vectors do not fit");
+    if (!dz) {
+        for (int i = PLAN_CB_DGAMMA; i <= PLAN_CB_VEC; i++)
+            EXPECT(!n->dst[i], "conv_fused_bwd: the batch norm's outputs without its dy");
+        for (int i = PLAN_CB_BN_Y; i <= PLAN_CB_BETA; i++)
+            EXPECT(!n->src[i], "conv_fused_bwd: the batch norm's inputs without its dy");
+        goto cleanup;
+    }
+    EXPECT(has(n->dst[PLAN_DX]) && n->dst[PLAN_CB_VEC] == n->src[PLAN_CB_PRO_VEC],
+           "conv_fused_bwd: the batch norm's backward without dx, or other vectors");
+    EXPECT(vec_ok(n->src[PLAN_CB_MEAN], x->c) && vec_ok(n->src[PLAN_CB_INVSTD], x->c) &&
+               vec_ok(n->src[PLAN_CB_GAMMA], x->c) && vec_ok(n->src[PLAN_CB_BETA], x->c) &&
+               (!n->dst[PLAN_CB_DGAMMA] || vec_ok(n->dst[PLAN_CB_DGAMMA], x->c)) &&
+               (!n->dst[PLAN_CB_DBETA] || vec_ok(n->dst[PLAN_CB_DBETA], x->c)),
+           "conv_fused_bwd: a statistics or parameter vector is not of %d channels (one part)",
+           x->c);
+cleanup:
+    return rc;
+}
+
+/* BN_APPLY_BWD's rule beyond its part's: one part, the vectors. */
+static int rule_bn_apply_bwd(const struct plan_node *n)
+{
+    int rc = DR_OK;
+    const struct tensor *x = n->src[PLAN_BWD_X];
+    EXPECT(plan_bn_parts(x, n->src[PLAN_BWD_SAVE_MEAN], NULL) == 1 &&
+               bn_vec_fits(n->src[PLAN_BAB_VEC], x->c),
+           "bn_apply_bwd: more than one part, or vectors not of %d channels", x->c);
+cleanup:
+    return rc;
+}
+
+/* ADD_PRO's rule beyond its part's: the batch norm's x like the operand, its kept
+ * coefficients of one part. */
+static int rule_add_pro(const struct plan_node *n)
+{
+    int rc = DR_OK;
+    const struct tensor *x = n->src[PLAN_AP_X];
+    EXPECT(tensor_same_shape(x, n->src[PLAN_ADD_A]) && coef_fits(n->src[PLAN_AP_COEF], 1, x->c),
+           "add_pro: the batch norm's x unlike the operand, or its coefficients do not fit");
+cleanup:
+    return rc;
+}
+
 /* The fused batch norm's rule (BN_ACT_TRAIN, BN_ACT_EVAL, BN_ACT_BWD), beyond its parts'
  * (plan_node_check checks each part of its decomposition as a node of its own): a
  * residual comes with the add's output, and the kept coefficients (BN_ACT_TRAIN's, when
@@ -538,10 +661,13 @@ static int rule_bn_act(const struct plan_node *n)
         EXPECT(!n->dst[PLAN_BNA_SUM] && !n->src[PLAN_BNA_ADD_A] && !n->src[PLAN_BNA_ADD_B],
                "plan node %s: an add's tensors without add_in", name);
     }
+    TRY(bn_act_add_pro_rule(n));
     if (n->op == PLAN_BN_ACT_EVAL) {
-        EXPECT(!n->dst[PLAN_BNA_COEF], "plan node %s: kept coefficients", name);
+        EXPECT(!n->dst[PLAN_BNA_COEF] && !n->dst[PLAN_BNA_VEC] && !n->src[PLAN_BNA_VEC_IN],
+               "plan node %s: kept coefficients or vectors", name);
         goto cleanup;
     }
+    TRY(bn_act_vec_rule(n));
     EXPECT(!n->src[PLAN_BNA_RMEAN] && !n->src[PLAN_BNA_RVAR],
            "plan node %s: running statistics read (they are written)", name);
     if (n->dst[PLAN_BNA_COEF]) {
@@ -663,20 +789,38 @@ static const struct plan_op_desc plan_ops[PLAN_OP_COUNT] = {
     [PLAN_CURSOR_ADVANCE] = {"cursor_advance", 1, 0, 0, 0, 0, BIT(PLAN_CURSOR),
                              rule_cursor_advance},
     [PLAN_MUON] = {"muon", 0, 2, 0, 0, 0, 0, rule_muon},
-    [PLAN_BN_ACT_TRAIN] = {"bn_act_train", 9, 8,
-                           BIT(PLAN_BNA_OUT) | BIT(PLAN_BNA_COEF) | BIT(PLAN_BNA_SUM),
+    [PLAN_BN_ACT_TRAIN] = {"bn_act_train", 10, 11,
+                           BIT(PLAN_BNA_OUT) | BIT(PLAN_BNA_COEF) | BIT(PLAN_BNA_SUM) |
+                               BIT(PLAN_BNA_VEC),
                            BIT(PLAN_BNA_RES) | BIT(PLAN_BNA_RMEAN) | BIT(PLAN_BNA_RVAR) |
-                               BIT(PLAN_BNA_ADD_A) | BIT(PLAN_BNA_ADD_B),
+                               BIT(PLAN_BNA_ADD_A) | BIT(PLAN_BNA_ADD_B) |
+                               BIT(PLAN_BNA_VEC_IN) | BIT(PLAN_BNA_ADD_PRO_X) |
+                               BIT(PLAN_BNA_ADD_PRO_COEF),
                            0, BIT(PLAN_RUNNING_MEAN) | BIT(PLAN_RUNNING_VAR), rule_bn_act},
-    [PLAN_BN_ACT_EVAL] = {"bn_act_eval", 9, 8,
+    [PLAN_BN_ACT_EVAL] = {"bn_act_eval", 10, 11,
                           BIT(PLAN_SAVE_MEAN) | BIT(PLAN_SAVE_INVSTD) | BIT(PLAN_RUNNING_MEAN) |
                               BIT(PLAN_RUNNING_VAR) | BIT(PLAN_BNA_OUT) | BIT(PLAN_BNA_COEF) |
-                              BIT(PLAN_BNA_SUM),
-                          BIT(PLAN_BNA_RES) | BIT(PLAN_BNA_ADD_A) | BIT(PLAN_BNA_ADD_B), 0, 0,
-                          rule_bn_act},
+                              BIT(PLAN_BNA_SUM) | BIT(PLAN_BNA_VEC),
+                          BIT(PLAN_BNA_RES) | BIT(PLAN_BNA_ADD_A) | BIT(PLAN_BNA_ADD_B) |
+                              BIT(PLAN_BNA_VEC_IN) | BIT(PLAN_BNA_ADD_PRO_X) |
+                              BIT(PLAN_BNA_ADD_PRO_COEF),
+                          0, 0, rule_bn_act},
     [PLAN_BN_ACT_BWD] = {"bn_act_bwd", 5, 9, BIT(PLAN_DX) | BIT(PLAN_BNA_DPOOL),
                          BIT(PLAN_BNA_BWD_ACT) | BIT(PLAN_BNA_BWD_POOL_Y), BIT(PLAN_DX), 0,
                          rule_bn_act},
+    [PLAN_CONV_FUSED_FWD] = {"conv_fused_fwd", 3, 7, BIT(PLAN_CF_OUT) | BIT(PLAN_CF_SUMS),
+                             BIT(PLAN_CF_PRO_X) | BIT(PLAN_CF_PRO_VEC) | BIT(PLAN_CF_RES) |
+                                 BIT(PLAN_CF_RES_X) | BIT(PLAN_CF_RES_VEC),
+                             0, 0, rule_conv_fused_fwd},
+    [PLAN_CONV_FUSED_BWD] = {"conv_fused_bwd", 6, 10,
+                             BIT(PLAN_DX) | BIT(PLAN_CB_DZ) | BIT(PLAN_CB_DGAMMA) |
+                                 BIT(PLAN_CB_DBETA) | BIT(PLAN_CB_VEC),
+                             BIT(PLAN_CB_BN_Y) | BIT(PLAN_CB_MEAN) | BIT(PLAN_CB_INVSTD) |
+                                 BIT(PLAN_CB_GAMMA) | BIT(PLAN_CB_BETA),
+                             BIT(PLAN_DX), 0, rule_conv_fused_bwd},
+    [PLAN_BN_APPLY_BWD] = {"bn_apply_bwd", 3, 6, BIT(PLAN_DX), 0, BIT(PLAN_DX), 0,
+                           rule_bn_apply_bwd},
+    [PLAN_ADD_PRO] = {"add_pro", 1, 4, 0, 0, 0, 0, rule_add_pro},
     [PLAN_DROPOUT_FWD] = {"dropout_fwd", 1, 2, 0, 0, 0, 0, rule_dropout_fwd},
     [PLAN_DROPOUT_BWD] = {"dropout_bwd", 1, 2, 0, 0, BIT(PLAN_DX), 0, rule_dropout_bwd},
     [PLAN_TEMPERATURE_FWD] = {"temperature_fwd", 1, 2, 0, 0, 0, 0, rule_temperature_fwd},

@@ -64,7 +64,7 @@ static int lists_exactly(const struct plan_node *n, const struct want *w, int nw
  * accumulate flag once with it set (the output is read too) and once clear. */
 static void test_node_tensors(void)
 {
-    static struct tensor T[16];
+    static struct tensor T[24];
     static const struct sgd_item items[1];
     static const struct lerp_item pairs[1];
     int covered[PLAN_OP_COUNT] = {0};
@@ -220,12 +220,52 @@ static void test_node_tensors(void)
         n.src[PLAN_SGD_CURSOR] = &T[1];
         EXPECT_LIST(&n, {&T[0], 0}, {&T[1], 0});
         NODE(PLAN_BN_ACT_TRAIN);   /* as BN_FWD_TRAIN, then the fused outputs and inputs */
-        for (int i = 0; i < 9; i++) n.dst[i] = &T[i];
-        for (int i = 0; i < 4; i++) n.src[i] = &T[9 + i];
-        n.src[PLAN_BNA_ADD_A] = &T[13], n.src[PLAN_BNA_ADD_B] = &T[14];
+        for (int i = 0; i < 10; i++) n.dst[i] = &T[i];
+        for (int i = 0; i < 4; i++) n.src[i] = &T[10 + i];
+        n.src[PLAN_BNA_ADD_A] = &T[14], n.src[PLAN_BNA_ADD_B] = &T[15];
+        n.src[PLAN_BNA_VEC_IN] = &T[16], n.src[PLAN_BNA_ADD_PRO_X] = &T[17];
+        n.src[PLAN_BNA_ADD_PRO_COEF] = &T[18];
         EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 1}, {&T[2], 1}, {&T[3], 1}, {&T[3], 0}, {&T[4], 1},
-                    {&T[4], 0}, {&T[5], 1}, {&T[6], 1}, {&T[7], 1}, {&T[8], 1}, {&T[9], 0},
-                    {&T[10], 0}, {&T[11], 0}, {&T[12], 0}, {&T[13], 0}, {&T[14], 0});
+                    {&T[4], 0}, {&T[5], 1}, {&T[6], 1}, {&T[7], 1}, {&T[8], 1}, {&T[9], 1},
+                    {&T[10], 0}, {&T[11], 0}, {&T[12], 0}, {&T[13], 0}, {&T[14], 0},
+                    {&T[15], 0}, {&T[16], 0}, {&T[17], 0}, {&T[18], 0});
+
+        NODE(PLAN_CONV_FUSED_FWD);   /* every slot: residual, prologue, sums */
+        for (int i = 0; i < 3; i++) n.dst[i] = &T[i];
+        for (int i = 0; i < 7; i++) n.src[i] = &T[3 + i];
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 1}, {&T[2], 1}, {&T[3], 0}, {&T[4], 0}, {&T[5], 0},
+                    {&T[6], 0}, {&T[7], 0}, {&T[8], 0}, {&T[9], 0});
+
+        NODE(PLAN_CONV_FUSED_BWD);   /* with the batch norm's backward; dx may be added to */
+        for (int i = 0; i < 6; i++) n.dst[i] = &T[i];
+        for (int i = 0; i < 10; i++) n.src[i] = &T[6 + i];
+        n.acc = acc;
+        if (acc)
+            EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 1}, {&T[2], 1}, {&T[3], 1},
+                        {&T[4], 1}, {&T[5], 1}, {&T[6], 0}, {&T[7], 0}, {&T[8], 0}, {&T[9], 0},
+                        {&T[10], 0}, {&T[11], 0}, {&T[12], 0}, {&T[13], 0}, {&T[14], 0},
+                        {&T[15], 0});
+        else
+            EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 1}, {&T[2], 1}, {&T[3], 1}, {&T[4], 1},
+                        {&T[5], 1}, {&T[6], 0}, {&T[7], 0}, {&T[8], 0}, {&T[9], 0},
+                        {&T[10], 0}, {&T[11], 0}, {&T[12], 0}, {&T[13], 0}, {&T[14], 0},
+                        {&T[15], 0});
+
+        NODE(PLAN_BN_APPLY_BWD);   /* as BN_BWD, then the vectors */
+        for (int i = 0; i < 3; i++) n.dst[i] = &T[i];
+        for (int i = 0; i < 6; i++) n.src[i] = &T[3 + i];
+        n.acc = acc;
+        if (acc)
+            EXPECT_LIST(&n, {&T[0], 1}, {&T[0], 0}, {&T[1], 1}, {&T[2], 1}, {&T[3], 0},
+                        {&T[4], 0}, {&T[5], 0}, {&T[6], 0}, {&T[7], 0}, {&T[8], 0});
+        else
+            EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 1}, {&T[2], 1}, {&T[3], 0}, {&T[4], 0},
+                        {&T[5], 0}, {&T[6], 0}, {&T[7], 0}, {&T[8], 0});
+
+        NODE(PLAN_ADD_PRO);   /* the operands, then the batch norm's x and coefficients */
+        n.dst[PLAN_Y] = &T[0];
+        for (int i = 0; i < 4; i++) n.src[i] = &T[1 + i];
+        EXPECT_LIST(&n, {&T[0], 1}, {&T[1], 0}, {&T[2], 0}, {&T[3], 0}, {&T[4], 0});
 
         NODE(PLAN_BN_ACT_EVAL);   /* no statistics written, no coefficients kept */
         n.dst[PLAN_Y] = &T[0], n.dst[PLAN_BNA_ACT] = &T[1], n.dst[PLAN_BNA_OUT] = &T[2];
@@ -1070,9 +1110,19 @@ static int pool_add_net(struct graph *g)
  * plain nodes' bits. */
 static const struct backend_ops *fuse_all_real;
 
+/* 1: the wrapper also takes the convolutions' fused nodes and the batch norm's nodes with
+ * vectors (the batch norm inside the convolutions); 0: the batch norm's own nodes only. */
+static int fuse_all_convs;
+
 static int fuse_all_supports(void *ctx, const struct plan_node *n)
 {
-    return plan_op_is_fused(n->op) || fuse_all_real->supports(ctx, n);
+    const int bn_own = (n->op == PLAN_BN_ACT_TRAIN || n->op == PLAN_BN_ACT_EVAL ||
+                        n->op == PLAN_BN_ACT_BWD) &&
+                       !(n->op == PLAN_BN_ACT_TRAIN &&
+                         (n->dst[PLAN_BNA_VEC] || n->src[PLAN_BNA_VEC_IN] ||
+                          n->src[PLAN_BNA_ADD_PRO_X]));
+    if (plan_op_is_fused(n->op)) return bn_own || fuse_all_convs;
+    return fuse_all_real->supports(ctx, n);
 }
 
 static int fuse_all_run_node(void *ctx, const struct plan_node *n)
@@ -1096,6 +1146,19 @@ static int fuse_all_compute(void *ctx, const struct plan *p)
     return plan_run_each(&b, p, NULL, NULL);
 }
 
+/* The fuse-all wrapper over the fixture's engine, taking the convolutions' fused nodes
+ * when convs. */
+static struct backend fuse_all_backend(struct fixture *f, int convs)
+{
+    fuse_all_real = f->be.ops;
+    fuse_all_ops = *f->be.ops;
+    fuse_all_ops.supports = fuse_all_supports;
+    fuse_all_ops.run_node = fuse_all_run_node;
+    fuse_all_ops.plan_compute = fuse_all_compute;
+    fuse_all_convs = convs;
+    return (struct backend){&fuse_all_ops, f->be.ctx};
+}
+
 /* The fused node of layer `layer` (a batch norm) of op in p, or NULL. */
 static const struct plan_node *fused_of(const struct plan *p, enum plan_op op, int layer)
 {
@@ -1104,22 +1167,18 @@ static const struct plan_node *fused_of(const struct plan *p, enum plan_op op, i
     return NULL;
 }
 
-/* What the builder folds for an engine that takes it (fuse_all_*): in the step plan, the
+/* What the builder folds for an engine that takes the batch norm's own fused nodes
+ * (fuse_all_*, convs off): in the step plan, the
  * max pool into bn1's node, forward and backward (the activation's output never needed:
  * no pool node at all), and into bn2's node the add before it (its output the batch
  * norm's x, still written) and the global max pool after it (one 16 x 16 window); in the
- * evaluation plan the pools folded again and the add left alone. An epoch gives the bits of the plain nodes
- * (DAWNRUN_CPU_FUSE=0 on the CPU engine). */
+ * evaluation plan the pools folded again and the add left alone. An epoch gives the bits
+ * of the plain nodes (DAWNRUN_CPU_FUSE=0 on the CPU engine). */
 static void test_pool_add_folds(struct fixture *f)
 {
     struct graph g;
     struct trainer a, r;
-    fuse_all_real = f->be.ops;
-    fuse_all_ops = *f->be.ops;
-    fuse_all_ops.supports = fuse_all_supports;
-    fuse_all_ops.run_node = fuse_all_run_node;
-    fuse_all_ops.plan_compute = fuse_all_compute;
-    struct backend be = {&fuse_all_ops, f->be.ctx};
+    struct backend be = fuse_all_backend(f, 0);
     struct experiment e = f->e;
     e.eval.tta = TTA_NONE;
     e.train.average.kind = AVERAGE_NONE;
@@ -1161,6 +1220,128 @@ static void test_pool_add_folds(struct fixture *f)
         CHECK(trainer_epoch(&r, 0, NULL, &rr) == DR_OK);
         CHECK(count_op(&r.step_plan, PLAN_BN_ACT_TRAIN) == 0);
         printf("pool and add folded: train loss %.9g, test loss %.9g (plain %.9g, %.9g)\n",
+               ra.train_loss, ra.test_loss, rr.train_loss, rr.test_loss);
+        CHECK(ra.train_loss == rr.train_loss && ra.test_loss == rr.test_loss &&
+              ra.test_acc == rr.test_acc);
+        CHECK(same_trained_state(&f->be, &a, &r));
+        trainer_free(&r);
+    }
+    CHECK(unsetenv("DAWNRUN_CPU_FUSE") == 0);
+    trainer_free(&a);
+    graph_free(&g);
+}
+
+/* conv1 -> bn1 -> relu1 -> conv2 -> bn2 -> relu2 -> conv3 -> bn3 -> relu3 -> conv4 ->
+ * add(relu2, conv4) -> bn4 -> relu4 -> maxpool (2 x 2) -> flatten -> linear: a
+ * pre-activation block (relu2 its identity shortcut) between two plain ones. */
+static int conv_bn_net(struct graph *g)
+{
+    struct net_spec s = {0};
+    struct layer_spec *l;
+    char err[256];
+    int ok = 1;
+    for (int k = 1; k <= 3 && ok; k++) {
+        char name[16];
+        snprintf(name, sizeof(name), "conv%d", k);
+        ok = (l = add(&s, name, LAYER_CONV)) != NULL;
+        if (ok) l->out = 8;
+        snprintf(name, sizeof(name), "bn%d", k);
+        ok = ok && add(&s, name, LAYER_BN);
+        snprintf(name, sizeof(name), "relu%d", k);
+        ok = ok && add(&s, name, LAYER_RELU);
+    }
+    ok = ok && (l = add(&s, "conv4", LAYER_CONV)) != NULL;
+    if (ok) l->out = 8;
+    ok = ok && (l = add(&s, "add", LAYER_ADD)) != NULL;
+    if (ok) {
+        l->n_inputs = 2;
+        snprintf(l->inputs[0], sizeof(l->inputs[0]), "relu2");
+        snprintf(l->inputs[1], sizeof(l->inputs[1]), "conv4");
+    }
+    ok = ok && add(&s, "bn4", LAYER_BN) && add(&s, "relu4", LAYER_RELU);
+    ok = ok && (l = add(&s, "maxpool", LAYER_MAXPOOL)) != NULL;
+    if (ok) l->k = 2, l->stride = 2;
+    ok = ok && add(&s, "flat", LAYER_FLATTEN);
+    ok = ok && (l = add(&s, "linear", LAYER_LINEAR)) != NULL;
+    if (ok) l->out = 10, l->bias = 1;
+    int rc = ok ? graph_build(g, &s, 3, 32, 32, err, sizeof(err)) : DR_ERR_NOMEM;
+    if (rc != DR_OK && ok) printf("graph_build: %s\n", err);
+    net_spec_free(&s);
+    return rc;
+}
+
+/* What the builder puts inside the convolutions for an engine that takes every fused node
+ * (fuse_all_*, convs on; each run as its decomposition), on conv_bn_net: rule 1 (sums and
+ * apply) for bn1 and bn3, rule 2 (sums) for bn2, rule 3 (prologue) for bn2 with the add
+ * recomputing relu2 and conv3 taking bn2's backward, rule 4 (the add inside conv4, its sum
+ * summed for bn4, relu2 recomputed), the pool folded into bn4; the evaluation plan's add
+ * inside conv4 too. An epoch gives the bits of the plain nodes (DAWNRUN_CPU_FUSE=0). */
+static void test_conv_folds(struct fixture *f)
+{
+    struct graph g;
+    struct trainer a, r;
+    struct backend be = fuse_all_backend(f, 1);
+    struct experiment e = f->e;
+    e.eval.tta = TTA_NONE;
+    e.train.average.kind = AVERAGE_NONE;
+    if (conv_bn_net(&g) != DR_OK ||
+        trainer_create(&a, &e, &g, &be, &f->train, &f->test, 5) != DR_OK) {
+        CHECK(0);
+        return;
+    }
+    const int conv1 = 1, bn1 = 2, conv2 = 4, bn2 = 5, relu2 = 6, conv3 = 7, bn3 = 8, conv4 = 10;
+    const int sum = 11, bn4 = 12;
+    CHECK(!strcmp(g.layers[bn4].spec.name, "bn4") && !strcmp(g.layers[sum].spec.name, "add"));
+    CHECK(trainer_epoch_begin(&a, 0) == DR_OK);
+    const struct plan *step = &a.step_plan;
+    const struct model *m = &a.model;
+    CHECK(count_op(step, PLAN_ADD_FWD) == 0 && count_op(step, PLAN_ADD_PRO) == 0 &&
+          count_op(step, PLAN_CONV_FWD) == 0 && count_op(step, PLAN_CONV_FUSED_FWD) == 4);
+    CHECK(count_op(step, PLAN_BN_APPLY_BWD) == 3 && count_op(step, PLAN_BN_ACT_BWD) == 1 &&
+          count_op(step, PLAN_CONV_FUSED_BWD) == 3 && count_op(step, PLAN_CONV_BWD) == 1);
+    /* conv1 sums for bn1, which turns the sums into its vectors, read by conv2 */
+    const struct plan_node *n = fused_of(step, PLAN_CONV_FUSED_FWD, conv1);
+    CHECK(n && n->dst[PLAN_CF_SUMS] == &m->bn_vec[bn1] && !n->src[PLAN_CF_PRO_X]);
+    n = fused_of(step, PLAN_BN_ACT_TRAIN, bn1);
+    CHECK(n && n->dst[PLAN_BNA_VEC] == &m->bn_vec[bn1] &&
+          n->src[PLAN_BNA_VEC_IN] == &m->bn_vec[bn1] && !n->dst[PLAN_BNA_COEF]);
+    n = fused_of(step, PLAN_CONV_FUSED_FWD, conv2);
+    CHECK(n && n->src[PLAN_CF_PRO_X] == &m->y[conv1] && n->src[PLAN_CF_PRO_VEC] == &m->bn_vec[bn1]
+          && n->dst[PLAN_CF_SUMS] == &m->bn_vec[bn2]);
+    n = fused_of(step, PLAN_CONV_FUSED_BWD, conv2);
+    CHECK(n && n->dst[PLAN_CB_DZ] == &m->dy[bn1] && n->dst[PLAN_CB_VEC] == &m->bn_vec[bn1]);
+    /* bn2: its sums from conv2, its coefficients kept, its activation read through the
+     * apply by conv3 (which takes its backward) and recomputed by conv4's add */
+    n = fused_of(step, PLAN_BN_ACT_TRAIN, bn2);
+    CHECK(n && n->dst[PLAN_BNA_VEC] == &m->bn_vec[bn2] && n->dst[PLAN_BNA_COEF] &&
+          n->src[PLAN_BNA_VEC_IN] == &m->bn_vec[bn2]);
+    n = fused_of(step, PLAN_CONV_FUSED_BWD, conv3);
+    CHECK(n && n->dst[PLAN_CB_DZ] == &m->dy[bn2] && PLAN_NODE_ACC(n, PLAN_DX));
+    CHECK(fused_of(step, PLAN_BN_APPLY_BWD, bn2) && fused_of(step, PLAN_BN_APPLY_BWD, bn3));
+    n = fused_of(step, PLAN_CONV_FUSED_FWD, conv3);
+    CHECK(n && n->src[PLAN_CF_PRO_VEC] == &m->bn_vec[bn2] && n->dst[PLAN_CF_SUMS] ==
+          &m->bn_vec[bn3]);
+    n = fused_of(step, PLAN_CONV_FUSED_FWD, conv4);
+    CHECK(n && n->src[PLAN_CF_PRO_VEC] == &m->bn_vec[bn3] && n->dst[PLAN_CF_OUT] == &m->y[sum] &&
+          n->src[PLAN_CF_RES] == &m->y[relu2] && n->src[PLAN_CF_RES_X] == &m->y[conv2] &&
+          n->src[PLAN_CF_RES_VEC] == &m->bn_vec[bn2] && n->dst[PLAN_CF_SUMS] == &m->bn_vec[bn4]);
+    n = fused_of(step, PLAN_BN_ACT_TRAIN, bn4);
+    CHECK(n && !n->par.bn_act.add_in && n->par.bn_act.pool.kh == 2 &&
+          n->src[PLAN_BNA_VEC_IN] == &m->bn_vec[bn4] && !n->dst[PLAN_BNA_VEC]);
+    struct epoch_record ra, rr;
+    CHECK(trainer_epoch(&a, 0, NULL, &ra) == DR_OK);
+    const struct plan *ev = &a.eval_plan;
+    n = fused_of(ev, PLAN_CONV_FUSED_FWD, conv4);
+    CHECK(n && n->dst[PLAN_CF_OUT] == &m->y[sum] && !n->src[PLAN_CF_RES_X] &&
+          !n->src[PLAN_CF_PRO_X] && !n->dst[PLAN_CF_SUMS]);
+    CHECK(count_op(ev, PLAN_ADD_FWD) == 0 && count_op(ev, PLAN_CONV_FUSED_FWD) == 1);
+    CHECK(setenv("DAWNRUN_CPU_FUSE", "0", 1) == 0);
+    const int made = trainer_create(&r, &e, &g, &f->be, &f->train, &f->test, 5);
+    CHECK(made == DR_OK);
+    if (made == DR_OK) {
+        CHECK(trainer_epoch(&r, 0, NULL, &rr) == DR_OK);
+        CHECK(count_op(&r.step_plan, PLAN_CONV_FUSED_FWD) == 0);
+        printf("convolutions' fused nodes: train loss %.9g, test loss %.9g (plain %.9g, %.9g)\n",
                ra.train_loss, ra.test_loss, rr.train_loss, rr.test_loss);
         CHECK(ra.train_loss == rr.train_loss && ra.test_loss == rr.test_loss &&
               ra.test_acc == rr.test_acc);
@@ -1291,6 +1472,7 @@ int main(void)
     test_forget(&f);
     test_dropout(&f);
     test_pool_add_folds(&f);
+    test_conv_folds(&f);
     test_temperature(&f);
     backend_destroy(&f.be);
     graph_free(&f.g);

@@ -343,6 +343,156 @@ static void case_pool_and_add(void)
     }
 }
 
+/* The convolutions' fused nodes (CONV_FUSED_FWD, CONV_FUSED_BWD, BN_APPLY_BWD, ADD_PRO) and
+ * the batch norm's node with vectors: the CPU engine runs none of them fused, and their
+ * decomposition is the plain nodes built here by hand, bit for bit, every slot given (the
+ * vectors, the prologue's x and the recomputed operand's, which only a fused run reads, are
+ * not touched). Then the rules' refusals. */
+enum { VEC_FLOATS = PLAN_BNV_COUNT * 4 };   /* plan_bn_vec_stride(C) = 4 */
+
+static void case_conv_nodes(void)
+{
+    struct set s[2];
+    struct tensor w[2], c2[2], vec, vec2, vec_bad;
+    struct plan_node n, parts[PLAN_FUSED_MAX_PARTS];
+    const union plan_params conv = {.conv = {3, 1, 1}}, relu = {.act = {ACT_RELU, 0.0f}};
+    const union plan_params bn = {.bn = {1e-5f, 0.1f, 1}};
+    CHECK(plan_bn_vec_stride(C) == 4 && plan_bn_vec_stride(8) == 8 && plan_bn_vec_stride(0) == 0);
+    for (int r = 0; r < 2; r++) {
+        set_make(&s[r], 1);
+        w[r] = filled(TENSOR_PARAM, C, C, 3, 3, 30);
+        c2[r] = filled(TENSOR_ACT, N, C, H, W, 31);
+    }
+    vec = filled(TENSOR_F32, VEC_FLOATS, 1, 1, 1, 32);
+    vec2 = filled(TENSOR_F32, VEC_FLOATS, 1, 1, 1, 33);
+    vec_bad = filled(TENSOR_F32, VEC_FLOATS - 4, 1, 1, 1, 34);
+    /* the forward: conv(act, w) + res, summed into vec, act read through x's apply */
+    plan_node_init(&n, PLAN_CONV_FUSED_FWD);
+    plan_node_set_tensors(&n, PLAN_DSTS(&c2[0], &s[0].out, &vec2),
+                          PLAN_SRCS(&s[0].act, &w[0], &s[0].x, &vec, &s[0].res, &s[0].y, &vec));
+    n.par.conv = conv.conv;
+    CHECK(plan_node_check(&n) == DR_OK && !be.ops->supports(be.ctx, &n));
+    CHECK(plan_fused_expand(parts, &n) == 2 && parts[0].op == PLAN_CONV_FWD &&
+          parts[1].op == PLAN_ADD_FWD && parts[1].src[0] == &c2[0]);
+    CHECK(plan_run_one(&be, &n) == DR_OK);
+    CHECK(plan_run_op(&be, PLAN_CONV_FWD, PLAN_DSTS(&c2[1]), PLAN_SRCS(&s[1].act, &w[1], NULL), 0,
+                      &conv) == DR_OK);
+    CHECK(plan_run_op(&be, PLAN_ADD_FWD, PLAN_DSTS(&s[1].out), PLAN_SRCS(&c2[1], &s[1].res), 0,
+                      NULL) == DR_OK);
+    CHECK(same_bits(&c2[0], &c2[1]) && same_bits(&s[0].out, &s[1].out));
+    /* the backward with the batch norm's: dx (added to) then the ReLU's mask into dact */
+    plan_node_init(&n, PLAN_CONV_FUSED_BWD);
+    plan_node_set_tensors(&n,
+                          PLAN_DSTS(&s[0].dx, &s[0].dgamma, &s[0].dact, &s[0].dgamma,
+                                    &s[0].dbeta, &vec),
+                          PLAN_SRCS(&s[0].dy, &s[0].act, &w[0], &s[0].x, &vec, &s[0].y,
+                                    &s[0].mean, &s[0].invstd, &s[0].gamma, &s[0].beta));
+    struct tensor dw[2] = {filled(TENSOR_PARAM, C, C, 3, 3, 35),
+                           filled(TENSOR_PARAM, C, C, 3, 3, 35)};
+    n.dst[PLAN_DW] = &dw[0];
+    n.par.conv = conv.conv;
+    n.acc = 1;
+    CHECK(plan_node_check(&n) == DR_OK && !be.ops->supports(be.ctx, &n));
+    CHECK(plan_fused_expand(parts, &n) == 2 && parts[0].op == PLAN_CONV_BWD && parts[0].acc == 1 &&
+          parts[1].op == PLAN_ACT_BWD && parts[1].src[PLAN_DY] == &s[0].dx);
+    CHECK(plan_run_one(&be, &n) == DR_OK);
+    CHECK(plan_run_op(&be, PLAN_CONV_BWD, PLAN_DSTS(&s[1].dx, &dw[1], NULL),
+                      PLAN_SRCS(&s[1].dy, &s[1].act, &w[1]), 1, &conv) == DR_OK);
+    CHECK(plan_run_op(&be, PLAN_ACT_BWD, PLAN_DSTS(&s[1].dact), PLAN_SRCS(&s[1].dx, &s[1].y), 0,
+                      &relu) == DR_OK);
+    CHECK(same_bits(&s[0].dx, &s[1].dx) && same_bits(&dw[0], &dw[1]) &&
+          same_bits(&s[0].dact, &s[1].dact));
+    /* the batch norm's backward that applies the coefficients */
+    plan_node_init(&n, PLAN_BN_APPLY_BWD);
+    plan_node_set_tensors(&n, PLAN_DSTS(&c2[0], &s[0].dgamma, &s[0].dbeta),
+                          PLAN_SRCS(&s[0].dact, &s[0].x, &s[0].gamma, &s[0].mean, &s[0].invstd,
+                                    &vec));
+    CHECK(plan_node_check(&n) == DR_OK && !be.ops->supports(be.ctx, &n));
+    CHECK(plan_fused_expand(parts, &n) == 1 && parts[0].op == PLAN_BN_BWD);
+    CHECK(plan_run_one(&be, &n) == DR_OK);
+    CHECK(plan_run_op(&be, PLAN_BN_BWD, PLAN_DSTS(&c2[1], &s[1].dgamma, &s[1].dbeta),
+                      PLAN_SRCS(&s[1].dact, &s[1].x, &s[1].gamma, &s[1].mean, &s[1].invstd), 0,
+                      NULL) == DR_OK);
+    CHECK(same_bits(&c2[0], &c2[1]) && same_bits(&s[0].dgamma, &s[1].dgamma) &&
+          same_bits(&s[0].dbeta, &s[1].dbeta));
+    /* the add recomputing its first operand */
+    plan_node_init(&n, PLAN_ADD_PRO);
+    plan_node_set_tensors(&n, PLAN_DSTS(&s[0].out), PLAN_SRCS(&s[0].act, &s[0].res, &s[0].x,
+                                                               &s[0].coef));
+    CHECK(plan_node_check(&n) == DR_OK && !be.ops->supports(be.ctx, &n));
+    CHECK(plan_fused_expand(parts, &n) == 1 && parts[0].op == PLAN_ADD_FWD);
+    CHECK(plan_run_one(&be, &n) == DR_OK);
+    CHECK(plan_run_op(&be, PLAN_ADD_FWD, PLAN_DSTS(&s[1].out), PLAN_SRCS(&s[1].act, &s[1].res), 0,
+                      NULL) == DR_OK);
+    CHECK(same_bits(&s[0].out, &s[1].out));
+    /* the batch norm writing its vectors from the convolution's sums: its plain nodes */
+    fwd_node(&n, &s[0], 1, 0, 0, 0, 1, ACT_RELU);
+    n.dst[PLAN_BNA_VEC] = &vec;
+    n.src[PLAN_BNA_VEC_IN] = &vec;
+    CHECK(plan_node_check(&n) == DR_OK && !be.ops->supports(be.ctx, &n));
+    CHECK(plan_fused_expand(parts, &n) == 2);
+    CHECK(plan_run_one(&be, &n) == DR_OK);
+    CHECK(plan_run_op(&be, PLAN_BN_FWD_TRAIN,
+                      PLAN_DSTS(&s[1].y, &s[1].mean, &s[1].invstd, &s[1].rmean, &s[1].rvar),
+                      PLAN_SRCS(&s[1].x, &s[1].gamma, &s[1].beta), 0, &bn) == DR_OK);
+    CHECK(plan_run_op(&be, PLAN_ACT_FWD, PLAN_DSTS(&s[1].act), PLAN_SRCS(&s[1].y), 0, &relu) ==
+          DR_OK);
+    CHECK(same_bits(&s[0].act, &s[1].act) && same_bits(&s[0].rvar, &s[1].rvar));
+    /* the add before it recomputing its first operand: the add's plain node first */
+    fwd_node(&n, &s[0], 1, 0, 1, 0, 1, ACT_RELU);
+    n.dst[PLAN_BNA_SUM] = &s[0].x;
+    n.src[PLAN_BNA_ADD_A] = &s[0].res, n.src[PLAN_BNA_ADD_B] = &s[0].dy;
+    n.src[PLAN_BNA_ADD_PRO_X] = &s[0].out, n.src[PLAN_BNA_ADD_PRO_COEF] = &s[0].coef;
+    n.par.bn_act.add_in = 1;
+    CHECK(plan_node_check(&n) == DR_OK && !be.ops->supports(be.ctx, &n));
+    CHECK(plan_fused_expand(parts, &n) == 3 && parts[0].op == PLAN_ADD_FWD &&
+          parts[0].src[0] == &s[0].res);
+    /* the rules */
+    fprintf(stderr, "(nine error messages expected below)\n");
+    plan_node_init(&n, PLAN_CONV_FUSED_FWD);   /* a prologue's x without its vectors */
+    plan_node_set_tensors(&n, PLAN_DSTS(&c2[0]), PLAN_SRCS(&s[0].act, &w[0], &s[0].x));
+    n.par.conv = conv.conv;
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    n.src[PLAN_CF_PRO_VEC] = &vec_bad;   /* vectors of another size */
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    n.src[PLAN_CF_PRO_VEC] = &vec;
+    CHECK(plan_node_check(&n) == DR_OK);
+    n.src[PLAN_CF_RES] = &s[0].res;   /* a residual without the add's output */
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    n.src[PLAN_CF_RES] = NULL;
+    n.src[PLAN_CF_RES_X] = &s[0].y;   /* a recomputed residual without a residual */
+    n.src[PLAN_CF_RES_VEC] = &vec;
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    plan_node_init(&n, PLAN_CONV_FUSED_BWD);   /* the batch norm's dy without its vectors */
+    plan_node_set_tensors(&n, PLAN_DSTS(&s[0].dx, &dw[0], &s[0].dact),
+                          PLAN_SRCS(&s[0].dy, &s[0].act, &w[0], &s[0].x, &vec, &s[0].y,
+                                    &s[0].mean, &s[0].invstd, &s[0].gamma, &s[0].beta));
+    n.par.conv = conv.conv;
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    n.dst[PLAN_CB_DZ] = NULL;   /* the batch norm's inputs without its dy */
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    fwd_node(&n, &s[0], 1, 0, 1, 0, 1, ACT_RELU);   /* vectors with the output kept */
+    n.dst[PLAN_BNA_VEC] = &vec;
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    n.par.bn_act.keep_y = 0;
+    n.src[PLAN_BNA_VEC_IN] = &vec2;   /* two vectors */
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    plan_node_init(&n, PLAN_ADD_PRO);   /* coefficients of another size */
+    plan_node_set_tensors(&n, PLAN_DSTS(&s[0].out), PLAN_SRCS(&s[0].act, &s[0].res, &s[0].x,
+                                                               &s[0].mean));
+    CHECK(plan_node_check(&n) == DR_ERR_INTERNAL);
+    CHECK(plan_op_is_fused(PLAN_CONV_FUSED_FWD) && plan_op_is_fused(PLAN_ADD_PRO));
+    for (int r = 0; r < 2; r++) {
+        set_free(&s[r]);
+        be.ops->tensor_free(be.ctx, &w[r]);
+        be.ops->tensor_free(be.ctx, &c2[r]);
+        be.ops->tensor_free(be.ctx, &dw[r]);
+    }
+    be.ops->tensor_free(be.ctx, &vec);
+    be.ops->tensor_free(be.ctx, &vec2);
+    be.ops->tensor_free(be.ctx, &vec_bad);
+}
+
 int main(void)
 {
     if (backend_cpu_create(&be, 2) != DR_OK) return check_finish("test_plan_fused");
@@ -356,6 +506,7 @@ int main(void)
     case_fallback();
     case_rule();
     case_pool_and_add();
+    case_conv_nodes();
     backend_destroy(&be);
     return check_finish("test_plan_fused");
 }

@@ -95,13 +95,14 @@ int model_create(struct model *m, const struct graph *g, struct backend *be, int
     m->bn_rmean = dr_calloc(nl, sizeof(*m->bn_rmean));
     m->bn_rvar = dr_calloc(nl, sizeof(*m->bn_rvar));
     m->bn_coef = dr_calloc(nl, sizeof(*m->bn_coef));
+    m->bn_vec = dr_calloc(nl, sizeof(*m->bn_vec));
     m->p = dr_calloc(np, sizeof(*m->p));
     m->dp = dr_calloc(np, sizeof(*m->dp));
     m->v = dr_calloc(np, sizeof(*m->v));
     m->live = dr_calloc(nl, 1);
     m->accum = dr_calloc(nl * GRAPH_MAX_INPUTS, 1);
     if (!m->y || !m->dy || !m->bn_mean || !m->bn_invstd || !m->bn_rmean || !m->bn_rvar ||
-        !m->bn_coef || !m->p || !m->dp || !m->v || !m->live || !m->accum)
+        !m->bn_coef || !m->bn_vec || !m->p || !m->dp || !m->v || !m->live || !m->accum)
         FAIL(DR_ERR_NOMEM, "out of memory allocating the model tables");
     TRY(model_plan_backward(m));
 
@@ -117,6 +118,8 @@ int model_create(struct model *m, const struct graph *g, struct backend *be, int
             TRY(tensor_new(m, &m->bn_rvar[i], TENSOR_F32, l->c, 1, 1, 1));
             TRY(tensor_new(m, &m->bn_coef[i], TENSOR_F32,
                            PLAN_BN_COEF_PER_CHANNEL * parts * l->c, 1, 1, 1));
+            TRY(tensor_new(m, &m->bn_vec[i], TENSOR_F32,
+                           PLAN_BNV_COUNT * (int)plan_bn_vec_stride(l->c), 1, 1, 1));
         }
     }
     for (int k = 0; k < g->n_params; k++) {
@@ -152,6 +155,7 @@ void model_free(struct model *m)
         table_del(m, m->bn_rmean, i);
         table_del(m, m->bn_rvar, i);
         table_del(m, m->bn_coef, i);
+        table_del(m, m->bn_vec, i);
         table_del(m, m->avg_rmean, i);
         table_del(m, m->avg_rvar, i);
     }
@@ -171,6 +175,7 @@ void model_free(struct model *m)
     free(m->bn_rmean);
     free(m->bn_rvar);
     free(m->bn_coef);
+    free(m->bn_vec);
     free(m->p);
     free(m->dp);
     free(m->v);

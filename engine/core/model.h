@@ -34,6 +34,10 @@ struct model {
     struct tensor *bn_coef;   /* [g->count], BN layers only: the coefficients a fused
                                  forward keeps for its backward (kernels/plan.h
                                  PLAN_BNA_COEF), PLAN_BN_COEF_PER_CHANNEL * splits * c */
+    struct tensor *bn_vec;    /* [g->count], BN layers only: the vectors of a batch norm
+                                 whose passes the convolutions around it take (kernels/
+                                 plan.h, enum plan_bn_vec), PLAN_BNV_COUNT *
+                                 plan_bn_vec_stride(c) */
     struct tensor *avg;       /* [g->n_params] averaged parameters, NULL = no averaging */
     struct tensor *avg_rmean, *avg_rvar; /* [g->count] averaged BN running statistics */
     struct tensor probs;      /* softmax of the logits */
@@ -141,13 +145,21 @@ int model_plan_eval(struct plan *p, struct model *m, const struct model_batch_sr
                     const struct augment_params *views, const float *weights, int nviews,
                     struct tensor *view_sum);
 
+/* Builds into p (released first) one whole pass over the model's input as the caller
+ * wrote it (m->y[0] and m->labels: no batch node): the forward pass (train: batch
+ * statistics), the loss into m->stats, and in training the backward into m->dp with
+ * dlogits = scale * (probs - target); no optimiser, no cursor (a training dropout, which
+ * needs one, fails). Fused as a training step's plan or an evaluation batch's are; not
+ * replayable (the caller may set p->replayable). For the selfcheck's plan cases and the
+ * tests. */
+int model_plan_pass(struct plan *p, struct model *m, int train, float smoothing, float scale);
+
 /* Runs a plan of this model: plan_compute for a replayable plan (a whole step or
  * evaluation batch: the backend may fuse and replay it), node by node otherwise (the
- * single-part runs model_forward, model_loss, model_backward, model_sgd: their tensors
- * are read by the plans after them, which a backend's fusion analysis of one plan cannot
- * see); when profiling (m->prof), node by node with a wait around each node, its time
- * added to m->prof by layer type and phase (a fused node's, kernels/plan.h
- * PLAN_FUSED_OPS, to its first layer's: the batch norm's). */
+ * single-part runs model_forward, model_loss, model_backward, model_sgd, whose tensors
+ * are read by the plans after them); when profiling (m->prof), node by node with a wait
+ * around each node, its time added to m->prof by layer type and phase (a fused node's,
+ * kernels/plan.h PLAN_FUSED_OPS, to its first layer's: the batch norm's). */
 int model_run_plan(struct model *m, struct plan *p);
 
 /* Forward pass over y[0] (already filled) in train (batch statistics, running stats

@@ -43,9 +43,7 @@ static int prev_live(const struct model *m, int i)
     return -1;
 }
 
-/* The live layers other than `except` reading layer u's output (the plan's output counts
- * as a reader). */
-static int readers(const struct model *m, int u, int except)
+int model_fuse_readers(const struct model *m, int u, int except)
 {
     const struct graph *g = m->g;
     int count = u == g->output;
@@ -84,9 +82,10 @@ static void bn_act_params(struct plan_node *n, const struct model *m,
 }
 
 void model_fuse_fwd_node(struct plan_node *n, const struct model *m,
-                         const struct model_fuse_handles *h, const struct model_fuse_layer *f,
+                         const struct model_fuse_handles *h, const struct model_fuse_layer *fs,
                          int i, int train)
 {
+    const struct model_fuse_layer *f = &fs[i];
     const struct layer *l = &m->g->layers[i];
     const struct tensor *x = h->y[l->inputs[0]];
     struct tensor *w = &m->p[l->param_first];
@@ -101,12 +100,25 @@ void model_fuse_fwd_node(struct plan_node *n, const struct model *m,
     } else if (f->pool >= 0) {
         out = h->y[f->pool];
     }
+    const struct tensor *pro_x = NULL, *pro_coef = NULL;
     if (f->add_in >= 0) {
         const struct layer *q = &m->g->layers[f->add_in];
         sum = h->y[f->add_in];
         add_a = h->y[q->inputs[0]];
         add_b = h->y[q->inputs[1]];
+        if (f->pro >= 0) {   /* the first operand the recomputed activation */
+            const int act = fs[f->pro].act;
+            add_b = h->y[q->inputs[0] == act ? q->inputs[1] : q->inputs[0]];
+            add_a = h->y[act];
+            pro_x = h->y[m->g->layers[f->pro].inputs[0]];
+            pro_coef = &m->bn_coef[f->pro];
+        }
     }
+    /* kept coefficients: for the fused backward, and for the apply's vectors unless they
+     * come from the convolution's sums */
+    struct tensor *coef = f->bwd && f->vec != FUSE_VEC_SUMS ? &m->bn_coef[i] : NULL;
+    struct tensor *vec = f->vec ? &m->bn_vec[i] : NULL;
+    const struct tensor *vec_in = f->sums >= 0 ? &m->bn_vec[i] : NULL;
     plan_node_init(n, train ? PLAN_BN_ACT_TRAIN : PLAN_BN_ACT_EVAL);
     n->phase = PLAN_PHASE_FORWARD;
     n->layer = i;
@@ -114,8 +126,9 @@ void model_fuse_fwd_node(struct plan_node *n, const struct model *m,
         plan_node_set_tensors(n,
                               PLAN_DSTS(h->y[i], &m->bn_mean[i], &m->bn_invstd[i],
                                         &m->bn_rmean[i], &m->bn_rvar[i], h->y[f->act], out,
-                                        f->bwd ? &m->bn_coef[i] : NULL, sum),
-                              PLAN_SRCS(x, &w[0], &w[1], res, NULL, NULL, add_a, add_b));
+                                        coef, sum, vec),
+                              PLAN_SRCS(x, &w[0], &w[1], res, NULL, NULL, add_a, add_b, vec_in,
+                                        pro_x, pro_coef));
     else
         plan_node_set_tensors(n, PLAN_DSTS(h->y[i], NULL, NULL, NULL, NULL, h->y[f->act], out,
                                            NULL, NULL),
@@ -128,12 +141,25 @@ void model_fuse_fwd_node(struct plan_node *n, const struct model *m,
 }
 
 void model_fuse_bwd_node(struct plan_node *n, const struct model *m,
-                         const struct model_fuse_handles *h, const struct model_fuse_layer *f,
+                         const struct model_fuse_handles *h, const struct model_fuse_layer *fs,
                          int i)
 {
+    const struct model_fuse_layer *f = &fs[i];
     const struct layer *l = &m->g->layers[i];
     const int u = l->inputs[0], top = f->pool >= 0 ? f->pool : f->act;
     const int pool = f->pool >= 0;
+    if (f->dbn) {   /* a convolution's backward took the activation's and the weights' */
+        plan_node_init(n, PLAN_BN_APPLY_BWD);
+        n->phase = PLAN_PHASE_BACKWARD;
+        n->layer = i;
+        plan_node_set_tensors(n,
+                              PLAN_DSTS(u == 0 ? NULL : h->dy[u], &m->dp[l->param_first],
+                                        &m->dp[l->param_first + 1]),
+                              PLAN_SRCS(h->dy[i], h->y[u], &m->p[l->param_first],
+                                        &m->bn_mean[i], &m->bn_invstd[i], &m->bn_vec[i]));
+        n->acc = m->accum[i * GRAPH_MAX_INPUTS] != 0;
+        return;
+    }
     plan_node_init(n, PLAN_BN_ACT_BWD);
     n->phase = PLAN_PHASE_BACKWARD;
     n->layer = i;
@@ -148,8 +174,7 @@ void model_fuse_bwd_node(struct plan_node *n, const struct model *m,
     bn_act_params(n, m, f, i);
 }
 
-/* Whether the engine runs the node (plan_run_node checks it against its rule). */
-static int runs(const struct model *m, const struct plan_node *n)
+int model_fuse_runs(const struct model *m, const struct plan_node *n)
 {
     return m->be->ops->supports(m->be->ctx, n);
 }
@@ -158,7 +183,7 @@ static int runs(const struct model *m, const struct plan_node *n)
 static int residual_add(const struct model *m, int i, int j)
 {
     const int k = next_live(m, j);
-    if (k < 0 || readers(m, j, k) != 0) return -1;
+    if (k < 0 || model_fuse_readers(m, j, k) != 0) return -1;
     const struct layer *q = &m->g->layers[k];
     if (layer_type_kind(q->spec.type) != LAYER_KIND_ADD ||
         (q->inputs[0] == j) == (q->inputs[1] == j))
@@ -173,7 +198,7 @@ static int residual_add(const struct model *m, int i, int j)
 static int tiling_pool(const struct model *m, int j)
 {
     const int k = next_live(m, j);
-    if (k < 0 || readers(m, j, k) != 0) return -1;
+    if (k < 0 || model_fuse_readers(m, j, k) != 0) return -1;
     const struct layer *q = &m->g->layers[k];
     const struct layer_info *info = layer_info(q->spec.type);
     if ((info->kind != LAYER_KIND_POOL && info->kind != LAYER_KIND_GLOBAL_POOL) ||
@@ -195,7 +220,8 @@ static int input_add(const struct model_fuse_layer *f, const struct model *m, in
     return k;
 }
 
-static const struct model_fuse_layer NONE = {-1, -1, -1, -1, 0, 0, 0, 0};
+static const struct model_fuse_layer NONE = {-1, -1, -1, -1, 0, 0, 0, 0,
+                                              -1, -1, -1, -1, 0, 0};
 
 /* Decides batch-norm layer i's fused nodes into f: the candidates, most fused first (the
  * residual add or pool after, and the add before; then without the add before; then
@@ -211,7 +237,7 @@ static void decide_bn(struct model_fuse_layer *f, const struct model *m,
     if (j < 0 || i == g->output || layer_type_kind(g->layers[j].spec.type) != LAYER_KIND_ACT ||
         g->layers[j].inputs[0] != i)
         return;
-    const int others = readers(m, i, j);
+    const int others = model_fuse_readers(m, i, j);
     const int add = whole ? residual_add(m, i, j) : -1;
     const int pool = whole && add < 0 ? tiling_pool(m, j) : -1;
     const int add_in = train ? input_add(f, m, i) : -1;
@@ -225,14 +251,14 @@ static void decide_bn(struct model_fuse_layer *f, const struct model *m,
         fi->add_in = before ? add_in : -1;
         fi->bwd = train && whole && with_bwd && others == 0 && !m->accum[j * GRAPH_MAX_INPUTS];
         if (fi->bwd) {
-            model_fuse_bwd_node(&n, m, h, fi, i);
-            fi->bwd = (unsigned char)runs(m, &n);
+            model_fuse_bwd_node(&n, m, h, f, i);
+            fi->bwd = (unsigned char)model_fuse_runs(m, &n);
         }
         fi->keep_y = !whole || others > 0 || (train && with_bwd && !fi->bwd);
         /* the activation's output, unwritten with a pool, is the pool's backward's x */
         if (fi->pool >= 0 && (fi->keep_y || (train && !fi->bwd))) continue;
-        model_fuse_fwd_node(&n, m, h, fi, i, train);
-        if (!runs(m, &n)) continue;
+        model_fuse_fwd_node(&n, m, h, f, i, train);
+        if (!model_fuse_runs(m, &n)) continue;
         f[j].in_fwd = 1;
         f[j].in_bwd = fi->bwd;
         if (fi->add >= 0) f[fi->add].in_fwd = 1;

@@ -428,6 +428,7 @@ static int layout_make(struct plan_layout *L, struct model *m, int train,
     L->f = dr_calloc((size_t)m->g->count, sizeof(*L->f));
     CHECK_ALLOC(L->f, "the plan's fused nodes");
     model_fuse_decide(L->f, m, &L->fh, train, src != NULL, train && src);
+    if (src) model_fuse_convs(L->f, m, &L->fh, train, train);
 cleanup:
     if (rc != DR_OK) layout_free(L);
     return rc;
@@ -440,12 +441,18 @@ static int add_forward(struct plan *p, struct model *m, const struct plan_layout
     struct plan_node *n = NULL;
     for (int i = 1; i < m->g->count; i++) {
         if (!m->live[i] || L->f[i].in_fwd) continue;
-        if (L->f[i].act < 0) {
+        if (L->f[i].act >= 0) {
+            APPEND(n, p, PLAN_BN_ACT_TRAIN, PLAN_PHASE_FORWARD, i);
+            model_fuse_fwd_node(n, m, &L->fh, L->f, i, train);
+        } else if (model_fuse_conv_fwd(L->f, m, i)) {
+            APPEND(n, p, PLAN_CONV_FUSED_FWD, PLAN_PHASE_FORWARD, i);
+            model_fuse_conv_fwd_node(n, m, &L->fh, L->f, i);
+        } else if (model_fuse_add_fwd(L->f, m, i)) {
+            APPEND(n, p, PLAN_ADD_PRO, PLAN_PHASE_FORWARD, i);
+            model_fuse_add_node(n, m, &L->fh, L->f, i);
+        } else {
             TRY(add_layer_forward(p, m, &L->h, i, train));
-            continue;
         }
-        APPEND(n, p, PLAN_BN_ACT_TRAIN, PLAN_PHASE_FORWARD, i);
-        model_fuse_fwd_node(n, m, &L->fh, &L->f[i], i, train);
     }
 cleanup:
     return rc;
@@ -478,12 +485,15 @@ static int add_backward(struct plan *p, struct model *m, const struct plan_layou
     n->par.xent.scale = scale;
     for (int i = m->g->count - 1; i > 0; i--) {
         if (!m->live[i] || L->f[i].in_bwd) continue;
-        if (!L->f[i].bwd) {
+        if (L->f[i].bwd) {
+            APPEND(n, p, PLAN_BN_ACT_BWD, PLAN_PHASE_BACKWARD, i);
+            model_fuse_bwd_node(n, m, &L->fh, L->f, i);
+        } else if (L->f[i].pro >= 0 && model_fuse_conv_fwd(L->f, m, i)) {
+            APPEND(n, p, PLAN_CONV_FUSED_BWD, PLAN_PHASE_BACKWARD, i);
+            model_fuse_conv_bwd_node(n, m, &L->fh, L->f, i);
+        } else {
             TRY(add_layer_backward(p, m, &L->h, i));
-            continue;
         }
-        APPEND(n, p, PLAN_BN_ACT_BWD, PLAN_PHASE_BACKWARD, i);
-        model_fuse_bwd_node(n, m, &L->fh, &L->f[i], i);
     }
 cleanup:
     return rc;
@@ -675,6 +685,22 @@ int model_plan_eval(struct plan *p, struct model *m, const struct model_batch_sr
     }
     TRY(add_cursor_advance(p, src->cursor));
     p->replayable = 1;
+cleanup:
+    layout_free(&L);
+    if (rc != DR_OK) plan_free(p);
+    return rc;
+}
+
+int model_plan_pass(struct plan *p, struct model *m, int train, float smoothing, float scale)
+{
+    int rc = DR_OK;
+    struct plan_layout L = {0};
+    const struct model_batch_src none = {0};   /* no cursor: no training dropout */
+    plan_free(p);
+    TRY(layout_make(&L, m, train, &none));
+    TRY(add_forward(p, m, &L, train));
+    TRY(add_loss(p, m, model_logits(m), smoothing));
+    if (train) TRY(add_backward(p, m, &L, smoothing, scale));
 cleanup:
     layout_free(&L);
     if (rc != DR_OK) plan_free(p);

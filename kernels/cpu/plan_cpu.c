@@ -3,9 +3,10 @@
  * its backward with the activation's backward folded in (bn_fused.h). The fused passes
  * compute every element as the separate kernels do, so a fused node's results are its
  * decomposition's (plan_fused_expand) bit for bit (tests/test_plan.c compares them). They
- * apply a ReLU only, and take neither a max pool nor the add before the batch norm: the
- * engine supports other fused nodes as their decomposition (plan_run_node), and the
- * builder emits that instead. DAWNRUN_CPU_FUSE=0
+ * apply a ReLU only, and take neither a max pool, the add before the batch norm, nor
+ * the vectors of a batch norm whose passes the convolutions take: the engine supports
+ * other fused nodes (and the convolutions' fused ops) as their decomposition
+ * (plan_run_node), and the builder emits that instead. DAWNRUN_CPU_FUSE=0
  * (read at each question) supports none of them, so that plans built then run every
  * plain node one by one. */
 #include <stdlib.h>
@@ -22,7 +23,8 @@ _Static_assert(BN_COEF_COUNT == PLAN_BN_COEF_PER_CHANNEL,
 int cpu_fused_supported(const struct plan_node *n)
 {
     if (!env_switch_on("DAWNRUN_CPU_FUSE")) return 0;
-    if (n->par.bn_act.kind != ACT_RELU || n->par.bn_act.pool.kh > 0 || n->par.bn_act.add_in)
+    if (n->par.bn_act.kind != ACT_RELU || n->par.bn_act.pool.kh > 0 || n->par.bn_act.add_in ||
+        (n->op == PLAN_BN_ACT_TRAIN && (n->dst[PLAN_BNA_VEC] || n->src[PLAN_BNA_VEC_IN])))
         return 0;
     if (n->op == PLAN_BN_ACT_BWD) {   /* sizes from the batch norm's x */
         const struct tensor *d = n->src[PLAN_DY], *x = n->src[PLAN_BWD_X];

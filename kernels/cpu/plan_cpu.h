@@ -11,7 +11,15 @@
  * beside its kernels instead (linear's in linear.c). */
 #define CPU_RUN_DECL_(id, name) int cpu_run_##name(const struct plan_node *n);
 PLAN_OPS(CPU_RUN_DECL_)
-PLAN_FUSED_OPS(CPU_RUN_DECL_)
+#undef CPU_RUN_DECL_
+
+/* The fused ops the engine runs with passes of its own (plan_cpu.c), X(ID, name) as in
+ * PLAN_FUSED_OPS; it runs the others (the convolutions with a batch norm's passes inside)
+ * as their decompositions (plan_run_node). */
+#define CPU_FUSED_OPS(X) X(BN_ACT_TRAIN, bn_act_train) X(BN_ACT_EVAL, bn_act_eval) \
+    X(BN_ACT_BWD, bn_act_bwd)
+#define CPU_RUN_DECL_(id, name) int cpu_run_##name(const struct plan_node *n);
+CPU_FUSED_OPS(CPU_RUN_DECL_)
 #undef CPU_RUN_DECL_
 
 /* fp32 contents of a node's optional slot, for the runners: NULL for an absent tensor or

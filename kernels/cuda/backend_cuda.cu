@@ -14,6 +14,7 @@ extern "C" {
 }
 #include "conv_fused_cuda.h"
 #include "cuda_internal.h"
+#include "../../base/env.h"
 
 static const char *dtype_name(enum cuda_dtype dt)
 {
@@ -53,7 +54,6 @@ static void cuda_destroy(void *ctx)
     for (int s = 0; s < SLOT_COUNT; s++)
         if (c->scratch[s].ptr) cuda_counted_free(c, c->scratch[s].ptr);
     cuda_graph_release(c);
-    cuda_plan_release(c);
     cuda_conv_release(c);
     cuda_conv_fused_release(c);
     cuda_tables_release(c);
@@ -387,6 +387,7 @@ extern "C" int backend_cuda_create(struct backend *b, int device, int precision)
         const char *det = getenv("DAWNRUN_CUDA_DETERMINISTIC");
         c->deterministic = det && *det && strcmp(det, "0") != 0;
     }
+    c->fuse_conv = env_switch_on("DAWNRUN_CUDA_FUSE_CONV");
     CHECK_CUDA(cudaSetDevice(device));
     TRY(cuda_describe(c));
     CHECK_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));

@@ -196,12 +196,13 @@ cleanup:
     return rc;
 }
 
-/* The residual add z = a + b of the fused paths (plan_cuda.cu): z as add_kernel stores it.
+/* The residual add z = a + b of the fused nodes (ADD_PRO, BN_ACT_TRAIN with add_in): z as
+ * add_kernel stores it.
  * With PRO, the first operand is relu(y) of a batch norm whose x a holds, y recomputed with
  * that batch norm's kept coefficients coef (COEF_FWD_COUNT, c; one part) and rounded as its
- * fused forward stores the activation (PLAN_FUSE_ADD_PRO). With STATS, the kernel also
+ * fused forward stores the activation (ADD_PRO). With STATS, the kernel also
  * takes the (sum, sum of squares) partials of z for the batch norm reading it
- * (PLAN_FUSE_ADD_STATS), exactly as reduce_partial_kernel<T, REDUCE_SUMSQ> takes them from
+ * (BN_ACT_TRAIN with add_in), exactly as reduce_partial_kernel<T, REDUCE_SUMSQ> takes them from
  * the stored z (the same rows per thread in the same order, the same RED_Y lanes summed in
  * the same order). V channels a thread; a channel's sums do not depend on V, so every
  * width gives the same bits. Block (RED_X, RED_Y), grid (ceil(c / V / RED_X), parts,
@@ -425,9 +426,9 @@ int cuda_bn_train_add_fused(struct cuda_ctx *c, struct tensor *y, struct tensor 
                             const struct cuda_bn_pool *pool, float *coef_keep,
                             struct tensor *save_mean, struct tensor *save_invstd,
                             struct tensor *running_mean, struct tensor *running_var,
-                            struct tensor *z, const struct tensor *a, const struct tensor *b,
-                            const struct tensor *gamma, const struct tensor *beta,
-                            const struct bn_attr *attr)
+                            struct tensor *z, const struct tensor *a, const float *a_coef,
+                            const struct tensor *b, const struct tensor *gamma,
+                            const struct tensor *beta, const struct bn_attr *attr)
 {
     int rc = DR_OK, splits = 1, parts = 1;
     long split_rows = 0;
@@ -438,7 +439,7 @@ int cuda_bn_train_add_fused(struct cuda_ctx *c, struct tensor *y, struct tensor 
     /* the partial sums where cuda_bn_train_fused's own scratch puts them: its request is
      * this one, so the buffer stays where it is */
     TRY(bn_scratch(c, 2 * splits, parts, z->c, COEF_FWD_COUNT * splits, &partial, &coef));
-    TRY(cuda_add_fused(c, z, partial, a, NULL, b, save_mean, save_invstd, attr));
+    TRY(cuda_add_fused(c, z, partial, a, a_coef, b, save_mean, save_invstd, attr));
     {
         const struct cuda_bn_sums sums = {partial, NULL, NULL};
         TRY(cuda_bn_train_fused(c, y, out, res, act, pool, coef_keep, &sums, save_mean,

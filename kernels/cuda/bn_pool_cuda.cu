@@ -1,5 +1,5 @@
 /* A max pool folded into the fused batch norm whose activation it reads (cuda_internal.h,
- * "fused batch norm"; plan_fuse.h, the max pool after the activation): windows of
+ * "fused batch norm"; kernels/plan.h, par.bn_act.pool): windows of
  * kh x kw pixels tiling the plane (stride the window). The forward's pass writes the
  * pool's output from x, the activation's output never stored; the backward's sums and
  * elementwise pass take the pool's dy, finding each window's first maximum again from x.

@@ -1,13 +1,14 @@
 /* The two passes of our own that a batch norm inside the convolutions still makes
- * (plan_cuda.cu, PLAN_FUSE_BN_SUMS and PLAN_FUSE_BN_APPLY; the convolutions themselves
- * are conv_fused_cuda.cu's): in the forward, one thread per channel turning the sums the
- * convolution writing x took into the batch norm's statistics, its running statistics
- * and the scale and bias its apply has inside the next convolution; in the backward, the
- * elementwise pass dx = eq_dy * dz + eq_x * x + eq_b with the coefficients the
- * backward-data convolution computed; and, for a batch norm of our own whose activation
- * only convolutions read, its apply's scale and bias for their prologue. The statistics use the formulas every engine
- * shares (kernels/batchnorm.h) on the convolution's fp32 sums, so they agree with the
- * unfused batch norm within the sums' rounding, not to the bit. */
+ * (conv_nodes_cuda.cu: a BN_ACT_TRAIN node with vectors, a BN_APPLY_BWD node; the
+ * convolutions themselves are conv_fused_cuda.cu's): in the forward, one thread per
+ * channel turning the sums the convolution writing x took into the batch norm's
+ * statistics, its running statistics and the scale and bias its apply has inside the next
+ * convolution; in the backward, the elementwise pass dx = eq_dy * dz + eq_x * x + eq_b
+ * with the coefficients the backward-data convolution computed; and, for a batch norm of
+ * our own whose activation only convolutions read, its apply's scale and bias for their
+ * prologue. The statistics use the formulas every engine shares (kernels/batchnorm.h) on
+ * the convolution's fp32 sums, so they agree with the unfused batch norm within the sums'
+ * rounding, not to the bit. */
 #include "bn_kernels_cuda.h"
 #include "conv_bn_cuda.h"
 extern "C" {

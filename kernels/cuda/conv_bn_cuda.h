@@ -1,5 +1,5 @@
 /* conv_bn_cuda.cu: the passes of our own around a batch norm that runs inside the
- * convolutions (kernels/cuda/conv_fused_cuda.h), for the plan executor (plan_cuda.cu). */
+ * convolutions (kernels/cuda/conv_fused_cuda.h), for its nodes (conv_nodes_cuda.cu). */
 #ifndef DAWNRUN_CONV_BN_CUDA_H
 #define DAWNRUN_CONV_BN_CUDA_H
 

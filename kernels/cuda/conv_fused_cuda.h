@@ -33,8 +33,10 @@
  * execution succeeds; a shape no configuration serves is remembered as refused, and the
  * caller runs the unfused ops instead. Each distinct set of operand addresses keeps its
  * variant pack, so that a call seen before makes one cuDNN call (the execution). Building
- * allocates and may synchronise: it happens in cuda_conv_fused_usable, which a plan's
- * first (eager) run calls, never inside graph capture. */
+ * allocates and may synchronise: it happens in cuda_conv_fused_usable, which the plan's
+ * builder calls (backend_ops.supports: conv_nodes_cuda.cu) and each run of a node calls
+ * again (finding the graph built, or for new shapes building it in the plan's first run
+ * of them, which is eager), never inside graph capture. */
 #ifndef DAWNRUN_CONV_FUSED_CUDA_H
 #define DAWNRUN_CONV_FUSED_CUDA_H
 

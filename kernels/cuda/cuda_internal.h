@@ -94,6 +94,10 @@ struct cuda_ctx {
                                        deterministic (backend_ops.set_deterministic,
                                        DAWNRUN_CUDA_DETERMINISTIC=1 at creation); 0: the
                                        fastest, whatever their determinism */
+    int fuse_conv;                  /* 1: the batch norm may go inside cuDNN's fused
+                                       convolution graphs in the half precisions
+                                       (DAWNRUN_CUDA_FUSE_CONV not 0 at creation:
+                                       conv_nodes_cuda.cu) */
     int sm_count;
     cudaStream_t stream;
     cudnnHandle_t cudnn;
@@ -107,7 +111,6 @@ struct cuda_ctx {
     int n_algos, cap_algos;
     char name[512];
     struct backend_counters counts; /* since creation or the last counters_reset */
-    void *plans;                    /* plan_cuda.cu: its analyses of the plans run so far */
     void *graphs;                   /* graph_cuda.cu: the graphs captured so far */
     void *tables;                   /* sgd_cuda.cu: the device item tables of sgd_multi and
                                        lerp_multi, by items array */
@@ -508,12 +511,24 @@ PLAN_FUSED_OPS(CUDA_RUN_DECL_)
 #undef CUDA_RUN_DECL_
 
 /* fused_nodes_cuda.cu: whether the engine runs fused node n (kernels/plan.h,
- * PLAN_FUSED_OPS) with its own fused kernels: not with DAWNRUN_CUDA_FUSE=0 (read at each
- * question), nor in the half precisions while DAWNRUN_CUDA_FUSE_CONV is on (there the
- * plan's plain nodes go to plan_cuda.cu's analysis, which may put the batch norm inside
- * the convolutions); a pool only of one part, its windows tiling the plane, the batch
- * norm's output not kept. 1 or 0. */
-int cuda_fused_supported(const struct cuda_ctx *c, const struct plan_node *n);
+ * PLAN_FUSED_OPS) fused: not with DAWNRUN_CUDA_FUSE=0 (read at each question, so that a
+ * plan built with fusion runs node by node as its decompositions). The batch norm's own
+ * nodes: a pool only of one part, its windows tiling the plane, the batch norm's output
+ * not kept. The nodes with a batch norm inside the convolutions as
+ * cuda_conv_nodes_supported says. 1 or 0. */
+int cuda_fused_supported(struct cuda_ctx *c, const struct plan_node *n);
+
+/* conv_nodes_cuda.cu: whether the engine runs fused node n fused where the batch norm goes
+ * inside cuDNN's convolution graphs (CONV_FUSED_FWD, CONV_FUSED_BWD, BN_APPLY_BWD,
+ * ADD_PRO, and a BN_ACT_TRAIN with vectors or a recomputed operand): in the half
+ * precisions with c->fuse_conv; for a convolution node, when cuDNN runs its graphs
+ * (conv_fused_cuda.h: built and tried at the first question for their shapes, within the
+ * build budget; a refusal is remembered). 1 or 0. */
+int cuda_conv_nodes_supported(struct cuda_ctx *c, const struct plan_node *n);
+
+/* conv_nodes_cuda.cu: a BN_ACT_TRAIN node with vectors (PLAN_BNA_VEC, PLAN_BNA_VEC_IN) or
+ * a recomputed operand (PLAN_BNA_ADD_PRO_X), as cuda_conv_nodes_supported took it. */
+int cuda_run_bn_act_train_vec(struct cuda_ctx *c, const struct plan_node *n);
 
 /* nodes_cuda.cu: backend_ops.supports (every plain op of kernels/plan.h, in every
  * precision; the fused ops, PLAN_FUSED_OPS, as cuda_fused_supported says) and
@@ -583,7 +598,8 @@ struct cuda_bn_act {
     float alpha;
 };
 
-/* The max pool folded into a fused batch norm after its activation (plan_fuse.h): windows
+/* The max pool folded into a fused batch norm after its activation (kernels/plan.h,
+ * par.bn_act.pool): windows
  * of kh x kw pixels, stride the window, tiling the plane. */
 struct cuda_bn_pool {
     int kh, kw;
@@ -634,17 +650,18 @@ int cuda_add_fused(struct cuda_ctx *c, struct tensor *z, double *partial,
                    const struct tensor *save_mean, const struct tensor *save_invstd,
                    const struct bn_attr *attr);
 
-/* z = a + b (cuda_add_fused's bits), then the train-mode batch norm over z as
- * cuda_bn_train_fused (z its x), its statistics' partial sums taken by the add (in
- * scratch) instead of a pass of their own. z, a, b (n, c, h, w). */
+/* z = a + b (cuda_add_fused's bits; with a_coef, the first operand recomputed from a as
+ * there), then the train-mode batch norm over z as cuda_bn_train_fused (z its x), its
+ * statistics' partial sums taken by the add (in scratch) instead of a pass of their own.
+ * z, a, b (n, c, h, w). */
 int cuda_bn_train_add_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
                             const struct tensor *res, const struct cuda_bn_act *act,
                             const struct cuda_bn_pool *pool, float *coef_keep,
                             struct tensor *save_mean, struct tensor *save_invstd,
                             struct tensor *running_mean, struct tensor *running_var,
-                            struct tensor *z, const struct tensor *a, const struct tensor *b,
-                            const struct tensor *gamma, const struct tensor *beta,
-                            const struct bn_attr *attr);
+                            struct tensor *z, const struct tensor *a, const float *a_coef,
+                            const struct tensor *b, const struct tensor *gamma,
+                            const struct tensor *beta, const struct bn_attr *attr);
 
 /* Eval-mode batch norm, y, out, res and pool as for cuda_bn_train_fused. */
 int cuda_bn_eval_fused(struct cuda_ctx *c, struct tensor *y, struct tensor *out,
@@ -699,21 +716,16 @@ int cuda_bn_backward_apply_pool(struct cuda_ctx *c, struct tensor *dx, const str
 
 /* ------------------------------------------------------------------ plans and graphs */
 
-/* plan_cuda.cu. Runs plan p eagerly on the stream: the fused patterns it supports as
- * fused kernels, every other node through its runner (plan_run_node). */
+/* plan_cuda.cu. Runs plan p eagerly on the stream, node by node (plan_run_each: each
+ * through its runner, a fused node the engine does not take as its decomposition). */
 int cuda_plan_execute(struct cuda_ctx *c, const struct plan *p);
 
-/* backend_ops.plan_compute: cuda_graph_run(c, p, the generation of p's device buffers,
- * cuda_plan_execute). */
+/* backend_ops.plan_compute: cuda_graph_run(c, p, 0, cuda_plan_execute). */
 int cuda_plan_compute(void *ctx, const struct plan *p);
 
-/* backend_ops.plan_forget: drops what the engine keeps about plan p, which is being freed
- * (its analysis and device buffers, its graphs: cuda_graph_forget), so that a later plan
- * at p's address starts afresh. */
+/* backend_ops.plan_forget: drops the graphs captured of plan p, which is being freed
+ * (cuda_graph_forget), so that a later plan at p's address starts afresh. */
 void cuda_plan_forget(void *ctx, const struct plan *p);
-
-/* Releases what plan_cuda.cu keeps in c->plans. */
-void cuda_plan_release(struct cuda_ctx *c);
 
 /* graph_cuda.cu. Runs p through `run`, and when p->replayable and graphs are on
  * (DAWNRUN_CUDA_GRAPH is not 0 when the context first runs a plan) captures such a run

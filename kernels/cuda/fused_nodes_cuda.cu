@@ -1,21 +1,32 @@
 /* The CUDA engine's fused nodes (kernels/plan.h, PLAN_FUSED_OPS), as the plan's builder
- * emits them: which it takes (cuda_fused_supported) and their runners, each handing the
- * node's slots to the fused batch-norm passes (bn_cuda.cu, fused_bn_cuda.cu,
+ * emits them: which it takes (cuda_fused_supported) and the batch norm's runners, each
+ * handing the node's slots to the fused batch-norm passes (bn_cuda.cu, fused_bn_cuda.cu,
  * bn_pool_cuda.cu). The passes apply every activation kind; with a residual or a pool the
  * activation's output is never written, and the batch norm's only when keep_y says so.
- * In the half precisions with DAWNRUN_CUDA_FUSE_CONV on, the engine takes none of them:
- * the builder then emits the plain nodes, which plan_cuda.cu's analysis may fuse with the
- * convolutions around them. */
+ * The nodes with the batch norm inside the convolutions are conv_nodes_cuda.cu's. */
 #include "cuda_internal.h"
 #include "../../base/env.h"
 
 static_assert(COEF_FWD_COUNT == PLAN_BN_COEF_PER_CHANNEL,
               "the kept coefficients' size (kernels/plan.h) is the fused passes'");
 
-int cuda_fused_supported(const struct cuda_ctx *c, const struct plan_node *n)
+/* Whether n is a BN_ACT_TRAIN node with a batch norm's vectors or a recomputed operand,
+ * which goes with the convolutions' fused nodes (conv_nodes_cuda.cu). */
+static int with_vectors(const struct plan_node *n)
+{
+    return n->op == PLAN_BN_ACT_TRAIN && (n->dst[PLAN_BNA_VEC] || n->src[PLAN_BNA_VEC_IN] ||
+                                          n->src[PLAN_BNA_ADD_PRO_X]);
+}
+
+int cuda_fused_supported(struct cuda_ctx *c, const struct plan_node *n)
 {
     if (!c || !env_switch_on("DAWNRUN_CUDA_FUSE")) return 0;
-    if (c->dt != CUDA_F32 && env_switch_on("DAWNRUN_CUDA_FUSE_CONV")) return 0;
+    const int own = n->op == PLAN_BN_ACT_TRAIN || n->op == PLAN_BN_ACT_EVAL ||
+                    n->op == PLAN_BN_ACT_BWD;
+    if (!own || with_vectors(n)) {
+        if (!cuda_conv_nodes_supported(c, n)) return 0;
+        if (!own) return 1;
+    }
     const int bwd = n->op == PLAN_BN_ACT_BWD;
     const struct tensor *x = n->src[bwd ? PLAN_BWD_X : PLAN_X];
     if (!x || !x->data) return 0;
@@ -55,11 +66,12 @@ int cuda_run_bn_act_train(void *ctx, const struct plan_node *n)
     const struct cuda_bn_pool *pool = node_pool(&pool_buf, n);
     struct tensor *y = n->par.bn_act.keep_y ? n->dst[PLAN_Y] : NULL;
     float *coef = n->dst[PLAN_BNA_COEF] ? (float *)n->dst[PLAN_BNA_COEF]->data : NULL;
+    if (with_vectors(n)) return cuda_run_bn_act_train_vec(c, n);
     if (n->par.bn_act.add_in)
         return cuda_bn_train_add_fused(c, y, node_out(n), n->src[PLAN_BNA_RES], &act, pool, coef,
                                        n->dst[PLAN_SAVE_MEAN], n->dst[PLAN_SAVE_INVSTD],
                                        n->dst[PLAN_RUNNING_MEAN], n->dst[PLAN_RUNNING_VAR],
-                                       n->dst[PLAN_BNA_SUM], n->src[PLAN_BNA_ADD_A],
+                                       n->dst[PLAN_BNA_SUM], n->src[PLAN_BNA_ADD_A], NULL,
                                        n->src[PLAN_BNA_ADD_B], n->src[PLAN_GAMMA],
                                        n->src[PLAN_BETA], &n->par.bn_act.bn);
     return cuda_bn_train_fused(c, y, node_out(n), n->src[PLAN_BNA_RES], &act, pool, coef, NULL,

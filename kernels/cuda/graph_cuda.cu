@@ -250,8 +250,8 @@ int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, uint64_t state,
     s = graph_slot_get(e, plan_signature(p));
     s->last_use = ++g->clock;
     if (s->captured && !graph_scratch_same(c, s)) s->captured = 0;   /* a scratch regrew */
-    if (s->captured && s->state != state)   /* the runner's buffers moved: its analysis */
-        s->captured = s->warmed = 0;        /* may be another signature's, redone eagerly */
+    if (s->captured && s->state != state)   /* the runner's buffers moved: captured */
+        s->captured = s->warmed = 0;        /* before, so warmed up again, eagerly */
     if (!s->warmed) {
         TRY(run(c, p));
         s->warmed = 1;

@@ -1,9 +1,8 @@
 /* The CUDA engine's nodes (backend_ops.supports, run_node): the runner table, one runner
  * per op of kernels/plan.h, each handing the node's slots and parameters to the op
  * family's function (cuda_internal.h), and for the fused ops the engine takes, their
- * fused kernels (fused_nodes_cuda.cu). The fused steps of plan_cuda.cu's analysis call
- * those functions themselves; every other node of a plan comes here through
- * plan_run_node. */
+ * fused kernels (fused_nodes_cuda.cu, conv_nodes_cuda.cu). Every node of a plan comes here
+ * through plan_run_node. */
 #include "cuda_internal.h"
 
 int cuda_run_batch(void *ctx, const struct plan_node *n)
@@ -172,7 +171,7 @@ int cuda_supports(void *ctx, const struct plan_node *n)
     if ((unsigned)n->op >= PLAN_OP_COUNT || cuda_nodes[n->op].op != n->op ||
         cuda_nodes[n->op].run == NULL)
         return 0;
-    return !plan_op_is_fused(n->op) || cuda_fused_supported((const struct cuda_ctx *)ctx, n);
+    return !plan_op_is_fused(n->op) || cuda_fused_supported((struct cuda_ctx *)ctx, n);
 }
 
 int cuda_run_node(void *ctx, const struct plan_node *n)

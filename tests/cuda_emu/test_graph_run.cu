@@ -333,7 +333,7 @@ template <typename F> static int with_stderr(char *out, size_t size, F fn)
 /* A plan run eagerly, captured and replayed, then freed with its tensors; another of the
  * same shapes built in the same host storage, its tensors at the freed ones' device
  * addresses (the emulated cudaMalloc reuses them, as the real one does): the engine must
- * not take it for the first one (its analysis, its captured graph), so its first run is
+ * not take it for the first one (its captured graph), so its first run is
  * an eager warm-up with the eager run's results, and its second a capture. */
 static void check_rebuilt(const struct outputs ref[RUNS])
 {

@@ -1167,6 +1167,32 @@ static const struct plan_node *fused_of(const struct plan *p, enum plan_op op, i
     return NULL;
 }
 
+/* Trainer a (on the fuse-all wrapper, its epoch 0 run into ra) against a plain trainer of
+ * the same graph and experiment on the CPU engine with DAWNRUN_CPU_FUSE=0 (nothing fused,
+ * checked by `fused` never being in its step plan): the same losses, accuracy and trained
+ * state, bit for bit; what names the network in the printed line. */
+static void same_as_plain(struct fixture *f, struct trainer *a, const struct graph *g,
+                          const struct experiment *e, const struct epoch_record *ra,
+                          enum plan_op fused, const char *what)
+{
+    struct trainer r;
+    struct epoch_record rr;
+    CHECK(setenv("DAWNRUN_CPU_FUSE", "0", 1) == 0);
+    const int made = trainer_create(&r, e, g, &f->be, &f->train, &f->test, 5);
+    CHECK(made == DR_OK);
+    if (made == DR_OK) {
+        CHECK(trainer_epoch(&r, 0, NULL, &rr) == DR_OK);
+        CHECK(count_op(&r.step_plan, fused) == 0);
+        printf("%s: train loss %.9g, test loss %.9g (plain %.9g, %.9g)\n", what,
+               ra->train_loss, ra->test_loss, rr.train_loss, rr.test_loss);
+        CHECK(ra->train_loss == rr.train_loss && ra->test_loss == rr.test_loss &&
+              ra->test_acc == rr.test_acc);
+        CHECK(same_trained_state(&f->be, a, &r));
+        trainer_free(&r);
+    }
+    CHECK(unsetenv("DAWNRUN_CPU_FUSE") == 0);
+}
+
 /* What the builder folds for an engine that takes the batch norm's own fused nodes
  * (fuse_all_*, convs off): in the step plan, the
  * max pool into bn1's node, forward and backward (the activation's output never needed:
@@ -1177,7 +1203,7 @@ static const struct plan_node *fused_of(const struct plan *p, enum plan_op op, i
 static void test_pool_add_folds(struct fixture *f)
 {
     struct graph g;
-    struct trainer a, r;
+    struct trainer a;
     struct backend be = fuse_all_backend(f, 0);
     struct experiment e = f->e;
     e.eval.tta = TTA_NONE;
@@ -1207,33 +1233,20 @@ static void test_pool_add_folds(struct fixture *f)
     CHECK(n && n->par.bn_act.add_in && n->par.bn_act.pool.kh == 16 &&
           n->par.bn_act.pool.sw == 16 && n->dst[PLAN_BNA_OUT] == &a.model.y[bn2 + 2] &&
           n->dst[PLAN_BNA_SUM] == &a.model.y[sum] && n->src[PLAN_X] == &a.model.y[sum]);
-    struct epoch_record ra, rr;
+    struct epoch_record ra;
     CHECK(trainer_epoch(&a, 0, NULL, &ra) == DR_OK);
     const struct plan *ev = &a.eval_plan;
     n = fused_of(ev, PLAN_BN_ACT_EVAL, bn1);
     CHECK(n && n->par.bn_act.pool.kh == 2 && count_op(ev, PLAN_ADD_FWD) == 1);
     CHECK(count_op(ev, PLAN_POOL_FWD) == 0 && count_op(ev, PLAN_BN_ACT_EVAL) == 2);
-    CHECK(setenv("DAWNRUN_CPU_FUSE", "0", 1) == 0);
-    const int made = trainer_create(&r, &e, &g, &f->be, &f->train, &f->test, 5);
-    CHECK(made == DR_OK);
-    if (made == DR_OK) {
-        CHECK(trainer_epoch(&r, 0, NULL, &rr) == DR_OK);
-        CHECK(count_op(&r.step_plan, PLAN_BN_ACT_TRAIN) == 0);
-        printf("pool and add folded: train loss %.9g, test loss %.9g (plain %.9g, %.9g)\n",
-               ra.train_loss, ra.test_loss, rr.train_loss, rr.test_loss);
-        CHECK(ra.train_loss == rr.train_loss && ra.test_loss == rr.test_loss &&
-              ra.test_acc == rr.test_acc);
-        CHECK(same_trained_state(&f->be, &a, &r));
-        trainer_free(&r);
-    }
-    CHECK(unsetenv("DAWNRUN_CPU_FUSE") == 0);
+    same_as_plain(f, &a, &g, &e, &ra, PLAN_BN_ACT_TRAIN, "pool and add folded");
     trainer_free(&a);
     graph_free(&g);
 }
 
 /* conv1 -> bn1 -> relu1 -> conv2 -> bn2 -> relu2 -> conv3 -> bn3 -> relu3 -> conv4 ->
- * add(relu2, conv4) -> bn4 -> relu4 -> maxpool (2 x 2) -> flatten -> linear: a
- * pre-activation block (relu2 its identity shortcut) between two plain ones. */
+ * add(relu2, conv4) -> bn4 -> relu4 -> maxpool (2 x 2) -> flatten -> linear -> scale 1/8:
+ * a pre-activation block (relu2 its identity shortcut) between two plain ones. */
 static int conv_bn_net(struct graph *g)
 {
     struct net_spec s = {0};
@@ -1264,6 +1277,8 @@ static int conv_bn_net(struct graph *g)
     ok = ok && add(&s, "flat", LAYER_FLATTEN);
     ok = ok && (l = add(&s, "linear", LAYER_LINEAR)) != NULL;
     if (ok) l->out = 10, l->bias = 1;
+    ok = ok && (l = add(&s, "logits", LAYER_SCALE)) != NULL;   /* small logits: a gentle run */
+    if (ok) l->scale = 0.125f;
     int rc = ok ? graph_build(g, &s, 3, 32, 32, err, sizeof(err)) : DR_ERR_NOMEM;
     if (rc != DR_OK && ok) printf("graph_build: %s\n", err);
     net_spec_free(&s);
@@ -1279,7 +1294,7 @@ static int conv_bn_net(struct graph *g)
 static void test_conv_folds(struct fixture *f)
 {
     struct graph g;
-    struct trainer a, r;
+    struct trainer a;
     struct backend be = fuse_all_backend(f, 1);
     struct experiment e = f->e;
     e.eval.tta = TTA_NONE;
@@ -1328,27 +1343,14 @@ static void test_conv_folds(struct fixture *f)
     n = fused_of(step, PLAN_BN_ACT_TRAIN, bn4);
     CHECK(n && !n->par.bn_act.add_in && n->par.bn_act.pool.kh == 2 &&
           n->src[PLAN_BNA_VEC_IN] == &m->bn_vec[bn4] && !n->dst[PLAN_BNA_VEC]);
-    struct epoch_record ra, rr;
+    struct epoch_record ra;
     CHECK(trainer_epoch(&a, 0, NULL, &ra) == DR_OK);
     const struct plan *ev = &a.eval_plan;
     n = fused_of(ev, PLAN_CONV_FUSED_FWD, conv4);
     CHECK(n && n->dst[PLAN_CF_OUT] == &m->y[sum] && !n->src[PLAN_CF_RES_X] &&
           !n->src[PLAN_CF_PRO_X] && !n->dst[PLAN_CF_SUMS]);
     CHECK(count_op(ev, PLAN_ADD_FWD) == 0 && count_op(ev, PLAN_CONV_FUSED_FWD) == 1);
-    CHECK(setenv("DAWNRUN_CPU_FUSE", "0", 1) == 0);
-    const int made = trainer_create(&r, &e, &g, &f->be, &f->train, &f->test, 5);
-    CHECK(made == DR_OK);
-    if (made == DR_OK) {
-        CHECK(trainer_epoch(&r, 0, NULL, &rr) == DR_OK);
-        CHECK(count_op(&r.step_plan, PLAN_CONV_FUSED_FWD) == 0);
-        printf("convolutions' fused nodes: train loss %.9g, test loss %.9g (plain %.9g, %.9g)\n",
-               ra.train_loss, ra.test_loss, rr.train_loss, rr.test_loss);
-        CHECK(ra.train_loss == rr.train_loss && ra.test_loss == rr.test_loss &&
-              ra.test_acc == rr.test_acc);
-        CHECK(same_trained_state(&f->be, &a, &r));
-        trainer_free(&r);
-    }
-    CHECK(unsetenv("DAWNRUN_CPU_FUSE") == 0);
+    same_as_plain(f, &a, &g, &e, &ra, PLAN_CONV_FUSED_FWD, "convolutions' fused nodes");
     trainer_free(&a);
     graph_free(&g);
 }

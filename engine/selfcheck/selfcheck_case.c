@@ -182,3 +182,16 @@ void sc_env_clear(struct sc_env *e)
     }
     for (int i = 0; i < SC_SLOTS; i++) e->slot_name[i] = NULL;
 }
+
+/* ------------------------------------------------------------------ networks */
+
+struct layer_spec *sc_layer(struct net_spec *spec, const char *name, enum layer_type type,
+                            const char *in1, const char *in2)
+{
+    struct layer_spec *l = net_spec_add(spec, type);
+    if (!l) return NULL;
+    snprintf(l->name, sizeof(l->name), "%s", name);
+    if (in1[0]) snprintf(l->inputs[l->n_inputs++], GRAPH_NAME_MAX, "%s", in1);
+    if (in2[0]) snprintf(l->inputs[l->n_inputs++], GRAPH_NAME_MAX, "%s", in2);
+    return l;
+}

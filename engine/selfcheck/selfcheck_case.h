@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/core/graph.h"
 #include "kernels/plan.h"
 
 #define SC_NAME_MAX 64
@@ -163,6 +164,12 @@ int sc_host(struct sc_env *e, int slot, const char *name, size_t count);
 
 /* Frees every slot of both sides and clears e's slots (the harness, after a case). */
 void sc_env_clear(struct sc_env *e);
+
+/* Appends a layer named name of type to spec, in1 and in2 naming its inputs ("" = the
+ * previous layer; in2 "" = none): the networks of the training and plan cases. NULL when
+ * out of memory. */
+struct layer_spec *sc_layer(struct net_spec *spec, const char *name, enum layer_type type,
+                            const char *in1, const char *in2);
 
 /* The tensor of slot on a side. */
 #define SC_T(s, slot) (&(s)->t[(slot)])

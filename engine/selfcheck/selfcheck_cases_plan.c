@@ -116,16 +116,24 @@ static enum layer_type act_layer(enum act_kind k)
     return LAYER_RELU;
 }
 
-/* Appends a layer named name of type; in1, in2 name its inputs ("" = the previous). */
-static struct layer_spec *layer(struct net_spec *s, const char *name, enum layer_type type,
-                                const char *in1, const char *in2)
+/* Appends row r's block k (1 or 2): conv<k> (3x3, pad 1, no bias; none when conv is 0),
+ * bn<k>, act<k>. 1, or 0 when out of memory. */
+static int block(struct net_spec *s, const struct plan_row *r, int k, int conv)
 {
-    struct layer_spec *l = net_spec_add(s, type);
-    if (!l) return NULL;
-    snprintf(l->name, sizeof(l->name), "%s", name);
-    if (in1[0]) snprintf(l->inputs[l->n_inputs++], GRAPH_NAME_MAX, "%s", in1);
-    if (in2[0]) snprintf(l->inputs[l->n_inputs++], GRAPH_NAME_MAX, "%s", in2);
-    return l;
+    char name[3][8];
+    struct layer_spec *l = NULL;
+    snprintf(name[0], sizeof(name[0]), "conv%d", k);
+    snprintf(name[1], sizeof(name[1]), "bn%d", k);
+    snprintf(name[2], sizeof(name[2]), "act%d", k);
+    if (conv) {
+        if (!(l = sc_layer(s, name[0], LAYER_CONV, "", ""))) return 0;
+        l->out = r->channels, l->k = 3, l->pad = 1;
+    }
+    if (!(l = sc_layer(s, name[1], LAYER_BN, "", ""))) return 0;
+    l->splits = r->splits;
+    if (!(l = sc_layer(s, name[2], act_layer(r->kind), "", ""))) return 0;
+    l->alpha = 0.75f;
+    return 1;
 }
 
 /* Row r's network into g. Its layers' names: conv1, bn1, act1, conv2, bn2, act2, add,
@@ -141,26 +149,14 @@ static int row_graph(struct graph *g, const struct plan_row *r)
     const char *residual = r->topo == TOPO_ACC ? "conv1"
                            : r->topo == TOPO_SHARED || r->topo == TOPO_EVAL_SHARED ? "bn1"
                                                                                    : "act1";
-#define L(name, type, in1, in2) ok = ok && (l = layer(&s, name, type, in1, in2)) != NULL
-    if (has_conv1(r)) {
-        L("conv1", LAYER_CONV, "", "");
-        if (ok) l->out = r->channels, l->k = 3, l->pad = 1;
-    }
-    L("bn1", LAYER_BN, "", "");
-    if (ok) l->splits = r->splits;
-    L("act1", act_layer(r->kind), "", "");
-    if (ok) l->alpha = 0.75f;
+#define L(name, type, in1, in2) ok = ok && (l = sc_layer(&s, name, type, in1, in2)) != NULL
+    ok = block(&s, r, 1, has_conv1(r));
     if (pooled(r)) {
         L("pool", LAYER_MAXPOOL, "", "");
         if (ok) l->k = l->stride = PL_POOL;
     }
     if (two_blocks(r)) {
-        L("conv2", LAYER_CONV, "", "");
-        if (ok) l->out = r->channels, l->k = 3, l->pad = 1;
-        L("bn2", LAYER_BN, "", "");
-        if (ok) l->splits = r->splits;
-        L("act2", act_layer(r->kind), "", "");
-        if (ok) l->alpha = 0.75f;
+        ok = ok && block(&s, r, 2, 1);
         L("add", LAYER_ADD, residual, "act2");
     }
     L("flat", LAYER_FLATTEN, "", "");

@@ -168,18 +168,6 @@ static int augment_step_run(struct sc_side *t, const struct sc_case *c)
 /* The augmentation rows augment_step is checked with (indices of AUGMENT_ROWS). */
 static const int AUGMENT_STEP_ROWS[] = {1, 2, 7};
 
-/* Appends a layer; in1/in2 name its inputs ("" = the previous layer). */
-static struct layer_spec *add_layer(struct net_spec *spec, const char *name, enum layer_type type,
-                                    const char *in1, const char *in2)
-{
-    struct layer_spec *l = net_spec_add(spec, type);
-    if (!l) return NULL;
-    snprintf(l->name, sizeof(l->name), "%s", name);
-    if (in1[0]) snprintf(l->inputs[l->n_inputs++], GRAPH_NAME_MAX, "%s", in1);
-    if (in2[0]) snprintf(l->inputs[l->n_inputs++], GRAPH_NAME_MAX, "%s", in2);
-    return l;
-}
-
 /* A small network with every layer type of the shipped configs: conv-bn-relu blocks, max
  * pools, residual adds (one folded into the batch norm before it, one standalone whose sum
  * enters a batch norm, as in a pre-activation block), a CELU, a batch norm between two
@@ -189,7 +177,7 @@ static int small_net(struct net_spec *spec)
 {
     struct layer_spec *l;
     int ok = 1;
-#define ADD(name, type, in1, in2) ok = ok && (l = add_layer(spec, name, type, in1, in2)) != NULL
+#define ADD(name, type, in1, in2) ok = ok && (l = sc_layer(spec, name, type, in1, in2)) != NULL
     ADD("prep", LAYER_CONV, "", "");
     if (ok) l->out = 16;
     ADD("prep_bn", LAYER_BN, "", "");
@@ -256,7 +244,7 @@ static int preact_net(struct net_spec *spec)
 {
     struct layer_spec *l;
     int ok = 1;
-#define ADD(name, type, in1, in2) ok = ok && (l = add_layer(spec, name, type, in1, in2)) != NULL
+#define ADD(name, type, in1, in2) ok = ok && (l = sc_layer(spec, name, type, in1, in2)) != NULL
     ADD("stem", LAYER_CONV, "", "");
     if (ok) l->out = 16;
     ADD("stem_bn", LAYER_BN, "", "");
@@ -312,7 +300,7 @@ static int toolbox_net(struct net_spec *spec)
 {
     struct layer_spec *l;
     int ok = 1;
-#define ADD(name, type) ok = ok && (l = add_layer(spec, name, type, "", "")) != NULL
+#define ADD(name, type) ok = ok && (l = sc_layer(spec, name, type, "", "")) != NULL
     ADD("whiten", LAYER_WHITEN);
     if (ok) {
         l->k = 2;

@@ -124,6 +124,18 @@ static void run_both(const struct plan_node *n, const struct plan_node *d)
     for (int i = 0; i < count; i++) CHECK(plan_run_one(&be, &parts[i]) == DR_OK);
 }
 
+/* The training batch norm and ReLU of set s as lone plain nodes (one part): the reference
+ * the fused forwards' decompositions are held to. */
+static void plain_bn_relu(struct set *s)
+{
+    const union plan_params relu = {.act = {ACT_RELU, 0.0f}}, bn = {.bn = {1e-5f, 0.1f, 1}};
+    CHECK(plan_run_op(&be, PLAN_BN_FWD_TRAIN,
+                      PLAN_DSTS(&s->y, &s->mean, &s->invstd, &s->rmean, &s->rvar),
+                      PLAN_SRCS(&s->x, &s->gamma, &s->beta), 0, &bn) == DR_OK);
+    CHECK(plan_run_op(&be, PLAN_ACT_FWD, PLAN_DSTS(&s->act), PLAN_SRCS(&s->y), 0, &relu) ==
+          DR_OK);
+}
+
 /* Forward, then backward, fused against decomposed, for one combination. */
 static void case_train(int residual, int keep_y, int res_first, int parts, int acc)
 {
@@ -243,11 +255,7 @@ static void case_pool_and_add(void)
           parts[2].src[PLAN_X] == &s[0].act && parts[2].dst[PLAN_Y] == &pool[0] &&
           !memcmp(&parts[2].par.pool, &POOL53, sizeof(POOL53)));
     CHECK(plan_run_one(&be, &n) == DR_OK);
-    CHECK(plan_run_op(&be, PLAN_BN_FWD_TRAIN,
-                      PLAN_DSTS(&s[1].y, &s[1].mean, &s[1].invstd, &s[1].rmean, &s[1].rvar),
-                      PLAN_SRCS(&s[1].x, &s[1].gamma, &s[1].beta), 0, &bn) == DR_OK);
-    CHECK(plan_run_op(&be, PLAN_ACT_FWD, PLAN_DSTS(&s[1].act), PLAN_SRCS(&s[1].y), 0, &relu) ==
-          DR_OK);
+    plain_bn_relu(&s[1]);
     CHECK(plan_run_op(&be, PLAN_POOL_FWD, PLAN_DSTS(&pool[1]), PLAN_SRCS(&s[1].act), 0, &mp) ==
           DR_OK);
     CHECK(same_bits(&pool[0], &pool[1]) && same_bits(&s[0].mean, &s[1].mean) &&
@@ -299,11 +307,7 @@ static void case_pool_and_add(void)
         CHECK(plan_run_one(&be, &n) == DR_OK);
         CHECK(plan_run_op(&be, PLAN_ADD_FWD, PLAN_DSTS(&s[1].x), PLAN_SRCS(&s[1].dy, &s[1].dx), 0,
                           NULL) == DR_OK);
-        CHECK(plan_run_op(&be, PLAN_BN_FWD_TRAIN,
-                          PLAN_DSTS(&s[1].y, &s[1].mean, &s[1].invstd, &s[1].rmean, &s[1].rvar),
-                          PLAN_SRCS(&s[1].x, &s[1].gamma, &s[1].beta), 0, &bn) == DR_OK);
-        CHECK(plan_run_op(&be, PLAN_ACT_FWD, PLAN_DSTS(&s[1].act), PLAN_SRCS(&s[1].y), 0,
-                          &relu) == DR_OK);
+        plain_bn_relu(&s[1]);
         if (res)
             CHECK(plan_run_op(&be, PLAN_ADD_FWD, PLAN_DSTS(&s[1].out),
                               PLAN_SRCS(&s[1].act, &s[1].res), 0, NULL) == DR_OK);
@@ -356,7 +360,6 @@ static void case_conv_nodes(void)
     struct tensor w[2], c2[2], vec, vec2, vec_bad;
     struct plan_node n, parts[PLAN_FUSED_MAX_PARTS];
     const union plan_params conv = {.conv = {3, 1, 1}}, relu = {.act = {ACT_RELU, 0.0f}};
-    const union plan_params bn = {.bn = {1e-5f, 0.1f, 1}};
     CHECK(plan_bn_vec_stride(C) == 4 && plan_bn_vec_stride(8) == 8 && plan_bn_vec_stride(0) == 0);
     for (int r = 0; r < 2; r++) {
         set_make(&s[r], 1);
@@ -432,11 +435,7 @@ static void case_conv_nodes(void)
     CHECK(plan_node_check(&n) == DR_OK && !be.ops->supports(be.ctx, &n));
     CHECK(plan_fused_expand(parts, &n) == 2);
     CHECK(plan_run_one(&be, &n) == DR_OK);
-    CHECK(plan_run_op(&be, PLAN_BN_FWD_TRAIN,
-                      PLAN_DSTS(&s[1].y, &s[1].mean, &s[1].invstd, &s[1].rmean, &s[1].rvar),
-                      PLAN_SRCS(&s[1].x, &s[1].gamma, &s[1].beta), 0, &bn) == DR_OK);
-    CHECK(plan_run_op(&be, PLAN_ACT_FWD, PLAN_DSTS(&s[1].act), PLAN_SRCS(&s[1].y), 0, &relu) ==
-          DR_OK);
+    plain_bn_relu(&s[1]);
     CHECK(same_bits(&s[0].act, &s[1].act) && same_bits(&s[0].rvar, &s[1].rvar));
     /* the add before it recomputing its first operand: the add's plain node first */
     fwd_node(&n, &s[0], 1, 0, 1, 0, 1, ACT_RELU);

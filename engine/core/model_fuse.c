@@ -43,19 +43,35 @@ static int prev_live(const struct model *m, int i)
     return -1;
 }
 
-int model_fuse_readers(const struct model *m, int u, int except)
+int model_fuse_reader_list(int *list, int max, const struct model *m, int u, int except)
 {
     const struct graph *g = m->g;
-    int count = u == g->output;
+    int layers = 0;
     for (int j = u + 1; j < g->count; j++) {
         if (!m->live[j] || j == except) continue;
         for (int s = 0; s < g->layers[j].n_inputs; s++)
             if (g->layers[j].inputs[s] == u) {
-                count++;
+                if (layers < max) list[layers] = j;
+                layers++;
                 break;
             }
     }
-    return count;
+    return layers + (u == g->output);
+}
+
+int model_fuse_readers(const struct model *m, int u, int except)
+{
+    return model_fuse_reader_list(NULL, 0, m, u, except);
+}
+
+struct tensor *model_layer_bias(const struct layer *l, struct tensor *set)
+{
+    return (l->spec.bias && l->param_count > 1) ? &set[l->param_first + 1] : NULL;
+}
+
+struct conv_attr model_layer_conv_attr(const struct layer *l)
+{
+    return (struct conv_attr){l->spec.k, l->spec.stride, l->spec.pad};
 }
 
 struct pool_attr model_layer_pool_attr(const struct layer *l, const struct layer_info *info)

@@ -54,6 +54,13 @@ struct model_fuse_layer {
                              norm pro; batch-norm layer: its backward only applies those */
 };
 
+/* The optional bias parameter of a conv/linear layer l in set (the model's parameters or
+ * their gradients), or NULL. */
+struct tensor *model_layer_bias(const struct layer *l, struct tensor *set);
+
+/* The convolution attributes of a conv or whiten layer l, for its forward and backward. */
+struct conv_attr model_layer_conv_attr(const struct layer *l);
+
 /* The window of a pool layer l of row info, or the whole input plane of a global pool. */
 struct pool_attr model_layer_pool_attr(const struct layer *l, const struct layer_info *info);
 
@@ -110,8 +117,12 @@ void model_fuse_add_node(struct plan_node *n, const struct model *m,
 
 /* Shared by the rules (model_fuse.c, model_fuse_conv.c). */
 
-/* The live layers other than `except` reading layer u's output (the plan's output counts
- * as a reader). */
+/* The live layers other than `except` reading layer u's output, in graph order, the first
+ * max of them into list (NULL with max 0); their number, the plan's output counting as one
+ * more reader (listed nowhere) when u is it. */
+int model_fuse_reader_list(int *list, int max, const struct model *m, int u, int except);
+
+/* model_fuse_reader_list's number alone. */
 int model_fuse_readers(const struct model *m, int u, int except);
 
 /* Whether the engine runs node n (plan_run_node checks it against its rule). */

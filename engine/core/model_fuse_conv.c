@@ -57,8 +57,7 @@ static int bias_free_conv(const struct model *m, int w)
     if (w <= 0 || !m->live[w]) return 0;
     const struct layer *l = &m->g->layers[w];
     const enum layer_kind k = kind_of(m, w);
-    return (k == LAYER_KIND_CONV || k == LAYER_KIND_WHITEN) &&
-           !(l->spec.bias && l->param_count > 1);
+    return (k == LAYER_KIND_CONV || k == LAYER_KIND_WHITEN) && !model_layer_bias(l, m->p);
 }
 
 /* Whether convolution layer w may sum its output for a batch norm: bias-free, summing
@@ -78,25 +77,6 @@ static int relu_bn(const struct model_fuse_layer *f, const struct model *m, int 
     return fi->act >= 0 && fi->bwd && fi->add < 0 && fi->pool < 0 && !fi->keep_y &&
            !fi->vec && m->g->layers[i].spec.splits <= 1 &&
            layer_info(m->g->layers[fi->act].spec.type)->act == ACT_RELU;
-}
-
-/* The live layers reading layer u's output, in graph order, into list (the first max of
- * them); their number, or -1 when u is the plan's output. */
-static int reader_list(int *list, int max, const struct model *m, int u)
-{
-    const struct graph *g = m->g;
-    int count = 0;
-    if (u == g->output) return -1;
-    for (int j = u + 1; j < g->count; j++) {
-        if (!m->live[j]) continue;
-        for (int s = 0; s < g->layers[j].n_inputs; s++)
-            if (g->layers[j].inputs[s] == u) {
-                if (count < max) list[count] = j;
-                count++;
-                break;
-            }
-    }
-    return count;
 }
 
 /* The batch-norm layer taking add layer q before it (model_fuse_layer.add_in), or -1. */
@@ -165,7 +145,7 @@ static void rule_sums_apply(struct model_fuse_layer *f, const struct model *m,
     int rd[1] = {-1};
     if (!relu_bn(f, m, i) || f[i].add_in >= 0 || f[i].sums >= 0) return;
     const int j = f[i].act, w = m->g->layers[i].inputs[0];
-    if (!summable(f, m, w) || reader_list(rd, 1, m, j) != 1) return;
+    if (!summable(f, m, w) || model_fuse_reader_list(rd, 1, m, j, -1) != 1) return;
     const int c = rd[0];
     /* its dx, the activation's gradient, written by it alone */
     if (!bias_free_conv(m, c) || m->g->layers[c].inputs[0] != j || f[c].pro >= 0 ||
@@ -240,8 +220,8 @@ static void rule_prologue(struct model_fuse_layer *f, const struct model *m,
     int rd[FUSE_MAX_CONVS + 1] = {-1}, convs[FUSE_MAX_CONVS], nc = 0, add = -1, st = -1;
     if (!relu_bn(f, m, i)) return;
     const int j = f[i].act;
-    const int nr = reader_list(rd, FUSE_MAX_CONVS + 1, m, j);
-    if (nr <= 0 || nr > FUSE_MAX_CONVS + 1) return;
+    const int nr = model_fuse_reader_list(rd, FUSE_MAX_CONVS + 1, m, j, -1);
+    if (j == m->g->output || nr <= 0 || nr > FUSE_MAX_CONVS + 1) return;
     for (int k = 0; k < nr; k++) {
         const int r = rd[k];
         if (add < 0 && recomputing_add(f, m, r, j)) {
@@ -374,12 +354,6 @@ int model_fuse_add_fwd(const struct model_fuse_layer *f, const struct model *m, 
     return kind_of(m, q) == LAYER_KIND_ADD && f[q].pro >= 0 && !f[q].in_fwd;
 }
 
-/* The convolution attributes of layer l. */
-static struct conv_attr conv_attr_of(const struct layer *l)
-{
-    return (struct conv_attr){l->spec.k, l->spec.stride, l->spec.pad};
-}
-
 void model_fuse_conv_fwd_node(struct plan_node *n, const struct model *m,
                               const struct model_fuse_handles *h,
                               const struct model_fuse_layer *f, int w)
@@ -408,7 +382,7 @@ void model_fuse_conv_fwd_node(struct plan_node *n, const struct model *m,
     plan_node_set_tensors(n, PLAN_DSTS(h->y[w], out, sums),
                           PLAN_SRCS(h->y[l->inputs[0]], &m->p[l->param_first], pro_x, pro_vec,
                                     res, res_x, res_vec));
-    n->par.conv = conv_attr_of(l);
+    n->par.conv = model_layer_conv_attr(l);
 }
 
 void model_fuse_conv_bwd_node(struct plan_node *n, const struct model *m,
@@ -430,7 +404,7 @@ void model_fuse_conv_bwd_node(struct plan_node *n, const struct model *m,
                                     h->y[lb->inputs[0]], &m->bn_vec[b], dbn ? h->y[b] : NULL,
                                     dbn ? &m->bn_mean[b] : NULL, dbn ? &m->bn_invstd[b] : NULL,
                                     dbn ? gamma : NULL, dbn ? gamma + 1 : NULL));
-    n->par.conv = conv_attr_of(l);
+    n->par.conv = model_layer_conv_attr(l);
     n->acc = m->accum[w * GRAPH_MAX_INPUTS] != 0;
 }
 

@@ -21,18 +21,6 @@
         CHECK_ALLOC((n), "a plan node");                                                  \
     } while (0)
 
-/* The optional bias parameter of a conv/linear layer, or NULL. */
-static struct tensor *layer_bias(const struct layer *l, struct tensor *set)
-{
-    return (l->spec.bias && l->param_count > 1) ? &set[l->param_first + 1] : NULL;
-}
-
-/* The convolution attributes of a conv or whiten layer, for its forward and backward. */
-static struct conv_attr layer_conv_attr(const struct layer *l)
-{
-    return (struct conv_attr){l->spec.k, l->spec.stride, l->spec.pad};
-}
-
 /* A plan of a step or batch needs the plan's own ops: an engine that does not run them
  * cannot run one (DR_ERR_INTERNAL, naming the op), rather than failing at the first step.
  * Asked of the engine with nodes of no tensors (backend_ops.supports: the op alone). */
@@ -190,8 +178,8 @@ static int add_layer_forward(struct plan *p, struct model *m, const struct plan_
     case LAYER_KIND_CONV:
     case LAYER_KIND_WHITEN:
         APPEND(n, p, PLAN_CONV_FWD, ph, i);
-        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x, w, layer_bias(l, m->p)));
-        n->par.conv = layer_conv_attr(l);
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x, w, model_layer_bias(l, m->p)));
+        n->par.conv = model_layer_conv_attr(l);
         break;
     case LAYER_KIND_BN: {
         struct bn_attr a = {l->spec.eps, l->spec.momentum, l->spec.splits};
@@ -242,7 +230,7 @@ static int add_layer_forward(struct plan *p, struct model *m, const struct plan_
         break;
     case LAYER_KIND_LINEAR:
         APPEND(n, p, PLAN_LINEAR_FWD, ph, i);
-        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x, w, layer_bias(l, m->p)));
+        plan_node_set_tensors(n, PLAN_DSTS(y), PLAN_SRCS(x, w, model_layer_bias(l, m->p)));
         break;
     case LAYER_KIND_SCALE:
         APPEND(n, p, PLAN_SCALE_FWD, ph, i);
@@ -302,8 +290,9 @@ static int add_layer_backward(struct plan *p, struct model *m, const struct plan
     case LAYER_KIND_CONV:
     case LAYER_KIND_WHITEN:
         APPEND(n, p, PLAN_CONV_BWD, ph, i);
-        plan_node_set_tensors(n, PLAN_DSTS(dx, dw, layer_bias(l, m->dp)), PLAN_SRCS(dy, x, w));
-        n->par.conv = layer_conv_attr(l);
+        plan_node_set_tensors(n, PLAN_DSTS(dx, dw, model_layer_bias(l, m->dp)),
+                              PLAN_SRCS(dy, x, w));
+        n->par.conv = model_layer_conv_attr(l);
         n->acc = acc[0] != 0;
         break;
     case LAYER_KIND_BN: /* dx may be NULL: the parameter gradients are still needed */
@@ -358,7 +347,8 @@ static int add_layer_backward(struct plan *p, struct model *m, const struct plan
         break;
     case LAYER_KIND_LINEAR:
         APPEND(n, p, PLAN_LINEAR_BWD, ph, i);
-        plan_node_set_tensors(n, PLAN_DSTS(dx, dw, layer_bias(l, m->dp)), PLAN_SRCS(dy, x, w));
+        plan_node_set_tensors(n, PLAN_DSTS(dx, dw, model_layer_bias(l, m->dp)),
+                              PLAN_SRCS(dy, x, w));
         n->acc = acc[0] != 0;
         break;
     case LAYER_KIND_SCALE:

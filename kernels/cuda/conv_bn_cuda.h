@@ -5,6 +5,13 @@
 
 #include "cuda_internal.h"
 
+/* Vector v (enum plan_bn_vec, kernels/plan.h) of a batch norm's vectors vec: device
+ * floats. */
+static inline float *cuda_bn_vec(const struct tensor *vec, int v)
+{
+    return (float *)vec->data + (size_t)v * (tensor_count(vec) / PLAN_BNV_COUNT);
+}
+
 /* The train-mode batch norm over x (n, c, h, w; attributes a, one part) from the sums a
  * convolution took of x (sum, sqsum: (c) device fp32): writes save_mean, save_invstd (c),
  * updates running_mean, running_var (c) as the unfused batch norm does, and writes the

@@ -1,8 +1,9 @@
 /* The CUDA engine's nodes with a batch norm inside the convolutions (kernels/plan.h:
  * CONV_FUSED_FWD, CONV_FUSED_BWD, BN_APPLY_BWD, ADD_PRO, and the BN_ACT_TRAIN nodes with a
  * batch norm's vectors or a recomputed operand): which it takes (cuda_conv_nodes_supported)
- * and their runners, handing the nodes' slots to cuDNN's fused graphs (conv_fused_cuda.cu)
- * and to the passes of our own around them (conv_bn_cuda.cu, bn_cuda.cu). A batch norm's
+ * and the runners of the first four, handing the nodes' slots to cuDNN's fused graphs
+ * (conv_fused_cuda.cu) and to the passes of our own around them (conv_bn_cuda.cu,
+ * bn_cuda.cu); the BN_ACT_TRAIN runner is fused_nodes_cuda.cu's, all variants. A batch norm's
  * vectors (enum plan_bn_vec) are one tensor of the plan's builder per batch norm: the sums
  * the convolution writing its x takes, its apply's scale and bias (in the compute type),
  * its weight gradients where its own tensors do not take them, and its input gradient's
@@ -25,16 +26,10 @@
 #include "conv_bn_cuda.h"
 #include "conv_fused_cuda.h"
 
-/* Vector v (enum plan_bn_vec) of a batch norm's vectors vec: device floats. */
-static float *bn_vec(const struct tensor *vec, int v)
-{
-    return (float *)vec->data + (size_t)v * (tensor_count(vec) / PLAN_BNV_COUNT);
-}
-
 /* The prologue (apply and ReLU) of the batch norm whose vectors vec are. */
 static struct cuda_conv_prologue prologue_of(const struct tensor *vec)
 {
-    return {bn_vec(vec, PLAN_BNV_SCALE), bn_vec(vec, PLAN_BNV_BIAS)};
+    return {cuda_bn_vec(vec, PLAN_BNV_SCALE), cuda_bn_vec(vec, PLAN_BNV_BIAS)};
 }
 
 static int has_data(const struct tensor *t)
@@ -63,8 +58,8 @@ static struct cuda_conv_fused_args fwd_args(const struct plan_node *n,
         args.pro = pro;
     }
     if (sums) {
-        args.sum = bn_vec(sums, PLAN_BNV_SUM);
-        args.sqsum = bn_vec(sums, PLAN_BNV_SQSUM);
+        args.sum = cuda_bn_vec(sums, PLAN_BNV_SUM);
+        args.sqsum = cuda_bn_vec(sums, PLAN_BNV_SQSUM);
     }
     if (n->src[PLAN_CF_RES]) {
         args.res = rx ? rx : n->src[PLAN_CF_RES];
@@ -104,11 +99,11 @@ static struct cuda_conv_fused_args dgrad_dbn_args(const struct plan_node *n)
     args.kind = CUDA_CONV_FUSED_DGRAD_DBN;
     args.a = &n->par.conv;
     args.dz = n->dst[PLAN_CB_DZ];
-    args.dscale = has_data(dg) ? (float *)dg->data : bn_vec(vec, PLAN_BNV_DSCALE);
-    args.dbias = has_data(db) ? (float *)db->data : bn_vec(vec, PLAN_BNV_DBIAS);
-    args.eq_dy = bn_vec(vec, PLAN_BNV_EQ_DY);
-    args.eq_x = bn_vec(vec, PLAN_BNV_EQ_X);
-    args.eq_b = bn_vec(vec, PLAN_BNV_EQ_B);
+    args.dscale = has_data(dg) ? (float *)dg->data : cuda_bn_vec(vec, PLAN_BNV_DSCALE);
+    args.dbias = has_data(db) ? (float *)db->data : cuda_bn_vec(vec, PLAN_BNV_DBIAS);
+    args.eq_dy = cuda_bn_vec(vec, PLAN_BNV_EQ_DY);
+    args.eq_x = cuda_bn_vec(vec, PLAN_BNV_EQ_X);
+    args.eq_b = cuda_bn_vec(vec, PLAN_BNV_EQ_B);
     args.dy = n->src[PLAN_DY];
     args.w = n->src[PLAN_BWD_W];
     args.x = n->src[PLAN_CB_PRO_X];
@@ -193,8 +188,8 @@ int cuda_run_bn_apply_bwd(void *ctx, const struct plan_node *n)
     const struct tensor *vec = n->src[PLAN_BAB_VEC];
     if (!has_data(n->dst[PLAN_DX])) return DR_OK;   /* the weight gradients are written */
     return cuda_bn_eq_apply((struct cuda_ctx *)ctx, n->dst[PLAN_DX], n->src[PLAN_DY],
-                            n->src[PLAN_BWD_X], bn_vec(vec, PLAN_BNV_EQ_DY),
-                            bn_vec(vec, PLAN_BNV_EQ_X), bn_vec(vec, PLAN_BNV_EQ_B),
+                            n->src[PLAN_BWD_X], cuda_bn_vec(vec, PLAN_BNV_EQ_DY),
+                            cuda_bn_vec(vec, PLAN_BNV_EQ_X), cuda_bn_vec(vec, PLAN_BNV_EQ_B),
                             PLAN_NODE_ACC(n, PLAN_DX));
 }
 
@@ -205,55 +200,4 @@ int cuda_run_add_pro(void *ctx, const struct plan_node *n)
     return cuda_add_fused((struct cuda_ctx *)ctx, n->dst[PLAN_Y], NULL, n->src[PLAN_AP_X],
                           (const float *)n->src[PLAN_AP_COEF]->data, n->src[PLAN_ADD_B], NULL,
                           NULL, NULL);
-}
-
-int cuda_run_bn_act_train_vec(struct cuda_ctx *c, const struct plan_node *n)
-{
-    int rc = DR_OK;
-    const struct tensor *vec = n->dst[PLAN_BNA_VEC], *in = n->src[PLAN_BNA_VEC_IN];
-    const struct tensor *px = n->src[PLAN_BNA_ADD_PRO_X];
-    const struct bn_attr *a = &n->par.bn_act.bn;
-    const struct cuda_bn_act act = {n->par.bn_act.kind, n->par.bn_act.alpha};
-    struct cuda_bn_pool pool_buf;
-    const struct cuda_bn_pool *pool = NULL;
-    float *coef = has_data(n->dst[PLAN_BNA_COEF]) ? (float *)n->dst[PLAN_BNA_COEF]->data : NULL;
-    /* without vectors: the elementwise output, as the fused batch norm writes it */
-    struct tensor *y = !vec && n->par.bn_act.keep_y ? n->dst[PLAN_Y] : NULL;
-    struct tensor *out = NULL;
-    if (!vec) out = n->dst[PLAN_BNA_OUT] ? n->dst[PLAN_BNA_OUT] : n->dst[PLAN_BNA_ACT];
-    if (!vec && n->par.bn_act.pool.kh > 0) {
-        pool_buf = {n->par.bn_act.pool.kh, n->par.bn_act.pool.kw};
-        pool = &pool_buf;
-    }
-    if (vec && !coef) {   /* statistics from the convolution's sums, the apply's vectors */
-        TRY(cuda_bn_sums_finalize(c, bn_vec(vec, PLAN_BNV_SCALE), bn_vec(vec, PLAN_BNV_BIAS),
-                                  n->dst[PLAN_SAVE_MEAN], n->dst[PLAN_SAVE_INVSTD],
-                                  n->dst[PLAN_RUNNING_MEAN], n->dst[PLAN_RUNNING_VAR],
-                                  bn_vec(in, PLAN_BNV_SUM), bn_vec(in, PLAN_BNV_SQSUM),
-                                  n->src[PLAN_GAMMA], n->src[PLAN_BETA], n->src[PLAN_X], a));
-        goto cleanup;
-    }
-    if (n->par.bn_act.add_in) {
-        TRY(cuda_bn_train_add_fused(c, y, out, n->src[PLAN_BNA_RES], vec ? NULL : &act, pool,
-                                    coef, n->dst[PLAN_SAVE_MEAN], n->dst[PLAN_SAVE_INVSTD],
-                                    n->dst[PLAN_RUNNING_MEAN], n->dst[PLAN_RUNNING_VAR],
-                                    n->dst[PLAN_BNA_SUM], px ? px : n->src[PLAN_BNA_ADD_A],
-                                    px ? (const float *)n->src[PLAN_BNA_ADD_PRO_COEF]->data
-                                       : NULL,
-                                    n->src[PLAN_BNA_ADD_B], n->src[PLAN_GAMMA],
-                                    n->src[PLAN_BETA], a));
-    } else {
-        const struct cuda_bn_sums sums = {NULL, in ? bn_vec(in, PLAN_BNV_SUM) : NULL,
-                                          in ? bn_vec(in, PLAN_BNV_SQSUM) : NULL};
-        TRY(cuda_bn_train_fused(c, y, out, n->src[PLAN_BNA_RES], vec ? NULL : &act, pool, coef,
-                                in ? &sums : NULL, n->dst[PLAN_SAVE_MEAN],
-                                n->dst[PLAN_SAVE_INVSTD], n->dst[PLAN_RUNNING_MEAN],
-                                n->dst[PLAN_RUNNING_VAR], n->src[PLAN_X], n->src[PLAN_GAMMA],
-                                n->src[PLAN_BETA], a));
-    }
-    if (vec)   /* the prologue's scale and bias from the coefficients kept */
-        TRY(cuda_bn_prologue_from_coef(c, bn_vec(vec, PLAN_BNV_SCALE),
-                                       bn_vec(vec, PLAN_BNV_BIAS), coef, n->src[PLAN_X]->c));
-cleanup:
-    return rc;
 }

@@ -526,10 +526,6 @@ int cuda_fused_supported(struct cuda_ctx *c, const struct plan_node *n);
  * build budget; a refusal is remembered). 1 or 0. */
 int cuda_conv_nodes_supported(struct cuda_ctx *c, const struct plan_node *n);
 
-/* conv_nodes_cuda.cu: a BN_ACT_TRAIN node with vectors (PLAN_BNA_VEC, PLAN_BNA_VEC_IN) or
- * a recomputed operand (PLAN_BNA_ADD_PRO_X), as cuda_conv_nodes_supported took it. */
-int cuda_run_bn_act_train_vec(struct cuda_ctx *c, const struct plan_node *n);
-
 /* nodes_cuda.cu: backend_ops.supports (every plain op of kernels/plan.h, in every
  * precision; the fused ops, PLAN_FUSED_OPS, as cuda_fused_supported says) and
  * backend_ops.run_node (the op's runner, through the table generated from PLAN_OPS and
@@ -720,7 +716,7 @@ int cuda_bn_backward_apply_pool(struct cuda_ctx *c, struct tensor *dx, const str
  * through its runner, a fused node the engine does not take as its decomposition). */
 int cuda_plan_execute(struct cuda_ctx *c, const struct plan *p);
 
-/* backend_ops.plan_compute: cuda_graph_run(c, p, 0, cuda_plan_execute). */
+/* backend_ops.plan_compute: cuda_graph_run(c, p, cuda_plan_execute). */
 int cuda_plan_compute(void *ctx, const struct plan *p);
 
 /* backend_ops.plan_forget: drops the graphs captured of plan p, which is being freed
@@ -729,18 +725,16 @@ void cuda_plan_forget(void *ctx, const struct plan *p);
 
 /* graph_cuda.cu. Runs p through `run`, and when p->replayable and graphs are on
  * (DAWNRUN_CUDA_GRAPH is not 0 when the context first runs a plan) captures such a run
- * into a CUDA graph once and replays it afterwards, for as long as plan_signature(p), the
- * scratch buffers and `state` (a token of the device buffers `run` keeps for p, which a
- * captured run addresses) are unchanged: the first run of a signature is eager (the
- * warm-up), the second is captured and launched, later ones are one cudaGraphLaunch; a
- * changed state warms up again. `run` must neither synchronise, allocate nor copy between
+ * into a CUDA graph once and replays it afterwards, for as long as plan_signature(p) and
+ * the scratch buffers are unchanged: the first run of a signature is eager (the warm-up),
+ * the second is captured and launched, later ones are one cudaGraphLaunch. `run` keeps
+ * nothing of its own for p that a captured run would address. `run` must neither synchronise, allocate nor copy between
  * host and device once warmed up; when a capture fails anyway (or its graph cannot be
  * instantiated), the capture is ended, a line on stderr names the plan node that cannot be
  * captured, the step runs eagerly (run's result is returned) and p runs without graphs
  * from then on. */
 typedef int (*cuda_plan_runner)(struct cuda_ctx *c, const struct plan *p);
-int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, uint64_t state,
-                   cuda_plan_runner run);
+int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner run);
 
 /* Drops p's graphs (plan p is being freed). */
 void cuda_graph_forget(struct cuda_ctx *c, const struct plan *p);

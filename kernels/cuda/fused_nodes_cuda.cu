@@ -2,9 +2,12 @@
  * emits them: which it takes (cuda_fused_supported) and the batch norm's runners, each
  * handing the node's slots to the fused batch-norm passes (bn_cuda.cu, fused_bn_cuda.cu,
  * bn_pool_cuda.cu). The passes apply every activation kind; with a residual or a pool the
- * activation's output is never written, and the batch norm's only when keep_y says so.
- * The nodes with the batch norm inside the convolutions are conv_nodes_cuda.cu's. */
+ * activation's output is never written, and the batch norm's only when keep_y says so;
+ * with a batch norm's vectors (PLAN_BNA_VEC) none is, and the apply's scale and bias are
+ * (conv_bn_cuda.cu). The other nodes with the batch norm inside the convolutions are
+ * conv_nodes_cuda.cu's. */
 #include "cuda_internal.h"
+#include "conv_bn_cuda.h"
 #include "../../base/env.h"
 
 static_assert(COEF_FWD_COUNT == PLAN_BN_COEF_PER_CHANNEL,
@@ -60,25 +63,48 @@ static struct tensor *node_out(const struct plan_node *n)
 
 int cuda_run_bn_act_train(void *ctx, const struct plan_node *n)
 {
+    int rc = DR_OK;
     struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+    const struct tensor *vec = n->dst[PLAN_BNA_VEC], *in = n->src[PLAN_BNA_VEC_IN];
+    const struct tensor *px = n->src[PLAN_BNA_ADD_PRO_X];
+    const struct bn_attr *a = &n->par.bn_act.bn;
     const struct cuda_bn_act act = node_act(n);
     struct cuda_bn_pool pool_buf;
-    const struct cuda_bn_pool *pool = node_pool(&pool_buf, n);
-    struct tensor *y = n->par.bn_act.keep_y ? n->dst[PLAN_Y] : NULL;
+    const struct cuda_bn_pool *pool = node_pool(&pool_buf, n);   /* none with vectors */
     float *coef = n->dst[PLAN_BNA_COEF] ? (float *)n->dst[PLAN_BNA_COEF]->data : NULL;
-    if (with_vectors(n)) return cuda_run_bn_act_train_vec(c, n);
-    if (n->par.bn_act.add_in)
-        return cuda_bn_train_add_fused(c, y, node_out(n), n->src[PLAN_BNA_RES], &act, pool, coef,
-                                       n->dst[PLAN_SAVE_MEAN], n->dst[PLAN_SAVE_INVSTD],
-                                       n->dst[PLAN_RUNNING_MEAN], n->dst[PLAN_RUNNING_VAR],
-                                       n->dst[PLAN_BNA_SUM], n->src[PLAN_BNA_ADD_A], NULL,
-                                       n->src[PLAN_BNA_ADD_B], n->src[PLAN_GAMMA],
-                                       n->src[PLAN_BETA], &n->par.bn_act.bn);
-    return cuda_bn_train_fused(c, y, node_out(n), n->src[PLAN_BNA_RES], &act, pool, coef, NULL,
-                               n->dst[PLAN_SAVE_MEAN], n->dst[PLAN_SAVE_INVSTD],
-                               n->dst[PLAN_RUNNING_MEAN], n->dst[PLAN_RUNNING_VAR],
-                               n->src[PLAN_X], n->src[PLAN_GAMMA], n->src[PLAN_BETA],
-                               &n->par.bn_act.bn);
+    /* with vectors no elementwise output: the statistics, kept coefficients and vectors */
+    struct tensor *y = !vec && n->par.bn_act.keep_y ? n->dst[PLAN_Y] : NULL;
+    struct tensor *out = vec ? NULL : node_out(n);
+    if (vec && !coef)   /* statistics from the convolution's sums, the apply's vectors */
+        return cuda_bn_sums_finalize(c, cuda_bn_vec(vec, PLAN_BNV_SCALE),
+                                     cuda_bn_vec(vec, PLAN_BNV_BIAS), n->dst[PLAN_SAVE_MEAN],
+                                     n->dst[PLAN_SAVE_INVSTD], n->dst[PLAN_RUNNING_MEAN],
+                                     n->dst[PLAN_RUNNING_VAR], cuda_bn_vec(in, PLAN_BNV_SUM),
+                                     cuda_bn_vec(in, PLAN_BNV_SQSUM), n->src[PLAN_GAMMA],
+                                     n->src[PLAN_BETA], n->src[PLAN_X], a);
+    if (n->par.bn_act.add_in) {   /* its first operand recomputed from px when given */
+        TRY(cuda_bn_train_add_fused(c, y, out, n->src[PLAN_BNA_RES], vec ? NULL : &act, pool,
+                                    coef, n->dst[PLAN_SAVE_MEAN], n->dst[PLAN_SAVE_INVSTD],
+                                    n->dst[PLAN_RUNNING_MEAN], n->dst[PLAN_RUNNING_VAR],
+                                    n->dst[PLAN_BNA_SUM], px ? px : n->src[PLAN_BNA_ADD_A],
+                                    px ? (const float *)n->src[PLAN_BNA_ADD_PRO_COEF]->data
+                                       : NULL,
+                                    n->src[PLAN_BNA_ADD_B], n->src[PLAN_GAMMA],
+                                    n->src[PLAN_BETA], a));
+    } else {   /* its statistics from the convolution's sums when given */
+        const struct cuda_bn_sums sums = {NULL, in ? cuda_bn_vec(in, PLAN_BNV_SUM) : NULL,
+                                          in ? cuda_bn_vec(in, PLAN_BNV_SQSUM) : NULL};
+        TRY(cuda_bn_train_fused(c, y, out, n->src[PLAN_BNA_RES], vec ? NULL : &act, pool, coef,
+                                in ? &sums : NULL, n->dst[PLAN_SAVE_MEAN],
+                                n->dst[PLAN_SAVE_INVSTD], n->dst[PLAN_RUNNING_MEAN],
+                                n->dst[PLAN_RUNNING_VAR], n->src[PLAN_X], n->src[PLAN_GAMMA],
+                                n->src[PLAN_BETA], a));
+    }
+    if (vec)   /* the prologue's scale and bias from the coefficients kept */
+        TRY(cuda_bn_prologue_from_coef(c, cuda_bn_vec(vec, PLAN_BNV_SCALE),
+                                       cuda_bn_vec(vec, PLAN_BNV_BIAS), coef, n->src[PLAN_X]->c));
+cleanup:
+    return rc;
 }
 
 int cuda_run_bn_act_eval(void *ctx, const struct plan_node *n)

@@ -4,9 +4,8 @@
  * cudaGraphLaunch per run, for as long as its signature and the scratch buffers its kernels
  * address are unchanged. Each plan keeps a few graphs, one per signature it ran with (a
  * shorter last evaluation batch, swapped weight-averaging handles), the least recently used
- * one recaptured in place (cudaGraphExecUpdate where the topology allows); a graph whose
- * runner's state token changed (plan_cuda.cu's buffers moved) warms up again, and a freed
- * plan's graphs are dropped (cuda_graph_forget). The counts a
+ * one recaptured in place (cudaGraphExecUpdate where the topology allows); a freed plan's
+ * graphs are dropped (cuda_graph_forget). The counts a
  * captured run made are taken out of the host counts and added to the graph_* counts at
  * each launch (kernels/counters.h). A plan whose capture fails (an operation capture
  * refuses, work a step must not do, an exec that cannot be made) is said once on stderr,
@@ -32,7 +31,6 @@ struct graph_slot {
     unsigned long long last_use;
     cudaGraphExec_t exec;                /* may be an older signature's: updated in place */
     void *scratch[SLOT_COUNT];           /* the scratch buffers at capture */
-    uint64_t state;                      /* the runner's state token at capture */
     struct backend_counters counted;     /* what the captured run counted */
 };
 
@@ -156,8 +154,8 @@ static void graph_blame(struct cuda_ctx *c, const struct plan *p, char *why, siz
  * must not do; an exec that cannot be made), the capture is ended (the stream usable
  * again, its error cleared), why (len bytes) says why, s is left uncaptured and 0 is
  * returned: nothing has run. */
-static int graph_capture(struct cuda_ctx *c, const struct plan *p, uint64_t state,
-                         cuda_plan_runner run, struct graph_slot *s, char *why, size_t len)
+static int graph_capture(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner run,
+                         struct graph_slot *s, char *why, size_t len)
 {
     int run_rc = DR_OK, ok = 0;
     cudaGraph_t graph = NULL;
@@ -208,7 +206,6 @@ static int graph_capture(struct cuda_ctx *c, const struct plan *p, uint64_t stat
         }
     }
     for (int k = 0; k < SLOT_COUNT; k++) s->scratch[k] = c->scratch[k].ptr;
-    s->state = state;
     s->counted = rec;
     s->captured = 1;
     c->counts.graph_captures++;
@@ -234,8 +231,7 @@ static void graph_entry_eager(struct graph_entry *e)
     e->eager = 1;
 }
 
-int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, uint64_t state,
-                   cuda_plan_runner run)
+int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, cuda_plan_runner run)
 {
     int rc = DR_OK;
     struct graph_cache *g = NULL;
@@ -250,8 +246,6 @@ int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, uint64_t state,
     s = graph_slot_get(e, plan_signature(p));
     s->last_use = ++g->clock;
     if (s->captured && !graph_scratch_same(c, s)) s->captured = 0;   /* a scratch regrew */
-    if (s->captured && s->state != state)   /* the runner's buffers moved: captured */
-        s->captured = s->warmed = 0;        /* before, so warmed up again, eagerly */
     if (!s->warmed) {
         TRY(run(c, p));
         s->warmed = 1;
@@ -259,7 +253,7 @@ int cuda_graph_run(struct cuda_ctx *c, const struct plan *p, uint64_t state,
     }
     if (!s->captured) {
         char why[512];
-        if (!graph_capture(c, p, state, run, s, why, sizeof(why))) {
+        if (!graph_capture(c, p, run, s, why, sizeof(why))) {
             dr_eprintf("dawnrun: %s; this plan runs without CUDA graphs from now on\n", why);
             graph_entry_eager(e);
             return run(c, p);   /* this step, eagerly: nothing ran in the capture */

@@ -16,7 +16,7 @@ int cuda_plan_execute(struct cuda_ctx *c, const struct plan *p)
 
 int cuda_plan_compute(void *ctx, const struct plan *p)
 {
-    return cuda_graph_run((struct cuda_ctx *)ctx, p, 0, cuda_plan_execute);
+    return cuda_graph_run((struct cuda_ctx *)ctx, p, cuda_plan_execute);
 }
 
 void cuda_plan_forget(void *ctx, const struct plan *p)
